@@ -1,0 +1,34 @@
+//===- ComputeDialect.h - The graph-level compute dialect --------*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_DIALECT_COMPUTE_IR_COMPUTEDIALECT_H
+#define ZERO_DIALECT_COMPUTE_IR_COMPUTEDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "zero/Dialect/Compute/IR/ComputeOpsDialect.h.inc"
+
+#define GET_OP_CLASSES
+#include "zero/Dialect/Compute/IR/ComputeOps.h.inc"
+
+namespace zero::compute {
+
+/// The ONNX (numpy) broadcast of two shapes, or failure if they do not broadcast.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
+
+/// The result shape of numpy.matmul on the two shapes, or failure.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+matmulShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
+
+} // namespace zero::compute
+
+#endif // ZERO_DIALECT_COMPUTE_IR_COMPUTEDIALECT_H

@@ -1,0 +1,93 @@
+//===- PlanOps.td - Plan dialect operations ---------------*- tablegen -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_DIALECT_PLAN_IR_PLANOPS_TD
+#define ZERO_DIALECT_PLAN_IR_PLANOPS_TD
+
+include "zero/Dialect/Plan/IR/PlanDialect.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+
+def Plan_BufferType : MemRefOf<[F32, F64, I1, I8, UI8, I32, I64]>;
+
+def Plan_ProgramOp : Plan_Op<"program",
+    [Symbol, SingleBlockImplicitTerminator<"ReturnOp">, IsolatedFromAbove]> {
+  let summary = "One compiled step: an arena, its buffers and a kernel list.";
+  let description = [{
+    ```mlir
+    plan.program @main attributes {arena_bytes = 128 : i64, world_size = 1 : i64} {
+      %x = plan.buffer input at 0 {index = 0 : i64, name = "x"} : memref<4xf32>
+      %y = plan.buffer temp at 64 : memref<4xf32>
+      plan.kernel "relu" ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
+      plan.return %y : memref<4xf32>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$arena_bytes,
+                       I64Attr:$world_size);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+}
+
+def Plan_BufferOp : Plan_Op<"buffer", [HasParent<"ProgramOp">]> {
+  let summary = "A statically placed tensor in the program's arena.";
+  let description = [{
+    `role` is `temp` (produced and consumed inside the step), `param` (loaded from the
+    ONNX initializer `name`), `input` (graph input number `index`) or `constant`
+    (initialized from `value`). The buffer occupies bytes `[offset, offset + size)`.
+
+    ```mlir
+    %w = plan.buffer param at 256 {name = "fc.weight"} : memref<8x4xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$role, I64Attr:$offset,
+                       OptionalAttr<StrAttr>:$name, OptionalAttr<I64Attr>:$index,
+                       OptionalAttr<ElementsAttr>:$value);
+  let results = (outs Plan_BufferType:$result);
+  let assemblyFormat = "$role `at` $offset attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Bytes the buffer occupies in the arena.
+    int64_t getSizeInBytes();
+  }];
+}
+
+def Plan_KernelOp : Plan_Op<"kernel", [HasParent<"ProgramOp">, AttrSizedOperandSegments]> {
+  let summary = "Runs a runtime kernel: reads `ins`, writes `outs`.";
+  let description = [{
+    `kernel` names an entry of the runtime's kernel table; `attrs` holds its integer,
+    float, string and integer-array arguments.
+
+    ```mlir
+    plan.kernel "softmax" ins(%x : memref<4x8xf32>) outs(%y : memref<4x8xf32>)
+        attrs {axis = 1 : i64}
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel, Variadic<Plan_BufferType>:$inputs,
+                       Variadic<Plan_BufferType>:$outputs,
+                       DefaultValuedAttr<DictionaryAttr, "{}">:$attrs);
+  let assemblyFormat = [{
+    $kernel (`ins` `(` $inputs^ `:` type($inputs) `)`)?
+    `outs` `(` $outputs `:` type($outputs) `)` (`attrs` $attrs^)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Plan_ReturnOp : Plan_Op<"return", [HasParent<"ProgramOp">, Terminator]> {
+  let summary = "The program's outputs, in graph-output order.";
+  let description = [{
+    ```mlir
+    plan.return %loss : memref<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Plan_BufferType>:$results,
+                       OptionalAttr<StrArrayAttr>:$names);
+  let assemblyFormat = "($results^ `:` type($results))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, mlir::ValueRange{}, nullptr); }]>];
+}
+
+#endif // ZERO_DIALECT_PLAN_IR_PLANOPS_TD

@@ -1,0 +1,37 @@
+//===- ImportOnnx.h - ONNX model to the compute dialect ---------*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_IMPORT_ONNX_IMPORTONNX_H
+#define ZERO_IMPORT_ONNX_IMPORTONNX_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace zero {
+
+struct OnnxImportOptions {
+  /// Static shapes for graph inputs with symbolic dimensions (`--input-shape`).
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// In inference mode Dropout is the identity whatever its ratio.
+  bool inference = false;
+};
+
+/// Imports the ONNX model at `path` (binary `.onnx`, or ONNX's textual syntax for
+/// `.onnxtxt`) as a module holding `func.func @main`: initializers first (as
+/// `compute.param` arguments), then graph inputs. Only initializers' shapes and
+/// types are read, never their bytes. Returns null after emitting a diagnostic.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &context,
+                                                  llvm::StringRef path,
+                                                  const OnnxImportOptions &options);
+
+} // namespace zero
+
+#endif // ZERO_IMPORT_ONNX_IMPORTONNX_H

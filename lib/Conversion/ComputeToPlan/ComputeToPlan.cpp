@@ -1,0 +1,168 @@
+//===- ComputeToPlan.cpp - Lower the compute level to a plan.program ------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Conversion/ComputeToPlan/ArenaAllocator.h"
+#include "zero/Conversion/Passes.h"
+#include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Dialect/Plan/IR/PlanDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace zero {
+#define GEN_PASS_DEF_CONVERTCOMPUTETOPLANPASS
+#include "zero/Conversion/Passes.h.inc"
+} // namespace zero
+
+using namespace mlir;
+using namespace zero;
+
+namespace {
+
+/// Bytes of one element as the runtime stores it (i1 takes a byte).
+int64_t elementBytes(Type t) {
+  unsigned bits = t.getIntOrFloatBitWidth();
+  return bits == 1 ? 1 : bits / 8;
+}
+
+MemRefType bufferTypeOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return MemRefType::get(t.getShape(), t.getElementType());
+}
+
+int64_t bytesOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return t.getNumElements() * elementBytes(t.getElementType());
+}
+
+struct ConvertComputeToPlanPass
+    : public zero::impl::ConvertComputeToPlanPassBase<ConvertComputeToPlanPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>("main");
+    if (!func) {
+      module.emitError("no func.func @main to lower");
+      return signalPassFailure();
+    }
+    if (failed(lower(func)))
+      return signalPassFailure();
+    func.erase();
+  }
+
+  LogicalResult lower(func::FuncOp func) {
+    if (!func.getBody().hasOneBlock())
+      return func.emitError("@main must have a single block");
+    Block &entry = func.getBody().front();
+    OpBuilder b(func);
+    Location loc = func.getLoc();
+    auto program = plan::ProgramOp::create(b, loc, b.getStringAttr("main"),
+                                           b.getI64IntegerAttr(0),
+                                           b.getI64IntegerAttr(worldSize));
+    program.getBody().emplaceBlock();
+    b.setInsertionPointToStart(&program.getBody().front());
+
+    ArenaAllocator arena;
+    DenseMap<Value, Value> bufferOf;
+    DenseMap<Value, int64_t> offsetOf;
+
+    // Last reader of every value, so that a temporary is freed right after it.
+    DenseMap<Value, Operation *> lastUse;
+    for (Operation &op : entry)
+      for (Value v : op.getOperands())
+        lastUse[v] = &op;
+    Operation *terminator = entry.getTerminator();
+
+    auto makeBuffer = [&](Value v, StringRef role, NamedAttrList attrs) {
+      int64_t offset = arena.allocate(bytesOf(v));
+      auto buf = plan::BufferOp::create(b, v.getLoc(), bufferTypeOf(v),
+                                        b.getStringAttr(role),
+                                        b.getI64IntegerAttr(offset), nullptr,
+                                        nullptr, nullptr);
+      for (NamedAttribute a : attrs)
+        buf->setAttr(a.getName(), a.getValue());
+      bufferOf[v] = buf;
+      offsetOf[v] = offset;
+      return buf;
+    };
+
+    // Parameters and inputs live for the whole step.
+    for (BlockArgument arg : entry.getArguments()) {
+      if (!isa<RankedTensorType>(arg.getType()) ||
+          !cast<RankedTensorType>(arg.getType()).hasStaticShape())
+        return func.emitError("argument ")
+               << arg.getArgNumber() << " is not a statically shaped tensor";
+      NamedAttrList attrs;
+      unsigned i = arg.getArgNumber();
+      if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.param")) {
+        attrs.append("name", name);
+        makeBuffer(arg, "param", attrs);
+      } else if (auto index =
+                     func.getArgAttrOfType<IntegerAttr>(i, "compute.input")) {
+        attrs.append("index", index);
+        if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.name"))
+          attrs.append("name", name);
+        makeBuffer(arg, "input", attrs);
+      } else {
+        return func.emitError("argument ")
+               << i << " is neither a compute.param nor a compute.input";
+      }
+    }
+
+    for (Operation &op : entry.without_terminator()) {
+      if (op.getDialect() != op.getContext()->getLoadedDialect("compute"))
+        return op.emitError("cannot lower '")
+               << op.getName() << "' to the plan: only compute ops are supported";
+      if (auto cst = dyn_cast<compute::ConstantOp>(op)) {
+        NamedAttrList attrs;
+        attrs.append("value", cst.getValue());
+        makeBuffer(cst.getResult(), "constant", attrs);
+        continue;
+      }
+      SmallVector<Value> ins, outs;
+      for (Value v : op.getOperands())
+        ins.push_back(bufferOf.lookup(v));
+      // Outputs are placed before any input is released, so a kernel never writes
+      // over what it reads.
+      for (Value r : op.getResults())
+        outs.push_back(makeBuffer(r, "temp", {}));
+      NamedAttrList kernelAttrs;
+      for (NamedAttribute a : op.getAttrs())
+        kernelAttrs.append(a);
+      StringRef kernel = op.getName().stripDialect();
+      plan::KernelOp::create(b, op.getLoc(), b.getStringAttr(kernel), ins, outs,
+                             kernelAttrs.getDictionary(op.getContext()));
+      // Results nobody reads die at once; inputs die at their last reader.
+      auto releaseIfDead = [&](Value v, bool isResult) {
+        auto *def = bufferOf.lookup(v).getDefiningOp();
+        if (cast<plan::BufferOp>(def).getRole() != "temp")
+          return;
+        Operation *last = lastUse.lookup(v);
+        if ((isResult && !last) || last == &op)
+          arena.release(offsetOf[v]);
+      };
+      for (Value r : op.getResults())
+        releaseIfDead(r, /*isResult=*/true);
+      llvm::SmallDenseSet<Value> seen;
+      for (Value v : op.getOperands())
+        if (seen.insert(v).second && lastUse.lookup(v) != terminator)
+          releaseIfDead(v, /*isResult=*/false);
+    }
+
+    SmallVector<Value> results;
+    for (Value v : terminator->getOperands())
+      results.push_back(bufferOf.lookup(v));
+    auto ret = plan::ReturnOp::create(b, terminator->getLoc(), results, nullptr);
+    if (auto names = func->getAttrOfType<ArrayAttr>("compute.output_names"))
+      ret.setNamesAttr(names);
+    program.setArenaBytes(arena.size());
+    return success();
+  }
+};
+
+} // namespace

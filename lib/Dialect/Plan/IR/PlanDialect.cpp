@@ -1,0 +1,89 @@
+//===- PlanDialect.cpp - Plan dialect registration and verifiers ----------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Dialect/Plan/IR/PlanDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace zero::plan;
+
+#include "zero/Dialect/Plan/IR/PlanOpsDialect.cpp.inc"
+
+void PlanDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "zero/Dialect/Plan/IR/PlanOps.cpp.inc"
+      >();
+}
+
+int64_t BufferOp::getSizeInBytes() {
+  MemRefType t = getResult().getType();
+  unsigned bits = t.getElementTypeBitWidth();
+  return t.getNumElements() * (bits == 1 ? 1 : bits / 8);
+}
+
+LogicalResult BufferOp::verify() {
+  StringRef role = getRole();
+  if (role != "temp" && role != "param" && role != "input" && role != "constant")
+    return emitOpError("role must be temp, param, input or constant, not '")
+           << role << "'";
+  if (getOffset() < 0)
+    return emitOpError("offset must be non-negative");
+  if (role == "param" && !getName())
+    return emitOpError("a param buffer needs the initializer name");
+  if (role == "input" && !getIndex())
+    return emitOpError("an input buffer needs its input index");
+  if ((role == "constant") != bool(getValue()))
+    return emitOpError("a value is given exactly for constant buffers");
+  if (getValue()) {
+    auto vt = cast<ShapedType>(getValue()->getType());
+    MemRefType t = getResult().getType();
+    if (vt.getShape() != t.getShape() || vt.getElementType() != t.getElementType())
+      return emitOpError("value type does not match the buffer type");
+  }
+  return success();
+}
+
+LogicalResult KernelOp::verify() {
+  if (getOutputs().empty())
+    return emitOpError("writes no output");
+  for (Value v : llvm::concat<Value>(getInputs(), getOutputs()))
+    if (!v.getDefiningOp<BufferOp>())
+      return emitOpError("operands must be plan.buffer results");
+  for (Value v : getOutputs()) {
+    StringRef role = v.getDefiningOp<BufferOp>().getRole();
+    if (role != "temp")
+      return emitOpError("writes a ") << role << " buffer";
+  }
+  for (NamedAttribute a : getAttrs())
+    if (!isa<IntegerAttr, FloatAttr, StringAttr, DenseI64ArrayAttr, BoolAttr>(
+            a.getValue()))
+      return emitOpError("attribute '")
+             << a.getName().getValue()
+             << "' must be an integer, float, string or i64 array";
+  return success();
+}
+
+LogicalResult ProgramOp::verify() {
+  int64_t arena = getArenaBytes();
+  if (getWorldSize() < 1)
+    return emitOpError("world_size must be at least 1");
+  for (Operation &op : getBody().front()) {
+    auto buf = dyn_cast<BufferOp>(op);
+    if (!buf)
+      continue;
+    if (buf.getOffset() + buf.getSizeInBytes() > arena)
+      return buf.emitOpError("bytes [")
+             << buf.getOffset() << ", " << buf.getOffset() + buf.getSizeInBytes()
+             << ") lie outside the arena of " << arena << " bytes";
+  }
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "zero/Dialect/Plan/IR/PlanOps.cpp.inc"

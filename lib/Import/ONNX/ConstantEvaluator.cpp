@@ -1,0 +1,630 @@
+//===- ConstantEvaluator.cpp - Fold shape subgraphs at import -------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// torch.onnx.export writes shapes as small subgraphs (Shape -> Gather -> Unsqueeze ->
+// Concat -> Reshape). Evaluating them here gives every tensor a static shape. Only
+// Constant nodes and values derived from them or from static shapes are evaluated;
+// initializers never are, so their bytes are never read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxImporter.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cstring>
+#include <functional>
+#include <set>
+
+using namespace zero::onnx_import;
+using onnx::TensorProto;
+
+namespace {
+
+bool isFloatType(int32_t t) {
+  return t == TensorProto::FLOAT || t == TensorProto::DOUBLE;
+}
+
+bool isSupportedType(int32_t t) {
+  switch (t) {
+  case TensorProto::FLOAT:
+  case TensorProto::DOUBLE:
+  case TensorProto::INT64:
+  case TensorProto::INT32:
+  case TensorProto::INT8:
+  case TensorProto::UINT8:
+  case TensorProto::BOOL:
+    return true;
+  default:
+    return false;
+  }
+}
+
+int64_t product(const std::vector<int64_t> &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (int i = (int)shape.size() - 2; i >= 0; --i)
+    st[i] = st[i + 1] * shape[i + 1];
+  return st;
+}
+
+/// Value k of `c` converted to ONNX type `to`, stored into `out`.
+void pushConverted(ConstTensor &out, const ConstTensor &c, int64_t k) {
+  if (out.isFloat()) {
+    double v = c.floatAt(k);
+    out.floats.push_back(out.dtype == TensorProto::FLOAT ? (double)(float)v : v);
+    return;
+  }
+  int64_t v = c.isFloat() ? (int64_t)c.floats[k] : c.ints[k];
+  switch (out.dtype) {
+  case TensorProto::BOOL:
+    v = c.isFloat() ? c.floats[k] != 0.0 : v != 0;
+    break;
+  case TensorProto::INT32:
+    v = (int32_t)v;
+    break;
+  case TensorProto::INT8:
+    v = (int8_t)v;
+    break;
+  case TensorProto::UINT8:
+    v = (uint8_t)v;
+    break;
+  default:
+    break;
+  }
+  out.ints.push_back(v);
+}
+
+ConstTensor withShape(int32_t dtype, std::vector<int64_t> shape) {
+  ConstTensor c;
+  c.dtype = dtype;
+  c.shape = std::move(shape);
+  return c;
+}
+
+/// Numpy broadcast of all inputs' shapes.
+std::optional<std::vector<int64_t>>
+broadcast(const std::vector<const ConstTensor *> &ins) {
+  size_t rank = 0;
+  for (auto *c : ins)
+    rank = std::max(rank, c->shape.size());
+  std::vector<int64_t> out(rank, 1);
+  for (auto *c : ins)
+    for (size_t i = 0; i < c->shape.size(); ++i) {
+      int64_t &o = out[rank - c->shape.size() + i];
+      int64_t d = c->shape[i];
+      if (d != o && d != 1 && o != 1)
+        return std::nullopt;
+      if (o == 1)
+        o = d;
+    }
+  return out;
+}
+
+/// Linear index into `in` for the output multi-index of a broadcast.
+int64_t broadcastIndex(const std::vector<int64_t> &outIdx,
+                       const std::vector<int64_t> &inShape) {
+  int64_t lin = 0, stride = 1;
+  size_t off = outIdx.size() - inShape.size();
+  for (int i = (int)inShape.size() - 1; i >= 0; --i) {
+    if (inShape[i] != 1)
+      lin += outIdx[off + i] * stride;
+    stride *= inShape[i];
+  }
+  return lin;
+}
+
+void forEachIndex(const std::vector<int64_t> &shape,
+                  const std::function<void(const std::vector<int64_t> &)> &fn) {
+  int64_t n = product(shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    fn(idx);
+    for (int d = (int)shape.size() - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+}
+
+std::optional<ConstTensor> elementwise(const std::string &op,
+                                       const std::vector<const ConstTensor *> &ins,
+                                       std::string &error) {
+  auto shape = broadcast(ins);
+  if (!shape) {
+    error = "operand shapes do not broadcast";
+    return std::nullopt;
+  }
+  const ConstTensor &a = *ins[op == "Where" ? 1 : 0];
+  int32_t dtype = op == "Equal" ? (int32_t)TensorProto::BOOL : a.dtype;
+  ConstTensor out = withShape(dtype, *shape);
+  forEachIndex(*shape, [&](const std::vector<int64_t> &idx) {
+    std::vector<int64_t> k;
+    for (auto *c : ins)
+      k.push_back(broadcastIndex(idx, c->shape));
+    if (op == "Where") {
+      const ConstTensor &src = ins[0]->ints[k[0]] ? *ins[1] : *ins[2];
+      pushConverted(out, src, ins[0]->ints[k[0]] ? k[1] : k[2]);
+      return;
+    }
+    if (op == "Expand") {
+      pushConverted(out, a, k[0]);
+      return;
+    }
+    const ConstTensor &b = *ins[1];
+    if (op == "Equal") {
+      out.ints.push_back(a.floatAt(k[0]) == b.floatAt(k[1]));
+    } else if (a.isFloat()) {
+      double x = a.floats[k[0]], y = b.floatAt(k[1]);
+      double r = op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y;
+      out.floats.push_back(a.dtype == TensorProto::FLOAT ? (double)(float)r : r);
+    } else {
+      int64_t x = a.ints[k[0]], y = b.intAt(k[1]);
+      if (op == "Div" && y == 0) {
+        error = "integer division by zero";
+        y = 1;
+      }
+      out.ints.push_back(op == "Add"   ? x + y
+                         : op == "Sub" ? x - y
+                         : op == "Mul" ? x * y
+                                       : x / y);
+    }
+  });
+  if (!error.empty())
+    return std::nullopt;
+  return out;
+}
+
+int64_t normalizeAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+const onnx::AttributeProto *findAttr(const onnx::NodeProto &node,
+                                     const std::string &name) {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+} // namespace
+
+bool ConstTensor::isFloat() const { return isFloatType(dtype); }
+int64_t ConstTensor::numel() const { return product(shape); }
+
+std::optional<ConstTensor>
+zero::onnx_import::constFromProto(const TensorProto &t, std::string &error) {
+  if (t.data_location() == TensorProto::EXTERNAL) {
+    error = "tensor '" + t.name() + "' has external data";
+    return std::nullopt;
+  }
+  if (!isSupportedType(t.data_type())) {
+    error = "tensor '" + t.name() + "' has unsupported data type " +
+            TensorProto::DataType_Name((TensorProto::DataType)t.data_type());
+    return std::nullopt;
+  }
+  ConstTensor c;
+  c.dtype = t.data_type();
+  c.shape.assign(t.dims().begin(), t.dims().end());
+  int64_t n = c.numel();
+  const std::string &raw = t.raw_data();
+  bool hasRaw = t.has_raw_data();
+  auto rawAt = [&](int64_t k, size_t size, void *dst) {
+    std::memcpy(dst, raw.data() + k * size, size);
+  };
+  size_t esize = c.dtype == TensorProto::DOUBLE || c.dtype == TensorProto::INT64 ? 8
+                 : c.dtype == TensorProto::FLOAT || c.dtype == TensorProto::INT32 ? 4
+                                                                                  : 1;
+  if (hasRaw && (int64_t)raw.size() != n * (int64_t)esize) {
+    error = "tensor '" + t.name() + "' raw_data has " + std::to_string(raw.size()) +
+            " bytes, expected " + std::to_string(n * esize);
+    return std::nullopt;
+  }
+  int64_t fieldSize = c.dtype == TensorProto::FLOAT    ? t.float_data_size()
+                      : c.dtype == TensorProto::DOUBLE ? t.double_data_size()
+                      : c.dtype == TensorProto::INT64  ? t.int64_data_size()
+                                                       : t.int32_data_size();
+  if (!hasRaw && fieldSize != n) {
+    error = "tensor '" + t.name() + "' holds " + std::to_string(fieldSize) +
+            " values, its shape needs " + std::to_string(n);
+    return std::nullopt;
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    switch (c.dtype) {
+    case TensorProto::FLOAT: {
+      float v;
+      if (hasRaw)
+        rawAt(k, 4, &v);
+      else
+        v = t.float_data(k);
+      c.floats.push_back(v);
+      break;
+    }
+    case TensorProto::DOUBLE: {
+      double v;
+      if (hasRaw)
+        rawAt(k, 8, &v);
+      else
+        v = t.double_data(k);
+      c.floats.push_back(v);
+      break;
+    }
+    case TensorProto::INT64: {
+      int64_t v;
+      if (hasRaw)
+        rawAt(k, 8, &v);
+      else
+        v = t.int64_data(k);
+      c.ints.push_back(v);
+      break;
+    }
+    case TensorProto::INT32: {
+      int32_t v;
+      if (hasRaw)
+        rawAt(k, 4, &v);
+      else
+        v = t.int32_data(k);
+      c.ints.push_back(v);
+      break;
+    }
+    default: { // one-byte types
+      int64_t v;
+      if (hasRaw)
+        v = c.dtype == TensorProto::INT8 ? (int64_t)(int8_t)raw[k]
+                                         : (int64_t)(uint8_t)raw[k];
+      else
+        v = t.int32_data(k);
+      if (c.dtype == TensorProto::BOOL)
+        v = v != 0;
+      c.ints.push_back(v);
+    }
+    }
+  }
+  return c;
+}
+
+TensorProto zero::onnx_import::constToProto(const ConstTensor &c) {
+  TensorProto t;
+  t.set_data_type(c.dtype);
+  for (int64_t d : c.shape)
+    t.add_dims(d);
+  for (int64_t k = 0; k < c.numel(); ++k) {
+    switch (c.dtype) {
+    case TensorProto::FLOAT:
+      t.add_float_data((float)c.floats[k]);
+      break;
+    case TensorProto::DOUBLE:
+      t.add_double_data(c.floats[k]);
+      break;
+    case TensorProto::INT64:
+      t.add_int64_data(c.ints[k]);
+      break;
+    default:
+      t.add_int32_data((int32_t)c.ints[k]);
+    }
+  }
+  return t;
+}
+
+bool zero::onnx_import::isFoldableOp(const std::string &op) {
+  static const std::set<std::string> ops = {
+      "Constant", "Shape",  "Identity", "Cast",  "Gather", "Unsqueeze",
+      "Squeeze",  "Reshape", "Concat",  "Slice", "ConstantOfShape",
+      "Add",      "Sub",    "Mul",      "Div",   "Equal",  "Where", "Expand"};
+  return ops.count(op) != 0;
+}
+
+std::optional<ConstTensor> zero::onnx_import::evaluateConstant(
+    const onnx::NodeProto &node, const std::vector<const ConstTensor *> &in,
+    const std::vector<int64_t> *firstInputShape, std::string &error) {
+  const std::string &op = node.op_type();
+  auto intAttr = [&](const char *name, int64_t dflt) {
+    const auto *a = findAttr(node, name);
+    return a ? a->i() : dflt;
+  };
+  auto ok = [&](size_t n) {
+    if (in.size() < n) {
+      return false;
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (!in[i])
+        return false;
+    return true;
+  };
+
+  if (op == "Constant") {
+    if (const auto *a = findAttr(node, "value"))
+      return constFromProto(a->t(), error);
+    ConstTensor c;
+    if (const auto *a = findAttr(node, "value_float")) {
+      c = withShape(TensorProto::FLOAT, {});
+      c.floats.push_back(a->f());
+    } else if (const auto *a = findAttr(node, "value_floats")) {
+      c = withShape(TensorProto::FLOAT, {(int64_t)a->floats_size()});
+      c.floats.assign(a->floats().begin(), a->floats().end());
+    } else if (const auto *a = findAttr(node, "value_int")) {
+      c = withShape(TensorProto::INT64, {});
+      c.ints.push_back(a->i());
+    } else if (const auto *a = findAttr(node, "value_ints")) {
+      c = withShape(TensorProto::INT64, {(int64_t)a->ints_size()});
+      c.ints.assign(a->ints().begin(), a->ints().end());
+    } else {
+      error = "Constant has no supported value attribute (sparse and string "
+              "constants are not supported)";
+      return std::nullopt;
+    }
+    return c;
+  }
+  if (op == "Shape") {
+    if (!firstInputShape)
+      return std::nullopt;
+    int64_t rank = firstInputShape->size();
+    int64_t start = intAttr("start", 0), end = intAttr("end", rank);
+    start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+    end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+    ConstTensor c = withShape(TensorProto::INT64, {std::max<int64_t>(end - start, 0)});
+    for (int64_t i = start; i < end; ++i)
+      c.ints.push_back((*firstInputShape)[i]);
+    return c;
+  }
+  if (op == "ConstantOfShape") {
+    if (!ok(1))
+      return std::nullopt;
+    ConstTensor value = withShape(TensorProto::FLOAT, {1});
+    value.floats.push_back(0.0);
+    if (const auto *a = findAttr(node, "value")) {
+      auto v = constFromProto(a->t(), error);
+      if (!v)
+        return std::nullopt;
+      value = *v;
+    }
+    ConstTensor c = withShape(value.dtype, in[0]->ints);
+    for (int64_t d : c.shape)
+      if (d < 0) {
+        error = "negative dimension in the shape";
+        return std::nullopt;
+      }
+    for (int64_t k = 0; k < c.numel(); ++k)
+      pushConverted(c, value, 0);
+    return c;
+  }
+  if (op == "Identity") {
+    if (!ok(1))
+      return std::nullopt;
+    return *in[0];
+  }
+  if (op == "Cast") {
+    if (!ok(1))
+      return std::nullopt;
+    int32_t to = intAttr("to", 0);
+    if (!isSupportedType(to)) {
+      error = "Cast to unsupported type " +
+              TensorProto::DataType_Name((TensorProto::DataType)to);
+      return std::nullopt;
+    }
+    ConstTensor c = withShape(to, in[0]->shape);
+    for (int64_t k = 0; k < in[0]->numel(); ++k)
+      pushConverted(c, *in[0], k);
+    return c;
+  }
+  if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape") {
+    if (!ok(1) || (op != "Squeeze" && !ok(2)))
+      return std::nullopt;
+    const ConstTensor &x = *in[0];
+    std::vector<int64_t> shape;
+    if (op == "Reshape") {
+      if (intAttr("allowzero", 0)) {
+        error = "Reshape with allowzero=1 is not supported";
+        return std::nullopt;
+      }
+      int64_t known = 1, infer = -1;
+      for (size_t i = 0; i < in[1]->ints.size(); ++i) {
+        int64_t d = in[1]->ints[i];
+        if (d == 0)
+          d = i < x.shape.size() ? x.shape[i] : 0;
+        if (d == -1)
+          infer = i;
+        else
+          known *= d;
+        shape.push_back(d);
+      }
+      if (infer >= 0)
+        shape[infer] = known ? x.numel() / known : 0;
+    } else {
+      std::vector<int64_t> axes = in.size() > 1 && in[1] ? in[1]->ints
+                                                         : std::vector<int64_t>{};
+      if (op == "Unsqueeze") {
+        int64_t rank = x.shape.size() + axes.size();
+        std::vector<bool> isNew(rank, false);
+        for (int64_t a : axes) {
+          a = normalizeAxis(a, rank);
+          if (a < 0 || a >= rank) {
+            error = "Unsqueeze axis out of range";
+            return std::nullopt;
+          }
+          isNew[a] = true;
+        }
+        size_t j = 0;
+        for (int64_t i = 0; i < rank; ++i)
+          shape.push_back(isNew[i] ? 1 : x.shape[j++]);
+      } else {
+        int64_t rank = x.shape.size();
+        for (int64_t i = 0; i < rank; ++i) {
+          bool drop = axes.empty() ? x.shape[i] == 1 : false;
+          for (int64_t a : axes)
+            drop |= normalizeAxis(a, rank) == i;
+          if (!drop)
+            shape.push_back(x.shape[i]);
+        }
+      }
+    }
+    if (product(shape) != x.numel()) {
+      error = "the new shape changes the element count";
+      return std::nullopt;
+    }
+    ConstTensor c = x;
+    c.shape = shape;
+    return c;
+  }
+  if (op == "Concat") {
+    for (auto *c : in)
+      if (!c)
+        return std::nullopt;
+    if (in.empty())
+      return std::nullopt;
+    int64_t rank = in[0]->shape.size();
+    int64_t axis = normalizeAxis(intAttr("axis", 0), rank);
+    if (axis < 0 || axis >= rank) {
+      error = "Concat axis out of range";
+      return std::nullopt;
+    }
+    std::vector<int64_t> shape = in[0]->shape;
+    shape[axis] = 0;
+    for (auto *c : in)
+      shape[axis] += c->shape[axis];
+    ConstTensor out = withShape(in[0]->dtype, shape);
+    int64_t outer = 1;
+    for (int64_t i = 0; i < axis; ++i)
+      outer *= shape[i];
+    for (int64_t o = 0; o < outer; ++o)
+      for (auto *c : in) {
+        int64_t chunk = c->numel() / std::max<int64_t>(outer, 1);
+        for (int64_t k = 0; k < chunk; ++k)
+          pushConverted(out, *c, o * chunk + k);
+      }
+    return out;
+  }
+  if (op == "Gather") {
+    if (!ok(2))
+      return std::nullopt;
+    const ConstTensor &data = *in[0], &idx = *in[1];
+    int64_t rank = data.shape.size();
+    int64_t axis = normalizeAxis(intAttr("axis", 0), rank);
+    if (rank == 0 || axis < 0 || axis >= rank) {
+      error = "Gather axis out of range";
+      return std::nullopt;
+    }
+    std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
+    shape.insert(shape.end(), idx.shape.begin(), idx.shape.end());
+    shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+    int64_t outer = 1, inner = 1, dim = data.shape[axis];
+    for (int64_t i = 0; i < axis; ++i)
+      outer *= data.shape[i];
+    for (int64_t i = axis + 1; i < rank; ++i)
+      inner *= data.shape[i];
+    ConstTensor out = withShape(data.dtype, shape);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < idx.numel(); ++j) {
+        int64_t at = idx.ints[j] < 0 ? idx.ints[j] + dim : idx.ints[j];
+        if (at < 0 || at >= dim) {
+          error = "Gather index " + std::to_string(idx.ints[j]) + " out of range";
+          return std::nullopt;
+        }
+        for (int64_t i = 0; i < inner; ++i)
+          pushConverted(out, data, (o * dim + at) * inner + i);
+      }
+    return out;
+  }
+  if (op == "Slice") {
+    if (!ok(3))
+      return std::nullopt;
+    const ConstTensor &x = *in[0];
+    int64_t rank = x.shape.size();
+    std::vector<int64_t> starts(rank, 0), steps(rank, 1), shape = x.shape;
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < in[1]->ints.size(); ++i)
+      axes.push_back(in.size() > 3 && in[3] ? normalizeAxis(in[3]->ints[i], rank)
+                                            : (int64_t)i);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t a = axes[i];
+      if (a < 0 || a >= rank) {
+        error = "Slice axis out of range";
+        return std::nullopt;
+      }
+      int64_t dim = x.shape[a];
+      int64_t step = in.size() > 4 && in[4] ? in[4]->ints[i] : 1;
+      if (step == 0) {
+        error = "Slice step is zero";
+        return std::nullopt;
+      }
+      int64_t s = in[1]->ints[i], e = in[2]->ints[i];
+      s = s < 0 ? s + dim : s;
+      e = e < 0 ? e + dim : e;
+      if (step > 0) {
+        s = std::clamp<int64_t>(s, 0, dim);
+        e = std::clamp<int64_t>(e, 0, dim);
+        shape[a] = std::max<int64_t>(0, (e - s + step - 1) / step);
+      } else {
+        s = std::clamp<int64_t>(s, -1, dim - 1);
+        e = std::clamp<int64_t>(e, -1, dim - 1);
+        shape[a] = std::max<int64_t>(0, (s - e + (-step) - 1) / (-step));
+      }
+      starts[a] = s;
+      steps[a] = step;
+    }
+    ConstTensor out = withShape(x.dtype, shape);
+    std::vector<int64_t> st = stridesOf(x.shape);
+    forEachIndex(shape, [&](const std::vector<int64_t> &idx) {
+      int64_t lin = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        lin += (starts[d] + idx[d] * steps[d]) * st[d];
+      pushConverted(out, x, lin);
+    });
+    return out;
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Equal") {
+    if (!ok(2))
+      return std::nullopt;
+    return elementwise(op, {in[0], in[1]}, error);
+  }
+  if (op == "Where") {
+    if (!ok(3))
+      return std::nullopt;
+    return elementwise(op, {in[0], in[1], in[2]}, error);
+  }
+  if (op == "Expand") {
+    if (!ok(2))
+      return std::nullopt;
+    ConstTensor target = withShape(TensorProto::INT64, in[1]->ints);
+    auto shape = broadcast({in[0], &target});
+    if (!shape) {
+      error = "Expand shape does not broadcast";
+      return std::nullopt;
+    }
+    ConstTensor out = withShape(in[0]->dtype, *shape);
+    forEachIndex(*shape, [&](const std::vector<int64_t> &idx) {
+      pushConverted(out, *in[0], broadcastIndex(idx, in[0]->shape));
+    });
+    return out;
+  }
+  return std::nullopt;
+}
+
+mlir::Type zero::onnx_import::elementTypeOf(mlir::MLIRContext *ctx,
+                                            int32_t onnxType) {
+  mlir::Builder b(ctx);
+  switch (onnxType) {
+  case TensorProto::FLOAT:
+    return b.getF32Type();
+  case TensorProto::DOUBLE:
+    return b.getF64Type();
+  case TensorProto::INT64:
+    return b.getI64Type();
+  case TensorProto::INT32:
+    return b.getI32Type();
+  case TensorProto::INT8:
+    return b.getI8Type();
+  case TensorProto::UINT8:
+    return b.getIntegerType(8, /*isSigned=*/false);
+  case TensorProto::BOOL:
+    return b.getI1Type();
+  default:
+    return {};
+  }
+}

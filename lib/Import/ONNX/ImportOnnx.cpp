@@ -1,0 +1,496 @@
+//===- ImportOnnx.cpp - ONNX model to the compute dialect -----------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// The import runs in three steps:
+//  1. read the model (binary protobuf, or ONNX's text syntax) and pin input shapes;
+//  2. alternate ONNX's own shape inference with constant folding of shape
+//     subgraphs until nothing changes, so every tensor gets a static shape;
+//  3. build `func.func @main` node by node through the op builders.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxImporter.h"
+
+#include "zero/Import/ONNX/ImportOnnx.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/defs/parser.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <set>
+
+using namespace mlir;
+using namespace zero;
+using namespace zero::onnx_import;
+
+//===----------------------------------------------------------------------===//
+// OnnxImporter helpers
+//===----------------------------------------------------------------------===//
+
+Location OnnxImporter::locOf(const onnx::NodeProto &node) {
+  std::string name = !node.name().empty() ? node.name()
+                     : node.output_size() ? node.output(0)
+                                          : node.op_type();
+  return FusedLoc::get(ctx, {NameLoc::get(StringAttr::get(ctx, name)),
+                             FileLineColLoc::get(ctx, file, 0, 0)});
+}
+
+InFlightDiagnostic OnnxImporter::error(const onnx::NodeProto &node) {
+  std::string name = !node.name().empty() ? node.name()
+                     : node.output_size() ? node.output(0)
+                                          : "<unnamed>";
+  InFlightDiagnostic d = emitError(locOf(node));
+  d << "node '" << name << "' (" << node.op_type() << ", opset " << opset << "): ";
+  return d;
+}
+
+const ConstTensor *OnnxImporter::constantInput(const onnx::NodeProto &node, int i) {
+  if (!hasInput(node, i))
+    return nullptr;
+  auto it = constants.find(node.input(i));
+  return it == constants.end() ? nullptr : &it->second;
+}
+
+FailureOr<RankedTensorType> OnnxImporter::typeOf(const onnx::NodeProto &node,
+                                                 const std::string &name) {
+  auto it = types.find(name);
+  if (it == types.end() || !it->second.has_tensor_type() ||
+      !it->second.tensor_type().has_shape()) {
+    error(node) << "shape inference gave value '" << name << "' no shape";
+    return failure();
+  }
+  const auto &tt = it->second.tensor_type();
+  Type et = elementTypeOf(ctx, tt.elem_type());
+  if (!et) {
+    error(node) << "value '" << name << "' has unsupported element type "
+                << onnx::TensorProto::DataType_Name(
+                       (onnx::TensorProto::DataType)tt.elem_type());
+    return failure();
+  }
+  SmallVector<int64_t> shape;
+  for (const auto &d : tt.shape().dim()) {
+    if (!d.has_dim_value()) {
+      error(node) << "value '" << name << "' has no static shape (dimension "
+                  << shape.size() << " is "
+                  << (d.has_dim_param() ? "'" + d.dim_param() + "'" : "unknown")
+                  << ")";
+      return failure();
+    }
+    shape.push_back(d.dim_value());
+  }
+  return RankedTensorType::get(shape, et);
+}
+
+FailureOr<Value> OnnxImporter::materialize(const ConstTensor &c, Location loc) {
+  Type et = elementTypeOf(ctx, c.dtype);
+  if (!et)
+    return emitError(loc) << "constant of unsupported data type", failure();
+  auto type = RankedTensorType::get(c.shape, et);
+  DenseElementsAttr attr;
+  if (auto ft = dyn_cast<FloatType>(et)) {
+    SmallVector<APFloat> vals;
+    for (double v : c.floats) {
+      APFloat f(v);
+      bool lost;
+      f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      vals.push_back(f);
+    }
+    attr = DenseElementsAttr::get(type, vals);
+  } else {
+    unsigned bits = et.getIntOrFloatBitWidth();
+    SmallVector<APInt> vals;
+    for (int64_t v : c.ints)
+      vals.push_back(APInt(bits, (uint64_t)v, /*isSigned=*/bits > 1 &&
+                                                  !et.isUnsignedInteger(),
+                           /*implicitTrunc=*/true));
+    attr = DenseElementsAttr::get(type, vals);
+  }
+  return compute::ConstantOp::create(builder, loc, attr).getResult();
+}
+
+FailureOr<Value> OnnxImporter::operand(const onnx::NodeProto &node, int i) {
+  if (!hasInput(node, i)) {
+    error(node) << "input " << i << " is missing";
+    return failure();
+  }
+  const std::string &name = node.input(i);
+  auto it = values.find(name);
+  if (it != values.end())
+    return it->second;
+  if (const ConstTensor *c = constantInput(node, i)) {
+    auto v = materialize(*c, locOf(node));
+    if (failed(v))
+      return failure();
+    values[name] = *v;
+    return *v;
+  }
+  error(node) << "input '" << name << "' is not defined before its use";
+  return failure();
+}
+
+int64_t OnnxImporter::intAttr(const onnx::NodeProto &node, const std::string &name,
+                              int64_t dflt) {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return a.i();
+  return dflt;
+}
+
+float OnnxImporter::floatAttr(const onnx::NodeProto &node, const std::string &name,
+                              float dflt) {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return a.f();
+  return dflt;
+}
+
+std::string OnnxImporter::stringAttr(const onnx::NodeProto &node,
+                                     const std::string &name,
+                                     const std::string &dflt) {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return a.s();
+  return dflt;
+}
+
+std::optional<std::vector<int64_t>>
+OnnxImporter::intsAttr(const onnx::NodeProto &node, const std::string &name) {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Loading, shape pinning, inference and folding
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+LogicalResult readModel(MLIRContext &ctx, StringRef path, onnx::ModelProto &model) {
+  Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buffer)
+    return emitError(loc) << "cannot read '" << path
+                          << "': " << buffer.getError().message();
+  if (path.ends_with(".onnxtxt")) {
+    std::string text = (*buffer)->getBuffer().str();
+    auto status = onnx::OnnxParser::Parse(model, text.c_str());
+    if (!status.IsOK())
+      return emitError(loc) << "'" << path
+                            << "' is not valid ONNX text: " << status.ErrorMessage();
+    return success();
+  }
+  google::protobuf::io::ArrayInputStream raw((*buffer)->getBufferStart(),
+                                             (int)(*buffer)->getBufferSize());
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(INT32_MAX);
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    return emitError(loc) << "'" << path << "' is not a valid ONNX model";
+  return success();
+}
+
+/// The opset of the default ONNX domain; other domains are refused.
+FailureOr<int64_t> defaultOpset(MLIRContext &ctx, StringRef path,
+                                const onnx::ModelProto &model) {
+  Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
+  int64_t opset = -1;
+  for (const auto &o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opset = o.version();
+  }
+  if (opset < 0)
+    return emitError(loc) << "model imports no default-domain ONNX opset",
+           failure();
+  if (opset < 13 || opset > 17)
+    return emitError(loc) << "ONNX opset " << opset
+                          << " is not supported (supported: 13 to 17)",
+           failure();
+  return opset;
+}
+
+/// Replaces symbolic input dimensions by `--input-shape` values; an unpinned
+/// symbolic dimension is an error naming the input.
+LogicalResult pinInputShapes(MLIRContext &ctx, StringRef path,
+                             onnx::ModelProto &model,
+                             const OnnxImportOptions &options) {
+  Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
+  std::set<std::string> initializers;
+  for (const auto &t : model.graph().initializer())
+    initializers.insert(t.name());
+  for (const auto &[name, shape] : options.inputShapes) {
+    bool found = false;
+    for (const auto &in : model.graph().input())
+      found |= in.name() == name;
+    if (!found)
+      return emitError(loc) << "--input-shape names '" << name
+                            << "', which is not a graph input";
+  }
+  for (auto &in : *model.mutable_graph()->mutable_input()) {
+    if (initializers.count(in.name()))
+      continue;
+    if (!in.type().has_tensor_type())
+      return emitError(loc) << "graph input '" << in.name() << "' is not a tensor";
+    auto *tt = in.mutable_type()->mutable_tensor_type();
+    auto pinned = options.inputShapes.find(in.name());
+    if (pinned != options.inputShapes.end()) {
+      if (tt->has_shape() && tt->shape().dim_size() != (int)pinned->second.size())
+        return emitError(loc) << "--input-shape gives '" << in.name() << "' rank "
+                              << pinned->second.size() << ", the model says rank "
+                              << tt->shape().dim_size();
+      tt->mutable_shape()->clear_dim();
+      for (int64_t d : pinned->second)
+        tt->mutable_shape()->add_dim()->set_dim_value(d);
+      continue;
+    }
+    if (!tt->has_shape())
+      return emitError(loc) << "graph input '" << in.name()
+                            << "' has no shape; give one with --input-shape "
+                            << in.name() << "=DxDx...";
+    for (int i = 0; i < tt->shape().dim_size(); ++i) {
+      const auto &d = tt->shape().dim(i);
+      if (!d.has_dim_value() || d.dim_value() < 0)
+        return emitError(loc)
+               << "graph input '" << in.name() << "' has symbolic dimension "
+               << (d.has_dim_param() ? "'" + d.dim_param() + "'" : "?") << " (dim "
+               << i << "); pin it with --input-shape " << in.name() << "=DxDx...";
+    }
+  }
+  return success();
+}
+
+/// Runs ONNX shape inference and records every known value type.
+LogicalResult inferTypes(MLIRContext &ctx, StringRef path, onnx::ModelProto &model,
+                         OnnxImporter &imp) {
+  try {
+    onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0,
+                                     /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                       opts);
+  } catch (const std::exception &e) {
+    return emitError(FileLineColLoc::get(&ctx, path, 0, 0))
+           << "ONNX shape inference failed: " << e.what();
+  }
+  imp.types.clear();
+  const auto &g = model.graph();
+  for (const auto &v : g.input())
+    imp.types[v.name()] = v.type();
+  for (const auto &v : g.value_info())
+    imp.types[v.name()] = v.type();
+  for (const auto &v : g.output())
+    imp.types[v.name()] = v.type();
+  for (const auto &t : g.initializer()) {
+    onnx::TypeProto tp;
+    tp.mutable_tensor_type()->set_elem_type(t.data_type());
+    auto *shape = tp.mutable_tensor_type()->mutable_shape();
+    for (int64_t d : t.dims())
+      shape->add_dim()->set_dim_value(d);
+    imp.types[t.name()] = tp;
+  }
+  return success();
+}
+
+/// Static shape of `name`, if inference found one.
+std::optional<std::vector<int64_t>> staticShape(OnnxImporter &imp,
+                                                const std::string &name) {
+  auto it = imp.types.find(name);
+  if (it == imp.types.end() || !it->second.tensor_type().has_shape())
+    return std::nullopt;
+  std::vector<int64_t> shape;
+  for (const auto &d : it->second.tensor_type().shape().dim()) {
+    if (!d.has_dim_value())
+      return std::nullopt;
+    shape.push_back(d.dim_value());
+  }
+  return shape;
+}
+
+/// Folds every node whose inputs are all known into a Constant node, so that the
+/// next round of shape inference sees its value. Returns whether anything changed.
+FailureOr<bool> foldConstants(onnx::ModelProto &model, OnnxImporter &imp) {
+  bool changed = false;
+  for (auto &node : *model.mutable_graph()->mutable_node()) {
+    if (node.output_size() != 1 || !isFoldableOp(node.op_type()) ||
+        imp.constants.count(node.output(0)))
+      continue;
+    std::vector<const ConstTensor *> inputs;
+    bool allKnown = true;
+    for (int i = 0; i < node.input_size(); ++i) {
+      const ConstTensor *c = imp.constantInput(node, i);
+      inputs.push_back(c);
+      if (OnnxImporter::hasInput(node, i) && !c)
+        allKnown = false;
+    }
+    std::optional<std::vector<int64_t>> shape;
+    if (node.op_type() == "Shape" && node.input_size() == 1) {
+      shape = staticShape(imp, node.input(0));
+      if (!shape)
+        continue;
+    } else if (!allKnown) {
+      continue;
+    }
+    std::string error;
+    auto value = evaluateConstant(node, inputs, shape ? &*shape : nullptr, error);
+    if (!error.empty()) {
+      imp.error(node) << error;
+      return failure();
+    }
+    if (!value)
+      continue;
+    // Large derived tensors stay ops: folding is for shapes and small constants.
+    if (value->numel() > (1 << 20) && node.op_type() != "Constant")
+      continue;
+    imp.constants[node.output(0)] = *value;
+    if (node.op_type() != "Constant") {
+      std::string out = node.output(0), name = node.name();
+      node.Clear();
+      node.set_op_type("Constant");
+      node.set_name(name);
+      node.add_output(out);
+      auto *attr = node.add_attribute();
+      attr->set_name("value");
+      attr->set_type(onnx::AttributeProto::TENSOR);
+      *attr->mutable_t() = constToProto(*value);
+    }
+    changed = true;
+  }
+  return changed;
+}
+
+LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
+                            OnnxImporter &imp) {
+  const auto &g = model.graph();
+  MLIRContext *ctx = imp.ctx;
+  Location fileLoc = FileLineColLoc::get(ctx, imp.file, 0, 0);
+  std::set<std::string> initializers;
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  SmallVector<std::string> argNames;
+  Builder b(ctx);
+  // Initializers become parameters; only their shape and type are read.
+  for (const auto &t : g.initializer()) {
+    initializers.insert(t.name());
+    Type et = elementTypeOf(ctx, t.data_type());
+    if (!et)
+      return emitError(fileLoc) << "initializer '" << t.name()
+                                << "' has unsupported data type "
+                                << onnx::TensorProto::DataType_Name(
+                                       (onnx::TensorProto::DataType)t.data_type());
+    SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
+    argTypes.push_back(RankedTensorType::get(shape, et));
+    argAttrs.push_back(
+        b.getDictionaryAttr(b.getNamedAttr("compute.param", b.getStringAttr(t.name()))));
+    argNames.push_back(t.name());
+  }
+  int64_t inputIndex = 0;
+  for (const auto &in : g.input()) {
+    if (initializers.count(in.name()))
+      continue;
+    onnx::NodeProto pseudo;
+    pseudo.set_name(in.name());
+    pseudo.set_op_type("<graph input>");
+    auto type = imp.typeOf(pseudo, in.name());
+    if (failed(type))
+      return failure();
+    argTypes.push_back(*type);
+    argAttrs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("compute.input", b.getI64IntegerAttr(inputIndex++)),
+         b.getNamedAttr("compute.name", b.getStringAttr(in.name()))}));
+    argNames.push_back(in.name());
+  }
+
+  imp.builder.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(imp.builder, fileLoc, "main",
+                                   b.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  for (auto [i, attrs] : llvm::enumerate(argAttrs)) {
+    func.setArgAttrs(i, attrs);
+    imp.define(argNames[i], entry->getArgument(i));
+  }
+  imp.builder.setInsertionPointToEnd(entry);
+
+  for (const auto &node : g.node()) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      return imp.error(node) << "domain '" << node.domain() << "' is not supported",
+             failure();
+    // Folded nodes are known; they are materialized where a real op uses them.
+    if (node.output_size() == 1 && imp.constants.count(node.output(0)))
+      continue;
+    if (failed(buildNode(imp, node)))
+      return failure();
+  }
+
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  SmallVector<Attribute> outputNames;
+  for (const auto &out : g.output()) {
+    onnx::NodeProto pseudo;
+    pseudo.set_name(out.name());
+    pseudo.set_op_type("<graph output>");
+    pseudo.add_input(out.name());
+    auto v = imp.operand(pseudo, 0);
+    if (failed(v))
+      return failure();
+    results.push_back(*v);
+    resultTypes.push_back(v->getType());
+    outputNames.push_back(b.getStringAttr(out.name()));
+  }
+  func::ReturnOp::create(imp.builder, fileLoc, results);
+  func.setFunctionType(b.getFunctionType(argTypes, resultTypes));
+  func->setAttr("compute.output_names", b.getArrayAttr(outputNames));
+  return success();
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context, StringRef path,
+                                            const OnnxImportOptions &options) {
+  context.loadDialect<compute::ComputeDialect, func::FuncDialect>();
+  onnx::ModelProto model;
+  if (failed(readModel(context, path, model)))
+    return nullptr;
+  auto opset = defaultOpset(context, path, model);
+  if (failed(opset))
+    return nullptr;
+  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
+  for (const auto &t : model.graph().initializer())
+    if (StringRef(t.name()).starts_with("onnx::"))
+      emitWarning(fileLoc) << "initializer '" << t.name()
+                           << "' looks made by constant folding at export; export "
+                              "with do_constant_folding=False so that weights keep "
+                              "their names and tied weights stay one tensor";
+  if (failed(pinInputShapes(context, path, model, options)))
+    return nullptr;
+
+  OnnxImporter imp(context, llvm::sys::path::filename(path).str(), *opset, options);
+  // Shape inference and folding feed each other: a folded shape lets inference
+  // type a Reshape, whose static shape lets a later Shape node fold.
+  for (int round = 0;; ++round) {
+    if (failed(inferTypes(context, path, model, imp)))
+      return nullptr;
+    auto changed = foldConstants(model, imp);
+    if (failed(changed))
+      return nullptr;
+    if (!*changed)
+      break;
+    if (round > 1000) {
+      emitError(fileLoc) << "constant folding did not converge";
+      return nullptr;
+    }
+  }
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  if (failed(buildFunction(*module, model, imp)))
+    return nullptr;
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}

@@ -1,0 +1,122 @@
+//===- OnnxImporter.h - Importer state shared by the op builders -*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Internal to lib/Import/ONNX.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_LIB_IMPORT_ONNX_ONNXIMPORTER_H
+#define ZERO_LIB_IMPORT_ONNX_ONNXIMPORTER_H
+
+#include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Import/ONNX/ImportOnnx.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zero::onnx_import {
+
+/// A tensor the importer knows at compile time: a Constant node, or the folded
+/// result of a shape computation. Integers and bools live in `ints`, floats in
+/// `floats`; `dtype` is the ONNX TensorProto data type.
+struct ConstTensor {
+  int32_t dtype = 0;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+
+  bool isFloat() const;
+  int64_t numel() const;
+  /// Element k as a double or an integer, whatever the storage.
+  double floatAt(int64_t k) const { return isFloat() ? floats[k] : (double)ints[k]; }
+  int64_t intAt(int64_t k) const { return isFloat() ? (int64_t)floats[k] : ints[k]; }
+};
+
+/// Reads a TensorProto's values (raw_data or typed fields). Fails for data types
+/// the importer does not handle and for external data.
+std::optional<ConstTensor> constFromProto(const onnx::TensorProto &t,
+                                          std::string &error);
+onnx::TensorProto constToProto(const ConstTensor &c);
+
+/// Evaluates `node` when every input is known; `shapeOf` gives static shapes of
+/// values (for Shape). Returns nullopt when the op is not one the evaluator folds.
+std::optional<ConstTensor>
+evaluateConstant(const onnx::NodeProto &node,
+                 const std::vector<const ConstTensor *> &inputs,
+                 const std::vector<int64_t> *firstInputShape, std::string &error);
+
+/// True for ops that the evaluator folds (and so never reach an op builder when all
+/// their inputs are known).
+bool isFoldableOp(const std::string &opType);
+
+/// Converts an ONNX data type to an MLIR element type, or null.
+mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int32_t onnxType);
+
+/// State of one import: values by ONNX name, known constants, inferred types.
+class OnnxImporter {
+public:
+  OnnxImporter(mlir::MLIRContext &ctx, std::string file, int64_t opset,
+               const OnnxImportOptions &options)
+      : ctx(&ctx), builder(&ctx), file(std::move(file)), opset(opset),
+        options(options) {}
+
+  mlir::MLIRContext *ctx;
+  mlir::OpBuilder builder;
+  std::string file;
+  int64_t opset;
+  const OnnxImportOptions &options;
+  std::map<std::string, mlir::Value> values;
+  std::map<std::string, ConstTensor> constants;
+  std::map<std::string, onnx::TypeProto> types;
+
+  /// Location of a node: its name (or first output) fused with the file.
+  mlir::Location locOf(const onnx::NodeProto &node);
+  /// An error that names the node, its op type and the opset.
+  mlir::InFlightDiagnostic error(const onnx::NodeProto &node);
+
+  /// True if input `i` is present (ONNX marks a skipped optional input with "").
+  static bool hasInput(const onnx::NodeProto &node, int i) {
+    return i < node.input_size() && !node.input(i).empty();
+  }
+  /// Input `i` as an SSA value; known constants become compute.constant ops.
+  mlir::FailureOr<mlir::Value> operand(const onnx::NodeProto &node, int i);
+  /// Input `i` if it is known at compile time.
+  const ConstTensor *constantInput(const onnx::NodeProto &node, int i);
+  /// The static type inferred for value `name`.
+  mlir::FailureOr<mlir::RankedTensorType> typeOf(const onnx::NodeProto &node,
+                                                 const std::string &name);
+  mlir::FailureOr<mlir::RankedTensorType> outputType(const onnx::NodeProto &node,
+                                                     int i) {
+    return typeOf(node, node.output(i));
+  }
+  /// Gives ONNX value `name` its SSA value.
+  void define(const std::string &name, mlir::Value v) { values[name] = v; }
+  /// Materializes a constant as a compute.constant op.
+  mlir::FailureOr<mlir::Value> materialize(const ConstTensor &c, mlir::Location loc);
+
+  /// Integer attribute `name` of `node`, or `dflt`.
+  static int64_t intAttr(const onnx::NodeProto &node, const std::string &name,
+                         int64_t dflt);
+  static float floatAttr(const onnx::NodeProto &node, const std::string &name,
+                         float dflt);
+  static std::string stringAttr(const onnx::NodeProto &node, const std::string &name,
+                                const std::string &dflt);
+  static std::optional<std::vector<int64_t>> intsAttr(const onnx::NodeProto &node,
+                                                      const std::string &name);
+};
+
+/// Builds the compute ops for one node (a node the evaluator did not fold).
+/// Emits a diagnostic naming the node when its op or an attribute is unsupported.
+mlir::LogicalResult buildNode(OnnxImporter &imp, const onnx::NodeProto &node);
+
+} // namespace zero::onnx_import
+
+#endif // ZERO_LIB_IMPORT_ONNX_ONNXIMPORTER_H

@@ -1,0 +1,148 @@
+//===- ExportZplan.cpp - Serialize a plan.program to a .zplan -------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Target/Zplan/ExportZplan.h"
+#include "zero/Dialect/Plan/IR/PlanDialect.h"
+
+#include "zplan.pb.h"
+#include "zrt/PlanFormat.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
+
+namespace {
+
+FailureOr<zero::zplan::DType> dtypeOf(Location loc, Type t) {
+  if (t.isF32())
+    return zero::zplan::F32;
+  if (t.isF64())
+    return zero::zplan::F64;
+  if (t.isInteger(1))
+    return zero::zplan::BOOL;
+  if (t.isUnsignedInteger(8))
+    return zero::zplan::U8;
+  if (t.isInteger(8))
+    return zero::zplan::I8;
+  if (t.isInteger(32))
+    return zero::zplan::I32;
+  if (t.isInteger(64))
+    return zero::zplan::I64;
+  return emitError(loc) << "element type " << t << " has no plan dtype";
+}
+
+/// Dense little-endian bytes of a constant, one byte per i1.
+std::string constantBytes(ElementsAttr value) {
+  std::string out;
+  Type et = value.getElementType();
+  if (auto ft = dyn_cast<FloatType>(et)) {
+    for (APFloat f : value.getValues<APFloat>()) {
+      if (ft.isF32()) {
+        float x = f.convertToFloat();
+        out.append(reinterpret_cast<const char *>(&x), sizeof(x));
+      } else {
+        double x = f.convertToDouble();
+        out.append(reinterpret_cast<const char *>(&x), sizeof(x));
+      }
+    }
+    return out;
+  }
+  unsigned bits = et.getIntOrFloatBitWidth();
+  int bytes = bits == 1 ? 1 : bits / 8;
+  for (APInt v : value.getValues<APInt>())
+    zrt::putLE(out, v.getZExtValue(), bytes);
+  return out;
+}
+
+LogicalResult convertAttr(Location loc, StringRef name, Attribute a,
+                          zero::zplan::Attr &out) {
+  if (auto b = dyn_cast<BoolAttr>(a))
+    out.set_i(b.getValue());
+  else if (auto i = dyn_cast<IntegerAttr>(a))
+    out.set_i(i.getInt());
+  else if (auto f = dyn_cast<FloatAttr>(a))
+    out.set_f(f.getValueAsDouble());
+  else if (auto s = dyn_cast<StringAttr>(a))
+    out.set_s(s.str());
+  else if (auto arr = dyn_cast<DenseI64ArrayAttr>(a))
+    for (int64_t v : arr.asArrayRef())
+      out.mutable_ints()->add_values(v);
+  else
+    return emitError(loc) << "kernel attribute '" << name
+                          << "' cannot be written to a plan";
+  return success();
+}
+
+} // namespace
+
+LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
+                                StringRef source) {
+  auto program = module.lookupSymbol<plan::ProgramOp>("main");
+  if (!program)
+    return module.emitError("no plan.program @main to write; lower the module "
+                            "with --convert-compute-to-plan first");
+  zplan::Plan out;
+  out.set_version(zrt::kPlanVersion);
+  out.set_world_size(program.getWorldSize());
+  out.set_arena_bytes(program.getArenaBytes());
+  out.set_source(source.str());
+  DenseMap<Value, int> index;
+  for (Operation &op : program.getBody().front()) {
+    if (auto buf = dyn_cast<plan::BufferOp>(op)) {
+      index[buf.getResult()] = out.buffers_size();
+      zplan::Buffer *pb = out.add_buffers();
+      MemRefType t = buf.getResult().getType();
+      auto dtype = dtypeOf(buf.getLoc(), t.getElementType());
+      if (failed(dtype))
+        return failure();
+      pb->set_dtype(*dtype);
+      pb->set_offset(buf.getOffset());
+      pb->set_bytes(buf.getSizeInBytes());
+      for (int64_t d : t.getShape())
+        pb->add_shape(d);
+      StringRef role = buf.getRole();
+      pb->set_role(role == "param"      ? zplan::PARAM
+                   : role == "input"    ? zplan::INPUT
+                   : role == "constant" ? zplan::CONSTANT
+                                        : zplan::TEMP);
+      if (auto name = buf.getName())
+        pb->set_name(name->str());
+      if (auto idx = buf.getIndex())
+        pb->set_index(*idx);
+      if (auto value = buf.getValue())
+        pb->set_data(constantBytes(*value));
+    } else if (auto k = dyn_cast<plan::KernelOp>(op)) {
+      zplan::Kernel *pk = out.add_kernels();
+      pk->set_name(k.getKernel().str());
+      for (Value v : k.getInputs())
+        pk->add_inputs(index.lookup(v));
+      for (Value v : k.getOutputs())
+        pk->add_outputs(index.lookup(v));
+      for (NamedAttribute a : k.getAttrs())
+        if (failed(convertAttr(k.getLoc(), a.getName(), a.getValue(),
+                               (*pk->mutable_attrs())[a.getName().str()])))
+          return failure();
+      std::string loc;
+      llvm::raw_string_ostream ls(loc);
+      k.getLoc().print(ls);
+      pk->set_loc(loc);
+    } else if (auto ret = dyn_cast<plan::ReturnOp>(op)) {
+      auto names = ret.getNames();
+      for (auto [i, v] : llvm::enumerate(ret.getResults())) {
+        zplan::Output *o = out.add_outputs();
+        o->set_buffer(index.lookup(v));
+        if (names && i < names->size())
+          o->set_name(cast<StringAttr>((*names)[i]).str());
+      }
+    }
+  }
+  std::string payload;
+  if (!out.SerializeToString(&payload))
+    return program.emitError("plan does not serialize (over 2 GiB?)");
+  os << zrt::encodePlanHeader(payload) << payload;
+  return success();
+}

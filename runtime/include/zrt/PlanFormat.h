@@ -1,0 +1,59 @@
+//===- PlanFormat.h - The .zplan container: header and checksum --*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Header-only so that both the compiler (writer) and the runtime (reader) use the
+// same definition without the runtime depending on the compiler. The layout is
+// documented in runtime/proto/zplan.proto.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZRT_PLANFORMAT_H
+#define ZRT_PLANFORMAT_H
+
+#include <cstdint>
+#include <string>
+
+namespace zrt {
+
+inline constexpr char kPlanMagic[8] = {'Z', 'E', 'R', 'O', 'P', 'L', 'A', 'N'};
+inline constexpr uint32_t kPlanVersion = 1;
+inline constexpr size_t kPlanHeaderBytes = 32;
+
+/// FNV-1a, 64 bit: cheap, dependency-free, and catches any flipped byte.
+inline uint64_t fnv1a64(const void *data, size_t size) {
+  const auto *p = static_cast<const unsigned char *>(data);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+inline void putLE(std::string &out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i)
+    out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+inline uint64_t getLE(const unsigned char *p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i)
+    v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+/// The 32-byte header for a serialized Plan `payload`.
+inline std::string encodePlanHeader(const std::string &payload,
+                                    uint32_t version = kPlanVersion) {
+  std::string h(kPlanMagic, sizeof(kPlanMagic));
+  putLE(h, version, 4);
+  putLE(h, 0, 4);
+  putLE(h, payload.size(), 8);
+  putLE(h, fnv1a64(payload.data(), payload.size()), 8);
+  return h;
+}
+
+} // namespace zrt
+
+#endif // ZRT_PLANFORMAT_H

@@ -1,0 +1,21 @@
+# lit configuration for zero-opt's regression tests.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "zero-opt"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+# .onnxtxt files are ONNX models in ONNX's text syntax, with RUN lines in # comments.
+config.suffixes = [".mlir", ".onnxtxt", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.zero_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+# Fixtures need Debian's interpreter: it is the one that sees python3-onnx and torch.
+config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("%utils", os.path.join(config.zero_src_root, "utils")))
+llvm_config.with_environment("PATH", config.zero_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(["zero-opt", "zero-run"], [config.zero_tools_dir])

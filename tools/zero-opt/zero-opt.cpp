@@ -1,0 +1,175 @@
+//===- zero-opt.cpp - The zero-opt compiler driver ------------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Two ways in:
+//   zero-opt model.onnx [--mode=inference] [--input-shape x=2x32] -o step.zplan
+//       imports the model and compiles it down to a plan file (or prints the IR of
+//       the level named by --emit);
+//   zero-opt file.mlir --some-pass ...
+//       behaves as mlir-opt with the zero-opt dialects and passes (lit tests).
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Import/ONNX/ImportOnnx.h"
+#include "zero/InitAll.h"
+#include "zero/Target/Zplan/ExportZplan.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory zeroCategory("zero-opt compilation options");
+
+static cl::opt<std::string>
+    emitLevel("emit",
+              cl::desc("What to produce: graph (compute IR), plan (plan IR) or "
+                       "zplan (the plan file). Default: zplan when -o ends in "
+                       ".zplan, graph for other ONNX input"),
+              cl::value_desc("graph|plan|zplan"), cl::init(""), cl::cat(zeroCategory));
+
+static cl::opt<std::string> mode("mode",
+                                 cl::desc("What to compile: inference (the forward "
+                                          "computation)"),
+                                 cl::init("inference"), cl::cat(zeroCategory));
+
+static cl::list<std::string>
+    inputShapes("input-shape",
+                cl::desc("Static shape for a graph input with symbolic "
+                         "dimensions, e.g. --input-shape tokens=2x32"),
+                cl::value_desc("NAME=DxD..."), cl::cat(zeroCategory));
+
+static cl::opt<int64_t> worldSize("world-size",
+                                  cl::desc("Number of ranks to compile for"),
+                                  cl::init(1), cl::cat(zeroCategory));
+
+namespace {
+
+bool isOnnx(StringRef path) {
+  return path.ends_with(".onnx") || path.ends_with(".onnxtxt");
+}
+
+LogicalResult parseInputShapes(zero::OnnxImportOptions &options) {
+  for (const std::string &spec : inputShapes) {
+    auto [name, dims] = StringRef(spec).rsplit('=');
+    if (name.empty() || dims.empty()) {
+      llvm::errs() << "zero-opt: error: --input-shape '" << spec
+                   << "' is not NAME=DxDx...\n";
+      return failure();
+    }
+    std::vector<int64_t> shape;
+    SmallVector<StringRef> parts;
+    dims.split(parts, 'x');
+    for (StringRef p : parts) {
+      int64_t d;
+      if (p.getAsInteger(10, d) || d < 0) {
+        llvm::errs() << "zero-opt: error: --input-shape '" << spec
+                     << "': '" << p << "' is not a dimension\n";
+        return failure();
+      }
+      shape.push_back(d);
+    }
+    options.inputShapes[name.str()] = shape;
+  }
+  return success();
+}
+
+/// Compiles from the module's current level down to `level` and writes it.
+LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
+                             StringRef output) {
+  bool isGraph = !module.getBody()->empty() &&
+                 !isa<zero::plan::ProgramOp>(module.getBody()->front());
+  if (level != "graph" && isGraph) {
+    PassManager pm(module.getContext());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    zero::ConvertComputeToPlanPassOptions opts;
+    opts.worldSize = worldSize;
+    pm.addPass(zero::createConvertComputeToPlanPass(opts));
+    if (failed(pm.run(module)))
+      return failure();
+  }
+  std::string error;
+  auto file = openOutputFile(output, &error);
+  if (!file) {
+    llvm::errs() << "zero-opt: error: " << error << "\n";
+    return failure();
+  }
+  if (level == "zplan") {
+    if (failed(zero::exportZplan(module, file->os(), input)))
+      return failure();
+  } else {
+    module.print(file->os());
+    file->os() << "\n";
+  }
+  file->keep();
+  return success();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  DialectRegistry registry;
+  zero::registerAllDialects(registry);
+  zero::registerAllPasses();
+  auto [inputFile, outputFile] =
+      registerAndParseCLIOptions(argc, argv, "zero-opt: ZeRO training compiler\n",
+                                 registry);
+
+  if (!isOnnx(inputFile) && emitLevel.empty())
+    return asMainReturnCode(MlirOptMain(argc, argv, inputFile, outputFile, registry));
+
+  std::string level = emitLevel;
+  if (level.empty())
+    level = StringRef(outputFile).ends_with(".zplan") ? "zplan" : "graph";
+  if (level != "graph" && level != "plan" && level != "zplan") {
+    llvm::errs() << "zero-opt: error: --emit=" << level
+                 << " is not one of graph, plan, zplan\n";
+    return 1;
+  }
+  if (mode != "inference") {
+    llvm::errs() << "zero-opt: error: --mode=" << mode
+                 << " is not supported (supported: inference)\n";
+    return 1;
+  }
+  if (worldSize < 1) {
+    llvm::errs() << "zero-opt: error: --world-size must be at least 1\n";
+    return 1;
+  }
+  if (level == "zplan" && outputFile == "-") {
+    llvm::errs() << "zero-opt: error: a plan file is binary; name it with -o\n";
+    return 1;
+  }
+
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  OwningOpRef<ModuleOp> module;
+  if (isOnnx(inputFile)) {
+    zero::OnnxImportOptions options;
+    options.inference = mode == "inference";
+    if (failed(parseInputShapes(options)))
+      return 1;
+    module = zero::importOnnxModel(context, inputFile, options);
+  } else {
+    llvm::SourceMgr sourceMgr;
+    SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    module = parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context);
+    if (module && failed(compileAndEmit(*module, level, inputFile, outputFile)))
+      return 1;
+    return module ? 0 : 1;
+  }
+  if (!module)
+    return 1;
+  return failed(compileAndEmit(*module, level, inputFile, outputFile)) ? 1 : 0;
+}
