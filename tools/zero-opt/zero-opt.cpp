@@ -49,6 +49,13 @@ static cl::list<std::string>
                          "dimensions, e.g. --input-shape tokens=2x32"),
                 cl::value_desc("NAME=DxD..."), cl::cat(zeroCategory));
 
+static cl::list<std::string> constantInputs(
+    "constant-input",
+    cl::desc("Treat a graph input as a compile-time constant read from a "
+             "TensorProto file, e.g. --constant-input shape=shape.pb (for inputs "
+             "that set shapes: Reshape's shape, Slice's starts, axes)"),
+    cl::value_desc("NAME=FILE.pb"), cl::cat(zeroCategory));
+
 static cl::opt<int64_t> worldSize("world-size",
                                   cl::desc("Number of ranks to compile for"),
                                   cl::init(1), cl::cat(zeroCategory));
@@ -80,6 +87,15 @@ LogicalResult parseInputShapes(zero::OnnxImportOptions &options) {
       shape.push_back(d);
     }
     options.inputShapes[name.str()] = shape;
+  }
+  for (const std::string &spec : constantInputs) {
+    auto [name, file] = StringRef(spec).split('=');
+    if (name.empty() || file.empty()) {
+      llvm::errs() << "zero-opt: error: --constant-input '" << spec
+                   << "' is not NAME=FILE.pb\n";
+      return failure();
+    }
+    options.constantInputs[name.str()] = file.str();
   }
   return success();
 }
@@ -157,7 +173,6 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module;
   if (isOnnx(inputFile)) {
     zero::OnnxImportOptions options;
-    options.inference = mode == "inference";
     if (failed(parseInputShapes(options)))
       return 1;
     module = zero::importOnnxModel(context, inputFile, options);

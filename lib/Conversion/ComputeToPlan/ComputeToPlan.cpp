@@ -114,16 +114,22 @@ struct ConvertComputeToPlanPass
       }
     }
 
+    // Constants are written once, when the plan loads, so they too are placed
+    // before any temporary: a temporary must never reuse their bytes.
     for (Operation &op : entry.without_terminator()) {
-      if (op.getDialect() != op.getContext()->getLoadedDialect("compute"))
-        return op.emitError("cannot lower '")
-               << op.getName() << "' to the plan: only compute ops are supported";
       if (auto cst = dyn_cast<compute::ConstantOp>(op)) {
         NamedAttrList attrs;
         attrs.append("value", cst.getValue());
         makeBuffer(cst.getResult(), "constant", attrs);
-        continue;
       }
+    }
+
+    for (Operation &op : entry.without_terminator()) {
+      if (op.getDialect() != op.getContext()->getLoadedDialect("compute"))
+        return op.emitError("cannot lower '")
+               << op.getName() << "' to the plan: only compute ops are supported";
+      if (isa<compute::ConstantOp>(op))
+        continue;
       SmallVector<Value> ins, outs;
       for (Value v : op.getOperands())
         ins.push_back(bufferOf.lookup(v));

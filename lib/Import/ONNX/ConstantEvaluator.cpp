@@ -419,14 +419,11 @@ std::optional<ConstTensor> zero::onnx_import::evaluateConstant(
     const ConstTensor &x = *in[0];
     std::vector<int64_t> shape;
     if (op == "Reshape") {
-      if (intAttr("allowzero", 0)) {
-        error = "Reshape with allowzero=1 is not supported";
-        return std::nullopt;
-      }
+      bool allowZero = intAttr("allowzero", 0) != 0;
       int64_t known = 1, infer = -1;
       for (size_t i = 0; i < in[1]->ints.size(); ++i) {
         int64_t d = in[1]->ints[i];
-        if (d == 0)
+        if (d == 0 && !allowZero)
           d = i < x.shape.size() ? x.shape[i] : 0;
         if (d == -1)
           infer = i;

@@ -267,6 +267,48 @@ LogicalResult pinInputShapes(MLIRContext &ctx, StringRef path,
   return success();
 }
 
+/// Replaces each `--constant-input` graph input by a Constant node holding the file's
+/// tensor, so that shape inference and folding see its value.
+LogicalResult bindConstantInputs(MLIRContext &ctx, StringRef path,
+                                 onnx::ModelProto &model,
+                                 const OnnxImportOptions &options) {
+  Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
+  auto *graph = model.mutable_graph();
+  for (const auto &[name, file] : options.constantInputs) {
+    int found = -1;
+    for (int i = 0; i < graph->input_size(); ++i)
+      if (graph->input(i).name() == name)
+        found = i;
+    if (found < 0)
+      return emitError(loc) << "--constant-input names '" << name
+                            << "', which is not a graph input";
+    auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false);
+    onnx::TensorProto value;
+    if (!buffer || !value.ParseFromArray((*buffer)->getBufferStart(),
+                                         (int)(*buffer)->getBufferSize()))
+      return emitError(loc) << "--constant-input " << name << ": cannot read a "
+                            << "TensorProto from '" << file << "'";
+    std::string error;
+    if (!constFromProto(value, error))
+      return emitError(loc) << "--constant-input " << name << ": " << error;
+    graph->mutable_input()->DeleteSubrange(found, 1);
+    onnx::NodeProto node;
+    node.set_op_type("Constant");
+    node.set_name(name);
+    node.add_output(name);
+    auto *attr = node.add_attribute();
+    attr->set_name("value");
+    attr->set_type(onnx::AttributeProto::TENSOR);
+    *attr->mutable_t() = value;
+    attr->mutable_t()->set_name(name);
+    // Put it first: nodes must stay in topological order.
+    graph->add_node()->Swap(&node);
+    for (int i = graph->node_size() - 1; i > 0; --i)
+      graph->mutable_node()->SwapElements(i, i - 1);
+  }
+  return success();
+}
+
 /// Runs ONNX shape inference and records every known value type.
 LogicalResult inferTypes(MLIRContext &ctx, StringRef path, onnx::ModelProto &model,
                          OnnxImporter &imp) {
@@ -366,6 +408,7 @@ FailureOr<bool> foldConstants(onnx::ModelProto &model, OnnxImporter &imp) {
 }
 
 LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
+                            const std::map<std::string, int64_t> &inputPositions,
                             OnnxImporter &imp) {
   const auto &g = model.graph();
   MLIRContext *ctx = imp.ctx;
@@ -390,7 +433,6 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
         b.getDictionaryAttr(b.getNamedAttr("compute.param", b.getStringAttr(t.name()))));
     argNames.push_back(t.name());
   }
-  int64_t inputIndex = 0;
   for (const auto &in : g.input()) {
     if (initializers.count(in.name()))
       continue;
@@ -402,7 +444,8 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
       return failure();
     argTypes.push_back(*type);
     argAttrs.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("compute.input", b.getI64IntegerAttr(inputIndex++)),
+        {b.getNamedAttr("compute.input",
+                        b.getI64IntegerAttr(inputPositions.at(in.name()))),
          b.getNamedAttr("compute.name", b.getStringAttr(in.name()))}));
     argNames.push_back(in.name());
   }
@@ -467,7 +510,19 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context, StringRef path
                            << "' looks made by constant folding at export; export "
                               "with do_constant_folding=False so that weights keep "
                               "their names and tied weights stay one tensor";
-  if (failed(pinInputShapes(context, path, model, options)))
+  // Graph inputs keep the positions they had in the file, whatever is bound.
+  std::map<std::string, int64_t> inputPositions;
+  {
+    std::set<std::string> inits;
+    for (const auto &t : model.graph().initializer())
+      inits.insert(t.name());
+    int64_t position = 0;
+    for (const auto &in : model.graph().input())
+      if (!inits.count(in.name()))
+        inputPositions[in.name()] = position++;
+  }
+  if (failed(bindConstantInputs(context, path, model, options)) ||
+      failed(pinInputShapes(context, path, model, options)))
     return nullptr;
 
   OnnxImporter imp(context, llvm::sys::path::filename(path).str(), *opset, options);
@@ -488,7 +543,7 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context, StringRef path
   }
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  if (failed(buildFunction(*module, model, imp)))
+  if (failed(buildFunction(*module, model, inputPositions, imp)))
     return nullptr;
   if (failed(verify(*module)))
     return nullptr;

@@ -58,23 +58,6 @@ LogicalResult buildUnary(OnnxImporter &imp, const NodeProto &node) {
   return success();
 }
 
-LogicalResult buildPow(OnnxImporter &imp, const NodeProto &node) {
-  auto base = imp.operand(node, 0), exponent = imp.operand(node, 1);
-  auto type = imp.outputType(node, 0);
-  if (failed(base) || failed(exponent) || failed(type))
-    return failure();
-  // ONNX lets the exponent have its own type; the kernel wants one.
-  auto baseType = cast<RankedTensorType>(base->getType());
-  auto expType = cast<RankedTensorType>(exponent->getType());
-  Value e = *exponent;
-  if (expType.getElementType() != baseType.getElementType())
-    e = CastOp::create(imp.builder, imp.locOf(node),
-                       expType.clone(baseType.getElementType()), e);
-  imp.define(node.output(0),
-             PowOp::create(imp.builder, imp.locOf(node), *type, *base, e));
-  return success();
-}
-
 LogicalResult buildIdentity(OnnxImporter &imp, const NodeProto &node) {
   auto x = imp.operand(node, 0);
   if (failed(x))
@@ -238,7 +221,8 @@ LogicalResult buildGather(OnnxImporter &imp, const NodeProto &node) {
   return success();
 }
 
-/// Reshape, Squeeze, Unsqueeze and Flatten only change the static type.
+/// Reshape, Squeeze and Unsqueeze only change the static type, which ONNX shape
+/// inference has computed (allowzero included).
 LogicalResult buildReshape(OnnxImporter &imp, const NodeProto &node) {
   auto x = imp.operand(node, 0);
   auto type = imp.outputType(node, 0);
@@ -250,8 +234,6 @@ LogicalResult buildReshape(OnnxImporter &imp, const NodeProto &node) {
       return imp.error(node) << "input " << i << " ('" << node.input(i)
                              << "') must be a compile-time constant",
              failure();
-  if (node.op_type() == "Reshape" && OnnxImporter::intAttr(node, "allowzero", 0))
-    return imp.error(node) << "allowzero=1 is not supported", failure();
   imp.define(node.output(0),
              ReshapeOp::create(imp.builder, imp.locOf(node), *type, *x));
   return success();
@@ -442,8 +424,8 @@ LogicalResult buildReduce(OnnxImporter &imp, const NodeProto &node) {
   return success();
 }
 
-/// Dropout is the identity when its ratio is 0 or when compiling for inference; the
-/// mask output, if used, is all true.
+/// Dropout is the identity when its ratio is 0 or training_mode is false (the
+/// default); the mask output, if used, is all true.
 LogicalResult buildDropout(OnnxImporter &imp, const NodeProto &node) {
   float ratio = 0.5f;
   if (OnnxImporter::hasInput(node, 1)) {
@@ -460,10 +442,10 @@ LogicalResult buildDropout(OnnxImporter &imp, const NodeProto &node) {
              failure();
     training = t->intAt(0) != 0;
   }
-  if (training && ratio != 0.0f && !imp.options.inference)
-    return imp.error(node) << "ratio " << ratio
-                           << " in training mode is not supported (only ratio 0, "
-                              "or --mode=inference)",
+  if (training && ratio != 0.0f)
+    return imp.error(node) << "random dropout (ratio " << ratio
+                           << ", training_mode true) is not supported; export with "
+                              "dropout 0 or in eval mode",
            failure();
   if (failed(buildIdentity(imp, node)))
     return failure();
@@ -491,7 +473,7 @@ const llvm::StringMap<Builder> &builderTable() {
       {"Sub", buildSimple<SubOp>},
       {"Mul", buildSimple<MulOp>},
       {"Div", buildSimple<DivOp>},
-      {"Pow", buildPow},
+      {"Pow", buildSimple<PowOp>},
       {"Equal", buildSimple<EqualOp>},
       {"Where", buildSimple<WhereOp>},
       {"Sqrt", buildUnary<SqrtOp>},

@@ -20,8 +20,10 @@ namespace zero {
 struct OnnxImportOptions {
   /// Static shapes for graph inputs with symbolic dimensions (`--input-shape`).
   std::map<std::string, std::vector<int64_t>> inputShapes;
-  /// In inference mode Dropout is the identity whatever its ratio.
-  bool inference = false;
+  /// Graph inputs to treat as compile-time constants, each read from a TensorProto
+  /// file (`--constant-input`): for inputs that set shapes, such as Reshape's shape
+  /// or Slice's starts. The other inputs keep their original positions.
+  std::map<std::string, std::string> constantInputs;
 };
 
 /// Imports the ONNX model at `path` (binary `.onnx`, or ONNX's textual syntax for

@@ -90,10 +90,11 @@ LogicalResult AddOp::verify() { return verifyBinary(*this, false); }
 LogicalResult SubOp::verify() { return verifyBinary(*this, false); }
 LogicalResult MulOp::verify() { return verifyBinary(*this, false); }
 LogicalResult DivOp::verify() { return verifyBinary(*this, false); }
+/// ONNX Pow lets the exponent have its own element type; the result has the base's.
 LogicalResult PowOp::verify() {
-  if (!isa<FloatType>(shapedOf(getLhs()).getElementType()))
-    return emitOpError("operands must be floating point");
-  return verifyBinary(*this, false);
+  if (shapedOf(getResult()).getElementType() != shapedOf(getLhs()).getElementType())
+    return emitOpError("result element type must equal the base's");
+  return verifyBroadcast(*this, getOperands(), getResult());
 }
 LogicalResult EqualOp::verify() { return verifyBinary(*this, true); }
 

@@ -64,7 +64,16 @@ def Compute_AddOp : Compute_BinaryOp<"add", "addition", [Commutative]>;
 def Compute_SubOp : Compute_BinaryOp<"sub", "subtraction">;
 def Compute_MulOp : Compute_BinaryOp<"mul", "multiplication", [Commutative]>;
 def Compute_DivOp : Compute_BinaryOp<"div", "division (integers truncate)">;
-def Compute_PowOp : Compute_BinaryOp<"pow", "power">;
+def Compute_PowOp : Compute_BinaryOp<"pow", "power"> {
+  let description = [{
+    `lhs` raised to `rhs`, after broadcasting. As in ONNX, the exponent may have
+    another element type than the base; the result has the base's.
+
+    ```mlir
+    %r = compute.pow %x, %e : tensor<4xf32>, tensor<i64> -> tensor<4xf32>
+    ```
+  }];
+}
 def Compute_EqualOp : Compute_BinaryOp<"equal", "equality (the result is i1)",
                                        [Commutative]>;
 

@@ -1,0 +1,59 @@
+//===- Executor.h - Runs a loaded plan on the CPU --------------*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZRT_EXECUTOR_H
+#define ZRT_EXECUTOR_H
+
+#include "zrt/Kernels.h"
+#include "zrt/Tensor.h"
+#include "zplan.pb.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace zrt {
+
+/// Owns the arena of one validated plan and its bound kernels.
+class Executor {
+public:
+  /// Allocates the arena, writes the constants and binds every kernel (checking its
+  /// shapes and attributes). Throws zrt::Error on the first problem.
+  Executor(zero::zplan::Plan plan, const KernelTable &kernels);
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  const zero::zplan::Plan &plan() const { return plan_; }
+  /// The arena view of buffer `i`.
+  TensorView buffer(int i) const;
+
+  /// Fills every parameter buffer from the model's initializers of the same name.
+  void loadParameters(const onnx::ModelProto &model, const std::string &modelDir);
+  /// Positions of the graph inputs the plan reads, ascending (an input bound as a
+  /// constant at compile time leaves a gap).
+  std::vector<int> inputIndices() const;
+  /// Fills graph input `index`.
+  void setInput(int index, const onnx::TensorProto &t);
+
+  /// Runs every kernel once, in plan order.
+  void run();
+
+  int numOutputs() const { return plan_.outputs_size(); }
+  TensorView output(int i) const { return buffer(plan_.outputs(i).buffer()); }
+  std::string outputName(int i) const { return plan_.outputs(i).name(); }
+
+private:
+  zero::zplan::Plan plan_;
+  char *arena_ = nullptr;
+  std::vector<BoundKernel> kernels_;
+};
+
+} // namespace zrt
+
+#endif // ZRT_EXECUTOR_H

@@ -1,0 +1,59 @@
+//===- Kernels.h - The kernel table: names to implementations --*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// A kernel is bound once, when the plan loads: binding checks every shape, dtype
+// and attribute against what the kernel needs and returns a closure that runs it.
+// Running then needs no checks beyond data-dependent ones (a gather index).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZRT_KERNELS_H
+#define ZRT_KERNELS_H
+
+#include "zrt/Tensor.h"
+#include "zplan.pb.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace zrt {
+
+/// One kernel launch as the plan describes it.
+struct KernelCall {
+  std::string name;
+  std::string loc;
+  std::vector<TensorView> ins;
+  std::vector<TensorView> outs;
+  const google::protobuf::Map<std::string, zero::zplan::Attr> *attrs = nullptr;
+
+  bool hasAttr(const std::string &key) const;
+  int64_t intAttr(const std::string &key) const;
+  double floatAttr(const std::string &key) const;
+  std::string stringAttr(const std::string &key) const;
+  std::vector<int64_t> intsAttr(const std::string &key) const;
+  /// Throws zrt::Error unless there are exactly `nIn` inputs and `nOut` outputs.
+  void expectArity(size_t nIn, size_t nOut) const;
+  /// "kernel 'matmul' at <loc>", for messages.
+  std::string where() const;
+};
+
+using BoundKernel = std::function<void()>;
+using KernelBinder = BoundKernel (*)(const KernelCall &);
+using KernelTable = std::map<std::string, KernelBinder>;
+
+/// The CPU implementation of every kernel the compiler emits.
+const KernelTable &cpuKernels();
+
+// Families, each in its own file under lib/cpu.
+void addElementwiseKernels(KernelTable &table);
+void addLinearAlgebraKernels(KernelTable &table);
+void addNormalizationKernels(KernelTable &table);
+void addReductionKernels(KernelTable &table);
+void addDataMovementKernels(KernelTable &table);
+
+} // namespace zrt
+
+#endif // ZRT_KERNELS_H

@@ -1,0 +1,29 @@
+//===- PlanFile.h - Load and validate a .zplan -----------------*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZRT_PLANFILE_H
+#define ZRT_PLANFILE_H
+
+#include "zplan.pb.h"
+
+#include <string>
+
+namespace zrt {
+
+/// Reads and validates the plan file at `path`; throws zrt::Error naming the problem
+/// (missing file, truncation, bad magic or version, checksum mismatch, a buffer
+/// outside the arena, a bad dtype, shape or index).
+zero::zplan::Plan loadPlanFile(const std::string &path);
+
+/// Same, from the file's bytes; `what` names the source in messages.
+zero::zplan::Plan parsePlanBytes(const std::string &bytes, const std::string &what);
+
+/// The structural checks alone, on an already parsed plan.
+void validatePlan(const zero::zplan::Plan &plan, const std::string &what);
+
+} // namespace zrt
+
+#endif // ZRT_PLANFILE_H

@@ -1,0 +1,44 @@
+//===- Tensor.h - Typed views into the arena --------------------*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZRT_TENSOR_H
+#define ZRT_TENSOR_H
+
+#include "zplan.pb.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace zrt {
+
+using DType = zero::zplan::DType;
+
+/// Bytes per element of `t` (bool takes one byte); 0 for an invalid dtype.
+int64_t dtypeSize(DType t);
+/// "f32", "i64", ...
+const char *dtypeName(DType t);
+
+/// A dense row-major tensor that lives somewhere else (the arena, a file buffer).
+struct TensorView {
+  void *data = nullptr;
+  DType dtype = zero::zplan::DTYPE_INVALID;
+  std::vector<int64_t> shape;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  int64_t bytes() const { return numel() * dtypeSize(dtype); }
+  template <typename T> T *as() const { return static_cast<T *>(data); }
+  std::string describe() const; // "f32[2x3]"
+};
+
+} // namespace zrt
+
+#endif // ZRT_TENSOR_H

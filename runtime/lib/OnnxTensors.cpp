@@ -1,0 +1,191 @@
+//===- OnnxTensors.cpp - ONNX TensorProto in and out of the runtime -------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zrt/OnnxTensors.h"
+#include "zrt/Error.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+using namespace zrt;
+using onnx::TensorProto;
+
+DType zrt::dtypeFromOnnx(int32_t t) {
+  switch (t) {
+  case TensorProto::FLOAT:
+    return zero::zplan::F32;
+  case TensorProto::DOUBLE:
+    return zero::zplan::F64;
+  case TensorProto::INT32:
+    return zero::zplan::I32;
+  case TensorProto::INT64:
+    return zero::zplan::I64;
+  case TensorProto::INT8:
+    return zero::zplan::I8;
+  case TensorProto::UINT8:
+    return zero::zplan::U8;
+  case TensorProto::BOOL:
+    return zero::zplan::BOOL;
+  default:
+    return zero::zplan::DTYPE_INVALID;
+  }
+}
+
+int32_t zrt::onnxFromDtype(DType t) {
+  switch (t) {
+  case zero::zplan::F32:
+    return TensorProto::FLOAT;
+  case zero::zplan::F64:
+    return TensorProto::DOUBLE;
+  case zero::zplan::I32:
+    return TensorProto::INT32;
+  case zero::zplan::I64:
+    return TensorProto::INT64;
+  case zero::zplan::I8:
+    return TensorProto::INT8;
+  case zero::zplan::U8:
+    return TensorProto::UINT8;
+  case zero::zplan::BOOL:
+    return TensorProto::BOOL;
+  default:
+    return TensorProto::UNDEFINED;
+  }
+}
+
+static std::string readFile(const std::string &path, const char *what) {
+  std::ifstream in(path, std::ios::binary);
+  ZRT_CHECK(in, "cannot open " << what << " '" << path << "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+template <typename Msg>
+static void parseLarge(Msg &msg, const std::string &bytes, const std::string &path,
+                       const char *what) {
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), (int)bytes.size());
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(INT32_MAX);
+  ZRT_CHECK(msg.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage(),
+            "'" << path << "' is not a valid " << what);
+}
+
+onnx::ModelProto zrt::readOnnxModel(const std::string &path) {
+  onnx::ModelProto model;
+  parseLarge(model, readFile(path, "ONNX model"), path, "ONNX model");
+  return model;
+}
+
+onnx::TensorProto zrt::readTensorFile(const std::string &path) {
+  TensorProto t;
+  parseLarge(t, readFile(path, "tensor file"), path, "ONNX TensorProto");
+  return t;
+}
+
+/// Reads `length` bytes at `offset` of an external-data file, refusing paths that
+/// leave the model's folder.
+static std::string readExternal(const TensorProto &t, const std::string &baseDir,
+                                const std::string &what) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto &kv : t.external_data()) {
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset")
+      offset = std::stoll(kv.value());
+    else if (kv.key() == "length")
+      length = std::stoll(kv.value());
+  }
+  ZRT_CHECK(!location.empty(), what << ": external data without a location");
+  ZRT_CHECK(location[0] != '/' && location.find("..") == std::string::npos,
+            what << ": external data location '" << location
+                 << "' leaves the model's folder");
+  std::string path = (baseDir.empty() ? std::string(".") : baseDir) + "/" + location;
+  std::ifstream in(path, std::ios::binary);
+  ZRT_CHECK(in, what << ": cannot open external data file '" << path << "'");
+  in.seekg(0, std::ios::end);
+  int64_t size = in.tellg();
+  if (length < 0)
+    length = size - offset;
+  ZRT_CHECK(offset >= 0 && length >= 0 && offset + length <= size,
+            what << ": external data [" << offset << ", " << offset + length
+                 << ") lies outside '" << path << "' (" << size << " bytes)");
+  std::string bytes(length, '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  ZRT_CHECK(in, what << ": reading '" << path << "' failed");
+  return bytes;
+}
+
+void zrt::copyTensorInto(const TensorProto &t, const TensorView &dst,
+                         const std::string &what, const std::string &baseDir) {
+  DType dt = dtypeFromOnnx(t.data_type());
+  ZRT_CHECK(dt == dst.dtype, what << " has ONNX type "
+                                  << TensorProto::DataType_Name(
+                                         (TensorProto::DataType)t.data_type())
+                                  << ", the plan expects " << dtypeName(dst.dtype));
+  std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
+  TensorView have{nullptr, dt, shape};
+  ZRT_CHECK(shape == dst.shape, what << " has shape " << have.describe()
+                                     << ", the plan expects " << dst.describe());
+  int64_t n = dst.numel(), size = dtypeSize(dt);
+  char *out = dst.as<char>();
+  if (t.data_location() == TensorProto::EXTERNAL) {
+    std::string bytes = readExternal(t, baseDir, what);
+    ZRT_CHECK((int64_t)bytes.size() == n * size,
+              what << ": external data has " << bytes.size() << " bytes, expected "
+                   << n * size);
+    std::memcpy(out, bytes.data(), bytes.size());
+  } else if (t.has_raw_data()) {
+    ZRT_CHECK((int64_t)t.raw_data().size() == n * size,
+              what << ": raw_data has " << t.raw_data().size() << " bytes, expected "
+                   << n * size);
+    std::memcpy(out, t.raw_data().data(), n * size);
+  } else {
+    auto need = [&](int64_t have) {
+      ZRT_CHECK(have == n, what << " holds " << have << " values, expected " << n);
+    };
+    switch (t.data_type()) {
+    case TensorProto::FLOAT:
+      need(t.float_data_size());
+      std::memcpy(out, t.float_data().data(), n * 4);
+      break;
+    case TensorProto::DOUBLE:
+      need(t.double_data_size());
+      std::memcpy(out, t.double_data().data(), n * 8);
+      break;
+    case TensorProto::INT64:
+      need(t.int64_data_size());
+      std::memcpy(out, t.int64_data().data(), n * 8);
+      break;
+    case TensorProto::INT32:
+      need(t.int32_data_size());
+      std::memcpy(out, t.int32_data().data(), n * 4);
+      break;
+    default: // one-byte types are stored widened in int32_data
+      need(t.int32_data_size());
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = (char)t.int32_data(i);
+    }
+  }
+  if (dt == zero::zplan::BOOL) // kernels rely on bools being exactly 0 or 1
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = out[i] != 0;
+}
+
+TensorProto zrt::tensorFromView(const TensorView &v, const std::string &name) {
+  TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnxFromDtype(v.dtype));
+  for (int64_t d : v.shape)
+    t.add_dims(d);
+  t.set_raw_data(v.data, v.bytes());
+  return t;
+}

@@ -1,0 +1,142 @@
+//===- PlanFile.cpp - Load and validate a .zplan --------------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Nothing in a plan is trusted: every size, offset, index and dtype is checked here
+// so that the executor can run kernels without bounds checks on buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zrt/PlanFile.h"
+#include "zrt/Error.h"
+#include "zrt/PlanFormat.h"
+#include "zrt/Tensor.h"
+
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+using namespace zrt;
+using zero::zplan::Plan;
+
+namespace {
+
+/// a * b, or failure on overflow past int64.
+bool mulOk(int64_t a, int64_t b, int64_t &out) {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+
+} // namespace
+
+void zrt::validatePlan(const Plan &plan, const std::string &what) {
+  ZRT_CHECK(plan.version() == kPlanVersion,
+            what << ": plan format version " << plan.version()
+                 << " is not supported (this zero-run reads version " << kPlanVersion
+                 << ")");
+  ZRT_CHECK(plan.world_size() >= 1,
+            what << ": world size " << plan.world_size() << " is not positive");
+  ZRT_CHECK(plan.arena_bytes() >= 0 && plan.arena_bytes() <= (int64_t(1) << 46),
+            what << ": arena size " << plan.arena_bytes() << " bytes is out of range");
+  int64_t maxInput = -1;
+  for (int i = 0; i < plan.buffers_size(); ++i) {
+    const auto &b = plan.buffers(i);
+    std::string name = "buffer " + std::to_string(i) +
+                       (b.name().empty() ? "" : " ('" + b.name() + "')");
+    int64_t esize = dtypeSize(b.dtype());
+    ZRT_CHECK(esize > 0, what << ": " << name << " has invalid dtype " << b.dtype());
+    int64_t numel = 1;
+    for (int64_t d : b.shape()) {
+      ZRT_CHECK(d >= 0, what << ": " << name << " has negative dimension " << d);
+      ZRT_CHECK(mulOk(numel, d, numel),
+                what << ": " << name << " has a shape whose size overflows");
+    }
+    int64_t bytes;
+    ZRT_CHECK(mulOk(numel, esize, bytes),
+              what << ": " << name << " has a shape whose size overflows");
+    ZRT_CHECK(bytes == b.bytes(),
+              what << ": " << name << " says " << b.bytes()
+                   << " bytes, its shape and dtype need " << numel * esize);
+    ZRT_CHECK(b.offset() >= 0 && b.offset() <= plan.arena_bytes() &&
+                  b.bytes() <= plan.arena_bytes() - b.offset(),
+              what << ": " << name << " at offset " << b.offset() << " with "
+                   << b.bytes() << " bytes lies outside the arena of "
+                   << plan.arena_bytes() << " bytes");
+    switch (b.role()) {
+    case zero::zplan::TEMP:
+      break;
+    case zero::zplan::PARAM:
+      ZRT_CHECK(!b.name().empty(), what << ": " << name << " is a parameter with no name");
+      break;
+    case zero::zplan::INPUT:
+      ZRT_CHECK(b.index() >= 0 && b.index() < 4096,
+                what << ": " << name << " has input index " << b.index());
+      maxInput = std::max<int64_t>(maxInput, b.index());
+      break;
+    case zero::zplan::CONSTANT:
+      ZRT_CHECK((int64_t)b.data().size() == b.bytes(),
+                what << ": constant " << name << " holds " << b.data().size()
+                     << " bytes, its shape needs " << b.bytes());
+      break;
+    default:
+      ZRT_FAIL(what << ": " << name << " has invalid role " << b.role());
+    }
+  }
+  auto checkIndex = [&](int idx, const std::string &where) {
+    ZRT_CHECK(idx >= 0 && idx < plan.buffers_size(),
+              what << ": " << where << " names buffer " << idx << ", the plan has "
+                   << plan.buffers_size());
+  };
+  for (int k = 0; k < plan.kernels_size(); ++k) {
+    const auto &kern = plan.kernels(k);
+    std::string where = "kernel " + std::to_string(k) + " (" + kern.name() + ")";
+    for (int idx : kern.inputs())
+      checkIndex(idx, where);
+    for (int idx : kern.outputs()) {
+      checkIndex(idx, where);
+      ZRT_CHECK(plan.buffers(idx).role() == zero::zplan::TEMP,
+                what << ": " << where << " writes buffer " << idx
+                     << ", which is not a temporary");
+    }
+  }
+  for (int i = 0; i < plan.outputs_size(); ++i)
+    checkIndex(plan.outputs(i).buffer(), "output " + std::to_string(i));
+}
+
+Plan zrt::parsePlanBytes(const std::string &bytes, const std::string &what) {
+  ZRT_CHECK(bytes.size() >= kPlanHeaderBytes,
+            what << ": truncated plan: " << bytes.size()
+                 << " bytes, shorter than the " << kPlanHeaderBytes
+                 << "-byte header");
+  ZRT_CHECK(std::memcmp(bytes.data(), kPlanMagic, sizeof(kPlanMagic)) == 0,
+            what << ": not a zero-opt plan (bad magic)");
+  const auto *p = reinterpret_cast<const unsigned char *>(bytes.data());
+  uint32_t version = getLE(p + 8, 4);
+  ZRT_CHECK(version == kPlanVersion,
+            what << ": plan format version " << version
+                 << " is not supported (this zero-run reads version " << kPlanVersion
+                 << "); recompile it with this zero-opt");
+  uint64_t length = getLE(p + 16, 8);
+  uint64_t checksum = getLE(p + 24, 8);
+  uint64_t have = bytes.size() - kPlanHeaderBytes;
+  ZRT_CHECK(length == have, what << ": truncated or padded plan: header says "
+                                 << length << " payload bytes, the file has "
+                                 << have);
+  uint64_t actual = fnv1a64(bytes.data() + kPlanHeaderBytes, have);
+  ZRT_CHECK(actual == checksum, what << ": checksum mismatch (file says 0x" << std::hex
+                                     << checksum << ", contents hash to 0x" << actual
+                                     << "): the plan is corrupted");
+  Plan plan;
+  ZRT_CHECK(plan.ParseFromArray(bytes.data() + kPlanHeaderBytes, (int)have),
+            what << ": the plan payload does not parse");
+  validatePlan(plan, what);
+  return plan;
+}
+
+Plan zrt::loadPlanFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  ZRT_CHECK(in, "cannot open plan '" << path << "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parsePlanBytes(ss.str(), path);
+}

@@ -1,0 +1,54 @@
+//===- Tensor.cpp - Dtype facts -------------------------------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zrt/Tensor.h"
+
+using namespace zrt;
+
+int64_t zrt::dtypeSize(DType t) {
+  switch (t) {
+  case zero::zplan::F32:
+  case zero::zplan::I32:
+    return 4;
+  case zero::zplan::F64:
+  case zero::zplan::I64:
+    return 8;
+  case zero::zplan::I8:
+  case zero::zplan::U8:
+  case zero::zplan::BOOL:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+const char *zrt::dtypeName(DType t) {
+  switch (t) {
+  case zero::zplan::F32:
+    return "f32";
+  case zero::zplan::F64:
+    return "f64";
+  case zero::zplan::I32:
+    return "i32";
+  case zero::zplan::I64:
+    return "i64";
+  case zero::zplan::I8:
+    return "i8";
+  case zero::zplan::U8:
+    return "u8";
+  case zero::zplan::BOOL:
+    return "bool";
+  default:
+    return "invalid";
+  }
+}
+
+std::string TensorView::describe() const {
+  std::string s = std::string(dtypeName(dtype)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s + "]";
+}

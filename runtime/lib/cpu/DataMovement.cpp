@@ -1,0 +1,211 @@
+//===- DataMovement.cpp - Reshape, transpose, slice, concat, gather -------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// These kernels move bytes without looking at values, so most work on any dtype by
+// element size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtil.h"
+
+#include <cstring>
+
+using namespace zrt;
+using namespace zrt::cpu;
+
+namespace {
+
+/// Copies elements of `size` bytes: dst[i] = src[offsets[i]].
+void gatherBytes(char *dst, const char *src, const std::vector<int64_t> &offsets,
+                 int64_t size) {
+  for (size_t i = 0; i < offsets.size(); ++i)
+    std::memcpy(dst + i * size, src + offsets[i] * size, size);
+}
+
+BoundKernel bindReshape(const KernelCall &call) {
+  call.expectArity(1, 1);
+  const TensorView x = call.ins[0], out = call.outs[0];
+  ZRT_CHECK(x.dtype == out.dtype && x.numel() == out.numel(),
+            call.where() << ": reshape changes dtype or element count");
+  return [=] { std::memcpy(out.data, x.data, x.bytes()); };
+}
+
+/// Source offset of every output element, precomputed at bind time: shapes are
+/// static, and this keeps the run loop a plain copy.
+BoundKernel bindTranspose(const KernelCall &call) {
+  call.expectArity(1, 1);
+  const TensorView x = call.ins[0], out = call.outs[0];
+  std::vector<int64_t> perm = call.intsAttr("perm");
+  int64_t rank = x.shape.size();
+  ZRT_CHECK((int64_t)perm.size() == rank, call.where() << ": perm has wrong length");
+  Shape shape(rank), st = stridesOf(x.shape), permStrides(rank);
+  std::vector<bool> seen(rank, false);
+  for (int64_t i = 0; i < rank; ++i) {
+    ZRT_CHECK(perm[i] >= 0 && perm[i] < rank && !seen[perm[i]],
+              call.where() << ": perm is not a permutation");
+    seen[perm[i]] = true;
+    shape[i] = x.shape[perm[i]];
+    permStrides[i] = st[perm[i]];
+  }
+  ZRT_CHECK(x.dtype == out.dtype, call.where() << ": dtype changes");
+  expectShape(call, out, shape, "result");
+  std::vector<int64_t> offsets;
+  offsets.reserve(out.numel());
+  forEachBroadcast<1>(shape, std::array<Shape, 1>{permStrides},
+                      [&](int64_t, auto off) { offsets.push_back(off[0]); });
+  int64_t size = dtypeSize(x.dtype);
+  return [=] { gatherBytes(out.as<char>(), x.as<char>(), offsets, size); };
+}
+
+BoundKernel bindSlice(const KernelCall &call) {
+  call.expectArity(1, 1);
+  const TensorView x = call.ins[0], out = call.outs[0];
+  std::vector<int64_t> starts = call.intsAttr("starts"), steps = call.intsAttr("steps");
+  int64_t rank = x.shape.size();
+  ZRT_CHECK((int64_t)starts.size() == rank && (int64_t)steps.size() == rank &&
+                (int64_t)out.shape.size() == rank && x.dtype == out.dtype,
+            call.where() << ": starts, steps and result must match the input rank");
+  Shape st = stridesOf(x.shape), sliceStrides(rank);
+  int64_t base = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t n = out.shape[d];
+    if (n > 0) {
+      int64_t last = starts[d] + (n - 1) * steps[d];
+      ZRT_CHECK(starts[d] >= 0 && starts[d] < x.shape[d] && last >= 0 &&
+                    last < x.shape[d],
+                call.where() << ": dimension " << d << " reads outside the input");
+    }
+    base += starts[d] * st[d];
+    sliceStrides[d] = steps[d] * st[d];
+  }
+  std::vector<int64_t> offsets;
+  offsets.reserve(out.numel());
+  forEachBroadcast<1>(out.shape, std::array<Shape, 1>{sliceStrides},
+                      [&](int64_t, auto off) { offsets.push_back(base + off[0]); });
+  int64_t size = dtypeSize(x.dtype);
+  return [=] { gatherBytes(out.as<char>(), x.as<char>(), offsets, size); };
+}
+
+BoundKernel bindConcat(const KernelCall &call) {
+  ZRT_CHECK(!call.ins.empty() && call.outs.size() == 1,
+            call.where() << ": takes inputs and one output");
+  const TensorView out = call.outs[0];
+  int64_t axis = call.intAttr("axis");
+  int64_t rank = out.shape.size();
+  ZRT_CHECK(axis >= 0 && axis < rank, call.where() << ": axis out of range");
+  int64_t total = 0;
+  for (const TensorView &in : call.ins) {
+    ZRT_CHECK(in.dtype == out.dtype && (int64_t)in.shape.size() == rank,
+              call.where() << ": input does not match the result");
+    for (int64_t d = 0; d < rank; ++d)
+      ZRT_CHECK(d == axis || in.shape[d] == out.shape[d],
+                call.where() << ": input shape " << shapeString(in.shape)
+                             << " does not fit " << shapeString(out.shape));
+    total += in.shape[axis];
+  }
+  ZRT_CHECK(total == out.shape[axis], call.where() << ": axis sizes do not add up");
+  int64_t outer = 1, inner = dtypeSize(out.dtype);
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= out.shape[d];
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= out.shape[d];
+  std::vector<TensorView> ins = call.ins;
+  return [=] {
+    char *o = out.as<char>();
+    for (int64_t i = 0; i < outer; ++i)
+      for (const TensorView &in : ins) {
+        int64_t chunk = in.shape[axis] * inner;
+        std::memcpy(o, in.as<char>() + i * chunk, chunk);
+        o += chunk;
+      }
+  };
+}
+
+BoundKernel bindExpand(const KernelCall &call) {
+  call.expectArity(1, 1);
+  const TensorView x = call.ins[0], out = call.outs[0];
+  ZRT_CHECK(x.dtype == out.dtype, call.where() << ": dtype changes");
+  Shape shape = broadcastShapes({x.shape, out.shape}, call);
+  expectShape(call, out, shape, "result");
+  std::vector<int64_t> offsets;
+  forEachBroadcast<1>(shape, std::array<Shape, 1>{broadcastStrides(x.shape, shape)},
+                      [&](int64_t, auto off) { offsets.push_back(off[0]); });
+  int64_t size = dtypeSize(x.dtype);
+  return [=] { gatherBytes(out.as<char>(), x.as<char>(), offsets, size); };
+}
+
+BoundKernel bindGather(const KernelCall &call) {
+  call.expectArity(2, 1);
+  const TensorView data = call.ins[0], idx = call.ins[1], out = call.outs[0];
+  int64_t axis = call.intAttr("axis");
+  int64_t rank = data.shape.size();
+  ZRT_CHECK(rank > 0 && axis >= 0 && axis < rank, call.where() << ": axis out of range");
+  ZRT_CHECK(idx.dtype == zero::zplan::I64 || idx.dtype == zero::zplan::I32,
+            call.where() << ": indices must be i32 or i64");
+  Shape expected(data.shape.begin(), data.shape.begin() + axis);
+  expected.insert(expected.end(), idx.shape.begin(), idx.shape.end());
+  expected.insert(expected.end(), data.shape.begin() + axis + 1, data.shape.end());
+  ZRT_CHECK(data.dtype == out.dtype, call.where() << ": dtype changes");
+  expectShape(call, out, expected, "result");
+  int64_t outer = 1, inner = dtypeSize(data.dtype), dim = data.shape[axis];
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= data.shape[d];
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= data.shape[d];
+  bool idx64 = idx.dtype == zero::zplan::I64;
+  std::string where = call.where();
+  return [=] {
+    int64_t n = idx.numel();
+    char *o = out.as<char>();
+    const char *src = data.as<char>();
+    for (int64_t i = 0; i < outer; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t at = idx64 ? idx.as<int64_t>()[j] : idx.as<int32_t>()[j];
+        int64_t k = at < 0 ? at + dim : at;
+        ZRT_CHECK(k >= 0 && k < dim, where << ": index " << at << " out of range [-"
+                                           << dim << ", " << dim << ")");
+        std::memcpy(o, src + (i * dim + k) * inner, inner);
+        o += inner;
+      }
+  };
+}
+
+BoundKernel bindTrilu(const KernelCall &call) {
+  call.expectArity(1, 1);
+  const TensorView x = call.ins[0], out = call.outs[0];
+  ZRT_CHECK(x.shape.size() >= 2 && x.dtype == out.dtype,
+            call.where() << ": input must have rank >= 2");
+  expectShape(call, out, x.shape, "result");
+  bool upper = call.intAttr("upper") != 0;
+  int64_t k = call.intAttr("k");
+  int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
+  int64_t size = dtypeSize(x.dtype);
+  return [=] {
+    int64_t mats = rows * cols ? x.numel() / (rows * cols) : 0;
+    const char *in = x.as<char>();
+    char *o = out.as<char>();
+    for (int64_t m = 0; m < mats; ++m)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          int64_t e = (m * rows + i) * cols + j;
+          bool keep = upper ? j - i >= k : j - i <= k;
+          if (keep)
+            std::memcpy(o + e * size, in + e * size, size);
+          else
+            std::memset(o + e * size, 0, size);
+        }
+  };
+}
+
+} // namespace
+
+void zrt::addDataMovementKernels(KernelTable &t) {
+  t["reshape"] = bindReshape;
+  t["transpose"] = bindTranspose;
+  t["slice"] = bindSlice;
+  t["concat"] = bindConcat;
+  t["expand"] = bindExpand;
+  t["gather"] = bindGather;
+  t["trilu"] = bindTrilu;
+}

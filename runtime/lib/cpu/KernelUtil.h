@@ -1,0 +1,114 @@
+//===- KernelUtil.h - Helpers shared by the CPU kernels --------*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZRT_LIB_CPU_KERNELUTIL_H
+#define ZRT_LIB_CPU_KERNELUTIL_H
+
+#include "zrt/Error.h"
+#include "zrt/Kernels.h"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace zrt::cpu {
+
+using Shape = std::vector<int64_t>;
+
+std::string shapeString(const Shape &s);
+
+/// Calls fn(T{}) with T the C++ type of dtype `t` (bool is uint8_t).
+template <typename Fn> auto dispatchAny(DType t, const KernelCall &call, Fn &&fn) {
+  switch (t) {
+  case zero::zplan::F32:
+    return fn(float{});
+  case zero::zplan::F64:
+    return fn(double{});
+  case zero::zplan::I32:
+    return fn(int32_t{});
+  case zero::zplan::I64:
+    return fn(int64_t{});
+  case zero::zplan::I8:
+    return fn(int8_t{});
+  case zero::zplan::U8:
+  case zero::zplan::BOOL:
+    return fn(uint8_t{});
+  default:
+    ZRT_FAIL(call.where() << ": unsupported dtype " << dtypeName(t));
+  }
+}
+
+/// Calls fn(T{}) for the floating-point dtypes; other dtypes are an error.
+template <typename Fn> auto dispatchFloat(DType t, const KernelCall &call, Fn &&fn) {
+  switch (t) {
+  case zero::zplan::F32:
+    return fn(float{});
+  case zero::zplan::F64:
+    return fn(double{});
+  default:
+    ZRT_FAIL(call.where() << ": needs f32 or f64, got " << dtypeName(t));
+  }
+}
+
+/// Numpy broadcast of shapes, or an error naming the call.
+Shape broadcastShapes(const std::vector<Shape> &shapes, const KernelCall &call);
+
+/// Per-dimension strides of `in` seen through the broadcast to `out` (0 where `in`
+/// is stretched), aligned to out's rank.
+Shape broadcastStrides(const Shape &in, const Shape &out);
+
+/// Row-major strides.
+Shape stridesOf(const Shape &s);
+
+/// Iterates the output of a broadcast of N inputs, calling f(outIndex, offsets)
+/// with each input's element offset. The innermost dimension is a tight loop.
+template <size_t N, typename F>
+void forEachBroadcast(const Shape &out, const std::array<Shape, N> &inStrides, F &&f) {
+  int64_t total = 1;
+  for (int64_t d : out)
+    total *= d;
+  if (total == 0)
+    return;
+  size_t rank = out.size();
+  if (rank == 0) {
+    std::array<int64_t, N> off{};
+    f(0, off);
+    return;
+  }
+  int64_t inner = out[rank - 1];
+  std::array<int64_t, N> innerStride;
+  for (size_t k = 0; k < N; ++k)
+    innerStride[k] = inStrides[k][rank - 1];
+  Shape idx(rank, 0);
+  std::array<int64_t, N> base{};
+  for (int64_t o = 0; o < total; o += inner) {
+    std::array<int64_t, N> off = base;
+    for (int64_t i = 0; i < inner; ++i) {
+      f(o + i, off);
+      for (size_t k = 0; k < N; ++k)
+        off[k] += innerStride[k];
+    }
+    // Advance the outer dimensions.
+    for (int d = (int)rank - 2; d >= 0; --d) {
+      ++idx[d];
+      for (size_t k = 0; k < N; ++k)
+        base[k] += inStrides[k][d];
+      if (idx[d] < out[d])
+        break;
+      for (size_t k = 0; k < N; ++k)
+        base[k] -= inStrides[k][d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Throws unless `v` has exactly shape `s`.
+void expectShape(const KernelCall &call, const TensorView &v, const Shape &s,
+                 const char *what);
+
+} // namespace zrt::cpu
+
+#endif // ZRT_LIB_CPU_KERNELUTIL_H

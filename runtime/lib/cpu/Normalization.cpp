@@ -1,0 +1,197 @@
+//===- Normalization.cpp - Softmax, layer norm, cross-entropy -------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Accumulations run in double: these kernels feed losses that are compared with
+// PyTorch to 1e-5.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtil.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace zrt;
+using namespace zrt::cpu;
+
+namespace {
+
+/// Splits `shape` around `axis` into (outer, dim, inner) extents.
+void splitAxis(const Shape &shape, int64_t axis, int64_t &outer, int64_t &dim,
+               int64_t &inner) {
+  outer = inner = 1;
+  dim = shape.empty() ? 1 : shape[axis];
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (size_t i = axis + 1; i < shape.size(); ++i)
+    inner *= shape[i];
+}
+
+/// Log-softmax (or softmax) along the middle extent of [outer, dim, inner].
+template <typename T>
+void softmaxRows(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner,
+                 bool log) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const T *px = x + o * dim * inner + i;
+      T *py = y + o * dim * inner + i;
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t d = 0; d < dim; ++d)
+        mx = std::max(mx, (double)px[d * inner]);
+      double sum = 0;
+      for (int64_t d = 0; d < dim; ++d)
+        sum += std::exp((double)px[d * inner] - mx);
+      double lse = mx + std::log(sum);
+      for (int64_t d = 0; d < dim; ++d)
+        py[d * inner] = log ? (T)((double)px[d * inner] - lse)
+                            : (T)std::exp((double)px[d * inner] - lse);
+    }
+}
+
+template <bool Log> BoundKernel bindSoftmax(const KernelCall &call) {
+  call.expectArity(1, 1);
+  const TensorView x = call.ins[0], out = call.outs[0];
+  ZRT_CHECK(x.dtype == out.dtype, call.where() << ": dtype changes");
+  expectShape(call, out, x.shape, "result");
+  int64_t axis = call.intAttr("axis");
+  ZRT_CHECK(axis >= 0 && axis < std::max<int64_t>(1, x.shape.size()),
+            call.where() << ": axis " << axis << " out of range");
+  int64_t outer, dim, inner;
+  splitAxis(x.shape, axis, outer, dim, inner);
+  return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] { softmaxRows(x.as<T>(), out.as<T>(), outer, dim, inner, Log); };
+  });
+}
+
+BoundKernel bindLayerNorm(const KernelCall &call) {
+  call.expectArity(3, 3);
+  const TensorView x = call.ins[0], scale = call.ins[1], bias = call.ins[2];
+  const TensorView y = call.outs[0], mean = call.outs[1], rstd = call.outs[2];
+  int64_t axis = call.intAttr("axis");
+  double eps = call.floatAttr("epsilon");
+  int64_t rank = x.shape.size();
+  ZRT_CHECK(axis >= 0 && axis < rank, call.where() << ": axis out of range");
+  for (const TensorView *t : {&scale, &bias, &y, &mean, &rstd})
+    ZRT_CHECK(t->dtype == x.dtype, call.where() << ": dtypes differ");
+  expectShape(call, y, x.shape, "result");
+  Shape stat = x.shape;
+  for (int64_t i = axis; i < rank; ++i)
+    stat[i] = 1;
+  expectShape(call, mean, stat, "mean");
+  expectShape(call, rstd, stat, "inv_std_dev");
+  Shape norm(x.shape.begin() + axis, x.shape.end());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= x.shape[i];
+  for (int64_t d : norm)
+    inner *= d;
+  // Scale and bias broadcast to the normalized shape: precompute their offsets.
+  std::vector<int64_t> sOff, bOff;
+  ZRT_CHECK(scale.shape.size() <= norm.size() && bias.shape.size() <= norm.size(),
+            call.where() << ": scale or bias has a higher rank than the normalized "
+                            "dimensions");
+  Shape bshape = broadcastShapes({norm, scale.shape, bias.shape}, call);
+  ZRT_CHECK(bshape == norm, call.where() << ": scale or bias does not broadcast to "
+                                         << shapeString(norm));
+  std::array<Shape, 2> strides = {broadcastStrides(scale.shape, norm),
+                                  broadcastStrides(bias.shape, norm)};
+  forEachBroadcast<2>(norm, strides, [&](int64_t, auto off) {
+    sOff.push_back(off[0]);
+    bOff.push_back(off[1]);
+  });
+  return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      const T *px = x.as<T>(), *ps = scale.as<T>(), *pb = bias.as<T>();
+      T *py = y.as<T>(), *pm = mean.as<T>(), *pr = rstd.as<T>();
+      for (int64_t o = 0; o < outer; ++o) {
+        const T *row = px + o * inner;
+        double mu = 0;
+        for (int64_t i = 0; i < inner; ++i)
+          mu += row[i];
+        mu /= inner;
+        double var = 0;
+        for (int64_t i = 0; i < inner; ++i)
+          var += ((double)row[i] - mu) * ((double)row[i] - mu);
+        var /= inner;
+        double r = 1.0 / std::sqrt(var + eps);
+        pm[o] = (T)mu;
+        pr[o] = (T)r;
+        for (int64_t i = 0; i < inner; ++i)
+          py[o * inner + i] = (T)(((double)row[i] - mu) * r * ps[sOff[i]] + pb[bOff[i]]);
+      }
+    };
+  });
+}
+
+/// Softmax cross-entropy: scores [N, C, d...], labels [N, d...].
+BoundKernel bindSoftmaxCrossEntropy(const KernelCall &call) {
+  ZRT_CHECK((call.ins.size() == 2 || call.ins.size() == 3) && call.outs.size() == 2,
+            call.where() << ": takes 2 or 3 inputs and 2 outputs");
+  const TensorView scores = call.ins[0], labels = call.ins[1];
+  const TensorView loss = call.outs[0], logp = call.outs[1];
+  bool hasWeights = call.ins.size() == 3;
+  TensorView weights = hasWeights ? call.ins[2] : TensorView{};
+  std::string reduction = call.stringAttr("reduction");
+  bool hasIgnore = call.hasAttr("ignore_index");
+  int64_t ignore = hasIgnore ? call.intAttr("ignore_index") : 0;
+  ZRT_CHECK(scores.shape.size() >= 2, call.where() << ": scores need rank >= 2");
+  ZRT_CHECK(labels.dtype == zero::zplan::I64 || labels.dtype == zero::zplan::I32,
+            call.where() << ": labels must be i32 or i64");
+  int64_t n = scores.shape[0], c = scores.shape[1], inner = 1;
+  for (size_t i = 2; i < scores.shape.size(); ++i)
+    inner *= scores.shape[i];
+  Shape labelShape = scores.shape;
+  labelShape.erase(labelShape.begin() + 1);
+  expectShape(call, labels, labelShape, "labels");
+  expectShape(call, logp, scores.shape, "log_prob");
+  ZRT_CHECK(reduction == "none" || reduction == "sum" || reduction == "mean",
+            call.where() << ": unknown reduction '" << reduction << "'");
+  expectShape(call, loss, reduction == "none" ? labelShape : Shape{}, "loss");
+  if (hasWeights)
+    expectShape(call, weights, {c}, "weights");
+  bool labels64 = labels.dtype == zero::zplan::I64;
+  std::string where = call.where();
+  return dispatchFloat(scores.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      const T *s = scores.as<T>();
+      T *lp = logp.as<T>(), *out = loss.as<T>();
+      softmaxRows(s, lp, n, c, inner, /*log=*/true);
+      double total = 0, weightSum = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < inner; ++j) {
+          int64_t pos = i * inner + j;
+          int64_t label = labels64 ? labels.as<int64_t>()[pos]
+                                   : labels.as<int32_t>()[pos];
+          double l = 0, w = 0;
+          if (!(hasIgnore && label == ignore)) {
+            ZRT_CHECK(label >= 0 && label < c, where << ": label " << label
+                                                     << " out of range [0, " << c
+                                                     << ")");
+            w = hasWeights ? (double)weights.as<T>()[label] : 1.0;
+            l = -w * (double)lp[(i * c + label) * inner + j];
+          }
+          if (reduction == "none")
+            out[pos] = (T)l;
+          total += l;
+          weightSum += w;
+        }
+      if (reduction == "sum")
+        out[0] = (T)total;
+      else if (reduction == "mean")
+        out[0] = (T)(total / weightSum);
+    };
+  });
+}
+
+} // namespace
+
+void zrt::addNormalizationKernels(KernelTable &t) {
+  t["softmax"] = bindSoftmax<false>;
+  t["log_softmax"] = bindSoftmax<true>;
+  t["layer_norm"] = bindLayerNorm;
+  t["softmax_cross_entropy"] = bindSoftmaxCrossEntropy;
+}

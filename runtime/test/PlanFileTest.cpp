@@ -1,0 +1,150 @@
+//===- PlanFileTest.cpp - The plan loader rejects every bad plan ----------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zrt/Error.h"
+#include "zrt/PlanFile.h"
+#include "zrt/PlanFormat.h"
+
+#include <gtest/gtest.h>
+
+using namespace zrt;
+using zero::zplan::Plan;
+
+namespace {
+
+/// x (input, f32[4]) -> relu -> y (temp), in a 128-byte arena.
+Plan validPlan() {
+  Plan p;
+  p.set_version(kPlanVersion);
+  p.set_world_size(1);
+  p.set_arena_bytes(128);
+  auto *x = p.add_buffers();
+  x->set_offset(0);
+  x->set_bytes(16);
+  x->set_dtype(zero::zplan::F32);
+  x->add_shape(4);
+  x->set_role(zero::zplan::INPUT);
+  x->set_index(0);
+  auto *y = p.add_buffers();
+  y->CopyFrom(*x);
+  y->set_offset(64);
+  y->set_role(zero::zplan::TEMP);
+  auto *k = p.add_kernels();
+  k->set_name("relu");
+  k->add_inputs(0);
+  k->add_outputs(1);
+  p.add_outputs()->set_buffer(1);
+  return p;
+}
+
+std::string fileOf(const Plan &p) {
+  std::string payload;
+  p.SerializeToString(&payload);
+  return encodePlanHeader(payload) + payload;
+}
+
+/// The message of the error that loading `bytes` throws ("" when none is thrown).
+std::string loadError(const std::string &bytes) {
+  try {
+    parsePlanBytes(bytes, "test.zplan");
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PlanFile, ValidPlanLoads) {
+  Plan p = parsePlanBytes(fileOf(validPlan()), "test.zplan");
+  EXPECT_EQ(p.buffers_size(), 2);
+  EXPECT_EQ(p.kernels(0).name(), "relu");
+}
+
+TEST(PlanFile, TruncatedPlans) {
+  std::string good = fileOf(validPlan());
+  EXPECT_NE(loadError("").find("truncated plan: 0 bytes"), std::string::npos);
+  EXPECT_NE(loadError(good.substr(0, 20)).find("truncated plan"), std::string::npos);
+  // Every cut inside the payload is caught by the length in the header.
+  for (size_t cut = kPlanHeaderBytes; cut < good.size(); ++cut)
+    EXPECT_NE(loadError(good.substr(0, cut)).find("header says"), std::string::npos)
+        << "cut at " << cut;
+}
+
+TEST(PlanFile, BadMagicAndVersion) {
+  std::string bytes = fileOf(validPlan());
+  bytes[0] = 'X';
+  EXPECT_NE(loadError(bytes).find("bad magic"), std::string::npos);
+  bytes = fileOf(validPlan());
+  bytes[8] = 7;
+  EXPECT_NE(loadError(bytes).find("format version 7"), std::string::npos);
+}
+
+TEST(PlanFile, BadChecksum) {
+  std::string bytes = fileOf(validPlan());
+  bytes[bytes.size() - 3] ^= 0x20;
+  EXPECT_NE(loadError(bytes).find("checksum mismatch"), std::string::npos);
+}
+
+TEST(PlanFile, OutOfRangeOffset) {
+  Plan p = validPlan();
+  p.mutable_buffers(1)->set_offset(120); // 16 bytes at 120 end past 128
+  EXPECT_NE(loadError(fileOf(p)).find("lies outside the arena of 128 bytes"),
+            std::string::npos);
+  p = validPlan();
+  p.mutable_buffers(0)->set_offset(-8);
+  EXPECT_NE(loadError(fileOf(p)).find("lies outside the arena"), std::string::npos);
+  p = validPlan();
+  p.mutable_buffers(0)->set_offset(INT64_MAX - 4); // offset + bytes overflows
+  EXPECT_NE(loadError(fileOf(p)).find("lies outside the arena"), std::string::npos);
+}
+
+TEST(PlanFile, SizeShapeAndDtypeMustAgree) {
+  Plan p = validPlan();
+  p.mutable_buffers(0)->set_bytes(8);
+  EXPECT_NE(loadError(fileOf(p)).find("says 8 bytes"), std::string::npos);
+  p = validPlan();
+  p.mutable_buffers(0)->set_dtype(zero::zplan::DTYPE_INVALID);
+  EXPECT_NE(loadError(fileOf(p)).find("invalid dtype"), std::string::npos);
+  p = validPlan();
+  p.mutable_buffers(0)->set_shape(0, -4);
+  EXPECT_NE(loadError(fileOf(p)).find("negative dimension"), std::string::npos);
+  p = validPlan();
+  p.mutable_buffers(0)->set_shape(0, INT64_MAX / 2);
+  EXPECT_NE(loadError(fileOf(p)).find("overflows"), std::string::npos);
+}
+
+TEST(PlanFile, KernelAndOutputIndices) {
+  Plan p = validPlan();
+  p.mutable_kernels(0)->set_inputs(0, 9);
+  EXPECT_NE(loadError(fileOf(p)).find("names buffer 9, the plan has 2"),
+            std::string::npos);
+  p = validPlan();
+  p.mutable_kernels(0)->set_outputs(0, 0); // writes the input
+  EXPECT_NE(loadError(fileOf(p)).find("not a temporary"), std::string::npos);
+  p = validPlan();
+  p.mutable_outputs(0)->set_buffer(-1);
+  EXPECT_NE(loadError(fileOf(p)).find("output 0 names buffer -1"), std::string::npos);
+}
+
+TEST(PlanFile, ConstantsAndParameters) {
+  Plan p = validPlan();
+  p.mutable_buffers(0)->set_role(zero::zplan::CONSTANT);
+  p.mutable_buffers(0)->set_data("abc");
+  EXPECT_NE(loadError(fileOf(p)).find("holds 3 bytes"), std::string::npos);
+  p = validPlan();
+  p.mutable_buffers(0)->set_role(zero::zplan::PARAM);
+  EXPECT_NE(loadError(fileOf(p)).find("parameter with no name"), std::string::npos);
+}
+
+TEST(PlanFile, MissingFile) {
+  try {
+    loadPlanFile("/nonexistent/plan.zplan");
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("cannot open plan"), std::string::npos);
+  }
+}
+
+} // namespace

@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+# Runs the ONNX backend node tests of every op zero-opt supports through
+# zero-opt + zero-run and compares the outputs (rtol 1e-3, atol 1e-7).
+# Uses Debian's /usr/bin/python3, which sees python3-onnx and numpy.
+#
+#   run-onnx-node-tests.py --bin BUILD/bin --cases NODE_DIR --skip SKIPFILE [-j N]
+#
+# A case runs when every op in its graph is in SUPPORTED_OPS. A case listed in
+# SKIPFILE (with its reason) must fail: one that passes is reported, so the list
+# cannot go stale. Exit status 0 only when every other case passes.
+import argparse
+import concurrent.futures
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnx.numpy_helper as nh
+
+SUPPORTED_OPS = set("""MatMul Gemm Add Sub Mul Div Pow Sqrt Neg Reciprocal Exp Log Relu
+Tanh Sigmoid Erf Softmax LogSoftmax LayerNormalization Gather Reshape Transpose Split
+Slice Concat Unsqueeze Squeeze Shape Cast Constant ConstantOfShape Expand Where Equal
+Trilu ReduceMean ReduceSum Identity Dropout SoftmaxCrossEntropyLoss""".split())
+
+
+def read_tensor(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return nh.to_array(t)
+
+
+def run_case(bindir, case_dir):
+    """Returns (ok, message)."""
+    model = os.path.join(case_dir, "model.onnx")
+    data = os.path.join(case_dir, "test_data_set_0")
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = os.path.join(tmp, "model.zplan")
+        out_dir = os.path.join(tmp, "out")
+        compile_cmd = [os.path.join(bindir, "zero-opt"), model, "--mode=inference",
+                       "-o", plan]
+        r = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0 and "compile-time" in r.stderr:
+            # A static-shape compiler needs shape operands (Reshape's shape, Slice's
+            # starts, axes, k) at compile time; the tests feed them as graph inputs.
+            # Bind every integer, bool or scalar input (Dropout's ratio) to its
+            # test value, as a user would with --constant-input, and compile again.
+            m = onnx.load(model, load_external_data=False)
+            inits = {t.name for t in m.graph.initializer}
+            inputs = [i for i in m.graph.input if i.name not in inits]
+            for pos, inp in enumerate(inputs):
+                tt = inp.type.tensor_type
+                if (tt.elem_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE)
+                        or len(tt.shape.dim) == 0):
+                    compile_cmd.append("--constant-input=%s=%s" % (
+                        inp.name, os.path.join(data, "input_%d.pb" % pos)))
+            r = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            return False, "zero-opt: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+        r = subprocess.run([os.path.join(bindir, "zero-run"), plan, "--init", model,
+                            "--inputs", data, "--save-outputs", out_dir, "--quiet"],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            return False, "zero-run: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+        k = 0
+        while os.path.exists(os.path.join(data, "output_%d.pb" % k)):
+            want = read_tensor(os.path.join(data, "output_%d.pb" % k))
+            got_path = os.path.join(out_dir, "output_%d.pb" % k)
+            if not os.path.exists(got_path):
+                return False, "output %d missing" % k
+            got = read_tensor(got_path)
+            if got.shape != want.shape:
+                return False, "output %d shape %s, expected %s" % (k, got.shape, want.shape)
+            if got.dtype != want.dtype:
+                return False, "output %d dtype %s, expected %s" % (k, got.dtype, want.dtype)
+            if want.dtype.kind in "fc":
+                if not np.allclose(got, want, rtol=1e-3, atol=1e-7, equal_nan=True):
+                    err = np.max(np.abs(got.astype(np.float64) - want))
+                    return False, "output %d differs (max abs error %g)" % (k, err)
+            elif not np.array_equal(got, want):
+                return False, "output %d differs" % k
+            k += 1
+        return True, ""
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", required=True)
+    p.add_argument("--cases", required=True)
+    p.add_argument("--skip", required=True)
+    p.add_argument("-j", type=int, default=os.cpu_count() or 2)
+    p.add_argument("--only", help="run only cases whose name contains this")
+    args = p.parse_args()
+
+    skipped = {}
+    with open(args.skip) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                name, _, reason = line.partition(" ")
+                skipped[name] = reason.strip()
+
+    cases = []
+    for name in sorted(os.listdir(args.cases)):
+        if args.only and args.only not in name:
+            continue
+        m = onnx.load(os.path.join(args.cases, name, "model.onnx"), load_external_data=False)
+        ops = {n.op_type for n in m.graph.node}
+        if ops and ops <= SUPPORTED_OPS:
+            cases.append(name)
+    if not cases:
+        print("no applicable cases found in", args.cases)
+        return 1
+
+    passed = failed = skip = 0
+    with concurrent.futures.ThreadPoolExecutor(args.j) as pool:
+        results = pool.map(lambda c: (c, run_case(args.bin, os.path.join(args.cases, c))), cases)
+        for name, (ok, msg) in results:
+            if name in skipped:
+                if ok:
+                    print("UNEXPECTED PASS %s (listed as skipped: %s)" % (name, skipped[name]))
+                    failed += 1
+                else:
+                    skip += 1
+                continue
+            if ok:
+                passed += 1
+            else:
+                failed += 1
+                print("FAIL %s: %s" % (name, msg))
+    stale = sorted(set(skipped) - set(cases))
+    for name in stale:
+        print("STALE SKIP %s: not an applicable case" % name)
+    failed += len(stale)
+    print("onnx-node: %d passed, %d failed, %d skipped" % (passed, failed, skip))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
