@@ -4,7 +4,8 @@
 # interpreter that sees python3-torch and python3-onnx.
 #
 #   make_gpt.py OUT.onnx [--layers 2 --hidden 64 --heads 4 --vocab 256 --seq 32
-#                         --batch 2 --seed 0] [--save-batch DIR]
+#                         --batch 2 --seed 0] [--save-batch DIR] [--external-data]
+#                         [--constant-folding]
 #
 # The model's inputs are tokens[B,T] and targets[B,T] (int64); its output is the mean
 # cross-entropy loss. Export follows DESIGN.md: opset 17, no constant folding, training
@@ -96,6 +97,11 @@ def main():
     p.add_argument("--save-batch", metavar="DIR",
                    help="also write a random batch as input_0.pb/input_1.pb and the "
                         "PyTorch loss as output_0.pb, in the ONNX backend-test layout")
+    p.add_argument("--external-data", action="store_true",
+                   help="store the weights in OUT.onnx.data beside the model")
+    p.add_argument("--constant-folding", action="store_true",
+                   help="export with PyTorch's default constant folding (what NOT to "
+                        "do for training: for tests of the importer's warning)")
     args = p.parse_args()
     model = build(args)
     g = torch.Generator().manual_seed(args.seed + 1)
@@ -103,9 +109,15 @@ def main():
     targets = torch.randint(0, args.vocab, (args.batch, args.seq), generator=g)
     model.train()
     torch.onnx.export(model, (tokens, targets), args.out, opset_version=17,
-                      do_constant_folding=False,
+                      do_constant_folding=args.constant_folding,
                       training=torch.onnx.TrainingMode.TRAINING,
                       input_names=["tokens", "targets"], output_names=["loss"])
+    if args.external_data:
+        import onnx
+        m = onnx.load(args.out)
+        onnx.save_model(m, args.out, save_as_external_data=True,
+                        all_tensors_to_one_file=True,
+                        location=os.path.basename(args.out) + ".data", size_threshold=0)
     if args.save_batch:
         import onnx.numpy_helper as nh
         os.makedirs(args.save_batch, exist_ok=True)

@@ -62,6 +62,32 @@ static cl::opt<int64_t> worldSize("world-size",
 
 namespace {
 
+/// The file a location points into (the importer fuses the ONNX node's name with
+/// the file), or "".
+std::string fileOf(Location loc) {
+  if (auto f = dyn_cast<FileLineColLoc>(loc))
+    return f.getFilename().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations()) {
+      std::string file = fileOf(inner);
+      if (!file.empty())
+        return file;
+    }
+  return "";
+}
+
+/// Prints importer diagnostics as `model.onnx: error: node 'x' (Op, opset N): ...`:
+/// the message names the node already, so MLIR's location syntax adds only noise.
+LogicalResult printDiagnostic(Diagnostic &diag) {
+  std::string file = fileOf(diag.getLocation());
+  const char *kind = diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
+                     : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
+                                                                         : "note";
+  llvm::errs() << (file.empty() ? "zero-opt" : file) << ": " << kind << ": " << diag
+               << "\n";
+  return success();
+}
+
 bool isOnnx(StringRef path) {
   return path.ends_with(".onnx") || path.ends_with(".onnxtxt");
 }
@@ -172,19 +198,19 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
   OwningOpRef<ModuleOp> module;
   if (isOnnx(inputFile)) {
+    ScopedDiagnosticHandler handler(&context, printDiagnostic);
     zero::OnnxImportOptions options;
     if (failed(parseInputShapes(options)))
       return 1;
     module = zero::importOnnxModel(context, inputFile, options);
-  } else {
-    llvm::SourceMgr sourceMgr;
-    SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-    module = parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context);
-    if (module && failed(compileAndEmit(*module, level, inputFile, outputFile)))
+    if (!module || failed(compileAndEmit(*module, level, inputFile, outputFile)))
       return 1;
-    return module ? 0 : 1;
+    return 0;
   }
-  if (!module)
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  module = parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context);
+  if (!module || failed(compileAndEmit(*module, level, inputFile, outputFile)))
     return 1;
-  return failed(compileAndEmit(*module, level, inputFile, outputFile)) ? 1 : 0;
+  return 0;
 }

@@ -443,7 +443,7 @@ LogicalResult buildDropout(OnnxImporter &imp, const NodeProto &node) {
     training = t->intAt(0) != 0;
   }
   if (training && ratio != 0.0f)
-    return imp.error(node) << "random dropout (ratio " << ratio
+    return imp.error(node) << "random dropout (ratio " << std::to_string(ratio).substr(0, 6)
                            << ", training_mode true) is not supported; export with "
                               "dropout 0 or in eval mode",
            failure();

@@ -292,8 +292,10 @@ LogicalResult ExpandOp::verify() {
 LogicalResult GatherOp::verify() {
   auto data = shapedOf(getData()), idx = shapedOf(getIndices());
   int64_t axis = getAxis();
-  if (data.getRank() == 0 || failed(verifyAxis(*this, axis, data.getRank())))
-    return emitOpError("data must have rank >= 1 and a valid axis");
+  if (data.getRank() == 0)
+    return emitOpError("data must have rank >= 1");
+  if (failed(verifyAxis(*this, axis, data.getRank())))
+    return failure();
   SmallVector<int64_t> expected(data.getShape().take_front(axis));
   llvm::append_range(expected, idx.getShape());
   llvm::append_range(expected, data.getShape().drop_front(axis + 1));

@@ -32,7 +32,8 @@ LogicalResult BufferOp::verify() {
   if (role != "temp" && role != "param" && role != "input" && role != "constant")
     return emitOpError("role must be temp, param, input or constant, not '")
            << role << "'";
-  if (getOffset() < 0)
+  // I64Attr accessors return uint64_t: compare the signed value.
+  if (getOffsetAttr().getInt() < 0)
     return emitOpError("offset must be non-negative");
   if (role == "param" && !getName())
     return emitOpError("a param buffer needs the initializer name");
@@ -69,17 +70,20 @@ LogicalResult KernelOp::verify() {
   return success();
 }
 
-LogicalResult ProgramOp::verify() {
-  int64_t arena = getArenaBytes();
-  if (getWorldSize() < 1)
+LogicalResult ProgramOp::verifyRegions() {
+  int64_t arena = getArenaBytesAttr().getInt();
+  if (arena < 0)
+    return emitOpError("arena_bytes must be non-negative");
+  if (getWorldSizeAttr().getInt() < 1)
     return emitOpError("world_size must be at least 1");
   for (Operation &op : getBody().front()) {
     auto buf = dyn_cast<BufferOp>(op);
     if (!buf)
       continue;
-    if (buf.getOffset() + buf.getSizeInBytes() > arena)
+    int64_t offset = buf.getOffsetAttr().getInt();
+    if (offset < 0 || offset + buf.getSizeInBytes() > arena)
       return buf.emitOpError("bytes [")
-             << buf.getOffset() << ", " << buf.getOffset() + buf.getSizeInBytes()
+             << offset << ", " << offset + buf.getSizeInBytes()
              << ") lie outside the arena of " << arena << " bytes";
   }
   return success();

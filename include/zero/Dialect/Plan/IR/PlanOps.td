@@ -30,7 +30,8 @@ def Plan_ProgramOp : Plan_Op<"program",
                        I64Attr:$world_size);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
-  let hasVerifier = 1;
+  // Checked after the buffers themselves, so a bad offset is reported once.
+  let hasRegionVerifier = 1;
 }
 
 def Plan_BufferOp : Plan_Op<"buffer", [HasParent<"ProgramOp">]> {

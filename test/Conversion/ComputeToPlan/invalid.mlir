@@ -1,0 +1,22 @@
+// RUN: not zero-opt %s --convert-compute-to-plan --split-input-file 2>&1 | FileCheck %s
+
+// CHECK: error: no func.func @main to lower
+func.func @other(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// CHECK: error: argument 0 is neither a compute.param nor a compute.input
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = compute.relu %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK: error: cannot lower 'arith.addf' to the plan: only compute ops are supported
+func.func @main(%x: tensor<4xf32> {compute.input = 0 : i64}) -> tensor<4xf32> {
+  %0 = arith.addf %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -1,0 +1,383 @@
+// RUN: zero-opt %s --split-input-file --verify-diagnostics
+
+func.func @bad_broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{operand shapes do not broadcast together}}
+  %0 = compute.add %a, %b : tensor<2x3xf32>, tensor<4xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @bad_broadcast_result(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
+  // expected-error@+1 {{result shape does not equal the broadcast shape}}
+  %0 = compute.mul %a, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<3x3xf32>
+  return
+}
+
+// -----
+
+func.func @mixed_types(%a: tensor<3xf32>, %b: tensor<3xi64>) {
+  // expected-error@+1 {{operands have different element types}}
+  %0 = compute.sub %a, %b : tensor<3xf32>, tensor<3xi64> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @equal_result(%a: tensor<3xf32>) {
+  // expected-error@+1 {{result element type must be i1}}
+  %0 = compute.equal %a, %a : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @div_result(%a: tensor<3xf32>) {
+  // expected-error@+1 {{result element type must equal the operands' element type}}
+  %0 = compute.div %a, %a : tensor<3xf32>, tensor<3xf32> -> tensor<3xf64>
+  return
+}
+
+// -----
+
+func.func @pow_result(%a: tensor<3xf32>, %e: tensor<i64>) {
+  // expected-error@+1 {{result element type must equal the base's}}
+  %0 = compute.pow %a, %e : tensor<3xf32>, tensor<i64> -> tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @where_types(%c: tensor<3xi1>, %a: tensor<3xf32>, %b: tensor<3xf64>) {
+  // expected-error@+1 {{branches and result must have one element type}}
+  %0 = compute.where %c, %a, %b : tensor<3xi1>, tensor<3xf32>, tensor<3xf64> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_inner(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error@+1 {{operand shapes are not compatible for a matrix product}}
+  %0 = compute.matmul %a, %b : tensor<2x3xf32>, tensor<4x5xf32> -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) {
+  // expected-error@+1 {{result shape does not match the matrix product}}
+  %0 = compute.matmul %a, %b : tensor<2x3xf32>, tensor<3x5xf32> -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_types(%a: tensor<2x3xf32>, %b: tensor<3x5xf64>) {
+  // expected-error@+1 {{operands and result must have one element type}}
+  %0 = compute.matmul %a, %b : tensor<2x3xf32>, tensor<3x5xf64> -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%a: tensor<2x3xf32>) {
+  // expected-error@+1 {{axis 2 is out of range for rank 2}}
+  %0 = compute.softmax %a {axis = 2 : i64} : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_axis(%a: tensor<2x3xf32>) {
+  // expected-error@+1 {{axis -1 is out of range for rank 2}}
+  %0 = compute.log_softmax %a {axis = -1 : i64} : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale(%x: tensor<2x8xf32>, %g: tensor<4xf32>) {
+  // expected-error@+1 {{scale and bias must broadcast to the normalized dimensions}}
+  %y, %m, %r = compute.layer_norm %x, %g, %g {axis = 1 : i64, epsilon = 1.0e-05 : f64} : tensor<2x8xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_result(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error@+1 {{result type must equal the input type}}
+  %y, %m, %r = compute.layer_norm %x, %g, %g {axis = 1 : i64, epsilon = 1.0e-05 : f64} : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf64>, tensor<2x1xf32>, tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_stats(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error@+1 {{mean and inv_std_dev must have the input shape with the normalized dimensions set to 1}}
+  %y, %m, %r = compute.layer_norm %x, %g, %g {axis = 1 : i64, epsilon = 1.0e-05 : f64} : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf32>, tensor<2xf32>, tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_axis(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error@+1 {{axis 2 is out of range for rank 2}}
+  %y, %m, %r = compute.layer_norm %x, %g, %g {axis = 2 : i64, epsilon = 1.0e-05 : f64} : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @sce_rank(%s: tensor<8xf32>, %l: tensor<8xi64>) {
+  // expected-error@+1 {{scores must have rank >= 2}}
+  %loss, %p = compute.softmax_cross_entropy %s, %l {reduction = "mean"} : tensor<8xf32>, tensor<8xi64> -> tensor<f32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @sce_labels(%s: tensor<8x4xf32>, %l: tensor<4xi64>) {
+  // expected-error@+1 {{labels must have the scores' shape without dimension 1}}
+  %loss, %p = compute.softmax_cross_entropy %s, %l {reduction = "mean"} : tensor<8x4xf32>, tensor<4xi64> -> tensor<f32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @sce_weights(%s: tensor<8x4xf32>, %l: tensor<8xi64>, %w: tensor<8xf32>) {
+  // expected-error@+1 {{weights must have shape [C]}}
+  %loss, %p = compute.softmax_cross_entropy %s, %l weights %w {reduction = "mean"} : tensor<8x4xf32>, tensor<8xi64>, tensor<8xf32> -> tensor<f32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @sce_reduction(%s: tensor<8x4xf32>, %l: tensor<8xi64>) {
+  // expected-error@+1 {{reduction must be none, sum or mean, not 'max'}}
+  %loss, %p = compute.softmax_cross_entropy %s, %l {reduction = "max"} : tensor<8x4xf32>, tensor<8xi64> -> tensor<f32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @sce_loss_shape(%s: tensor<8x4xf32>, %l: tensor<8xi64>) {
+  // expected-error@+1 {{loss shape does not match the reduction}}
+  %loss, %p = compute.softmax_cross_entropy %s, %l {reduction = "none"} : tensor<8x4xf32>, tensor<8xi64> -> tensor<f32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @sce_logp(%s: tensor<8x4xf32>, %l: tensor<8xi64>) {
+  // expected-error@+1 {{log_prob type must equal the scores type}}
+  %loss, %p = compute.softmax_cross_entropy %s, %l {reduction = "sum"} : tensor<8x4xf32>, tensor<8xi64> -> tensor<f32>, tensor<8x5xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_axis(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{axis 2 is out of range}}
+  %0 = compute.reduce_sum %x {axes = array<i64: 2>, keepdims = true} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_sorted(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{axes must be sorted and unique}}
+  %0 = compute.reduce_mean %x {axes = array<i64: 1, 0>, keepdims = false} : tensor<2x3xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @reduce_shape(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{result shape does not match the reduction}}
+  %0 = compute.reduce_sum %x {axes = array<i64: 1>, keepdims = false} : tensor<2x3xf32> -> tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_type(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{result element type must equal the input's}}
+  %0 = compute.reduce_sum %x {axes = array<i64: 1>, keepdims = false} : tensor<2x3xf32> -> tensor<2xf64>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{element count changes from 6 to 8}}
+  %0 = compute.reshape %x : tensor<2x3xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_type(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{element type must not change}}
+  %0 = compute.reshape %x : tensor<2x3xf32> -> tensor<6xi32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{perm is not a permutation}}
+  %0 = compute.transpose %x {perm = array<i64: 0, 0>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_length(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{perm must have one entry per input dimension}}
+  %0 = compute.transpose %x {perm = array<i64: 0>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_result(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{result dimension 0 must equal input dimension 1}}
+  %0 = compute.transpose %x {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_rank(%x: tensor<2x3xf32>) {
+  // expected-error@+1 {{result type does not match the permuted input}}
+  %0 = compute.transpose %x {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2x1xf32>
+  return
+}
+
+// -----
+
+func.func @slice_outside(%x: tensor<4xf32>) {
+  // expected-error@+1 {{dimension 0 reads outside the input}}
+  %0 = compute.slice %x {starts = array<i64: 2>, steps = array<i64: 1>} : tensor<4xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @slice_step(%x: tensor<4xf32>) {
+  // expected-error@+1 {{step of dimension 0 is zero}}
+  %0 = compute.slice %x {starts = array<i64: 0>, steps = array<i64: 0>} : tensor<4xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @slice_rank(%x: tensor<4xf32>) {
+  // expected-error@+1 {{starts, steps and the result need one entry per dimension}}
+  %0 = compute.slice %x {starts = array<i64: 0, 0>, steps = array<i64: 1>} : tensor<4xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @slice_type(%x: tensor<4xf32>) {
+  // expected-error@+1 {{element type must not change}}
+  %0 = compute.slice %x {starts = array<i64: 0>, steps = array<i64: 1>} : tensor<4xf32> -> tensor<2xf64>
+  return
+}
+
+// -----
+
+func.func @concat_sum(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) {
+  // expected-error@+1 {{result axis size must be the sum of the inputs'}}
+  %0 = compute.concat %a, %b {axis = 0 : i64} : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<5x3xf32>
+  return
+}
+
+// -----
+
+func.func @concat_other_dims(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) {
+  // expected-error@+1 {{inputs differ from the result outside the axis}}
+  %0 = compute.concat %a, %b {axis = 0 : i64} : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @concat_rank(%a: tensor<2x3xf32>, %b: tensor<6xf32>) {
+  // expected-error@+1 {{inputs must have the result's rank and element type}}
+  %0 = compute.concat %a, %b {axis = 0 : i64} : tensor<2x3xf32>, tensor<6xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @concat_axis(%a: tensor<2x3xf32>) {
+  // expected-error@+1 {{axis 2 is out of range for rank 2}}
+  %0 = compute.concat %a {axis = 2 : i64} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @concat_empty() {
+  // expected-error@+1 {{needs at least one input}}
+  %0 = "compute.concat"() {axis = 0 : i64} : () -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @expand_shape(%x: tensor<3xf32>) {
+  // expected-error@+1 {{input does not broadcast to the result shape}}
+  %0 = compute.expand %x : tensor<3xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @expand_type(%x: tensor<3xf32>) {
+  // expected-error@+1 {{element type must not change}}
+  %0 = compute.expand %x : tensor<3xf32> -> tensor<2x3xi64>
+  return
+}
+
+// -----
+
+func.func @gather_result(%t: tensor<16x8xf32>, %i: tensor<5xi64>) {
+  // expected-error@+1 {{result type must be data[:axis] ++ indices ++ data[axis+1:]}}
+  %0 = compute.gather %t, %i {axis = 0 : i64} : tensor<16x8xf32>, tensor<5xi64> -> tensor<5x16xf32>
+  return
+}
+
+// -----
+
+func.func @gather_axis(%t: tensor<16x8xf32>, %i: tensor<5xi64>) {
+  // expected-error@+1 {{axis 3 is out of range for rank 2}}
+  %0 = compute.gather %t, %i {axis = 3 : i64} : tensor<16x8xf32>, tensor<5xi64> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @gather_scalar(%t: tensor<f32>, %i: tensor<5xi64>) {
+  // expected-error@+1 {{data must have rank >= 1}}
+  %0 = compute.gather %t, %i {axis = 0 : i64} : tensor<f32>, tensor<5xi64> -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @trilu_rank(%x: tensor<4xf32>) {
+  // expected-error@+1 {{input must have rank >= 2}}
+  %0 = compute.trilu %x {upper = true, k = 0 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unary_float_only(%x: tensor<4xi64>) {
+  // expected-error@+1 {{must be ranked tensor of 32-bit float or 64-bit float values}}
+  %0 = compute.exp %x : tensor<4xi64>
+  return
+}

@@ -1,0 +1,99 @@
+// RUN: zero-opt %s --split-input-file --verify-diagnostics
+
+plan.program @main attributes {arena_bytes = 32 : i64, world_size = 1 : i64} {
+  // expected-error@+1 {{bytes [16, 48) lie outside the arena of 32 bytes}}
+  %x = plan.buffer "temp" at 16 : memref<8xf32>
+  plan.return
+}
+
+// -----
+
+// expected-error@+1 {{world_size must be at least 1}}
+plan.program @main attributes {arena_bytes = 32 : i64, world_size = 0 : i64} {
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+  // expected-error@+1 {{role must be temp, param, input or constant, not 'scratch'}}
+  %x = plan.buffer "scratch" at 0 : memref<4xf32>
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+  // expected-error@+1 {{offset must be non-negative}}
+  %x = plan.buffer "temp" at -8 : memref<4xf32>
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+  // expected-error@+1 {{a param buffer needs the initializer name}}
+  %x = plan.buffer "param" at 0 : memref<4xf32>
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+  // expected-error@+1 {{an input buffer needs its input index}}
+  %x = plan.buffer "input" at 0 : memref<4xf32>
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+  // expected-error@+1 {{a value is given exactly for constant buffers}}
+  %x = plan.buffer "constant" at 0 : memref<4xf32>
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+  // expected-error@+1 {{value type does not match the buffer type}}
+  %x = plan.buffer "constant" at 0 {value = dense<1.0> : tensor<2xf32>} : memref<4xf32>
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+  %x = plan.buffer "input" at 0 {index = 0 : i64} : memref<4xf32>
+  %y = plan.buffer "input" at 16 {index = 1 : i64} : memref<4xf32>
+  // expected-error@+1 {{writes a input buffer}}
+  plan.kernel "relu" ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+  %x = plan.buffer "input" at 0 {index = 0 : i64} : memref<4xf32>
+  // expected-error@+1 {{writes no output}}
+  "plan.kernel"(%x) {kernel = "relu", operandSegmentSizes = array<i32: 1, 0>} : (memref<4xf32>) -> ()
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+  %x = plan.buffer "input" at 0 {index = 0 : i64} : memref<4xf32>
+  %y = plan.buffer "temp" at 16 : memref<4xf32>
+  // expected-error@+1 {{attribute 'what' must be an integer, float, string or i64 array}}
+  plan.kernel "relu" ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) attrs {what = [1, 2]}
+  plan.return
+}
+
+// -----
+
+func.func @outside() {
+  // expected-error@+1 {{expects parent op 'plan.program'}}
+  %x = plan.buffer "temp" at 0 : memref<4xf32>
+  return
+}

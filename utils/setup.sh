@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package zero-opt needs (only what is missing; quiet when
+# all is there) and builds the compiler, the runtime and the reference docs into
+# build/. Safe to run again: the build is incremental.
+#
+#   utils/setup.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+
+packages=(
+  cmake ninja-build ccache g++
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  libopenblas-dev libgtest-dev
+  python3-onnx python3-torch python3-numpy
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >/dev/null
+fi
+echo "setup: building in $build/"
+cmake --build "$build" -- all mlir-doc
