@@ -13,7 +13,7 @@ packages=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libonnx-dev libprotobuf-dev protobuf-compiler
   libopenblas-dev libgtest-dev
-  python3-onnx python3-torch python3-numpy
+  python3-onnx python3-torch python3-numpy python3-protobuf
 )
 missing=()
 for p in "${packages[@]}"; do
