@@ -11,77 +11,13 @@
 # cross-entropy loss. Export follows DESIGN.md: opset 17, no constant folding, training
 # mode, so tied weights stay one initializer and Linear weights keep their names.
 import argparse
-import math
 import os
 import sys
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
-
-class Block(nn.Module):
-    def __init__(self, hidden, heads, seq):
-        super().__init__()
-        self.heads = heads
-        self.ln1 = nn.LayerNorm(hidden)
-        self.qkv = nn.Linear(hidden, 3 * hidden)
-        self.proj = nn.Linear(hidden, hidden)
-        self.ln2 = nn.LayerNorm(hidden)
-        self.fc = nn.Linear(hidden, 4 * hidden)
-        self.fc_out = nn.Linear(4 * hidden, hidden)
-        self.gelu = nn.GELU()
-        # Causal mask as a constant: 0 where attention is allowed, -1e9 above the diagonal.
-        mask = torch.triu(torch.full((seq, seq), -1e9), diagonal=1)
-        self.register_buffer("mask", mask, persistent=False)
-
-    def forward(self, x):
-        B, T, C = x.shape
-        h = self.ln1(x)
-        q, k, v = self.qkv(h).split(C, dim=2)
-        hd = C // self.heads
-        q = q.reshape(B, T, self.heads, hd).transpose(1, 2)
-        k = k.reshape(B, T, self.heads, hd).transpose(1, 2)
-        v = v.reshape(B, T, self.heads, hd).transpose(1, 2)
-        att = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        att = att + self.mask[:T, :T]
-        att = F.softmax(att, dim=-1)
-        y = torch.matmul(att, v).transpose(1, 2).reshape(B, T, C)
-        x = x + self.proj(y)
-        x = x + self.fc_out(self.gelu(self.fc(self.ln2(x))))
-        return x
-
-
-class GPT(nn.Module):
-    def __init__(self, layers, hidden, heads, vocab, seq):
-        super().__init__()
-        self.wte = nn.Embedding(vocab, hidden)
-        self.wpe = nn.Embedding(seq, hidden)
-        self.blocks = nn.ModuleList([Block(hidden, heads, seq) for _ in range(layers)])
-        self.ln_f = nn.LayerNorm(hidden)
-        self.lm_head = nn.Linear(hidden, vocab, bias=False)
-        self.lm_head.weight = self.wte.weight  # tied input and output embeddings
-        self.register_buffer("pos", torch.arange(seq), persistent=False)
-
-    def forward(self, tokens, targets):
-        B, T = tokens.shape
-        x = self.wte(tokens) + self.wpe(self.pos[:T])
-        for b in self.blocks:
-            x = b(x)
-        logits = self.lm_head(self.ln_f(x))
-        return F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
-
-
-def build(args):
-    torch.manual_seed(args.seed)
-    model = GPT(args.layers, args.hidden, args.heads, args.vocab, args.seq)
-    # Non-trivial LayerNorm parameters so that parity tests exercise them.
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.LayerNorm):
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-0.1, 0.1)
-    return model
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zero_models  # noqa: E402
 
 
 def main():
@@ -103,15 +39,10 @@ def main():
                    help="export with PyTorch's default constant folding (what NOT to "
                         "do for training: for tests of the importer's warning)")
     args = p.parse_args()
-    model = build(args)
-    g = torch.Generator().manual_seed(args.seed + 1)
-    tokens = torch.randint(0, args.vocab, (args.batch, args.seq), generator=g)
-    targets = torch.randint(0, args.vocab, (args.batch, args.seq), generator=g)
-    model.train()
-    torch.onnx.export(model, (tokens, targets), args.out, opset_version=17,
-                      do_constant_folding=args.constant_folding,
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      input_names=["tokens", "targets"], output_names=["loss"])
+    torch.manual_seed(args.seed)
+    model = zero_models.GPT(args.layers, args.hidden, args.heads, args.vocab, args.seq)
+    zero_models.export(model, args.out, args.batch, args.seq, args.vocab,
+                       constant_folding=args.constant_folding)
     if args.external_data:
         import onnx
         m = onnx.load(args.out)
@@ -120,6 +51,9 @@ def main():
                         location=os.path.basename(args.out) + ".data", size_threshold=0)
     if args.save_batch:
         import onnx.numpy_helper as nh
+        g = torch.Generator().manual_seed(args.seed + 1)
+        tokens = torch.randint(0, args.vocab, (args.batch, args.seq), generator=g)
+        targets = torch.randint(0, args.vocab, (args.batch, args.seq), generator=g)
         os.makedirs(args.save_batch, exist_ok=True)
         with torch.no_grad():
             loss = model(tokens, targets)

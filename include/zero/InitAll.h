@@ -9,6 +9,7 @@
 
 #include "zero/Conversion/Passes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Dialect/Compute/Transforms/Passes.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,7 +25,10 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
 }
 
 /// Every pass, so that each has its command-line flag.
-inline void registerAllPasses() { registerZeroConversionPasses(); }
+inline void registerAllPasses() {
+  registerZeroComputePasses();
+  registerZeroConversionPasses();
+}
 
 } // namespace zero
 

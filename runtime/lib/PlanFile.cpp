@@ -68,6 +68,10 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
     case zero::zplan::PARAM:
       ZRT_CHECK(!b.name().empty(), what << ": " << name << " is a parameter with no name");
       break;
+    case zero::zplan::STATE:
+      ZRT_CHECK(!b.name().empty(),
+                what << ": " << name << " is optimizer state with no name");
+      break;
     case zero::zplan::INPUT:
       ZRT_CHECK(b.index() >= 0 && b.index() < 4096,
                 what << ": " << name << " has input index " << b.index());
@@ -94,9 +98,11 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
       checkIndex(idx, where);
     for (int idx : kern.outputs()) {
       checkIndex(idx, where);
-      ZRT_CHECK(plan.buffers(idx).role() == zero::zplan::TEMP,
+      auto role = plan.buffers(idx).role();
+      ZRT_CHECK(role == zero::zplan::TEMP || role == zero::zplan::PARAM ||
+                    role == zero::zplan::STATE,
                 what << ": " << where << " writes buffer " << idx
-                     << ", which is not a temporary");
+                     << ", which is not a temporary, parameter or state");
     }
   }
   for (int i = 0; i < plan.outputs_size(); ++i)

@@ -122,7 +122,8 @@ TEST(PlanFile, KernelAndOutputIndices) {
             std::string::npos);
   p = validPlan();
   p.mutable_kernels(0)->set_outputs(0, 0); // writes the input
-  EXPECT_NE(loadError(fileOf(p)).find("not a temporary"), std::string::npos);
+  EXPECT_NE(loadError(fileOf(p)).find("not a temporary, parameter or state"),
+            std::string::npos);
   p = validPlan();
   p.mutable_outputs(0)->set_buffer(-1);
   EXPECT_NE(loadError(fileOf(p)).find("output 0 names buffer -1"), std::string::npos);

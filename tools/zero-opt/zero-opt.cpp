@@ -3,9 +3,9 @@
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
 // Two ways in:
-//   zero-opt model.onnx [--mode=inference] [--input-shape x=2x32] -o step.zplan
-//       imports the model and compiles it down to a plan file (or prints the IR of
-//       the level named by --emit);
+//   zero-opt model.onnx [--mode=train|inference] [--optimizer=adamw ...] -o step.zplan
+//       imports the model and compiles its training step (or its forward pass)
+//       down to a plan file, or prints the IR of the level named by --emit;
 //   zero-opt file.mlir --some-pass ...
 //       behaves as mlir-opt with the zero-opt dialects and passes (lit tests).
 //
@@ -21,6 +21,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -33,15 +34,45 @@ static cl::OptionCategory zeroCategory("zero-opt compilation options");
 
 static cl::opt<std::string>
     emitLevel("emit",
-              cl::desc("What to produce: graph (compute IR), plan (plan IR) or "
-                       "zplan (the plan file). Default: zplan when -o ends in "
-                       ".zplan, graph for other ONNX input"),
-              cl::value_desc("graph|plan|zplan"), cl::init(""), cl::cat(zeroCategory));
+              cl::desc("What to produce: graph (the imported forward graph), step "
+                       "(the training step, compute IR), plan (plan IR) or zplan "
+                       "(the plan file). Default: zplan when -o ends in .zplan, "
+                       "graph for other ONNX input"),
+              cl::value_desc("graph|step|plan|zplan"), cl::init(""),
+              cl::cat(zeroCategory));
 
-static cl::opt<std::string> mode("mode",
-                                 cl::desc("What to compile: inference (the forward "
-                                          "computation)"),
-                                 cl::init("inference"), cl::cat(zeroCategory));
+static cl::opt<std::string>
+    mode("mode",
+         cl::desc("What to compile: train (forward, backward and optimizer step), "
+                  "inference (the forward computation) or gradients (the loss and "
+                  "the gradients, for checks)"),
+         cl::value_desc("train|inference|gradients"), cl::init("train"),
+         cl::cat(zeroCategory));
+
+static cl::opt<std::string> lossName("loss",
+                                     cl::desc("Output to minimize (default: the only "
+                                              "scalar float output)"),
+                                     cl::init(""), cl::cat(zeroCategory));
+static cl::opt<std::string> freeze("freeze",
+                                   cl::desc("Regular expression: parameters whose "
+                                            "names match are not trained"),
+                                   cl::init(""), cl::cat(zeroCategory));
+static cl::opt<std::string> optimizer("optimizer", cl::desc("adamw or sgd"),
+                                      cl::init("adamw"), cl::cat(zeroCategory));
+static cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(1e-3),
+                          cl::cat(zeroCategory));
+static cl::opt<double> beta1("beta1", cl::desc("AdamW beta1"), cl::init(0.9),
+                             cl::cat(zeroCategory));
+static cl::opt<double> beta2("beta2", cl::desc("AdamW beta2"), cl::init(0.999),
+                             cl::cat(zeroCategory));
+static cl::opt<double> eps("eps", cl::desc("AdamW epsilon"), cl::init(1e-8),
+                           cl::cat(zeroCategory));
+static cl::opt<double>
+    weightDecay("weight-decay",
+                cl::desc("Weight decay (default: 0.01 for adamw, 0 for sgd)"),
+                cl::init(-1.0), cl::cat(zeroCategory));
+static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
+                                cl::cat(zeroCategory));
 
 static cl::list<std::string>
     inputShapes("input-shape",
@@ -131,16 +162,35 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
                              StringRef output) {
   bool isGraph = !module.getBody()->empty() &&
                  !isa<zero::plan::ProgramOp>(module.getBody()->front());
-  if (level != "graph" && isGraph) {
-    PassManager pm(module.getContext());
-    if (failed(applyPassManagerCLOptions(pm)))
-      return failure();
+  PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  // The training step first: it needs the forward graph as imported. Then drop what
+  // the loss does not need (canonicalize removes dead pure ops, CSE merges the
+  // constants the gradient rules repeat).
+  if (isGraph && level != "graph" && mode != "inference") {
+    zero::BuildTrainingStepPassOptions train;
+    train.loss = lossName;
+    train.freeze = freeze;
+    train.optimizer = optimizer;
+    train.lr = lr;
+    train.beta1 = beta1;
+    train.beta2 = beta2;
+    train.eps = eps;
+    train.weightDecay = weightDecay;
+    train.momentum = momentum;
+    train.gradientsOnly = mode == "gradients";
+    pm.addPass(zero::createBuildTrainingStepPass(train));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+  if (isGraph && (level == "plan" || level == "zplan")) {
     zero::ConvertComputeToPlanPassOptions opts;
     opts.worldSize = worldSize;
     pm.addPass(zero::createConvertComputeToPlanPass(opts));
-    if (failed(pm.run(module)))
-      return failure();
   }
+  if (failed(pm.run(module)))
+    return failure();
   std::string error;
   auto file = openOutputFile(output, &error);
   if (!file) {
@@ -175,14 +225,14 @@ int main(int argc, char **argv) {
   std::string level = emitLevel;
   if (level.empty())
     level = StringRef(outputFile).ends_with(".zplan") ? "zplan" : "graph";
-  if (level != "graph" && level != "plan" && level != "zplan") {
+  if (level != "graph" && level != "step" && level != "plan" && level != "zplan") {
     llvm::errs() << "zero-opt: error: --emit=" << level
-                 << " is not one of graph, plan, zplan\n";
+                 << " is not one of graph, step, plan, zplan\n";
     return 1;
   }
-  if (mode != "inference") {
+  if (mode != "inference" && mode != "train" && mode != "gradients") {
     llvm::errs() << "zero-opt: error: --mode=" << mode
-                 << " is not supported (supported: inference)\n";
+                 << " is not one of train, inference, gradients\n";
     return 1;
   }
   if (worldSize < 1) {

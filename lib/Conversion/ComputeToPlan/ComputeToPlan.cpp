@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace zero {
 #define GEN_PASS_DEF_CONVERTCOMPUTETOPLANPASS
@@ -37,6 +38,12 @@ MemRefType bufferTypeOf(Value v) {
 int64_t bytesOf(Value v) {
   auto t = cast<RankedTensorType>(v.getType());
   return t.getNumElements() * elementBytes(t.getElementType());
+}
+
+/// Ops whose kernels read each element before writing the same element of the
+/// output, so that the output may share the input's bytes.
+bool isInPlaceSafe(Operation &op) {
+  return isa<compute::AdamWOp, compute::SgdOp, compute::AddOp>(op);
 }
 
 struct ConvertComputeToPlanPass
@@ -68,6 +75,7 @@ struct ConvertComputeToPlanPass
     b.setInsertionPointToStart(&program.getBody().front());
 
     ArenaAllocator arena;
+    DenseSet<Value> inPlace;
     DenseMap<Value, Value> bufferOf;
     DenseMap<Value, int64_t> offsetOf;
 
@@ -102,6 +110,9 @@ struct ConvertComputeToPlanPass
       if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.param")) {
         attrs.append("name", name);
         makeBuffer(arg, "param", attrs);
+      } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.state")) {
+        attrs.append("name", name);
+        makeBuffer(arg, "state", attrs);
       } else if (auto index =
                      func.getArgAttrOfType<IntegerAttr>(i, "compute.input")) {
         attrs.append("index", index);
@@ -110,9 +121,22 @@ struct ConvertComputeToPlanPass
         makeBuffer(arg, "input", attrs);
       } else {
         return func.emitError("argument ")
-               << i << " is neither a compute.param nor a compute.input";
+               << i << " is not a compute.param, compute.state or compute.input";
       }
     }
+
+    // Results marked compute.updates = N replace argument N (a parameter or
+    // optimizer state) for the next step. An elementwise op that reads the old value
+    // for the last time writes the new one over it; otherwise the result is copied
+    // into the argument's buffer at the end of the step.
+    DenseMap<Value, BlockArgument> updateOf;
+    for (auto [i, v] : llvm::enumerate(terminator->getOperands()))
+      if (auto arg = func.getResultAttrOfType<IntegerAttr>(i, "compute.updates")) {
+        if (arg.getInt() < 0 || arg.getInt() >= entry.getNumArguments())
+          return func.emitError("result ") << i << " updates argument " << arg.getInt()
+                                           << ", which does not exist";
+        updateOf[v] = entry.getArgument(arg.getInt());
+      }
 
     // Constants are written once, when the plan loads, so they too are placed
     // before any temporary: a temporary must never reuse their bytes.
@@ -135,8 +159,18 @@ struct ConvertComputeToPlanPass
         ins.push_back(bufferOf.lookup(v));
       // Outputs are placed before any input is released, so a kernel never writes
       // over what it reads.
-      for (Value r : op.getResults())
+      for (Value r : op.getResults()) {
+        BlockArgument target = updateOf.lookup(r);
+        if (target && isInPlaceSafe(op) && lastUse.lookup(target) == &op &&
+            llvm::is_contained(op.getOperands(), Value(target))) {
+          bufferOf[r] = bufferOf.lookup(target);
+          offsetOf[r] = offsetOf.lookup(target);
+          inPlace.insert(r);
+          outs.push_back(bufferOf[r]);
+          continue;
+        }
         outs.push_back(makeBuffer(r, "temp", {}));
+      }
       NamedAttrList kernelAttrs;
       for (NamedAttribute a : op.getAttrs())
         kernelAttrs.append(a);
@@ -161,11 +195,24 @@ struct ConvertComputeToPlanPass
     }
 
     SmallVector<Value> results;
-    for (Value v : terminator->getOperands())
+    SmallVector<Attribute> names;
+    auto allNames = func->getAttrOfType<ArrayAttr>("compute.output_names");
+    for (auto [i, v] : llvm::enumerate(terminator->getOperands())) {
+      if (BlockArgument target = updateOf.lookup(v)) {
+        if (!inPlace.contains(v))
+          plan::KernelOp::create(b, v.getLoc(), b.getStringAttr("copy"),
+                                 ValueRange{bufferOf.lookup(v)},
+                                 ValueRange{bufferOf.lookup(target)},
+                                 b.getDictionaryAttr({}));
+        continue;
+      }
       results.push_back(bufferOf.lookup(v));
+      if (allNames && i < allNames.size())
+        names.push_back(allNames[i]);
+    }
     auto ret = plan::ReturnOp::create(b, terminator->getLoc(), results, nullptr);
-    if (auto names = func->getAttrOfType<ArrayAttr>("compute.output_names"))
-      ret.setNamesAttr(names);
+    if (allNames)
+      ret.setNamesAttr(b.getArrayAttr(names));
     program.setArenaBytes(arena.size());
     return success();
   }

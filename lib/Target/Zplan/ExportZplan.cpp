@@ -106,6 +106,7 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
         pb->add_shape(d);
       StringRef role = buf.getRole();
       pb->set_role(role == "param"      ? zplan::PARAM
+                   : role == "state"    ? zplan::STATE
                    : role == "input"    ? zplan::INPUT
                    : role == "constant" ? zplan::CONSTANT
                                         : zplan::TEMP);

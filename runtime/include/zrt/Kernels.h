@@ -53,6 +53,7 @@ void addLinearAlgebraKernels(KernelTable &table);
 void addNormalizationKernels(KernelTable &table);
 void addReductionKernels(KernelTable &table);
 void addDataMovementKernels(KernelTable &table);
+void addTrainingKernels(KernelTable &table);
 
 } // namespace zrt
 

@@ -23,11 +23,15 @@ void gatherBytes(char *dst, const char *src, const std::vector<int64_t> &offsets
     std::memcpy(dst + i * size, src + offsets[i] * size, size);
 }
 
-BoundKernel bindReshape(const KernelCall &call) {
+/// reshape (same bytes, another shape) and copy (into a parameter or state buffer
+/// at the end of a step) are both a memcpy.
+BoundKernel bindCopy(const KernelCall &call) {
   call.expectArity(1, 1);
   const TensorView x = call.ins[0], out = call.outs[0];
   ZRT_CHECK(x.dtype == out.dtype && x.numel() == out.numel(),
-            call.where() << ": reshape changes dtype or element count");
+            call.where() << ": changes dtype or element count");
+  if (x.data == out.data)
+    return [] {};
   return [=] { std::memcpy(out.data, x.data, x.bytes()); };
 }
 
@@ -201,7 +205,8 @@ BoundKernel bindTrilu(const KernelCall &call) {
 } // namespace
 
 void zrt::addDataMovementKernels(KernelTable &t) {
-  t["reshape"] = bindReshape;
+  t["reshape"] = bindCopy;
+  t["copy"] = bindCopy;
   t["transpose"] = bindTranspose;
   t["slice"] = bindSlice;
   t["concat"] = bindConcat;

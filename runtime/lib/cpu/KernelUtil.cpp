@@ -112,6 +112,7 @@ const KernelTable &zrt::cpuKernels() {
     addNormalizationKernels(t);
     addReductionKernels(t);
     addDataMovementKernels(t);
+    addTrainingKernels(t);
     return t;
   }();
   return table;

@@ -2,7 +2,11 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-//   zero-run PLAN.zplan --init MODEL.onnx [--inputs DIR] [--save-outputs DIR]
+// Train:  zero-run STEP.zplan --init MODEL.onnx --data FILE --steps K
+//                  [--data-format=u8|u16|u32] [--shuffle --seed S]
+//                  [--log-json FILE] [--save-weights OUT.onnx]
+// Run once on given inputs:
+//         zero-run PLAN.zplan --init MODEL.onnx [--inputs DIR] [--save-outputs DIR]
 //
 // DIR follows the ONNX backend-test layout: input_K.pb / output_K.pb hold
 // TensorProtos, matched to the graph's inputs and outputs by position.
@@ -14,47 +18,74 @@
 #include "zrt/Kernels.h"
 #include "zrt/OnnxTensors.h"
 #include "zrt/PlanFile.h"
+#include "zrt/SaveWeights.h"
+#include "zrt/TokenData.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace zrt;
 
 namespace {
 
 const char *kUsage =
-    "usage: zero-run PLAN.zplan [--init MODEL.onnx] [--inputs DIR]\n"
-    "                [--save-outputs DIR] [--quiet]\n"
+    "usage: zero-run PLAN.zplan --init MODEL.onnx [options]\n"
     "\n"
     "Runs a plan compiled by zero-opt on the CPU.\n"
-    "  --init MODEL.onnx    initial parameter values (the model's initializers,\n"
-    "                       external data included, read from the model's folder)\n"
-    "  --inputs DIR         graph inputs as DIR/input_K.pb (ONNX TensorProto)\n"
-    "  --save-outputs DIR   writes graph outputs as DIR/output_K.pb\n"
-    "  --quiet              prints nothing but errors\n";
+    "  --init MODEL.onnx      initial parameter values (the model's initializers,\n"
+    "                         external data included, read from the model's folder)\n"
+    "Training (the plan reads tokens and targets [B, T] and returns the loss):\n"
+    "  --data FILE            token file; sample g of step s starts at\n"
+    "                         ((s*B + g)*T) mod (L - T - 1)\n"
+    "  --data-format FMT      u8 (default: any text file), u16 or u32\n"
+    "  --steps K              number of steps (default 1)\n"
+    "  --shuffle --seed S     random sample starts instead, reproducible from S\n"
+    "  --log-json FILE        one JSON object per step: step, loss, ms, tokens_per_s\n"
+    "  --save-weights OUT     the model with its trained initializers, as ONNX\n"
+    "One run on given inputs:\n"
+    "  --inputs DIR           graph inputs as DIR/input_K.pb (ONNX TensorProto)\n"
+    "  --save-outputs DIR     writes graph outputs as DIR/output_K.pb\n"
+    "  --quiet                prints nothing but errors\n";
 
 struct Options {
-  std::string plan, init, inputs, saveOutputs;
-  bool quiet = false;
+  std::string plan, init, inputs, saveOutputs, data, dataFormat = "u8", logJson,
+      saveWeights;
+  int64_t steps = 1;
+  bool shuffle = false, quiet = false;
+  uint64_t seed = 0;
 };
+
+int64_t parseInt(const std::string &flag, const std::string &v) {
+  size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(v, &used);
+  } catch (...) {
+    used = 0;
+  }
+  ZRT_CHECK(used == v.size() && !v.empty() && n >= 0,
+            flag << " needs a non-negative integer, not '" << v << "'");
+  return n;
+}
 
 Options parseArgs(int argc, char **argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto value = [&](const std::string &flag) -> std::string {
-      std::string prefix = flag + "=";
-      if (a.rfind(prefix, 0) == 0)
-        return a.substr(prefix.size());
-      ZRT_CHECK(i + 1 < argc, flag << " needs a value\n" << kUsage);
-      return argv[++i];
-    };
     auto is = [&](const std::string &flag) {
       return a == flag || a.rfind(flag + "=", 0) == 0;
+    };
+    auto value = [&](const std::string &flag) -> std::string {
+      if (a.size() > flag.size())
+        return a.substr(flag.size() + 1);
+      ZRT_CHECK(i + 1 < argc, flag << " needs a value\n" << kUsage);
+      return argv[++i];
     };
     if (a == "-h" || a == "--help") {
       std::cout << kUsage;
@@ -65,6 +96,20 @@ Options parseArgs(int argc, char **argv) {
       o.inputs = value("--inputs");
     } else if (is("--save-outputs")) {
       o.saveOutputs = value("--save-outputs");
+    } else if (is("--data-format")) {
+      o.dataFormat = value("--data-format");
+    } else if (is("--data")) {
+      o.data = value("--data");
+    } else if (is("--steps")) {
+      o.steps = parseInt("--steps", value("--steps"));
+    } else if (is("--seed")) {
+      o.seed = parseInt("--seed", value("--seed"));
+    } else if (is("--log-json")) {
+      o.logJson = value("--log-json");
+    } else if (is("--save-weights")) {
+      o.saveWeights = value("--save-weights");
+    } else if (a == "--shuffle") {
+      o.shuffle = true;
     } else if (a == "--quiet") {
       o.quiet = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -76,6 +121,7 @@ Options parseArgs(int argc, char **argv) {
     }
   }
   ZRT_CHECK(!o.plan.empty(), "no plan given\n" << kUsage);
+  ZRT_CHECK(o.data.empty() || o.inputs.empty(), "--data and --inputs exclude each other");
   return o;
 }
 
@@ -112,28 +158,106 @@ void printTensor(const std::string &name, const TensorView &v) {
   std::printf("%s\n", n > shown ? " ..." : "");
 }
 
-int run(const Options &o) {
-  zero::zplan::Plan plan = loadPlanFile(o.plan);
-  // Multi-rank plans need the MPI communicator, which this runtime does not have yet.
-  ZRT_CHECK(plan.world_size() == 1,
-            o.plan << " was compiled for " << plan.world_size()
-                   << " ranks; this zero-run runs 1 rank");
-  Executor exec(std::move(plan), cpuKernels());
-  bool needsParams = false;
-  for (const auto &b : exec.plan().buffers())
-    needsParams |= b.role() == zero::zplan::PARAM;
-  if (needsParams) {
-    ZRT_CHECK(!o.init.empty(), "the plan has parameters; give their values with --init "
-                               "MODEL.onnx");
-    exec.loadParameters(readOnnxModel(o.init), dirOf(o.init));
+double scalarOf(const TensorView &v) {
+  ZRT_CHECK(v.numel() == 1 && (v.dtype == zero::zplan::F32 || v.dtype == zero::zplan::F64),
+            "output 0 is " << v.describe() << ", not a scalar float loss");
+  return v.dtype == zero::zplan::F32 ? v.as<float>()[0] : v.as<double>()[0];
+}
+
+/// The buffer of graph input `index`, checked to be a [B, T] i64 token tensor.
+TensorView tokenInput(const Executor &exec, int index, const char *what) {
+  for (int i = 0; i < exec.plan().buffers_size(); ++i) {
+    const auto &b = exec.plan().buffers(i);
+    if (b.role() == zero::zplan::INPUT && b.index() == index) {
+      TensorView v = exec.buffer(i);
+      ZRT_CHECK(v.dtype == zero::zplan::I64 && v.shape.size() == 2,
+                "--data feeds graph input " << index << " (" << what
+                                            << ") an i64 [B, T] tensor; the plan's is "
+                                            << v.describe());
+      return v;
+    }
   }
+  ZRT_FAIL("--data needs graph inputs 0 (tokens) and 1 (targets); the plan has no input "
+           << index);
+}
+
+/// A progress bar on the line below the step lines, redrawn in place.
+void drawBar(int64_t done, int64_t total) {
+  const int width = 30;
+  int filled = total ? (int)(width * done / total) : width;
+  std::printf("[%s%s] %lld/%lld", std::string(filled, '#').c_str(),
+              std::string(width - filled, '.').c_str(), (long long)done,
+              (long long)total);
+  std::fflush(stdout);
+}
+
+int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
+  TensorView tokens = tokenInput(exec, 0, "tokens");
+  TensorView targets = tokenInput(exec, 1, "targets");
+  ZRT_CHECK(tokens.shape == targets.shape,
+            "tokens " << tokens.describe() << " and targets " << targets.describe()
+                      << " differ in shape");
+  int64_t batch = tokens.shape[0], seqLen = tokens.shape[1];
+  TokenData data = TokenData::load(o.data, o.dataFormat);
+  std::FILE *log = nullptr;
+  if (!o.logJson.empty()) {
+    log = std::fopen(o.logJson.c_str(), "w");
+    ZRT_CHECK(log, "cannot write '" << o.logJson << "'");
+  }
+  bool tty = !o.quiet && isatty(STDOUT_FILENO);
+  if (!o.quiet)
+    std::printf("training %lld steps: batch %lld x %lld tokens, %lld tokens of data\n",
+                (long long)o.steps, (long long)batch, (long long)seqLen,
+                (long long)data.size());
+  double totalMs = 0;
+  for (int64_t step = 0; step < o.steps; ++step) {
+    // One rank: the global batch is this rank's batch.
+    data.fillBatch(step, batch, 0, batch, seqLen, o.shuffle, o.seed,
+                   tokens.as<int64_t>(), targets.as<int64_t>());
+    auto start = std::chrono::steady_clock::now();
+    exec.run();
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    totalMs += ms;
+    double loss = scalarOf(exec.output(0));
+    double tps = batch * seqLen / (ms / 1000.0);
+    if (tty)
+      std::printf("\r\033[K");
+    if (!o.quiet)
+      std::printf("step %lld/%lld  loss %.6f  %.2f ms/step  %.0f tokens/s\n",
+                  (long long)step + 1, (long long)o.steps, loss, ms, tps);
+    if (tty && step + 1 < o.steps)
+      drawBar(step + 1, o.steps);
+    if (log)
+      std::fprintf(log,
+                   "{\"step\": %lld, \"loss\": %.9g, \"ms\": %.4f, \"tokens_per_s\": "
+                   "%.1f}\n",
+                   (long long)step + 1, loss, ms, tps);
+    ZRT_CHECK(std::isfinite(loss), "the loss is " << loss << " at step " << step + 1
+                                                  << "; stopping");
+  }
+  if (log)
+    std::fclose(log);
+  if (!o.quiet && o.steps)
+    std::printf("%lld steps, %.2f ms/step on average\n", (long long)o.steps,
+                totalMs / o.steps);
+  if (!o.saveWeights.empty()) {
+    saveWeights(*model, exec, o.saveWeights);
+    if (!o.quiet)
+      std::printf("wrote the trained model to %s\n", o.saveWeights.c_str());
+  }
+  return 0;
+}
+
+int runOnce(const Options &o, Executor &exec) {
   std::vector<int> inputs = exec.inputIndices();
   ZRT_CHECK(inputs.empty() || !o.inputs.empty(),
             "the plan reads " << inputs.size()
-                              << " graph inputs; give them with --inputs DIR");
+                              << " graph inputs; give them with --inputs DIR, or "
+                                 "train with --data FILE");
   for (int i : inputs)
     exec.setInput(i, readTensorFile(o.inputs + "/input_" + std::to_string(i) + ".pb"));
-
   auto start = std::chrono::steady_clock::now();
   exec.run();
   double ms = std::chrono::duration<double, std::milli>(
@@ -159,14 +283,37 @@ int run(const Options &o) {
   return 0;
 }
 
+int run(const Options &o) {
+  zero::zplan::Plan plan = loadPlanFile(o.plan);
+  // Multi-rank plans need the MPI communicator, which this runtime does not have yet.
+  ZRT_CHECK(plan.world_size() == 1,
+            o.plan << " was compiled for " << plan.world_size()
+                   << " ranks; this zero-run runs 1 rank");
+  Executor exec(std::move(plan), cpuKernels());
+  bool needsParams = false;
+  for (const auto &b : exec.plan().buffers())
+    needsParams |= b.role() == zero::zplan::PARAM;
+  ZRT_CHECK(!needsParams || !o.init.empty(),
+            "the plan has parameters; give their values with --init MODEL.onnx");
+  ZRT_CHECK(o.saveWeights.empty() || !o.init.empty(), "--save-weights needs --init");
+  onnx::ModelProto model;
+  if (!o.init.empty()) {
+    model = readOnnxModel(o.init);
+    exec.loadParameters(model, dirOf(o.init));
+  }
+  if (!o.data.empty())
+    return train(o, exec, &model);
+  ZRT_CHECK(o.saveWeights.empty(), "--save-weights goes with --data (training)");
+  return runOnce(o, exec);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   try {
     return run(parseArgs(argc, argv));
-  } catch (const Error &e) {
-    std::fprintf(stderr, "zero-run: error: %s\n", e.what());
   } catch (const std::exception &e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "zero-run: error: %s\n", e.what());
   }
   return 1;

@@ -16,7 +16,7 @@ plan.program @main attributes {arena_bytes = 32 : i64, world_size = 0 : i64} {
 // -----
 
 plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
-  // expected-error@+1 {{role must be temp, param, input or constant, not 'scratch'}}
+  // expected-error@+1 {{role must be temp, param, state, input or constant, not 'scratch'}}
   %x = plan.buffer "scratch" at 0 : memref<4xf32>
   plan.return
 }
@@ -32,7 +32,7 @@ plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
 // -----
 
 plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
-  // expected-error@+1 {{a param buffer needs the initializer name}}
+  // expected-error@+1 {{a param buffer needs a name}}
   %x = plan.buffer "param" at 0 : memref<4xf32>
   plan.return
 }
@@ -87,6 +87,24 @@ plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
   %y = plan.buffer "temp" at 16 : memref<4xf32>
   // expected-error@+1 {{attribute 'what' must be an integer, float, string or i64 array}}
   plan.kernel "relu" ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) attrs {what = [1, 2]}
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+  // expected-error@+1 {{a state buffer needs a name}}
+  %x = plan.buffer "state" at 0 : memref<4xf32>
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+  %x = plan.buffer "temp" at 0 : memref<4xf32>
+  %c = plan.buffer "constant" at 16 {value = dense<1.0> : tensor<4xf32>} : memref<4xf32>
+  // expected-error@+1 {{writes a constant buffer}}
+  plan.kernel "relu" ins(%x : memref<4xf32>) outs(%c : memref<4xf32>)
   plan.return
 }
 

@@ -29,14 +29,15 @@ int64_t BufferOp::getSizeInBytes() {
 
 LogicalResult BufferOp::verify() {
   StringRef role = getRole();
-  if (role != "temp" && role != "param" && role != "input" && role != "constant")
-    return emitOpError("role must be temp, param, input or constant, not '")
+  if (role != "temp" && role != "param" && role != "state" && role != "input" &&
+      role != "constant")
+    return emitOpError("role must be temp, param, state, input or constant, not '")
            << role << "'";
   // I64Attr accessors return uint64_t: compare the signed value.
   if (getOffsetAttr().getInt() < 0)
     return emitOpError("offset must be non-negative");
-  if (role == "param" && !getName())
-    return emitOpError("a param buffer needs the initializer name");
+  if ((role == "param" || role == "state") && !getName())
+    return emitOpError("a ") << role << " buffer needs a name";
   if (role == "input" && !getIndex())
     return emitOpError("an input buffer needs its input index");
   if ((role == "constant") != bool(getValue()))
@@ -58,7 +59,7 @@ LogicalResult KernelOp::verify() {
       return emitOpError("operands must be plan.buffer results");
   for (Value v : getOutputs()) {
     StringRef role = v.getDefiningOp<BufferOp>().getRole();
-    if (role != "temp")
+    if (role == "input" || role == "constant")
       return emitOpError("writes a ") << role << " buffer";
   }
   for (NamedAttribute a : getAttrs())

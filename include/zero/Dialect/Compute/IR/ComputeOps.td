@@ -374,4 +374,6 @@ def Compute_TriluOp : Compute_Op<"trilu", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+include "zero/Dialect/Compute/IR/ComputeTrainingOps.td"
+
 #endif // ZERO_DIALECT_COMPUTE_IR_COMPUTEOPS_TD

@@ -38,8 +38,10 @@ def Plan_BufferOp : Plan_Op<"buffer", [HasParent<"ProgramOp">]> {
   let summary = "A statically placed tensor in the program's arena.";
   let description = [{
     `role` is `temp` (produced and consumed inside the step), `param` (loaded from the
-    ONNX initializer `name`), `input` (graph input number `index`) or `constant`
-    (initialized from `value`). The buffer occupies bytes `[offset, offset + size)`.
+    ONNX initializer `name`; the optimizer updates it in place), `state` (optimizer
+    state `name`, zero at the start, kept across steps), `input` (graph input number
+    `index`) or `constant` (initialized from `value`). The buffer occupies bytes
+    `[offset, offset + size)`.
 
     ```mlir
     %w = plan.buffer param at 256 {name = "fc.weight"} : memref<8x4xf32>
@@ -61,7 +63,9 @@ def Plan_KernelOp : Plan_Op<"kernel", [HasParent<"ProgramOp">, AttrSizedOperandS
   let summary = "Runs a runtime kernel: reads `ins`, writes `outs`.";
   let description = [{
     `kernel` names an entry of the runtime's kernel table; `attrs` holds its integer,
-    float, string and integer-array arguments.
+    float, string and integer-array arguments. Outputs are `temp` buffers, or `param`
+    and `state` buffers that an optimizer step updates (possibly in place: an output
+    may be one of the inputs).
 
     ```mlir
     plan.kernel "softmax" ins(%x : memref<4x8xf32>) outs(%y : memref<4x8xf32>)

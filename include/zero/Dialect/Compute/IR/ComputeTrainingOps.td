@@ -1,0 +1,202 @@
+//===- ComputeTrainingOps.td - Backward and optimizer ops -*- tablegen -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// The ops the training-step builder adds: gradients that are awkward to express
+// with forward ops, and optimizer updates. Included from ComputeOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_DIALECT_COMPUTE_IR_COMPUTETRAININGOPS_TD
+#define ZERO_DIALECT_COMPUTE_IR_COMPUTETRAININGOPS_TD
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+def Compute_ReluGradOp : Compute_Op<"relu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gradient of relu: `grad` where `input > 0`, else 0.";
+  let description = [{
+    ```mlir
+    %dx = compute.relu_grad %x, %dy : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$input, Compute_FloatTensor:$grad);
+  let results = (outs Compute_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($input)";
+}
+
+def Compute_LayerNormGradOp : Compute_Op<"layer_norm_grad", [Pure]> {
+  let summary = "Gradients of layer_norm with respect to input, scale and bias.";
+  let description = [{
+    From the forward input, scale and the saved mean and 1/std, and the gradient of
+    the output: `dx`, and `dscale`, `dbias` summed over the leading dimensions, shaped
+    like the normalized dimensions `input.shape[axis:]` (the caller reduces them to
+    the scale's own shape when it broadcast).
+
+    ```mlir
+    %dx, %dg, %db = compute.layer_norm_grad %x, %g, %mean, %rstd, %dy {axis = 2 : i64}
+        : tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>,
+          tensor<2x4x8xf32> -> tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$input, Compute_FloatTensor:$scale,
+                       Compute_FloatTensor:$mean, Compute_FloatTensor:$inv_std_dev,
+                       Compute_FloatTensor:$grad, I64Attr:$axis);
+  let results = (outs Compute_FloatTensor:$input_grad, Compute_FloatTensor:$scale_grad,
+                      Compute_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $mean `,` $inv_std_dev `,` $grad attr-dict `:`
+    type($input) `,` type($scale) `,` type($mean) `,` type($inv_std_dev) `,`
+    type($grad) `->` type($input_grad) `,` type($scale_grad) `,` type($bias_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def Compute_SoftmaxCrossEntropyGradOp
+    : Compute_Op<"softmax_cross_entropy_grad", [Pure]> {
+  let summary = "Gradient of softmax_cross_entropy's loss with respect to the scores.";
+  let description = [{
+    `(softmax(scores) - onehot(label)) * weight[label] * g`, where `g` is the loss
+    gradient (per position for `none`; divided by the summed weights of the counted
+    positions for `mean`), and zero at ignored positions. Takes the forward's
+    `log_prob` so the softmax is not computed again.
+
+    ```mlir
+    %ds = compute.softmax_cross_entropy_grad %logp, %labels, %dloss {reduction = "mean"}
+        : tensor<8x16xf32>, tensor<8xi64>, tensor<f32> -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$log_prob, Compute_IndexTensor:$labels,
+                       Compute_FloatTensor:$grad, Optional<Compute_FloatTensor>:$weights,
+                       StrAttr:$reduction, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Compute_FloatTensor:$result);
+  let assemblyFormat = [{
+    $log_prob `,` $labels `,` $grad (`weights` $weights^)? attr-dict `:`
+    type($log_prob) `,` type($labels) `,` type($grad) (`,` type($weights)^)? `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Compute_GatherGradOp : Compute_Op<"gather_grad", [Pure]> {
+  let summary = "Scatter-adds the gradient of a gather back into `data`'s shape.";
+  let description = [{
+    The adjoint of `compute.gather`: a zero tensor of the result type, to which each
+    slice of `grad` is added at the index it was gathered from (an embedding's
+    gradient; repeated indices accumulate).
+
+    ```mlir
+    %dt = compute.gather_grad %tokens, %dy {axis = 0 : i64}
+        : tensor<2x32xi64>, tensor<2x32x64xf32> -> tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins Compute_IndexTensor:$indices, Compute_FloatTensor:$grad,
+                       I64Attr:$axis);
+  let results = (outs Compute_FloatTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $grad attr-dict `:` type($indices) `,` type($grad) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Compute_SliceGradOp : Compute_Op<"slice_grad", [Pure]> {
+  let summary = "Places the gradient of a slice into a zero tensor of the input shape.";
+  let description = [{
+    The adjoint of `compute.slice` with the same `starts` and `steps`.
+
+    ```mlir
+    %dx = compute.slice_grad %dy {starts = array<i64: 0, 64>, steps = array<i64: 1, 1>}
+        : tensor<4x64xf32> -> tensor<4x192xf32>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$grad, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs Compute_FloatTensor:$result);
+  let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+def Compute_AdamWOp : Compute_Op<"adamw", [Pure,
+    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+                   "new_exp_avg", "new_exp_avg_sq"]>]> {
+  let summary = "One AdamW step, as torch.optim.AdamW computes it.";
+  let description = [{
+    With `t` the step number (1 on the first step):
+
+        p = p * (1 - lr * weight_decay)
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g * g
+        p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+
+    Returns the new parameter and moments; the lowering writes them in place.
+
+    ```mlir
+    %p1, %m1, %v1 = compute.adamw %p, %g, %m, %v, %t {beta1 = 0.9 : f64,
+        beta2 = 0.999 : f64, eps = 1.0e-08 : f64, lr = 1.0e-03 : f64,
+        weight_decay = 0.01 : f64}
+        : tensor<64xf32>, tensor<i64> -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$param, Compute_FloatTensor:$grad,
+                       Compute_FloatTensor:$exp_avg, Compute_FloatTensor:$exp_avg_sq,
+                       0DTensorOf<[I64]>:$step, F64Attr:$lr, F64Attr:$beta1,
+                       F64Attr:$beta2, F64Attr:$eps, F64Attr:$weight_decay);
+  let results = (outs Compute_FloatTensor:$new_param, Compute_FloatTensor:$new_exp_avg,
+                      Compute_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:`
+    type($param) `,` type($step) `->` type($new_param)
+  }];
+  let builders = [OpBuilder<(ins "mlir::Value":$param, "mlir::Value":$grad,
+      "mlir::Value":$exp_avg, "mlir::Value":$exp_avg_sq, "mlir::Value":$step,
+      "double":$lr, "double":$beta1, "double":$beta2, "double":$eps,
+      "double":$weight_decay), [{
+    mlir::Type t = param.getType();
+    build($_builder, $_state, t, t, t, param, grad, exp_avg, exp_avg_sq, step,
+          $_builder.getF64FloatAttr(lr), $_builder.getF64FloatAttr(beta1),
+          $_builder.getF64FloatAttr(beta2), $_builder.getF64FloatAttr(eps),
+          $_builder.getF64FloatAttr(weight_decay));
+  }]>];
+}
+
+def Compute_SgdOp : Compute_Op<"sgd", [Pure,
+    AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
+                   "new_momentum_buffer"]>]> {
+  let summary = "One SGD-with-momentum step, as torch.optim.SGD computes it.";
+  let description = [{
+    With dampening 0 and no Nesterov term:
+
+        g = g + weight_decay * p
+        buf = momentum * buf + g        (buf starts at 0, so the first step gives g)
+        p = p - lr * buf
+
+    ```mlir
+    %p1, %b1 = compute.sgd %p, %g, %buf {lr = 0.1 : f64, momentum = 0.9 : f64,
+        weight_decay = 0.0 : f64} : tensor<64xf32> -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$param, Compute_FloatTensor:$grad,
+                       Compute_FloatTensor:$momentum_buffer, F64Attr:$lr,
+                       F64Attr:$momentum, F64Attr:$weight_decay);
+  let results = (outs Compute_FloatTensor:$new_param,
+                      Compute_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer attr-dict `:` type($param) `->`
+    type($new_param)
+  }];
+  let builders = [OpBuilder<(ins "mlir::Value":$param, "mlir::Value":$grad,
+      "mlir::Value":$momentum_buffer, "double":$lr, "double":$momentum,
+      "double":$weight_decay), [{
+    mlir::Type t = param.getType();
+    build($_builder, $_state, t, t, param, grad, momentum_buffer,
+          $_builder.getF64FloatAttr(lr), $_builder.getF64FloatAttr(momentum),
+          $_builder.getF64FloatAttr(weight_decay));
+  }]>];
+  }
+
+#endif // ZERO_DIALECT_COMPUTE_IR_COMPUTETRAININGOPS_TD

@@ -1,0 +1,23 @@
+//===- Passes.h - Compute dialect passes -------------------------*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_DIALECT_COMPUTE_TRANSFORMS_PASSES_H
+#define ZERO_DIALECT_COMPUTE_TRANSFORMS_PASSES_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace zero {
+
+#define GEN_PASS_DECL
+#include "zero/Dialect/Compute/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "zero/Dialect/Compute/Transforms/Passes.h.inc"
+
+} // namespace zero
+
+#endif // ZERO_DIALECT_COMPUTE_TRANSFORMS_PASSES_H

@@ -1,0 +1,92 @@
+//===- ComputeTrainingOps.cpp - Verifiers of backward ops -----------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Dialect/Compute/IR/ComputeDialect.h"
+
+using namespace mlir;
+using namespace zero::compute;
+
+static ShapedType shapedOf(Value v) { return cast<ShapedType>(v.getType()); }
+
+LogicalResult LayerNormGradOp::verify() {
+  auto x = shapedOf(getInput());
+  int64_t axis = getAxisAttr().getInt();
+  if (axis < 0 || axis >= x.getRank())
+    return emitOpError("axis ") << axis << " is out of range for rank " << x.getRank();
+  if (getGrad().getType() != x || getInputGrad().getType() != x)
+    return emitOpError("grad and input_grad must have the input type");
+  SmallVector<int64_t> stat(x.getShape());
+  for (int64_t i = axis; i < x.getRank(); ++i)
+    stat[i] = 1;
+  if (shapedOf(getMean()).getShape() != ArrayRef<int64_t>(stat) ||
+      shapedOf(getInvStdDev()).getShape() != ArrayRef<int64_t>(stat))
+    return emitOpError("mean and inv_std_dev must have the input shape with the "
+                       "normalized dimensions set to 1");
+  ArrayRef<int64_t> norm = x.getShape().drop_front(axis);
+  auto sb = broadcastShapes(shapedOf(getScale()).getShape(), norm);
+  if (failed(sb) || ArrayRef<int64_t>(*sb) != norm)
+    return emitOpError("scale must broadcast to the normalized dimensions");
+  for (Value v : {getScaleGrad(), getBiasGrad()})
+    if (shapedOf(v).getShape() != norm)
+      return emitOpError("scale_grad and bias_grad must have the normalized shape");
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  auto logp = shapedOf(getLogProb());
+  if (logp.getRank() < 2)
+    return emitOpError("log_prob must have rank >= 2 ([N, C, ...])");
+  SmallVector<int64_t> labelShape(logp.getShape());
+  labelShape.erase(labelShape.begin() + 1);
+  if (shapedOf(getLabels()).getShape() != ArrayRef<int64_t>(labelShape))
+    return emitOpError("labels must have the scores' shape without dimension 1");
+  StringRef r = getReduction();
+  if (r != "none" && r != "sum" && r != "mean")
+    return emitOpError("reduction must be none, sum or mean, not '") << r << "'";
+  auto g = shapedOf(getGrad());
+  if (r == "none" ? g.getShape() != ArrayRef<int64_t>(labelShape) : g.getRank() != 0)
+    return emitOpError("grad shape does not match the reduction");
+  if (getWeights() &&
+      shapedOf(getWeights()).getShape() != ArrayRef<int64_t>{logp.getDimSize(1)})
+    return emitOpError("weights must have shape [C]");
+  if (getResult().getType() != logp)
+    return emitOpError("result type must equal the log_prob type");
+  return success();
+}
+
+LogicalResult GatherGradOp::verify() {
+  auto out = shapedOf(getResult()), idx = shapedOf(getIndices());
+  int64_t axis = getAxisAttr().getInt();
+  if (out.getRank() == 0 || axis < 0 || axis >= out.getRank())
+    return emitOpError("axis ") << axis << " is out of range for rank "
+                                << out.getRank();
+  SmallVector<int64_t> expected(out.getShape().take_front(axis));
+  llvm::append_range(expected, idx.getShape());
+  llvm::append_range(expected, out.getShape().drop_front(axis + 1));
+  if (shapedOf(getGrad()).getShape() != ArrayRef<int64_t>(expected) ||
+      shapedOf(getGrad()).getElementType() != out.getElementType())
+    return emitOpError("grad must have the shape of the gather's result");
+  return success();
+}
+
+LogicalResult SliceGradOp::verify() {
+  auto g = shapedOf(getGrad()), out = shapedOf(getResult());
+  ArrayRef<int64_t> starts = getStarts(), steps = getSteps();
+  if ((int64_t)starts.size() != out.getRank() || (int64_t)steps.size() != out.getRank() ||
+      g.getRank() != out.getRank() || g.getElementType() != out.getElementType())
+    return emitOpError("starts, steps and grad need one entry per result dimension");
+  for (int64_t d = 0; d < out.getRank(); ++d) {
+    int64_t n = g.getDimSize(d), dim = out.getDimSize(d);
+    if (steps[d] == 0)
+      return emitOpError("step of dimension ") << d << " is zero";
+    if (n == 0)
+      continue;
+    int64_t last = starts[d] + (n - 1) * steps[d];
+    if (starts[d] < 0 || starts[d] >= dim || last < 0 || last >= dim)
+      return emitOpError("dimension ") << d << " writes outside the result";
+  }
+  return success();
+}

@@ -1,0 +1,271 @@
+//===- BuildTrainingStep.cpp - Forward + backward + optimizer -------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GradientRules.h"
+
+#include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Dialect/Compute/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Regex.h"
+
+namespace zero {
+#define GEN_PASS_DEF_BUILDTRAININGSTEPPASS
+#include "zero/Dialect/Compute/Transforms/Passes.h.inc"
+} // namespace zero
+
+using namespace mlir;
+using namespace zero;
+using namespace zero::compute;
+
+namespace {
+
+bool isFloatTensor(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && isa<FloatType>(t.getElementType());
+}
+
+struct BuildTrainingStepPass
+    : public zero::impl::BuildTrainingStepPassBase<BuildTrainingStepPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    auto func = getOperation().lookupSymbol<func::FuncOp>("main");
+    if (!func) {
+      getOperation().emitError("no func.func @main to train");
+      return signalPassFailure();
+    }
+    if (failed(build(func)))
+      signalPassFailure();
+  }
+
+  /// The result to minimize: the one named by --loss, or the only scalar float one.
+  FailureOr<unsigned> findLoss(func::FuncOp func, ArrayRef<StringRef> names) {
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    if (!loss.empty()) {
+      for (auto [i, n] : llvm::enumerate(names))
+        if (n == loss) {
+          auto t = cast<RankedTensorType>(ret.getOperand(i).getType());
+          if (t.getRank() != 0 || !isa<FloatType>(t.getElementType()))
+            return func.emitError("--loss names '")
+                   << loss << "', which is not a scalar float output",
+                   failure();
+          return (unsigned)i;
+        }
+      return func.emitError("--loss names '") << loss << "', which is not an output",
+             failure();
+    }
+    SmallVector<unsigned> scalars;
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      auto t = cast<RankedTensorType>(v.getType());
+      if (t.getRank() == 0 && isa<FloatType>(t.getElementType()))
+        scalars.push_back(i);
+    }
+    if (scalars.size() == 1)
+      return scalars[0];
+    InFlightDiagnostic d = func.emitError("the model has ")
+                           << scalars.size() << " scalar float outputs";
+    if (!scalars.empty()) {
+      d << " (";
+      llvm::interleaveComma(scalars, d, [&](unsigned i) { d << names[i]; });
+      d << ")";
+    }
+    d << "; name the loss with --loss NAME";
+    return failure();
+  }
+
+  LogicalResult build(func::FuncOp func) {
+    Block &entry = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(entry.getTerminator());
+    SmallVector<StringRef> names;
+    if (auto a = func->getAttrOfType<ArrayAttr>("compute.output_names"))
+      for (Attribute n : a)
+        names.push_back(cast<StringAttr>(n).getValue());
+    names.resize(ret.getNumOperands(), "");
+    auto lossIndex = findLoss(func, names);
+    if (failed(lossIndex))
+      return failure();
+    Value lossValue = ret.getOperand(*lossIndex);
+
+    std::string regexError;
+    llvm::Regex frozen(freeze);
+    if (!freeze.empty() && !frozen.isValid(regexError))
+      return func.emitError("--freeze '") << freeze << "' is not a valid regular "
+                                          << "expression: " << regexError;
+
+    // Trainable: float parameters whose names --freeze does not match.
+    SmallVector<BlockArgument> params;
+    SmallVector<StringRef> paramNames;
+    for (BlockArgument arg : entry.getArguments()) {
+      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "compute.param");
+      if (!name || !isFloatTensor(arg))
+        continue;
+      if (!freeze.empty() && frozen.match(name.getValue()))
+        continue;
+      params.push_back(arg);
+      paramNames.push_back(name.getValue());
+    }
+    if (params.empty())
+      return func.emitError("no trainable parameters (float initializers not "
+                            "matched by --freeze)");
+
+    // Activity analysis: only values that depend on a trainable parameter need
+    // adjoints; integer values never do.
+    DenseSet<Value> varied(params.begin(), params.end());
+    SmallVector<Operation *> forward;
+    for (Operation &op : entry.without_terminator()) {
+      forward.push_back(&op);
+      if (llvm::any_of(op.getOperands(), [&](Value v) { return varied.contains(v); }))
+        for (Value r : op.getResults())
+          if (isFloatTensor(r))
+            varied.insert(r);
+    }
+    if (!varied.contains(lossValue))
+      return func.emitError("the loss does not depend on any trainable parameter");
+
+    OpBuilder b(ret);
+    Location loc = func.getLoc();
+    DenseMap<Value, Value> adjoint;
+    auto lossType = cast<RankedTensorType>(lossValue.getType());
+    adjoint[lossValue] = ConstantOp::create(
+        b, lossValue.getLoc(),
+        DenseElementsAttr::get(lossType, b.getFloatAttr(lossType.getElementType(), 1.0)));
+
+    // Reverse sweep: each op's rule turns its results' adjoints into its operands';
+    // a value used several times (a tied weight) sums the contributions.
+    for (Operation *op : llvm::reverse(forward)) {
+      SmallVector<Value> resultGrads;
+      bool any = false;
+      for (Value r : op->getResults()) {
+        resultGrads.push_back(adjoint.lookup(r));
+        any |= bool(resultGrads.back());
+      }
+      if (!any)
+        continue;
+      SmallVector<bool> need;
+      for (Value v : op->getOperands())
+        need.push_back(varied.contains(v));
+      if (llvm::none_of(need, [](bool x) { return x; }))
+        continue;
+      b.setInsertionPoint(ret);
+      SmallVector<Value> operandGrads;
+      if (failed(buildGradients(b, op, resultGrads, need, operandGrads)))
+        return failure();
+      for (auto [v, g] : llvm::zip(op->getOperands(), operandGrads)) {
+        if (!g)
+          continue;
+        Value &acc = adjoint[v];
+        acc = acc ? AddOp::create(b, op->getLoc(), acc.getType(), acc, g).getResult() : g;
+      }
+    }
+
+    b.setInsertionPoint(ret);
+    // A parameter the loss does not reach has no gradient (null), as in PyTorch.
+    SmallVector<Value> grads;
+    for (BlockArgument p : params)
+      grads.push_back(adjoint.lookup(p));
+
+    SmallVector<Value> results = {lossValue};
+    SmallVector<Attribute> resultNames = {b.getStringAttr(names[*lossIndex])};
+    SmallVector<std::pair<unsigned, unsigned>> updates; // result -> argument
+    if (gradientsOnly) {
+      for (auto [p, g, name] : llvm::zip(params, grads, paramNames)) {
+        if (!g) {
+          auto t = cast<RankedTensorType>(p.getType());
+          g = ConstantOp::create(
+              b, loc, DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(), 0.0)));
+        }
+        results.push_back(g);
+        resultNames.push_back(b.getStringAttr("grad." + name.str()));
+      }
+    } else if (failed(buildOptimizer(func, b, params, paramNames, grads, results,
+                                     resultNames, updates))) {
+      return failure();
+    }
+
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    SmallVector<Type> resultTypes;
+    for (Value v : results)
+      resultTypes.push_back(v.getType());
+    func.setFunctionType(
+        FunctionType::get(func.getContext(), entry.getArgumentTypes(), resultTypes));
+    func->setAttr("compute.output_names", b.getArrayAttr(resultNames));
+    for (auto [res, arg] : updates)
+      func.setResultAttr(res, "compute.updates", b.getI64IntegerAttr(arg));
+    return success();
+  }
+
+  /// Adds the optimizer state as arguments and one update op per parameter.
+  LogicalResult buildOptimizer(func::FuncOp func, OpBuilder &b,
+                               ArrayRef<BlockArgument> params,
+                               ArrayRef<StringRef> paramNames, ArrayRef<Value> grads,
+                               SmallVectorImpl<Value> &results,
+                               SmallVectorImpl<Attribute> &resultNames,
+                               SmallVectorImpl<std::pair<unsigned, unsigned>> &updates) {
+    if (optimizer != "adamw" && optimizer != "sgd")
+      return func.emitError("--optimizer=") << optimizer
+                                            << " is not supported (adamw or sgd)";
+    Block &entry = func.getBody().front();
+    Location loc = func.getLoc();
+    auto addState = [&](Type type, StringRef name) {
+      unsigned index = func.getNumArguments();
+      if (failed(func.insertArgument(index, type,
+                                     b.getDictionaryAttr(b.getNamedAttr(
+                                         "compute.state", b.getStringAttr(name))),
+                                     loc)))
+        return BlockArgument();
+      return entry.getArgument(index);
+    };
+    auto update = [&](Value newValue, BlockArgument arg, StringRef name) {
+      updates.push_back({(unsigned)results.size(), arg.getArgNumber()});
+      results.push_back(newValue);
+      resultNames.push_back(b.getStringAttr(name));
+    };
+
+    if (optimizer == "adamw") {
+      double wd = weightDecay < 0 ? 0.01 : weightDecay;
+      // The step counter t: bias correction needs it, and it lives with the state.
+      auto stepType = RankedTensorType::get({}, b.getI64Type());
+      BlockArgument step = addState(stepType, "optimizer.step");
+      if (!step)
+        return failure();
+      Value one = ConstantOp::create(
+          b, loc, DenseElementsAttr::get(stepType, b.getI64IntegerAttr(1).getValue()));
+      Value t = AddOp::create(b, loc, stepType, step, one);
+      for (auto [p, name, g] : llvm::zip(params, paramNames, grads)) {
+        if (!g) // PyTorch skips a parameter whose gradient is None
+          continue;
+        BlockArgument m = addState(p.getType(), (name + ".exp_avg").str());
+        BlockArgument v = addState(p.getType(), (name + ".exp_avg_sq").str());
+        if (!m || !v)
+          return failure();
+        auto op = AdamWOp::create(b, p.getLoc(), p, g, m, v, t, lr, beta1, beta2, eps, wd);
+        update(op.getNewParam(), p, name);
+        update(op.getNewExpAvg(), m, (name + ".exp_avg").str());
+        update(op.getNewExpAvgSq(), v, (name + ".exp_avg_sq").str());
+      }
+      update(t, step, "optimizer.step");
+      return success();
+    }
+    double wd = weightDecay < 0 ? 0.0 : weightDecay;
+    for (auto [p, name, g] : llvm::zip(params, paramNames, grads)) {
+      if (!g) // PyTorch skips a parameter whose gradient is None
+        continue;
+      BlockArgument buf = addState(p.getType(), (name + ".momentum_buffer").str());
+      if (!buf)
+        return failure();
+      auto op = SgdOp::create(b, p.getLoc(), p, g, buf, lr, momentum, wd);
+      update(op.getNewParam(), p, name);
+      update(op.getNewMomentumBuffer(), buf, (name + ".momentum_buffer").str());
+    }
+    return success();
+  }
+};
+
+} // namespace

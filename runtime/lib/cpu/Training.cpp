@@ -1,0 +1,328 @@
+//===- Training.cpp - Backward and optimizer CPU kernels ------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// The optimizer kernels follow torch.optim's float arithmetic step by step (scalar
+// coefficients rounded to the parameter's type first), so that parity with PyTorch
+// holds to float rounding. They read each element before writing it, so the plan
+// may update parameters and state in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtil.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace zrt;
+using namespace zrt::cpu;
+
+namespace {
+
+BoundKernel bindReluGrad(const KernelCall &call) {
+  call.expectArity(2, 1);
+  const TensorView x = call.ins[0], g = call.ins[1], out = call.outs[0];
+  ZRT_CHECK(x.dtype == g.dtype && x.dtype == out.dtype && x.shape == g.shape,
+            call.where() << ": input, grad and result must match");
+  expectShape(call, out, x.shape, "result");
+  return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      const T *px = x.as<T>(), *pg = g.as<T>();
+      T *o = out.as<T>();
+      for (int64_t i = 0, n = x.numel(); i < n; ++i)
+        o[i] = px[i] > T(0) ? pg[i] : T(0);
+    };
+  });
+}
+
+BoundKernel bindLayerNormGrad(const KernelCall &call) {
+  call.expectArity(5, 3);
+  const TensorView x = call.ins[0], scale = call.ins[1], mean = call.ins[2],
+                   rstd = call.ins[3], gy = call.ins[4];
+  const TensorView dx = call.outs[0], dscale = call.outs[1], dbias = call.outs[2];
+  int64_t axis = call.intAttr("axis");
+  int64_t rank = x.shape.size();
+  ZRT_CHECK(axis >= 0 && axis < rank, call.where() << ": axis out of range");
+  for (const TensorView *t : {&scale, &mean, &rstd, &gy, &dx, &dscale, &dbias})
+    ZRT_CHECK(t->dtype == x.dtype, call.where() << ": dtypes differ");
+  expectShape(call, gy, x.shape, "grad");
+  expectShape(call, dx, x.shape, "input_grad");
+  Shape stat = x.shape, norm(x.shape.begin() + axis, x.shape.end());
+  for (int64_t i = axis; i < rank; ++i)
+    stat[i] = 1;
+  expectShape(call, mean, stat, "mean");
+  expectShape(call, rstd, stat, "inv_std_dev");
+  expectShape(call, dscale, norm, "scale_grad");
+  expectShape(call, dbias, norm, "bias_grad");
+  ZRT_CHECK(scale.shape.size() <= norm.size() &&
+                broadcastShapes({norm, scale.shape}, call) == norm,
+            call.where() << ": scale does not broadcast to " << shapeString(norm));
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= x.shape[i];
+  for (int64_t d : norm)
+    inner *= d;
+  std::vector<int64_t> sOff;
+  forEachBroadcast<1>(norm, std::array<Shape, 1>{broadcastStrides(scale.shape, norm)},
+                      [&](int64_t, auto off) { sOff.push_back(off[0]); });
+  return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      const T *px = x.as<T>(), *ps = scale.as<T>(), *pm = mean.as<T>(),
+              *pr = rstd.as<T>(), *pg = gy.as<T>();
+      T *pdx = dx.as<T>(), *pds = dscale.as<T>(), *pdb = dbias.as<T>();
+      std::vector<double> ds(inner, 0.0), db(inner, 0.0);
+      for (int64_t o = 0; o < outer; ++o) {
+        const T *row = px + o * inner, *grow = pg + o * inner;
+        double mu = pm[o], r = pr[o];
+        // With xhat = (x - mu) r and gx = gy * scale:
+        //   dx = r * (gx - mean(gx) - xhat * mean(gx * xhat))
+        double sumG = 0, sumGX = 0;
+        for (int64_t i = 0; i < inner; ++i) {
+          double xhat = ((double)row[i] - mu) * r;
+          double gx = (double)grow[i] * ps[sOff[i]];
+          sumG += gx;
+          sumGX += gx * xhat;
+          ds[i] += (double)grow[i] * xhat;
+          db[i] += grow[i];
+        }
+        double meanG = sumG / inner, meanGX = sumGX / inner;
+        for (int64_t i = 0; i < inner; ++i) {
+          double xhat = ((double)row[i] - mu) * r;
+          double gx = (double)grow[i] * ps[sOff[i]];
+          pdx[o * inner + i] = (T)(r * (gx - meanG - xhat * meanGX));
+        }
+      }
+      for (int64_t i = 0; i < inner; ++i) {
+        pds[i] = (T)ds[i];
+        pdb[i] = (T)db[i];
+      }
+    };
+  });
+}
+
+BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
+  ZRT_CHECK((call.ins.size() == 3 || call.ins.size() == 4) && call.outs.size() == 1,
+            call.where() << ": takes 3 or 4 inputs and 1 output");
+  const TensorView logp = call.ins[0], labels = call.ins[1], g = call.ins[2];
+  const TensorView out = call.outs[0];
+  bool hasWeights = call.ins.size() == 4;
+  TensorView weights = hasWeights ? call.ins[3] : TensorView{};
+  std::string reduction = call.stringAttr("reduction");
+  bool hasIgnore = call.hasAttr("ignore_index");
+  int64_t ignore = hasIgnore ? call.intAttr("ignore_index") : 0;
+  ZRT_CHECK(logp.shape.size() >= 2, call.where() << ": log_prob needs rank >= 2");
+  ZRT_CHECK(labels.dtype == zero::zplan::I64 || labels.dtype == zero::zplan::I32,
+            call.where() << ": labels must be i32 or i64");
+  int64_t n = logp.shape[0], c = logp.shape[1], inner = 1;
+  for (size_t i = 2; i < logp.shape.size(); ++i)
+    inner *= logp.shape[i];
+  Shape labelShape = logp.shape;
+  labelShape.erase(labelShape.begin() + 1);
+  expectShape(call, labels, labelShape, "labels");
+  expectShape(call, out, logp.shape, "result");
+  ZRT_CHECK(reduction == "none" || reduction == "sum" || reduction == "mean",
+            call.where() << ": unknown reduction '" << reduction << "'");
+  expectShape(call, g, reduction == "none" ? labelShape : Shape{}, "grad");
+  if (hasWeights)
+    expectShape(call, weights, {c}, "weights");
+  ZRT_CHECK(g.dtype == logp.dtype && out.dtype == logp.dtype &&
+                (!hasWeights || weights.dtype == logp.dtype),
+            call.where() << ": dtypes differ");
+  bool labels64 = labels.dtype == zero::zplan::I64;
+  std::string where = call.where();
+  return dispatchFloat(logp.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      const T *lp = logp.as<T>(), *pg = g.as<T>();
+      T *o = out.as<T>();
+      auto labelAt = [&](int64_t pos) {
+        return labels64 ? labels.as<int64_t>()[pos] : (int64_t)labels.as<int32_t>()[pos];
+      };
+      auto weightOf = [&](int64_t label) {
+        return hasWeights ? (double)weights.as<T>()[label] : 1.0;
+      };
+      // The mean divides by the summed weight of the counted positions.
+      double denom = 0;
+      for (int64_t pos = 0; pos < n * inner; ++pos) {
+        int64_t label = labelAt(pos);
+        if (!(hasIgnore && label == ignore)) {
+          ZRT_CHECK(label >= 0 && label < c,
+                    where << ": label " << label << " out of range [0, " << c << ")");
+          denom += weightOf(label);
+        }
+      }
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < inner; ++j) {
+          int64_t pos = i * inner + j;
+          int64_t label = labelAt(pos);
+          bool ignored = hasIgnore && label == ignore;
+          double coef = 0;
+          if (!ignored) {
+            double gl = reduction == "none" ? (double)pg[pos] : (double)pg[0];
+            coef = weightOf(label) * gl / (reduction == "mean" ? denom : 1.0);
+          }
+          for (int64_t k = 0; k < c; ++k) {
+            int64_t e = (i * c + k) * inner + j;
+            double p = std::exp((double)lp[e]);
+            o[e] = ignored ? T(0) : (T)(coef * (p - (k == label ? 1.0 : 0.0)));
+          }
+        }
+    };
+  });
+}
+
+BoundKernel bindGatherGrad(const KernelCall &call) {
+  call.expectArity(2, 1);
+  const TensorView idx = call.ins[0], g = call.ins[1], out = call.outs[0];
+  int64_t axis = call.intAttr("axis");
+  int64_t rank = out.shape.size();
+  ZRT_CHECK(rank > 0 && axis >= 0 && axis < rank, call.where() << ": axis out of range");
+  ZRT_CHECK(idx.dtype == zero::zplan::I64 || idx.dtype == zero::zplan::I32,
+            call.where() << ": indices must be i32 or i64");
+  Shape expected(out.shape.begin(), out.shape.begin() + axis);
+  expected.insert(expected.end(), idx.shape.begin(), idx.shape.end());
+  expected.insert(expected.end(), out.shape.begin() + axis + 1, out.shape.end());
+  expectShape(call, g, expected, "grad");
+  ZRT_CHECK(g.dtype == out.dtype, call.where() << ": dtypes differ");
+  int64_t outer = 1, inner = 1, dim = out.shape[axis];
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= out.shape[d];
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= out.shape[d];
+  bool idx64 = idx.dtype == zero::zplan::I64;
+  std::string where = call.where();
+  return dispatchFloat(out.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      T *o = out.as<T>();
+      const T *pg = g.as<T>();
+      std::memset(o, 0, out.bytes());
+      int64_t n = idx.numel();
+      for (int64_t i = 0; i < outer; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t at = idx64 ? idx.as<int64_t>()[j] : idx.as<int32_t>()[j];
+          int64_t k = at < 0 ? at + dim : at;
+          ZRT_CHECK(k >= 0 && k < dim, where << ": index " << at << " out of range");
+          T *dst = o + (i * dim + k) * inner;
+          const T *src = pg + (i * n + j) * inner;
+          for (int64_t e = 0; e < inner; ++e)
+            dst[e] += src[e];
+        }
+    };
+  });
+}
+
+BoundKernel bindSliceGrad(const KernelCall &call) {
+  call.expectArity(1, 1);
+  const TensorView g = call.ins[0], out = call.outs[0];
+  std::vector<int64_t> starts = call.intsAttr("starts"), steps = call.intsAttr("steps");
+  int64_t rank = out.shape.size();
+  ZRT_CHECK((int64_t)starts.size() == rank && (int64_t)steps.size() == rank &&
+                (int64_t)g.shape.size() == rank && g.dtype == out.dtype,
+            call.where() << ": starts, steps and grad must match the result rank");
+  Shape st = stridesOf(out.shape), sliceStrides(rank);
+  int64_t base = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t n = g.shape[d];
+    if (n > 0) {
+      int64_t last = starts[d] + (n - 1) * steps[d];
+      ZRT_CHECK(starts[d] >= 0 && starts[d] < out.shape[d] && last >= 0 &&
+                    last < out.shape[d],
+                call.where() << ": dimension " << d << " writes outside the result");
+    }
+    base += starts[d] * st[d];
+    sliceStrides[d] = steps[d] * st[d];
+  }
+  std::vector<int64_t> offsets;
+  forEachBroadcast<1>(g.shape, std::array<Shape, 1>{sliceStrides},
+                      [&](int64_t, auto off) { offsets.push_back(base + off[0]); });
+  int64_t size = dtypeSize(g.dtype);
+  return [=] {
+    std::memset(out.data, 0, out.bytes());
+    for (size_t i = 0; i < offsets.size(); ++i)
+      std::memcpy(out.as<char>() + offsets[i] * size, g.as<char>() + i * size, size);
+  };
+}
+
+/// Checks that every listed view has `p`'s dtype and shape.
+void expectLike(const KernelCall &call, const TensorView &p,
+                std::initializer_list<const TensorView *> views) {
+  for (const TensorView *v : views) {
+    ZRT_CHECK(v->dtype == p.dtype, call.where() << ": dtypes differ");
+    expectShape(call, *v, p.shape, "operand");
+  }
+}
+
+BoundKernel bindAdamW(const KernelCall &call) {
+  call.expectArity(5, 3);
+  const TensorView p = call.ins[0], g = call.ins[1], m = call.ins[2], v = call.ins[3],
+                   step = call.ins[4];
+  const TensorView po = call.outs[0], mo = call.outs[1], vo = call.outs[2];
+  expectLike(call, p, {&g, &m, &v, &po, &mo, &vo});
+  ZRT_CHECK(step.dtype == zero::zplan::I64 && step.shape.empty(),
+            call.where() << ": step must be a scalar i64");
+  double lr = call.floatAttr("lr"), b1 = call.floatAttr("beta1"),
+         b2 = call.floatAttr("beta2"), eps = call.floatAttr("eps"),
+         wd = call.floatAttr("weight_decay");
+  return dispatchFloat(p.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      int64_t t = step.as<int64_t>()[0];
+      // Scalars in double, as Python computes them in torch.optim.AdamW.
+      double bc1 = 1.0 - std::pow(b1, (double)t), bc2 = 1.0 - std::pow(b2, (double)t);
+      T decay = T(1.0 - lr * wd), stepSize = T(-(lr / bc1)), bc2Sqrt = T(std::sqrt(bc2));
+      T beta1 = T(b1), beta2 = T(b2), oneMinusB1 = T(1.0 - b1), oneMinusB2 = T(1.0 - b2);
+      T epsT = T(eps);
+      const T *pg = g.as<T>(), *pp = p.as<T>(), *pm = m.as<T>(), *pv = v.as<T>();
+      T *opp = po.as<T>(), *opm = mo.as<T>(), *opv = vo.as<T>();
+      for (int64_t i = 0, n = p.numel(); i < n; ++i) {
+        T gi = pg[i];
+        T param = pp[i] * decay;
+        T mi = pm[i] * beta1 + gi * oneMinusB1;
+        T vi = pv[i] * beta2 + oneMinusB2 * gi * gi;
+        T denom = std::sqrt(vi) / bc2Sqrt + epsT;
+        opp[i] = param + stepSize * (mi / denom);
+        opm[i] = mi;
+        opv[i] = vi;
+      }
+    };
+  });
+}
+
+BoundKernel bindSgd(const KernelCall &call) {
+  call.expectArity(3, 2);
+  const TensorView p = call.ins[0], g = call.ins[1], buf = call.ins[2];
+  const TensorView po = call.outs[0], bo = call.outs[1];
+  expectLike(call, p, {&g, &buf, &po, &bo});
+  double lr = call.floatAttr("lr"), mom = call.floatAttr("momentum"),
+         wd = call.floatAttr("weight_decay");
+  return dispatchFloat(p.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      T lrT = T(-lr), momT = T(mom), wdT = T(wd);
+      const T *pg = g.as<T>(), *pp = p.as<T>(), *pb = buf.as<T>();
+      T *opp = po.as<T>(), *opb = bo.as<T>();
+      for (int64_t i = 0, n = p.numel(); i < n; ++i) {
+        T d = wd != 0.0 ? pg[i] + pp[i] * wdT : pg[i];
+        // The buffer starts at zero, so the first step gives d, as PyTorch's clone.
+        T b = mom != 0.0 ? pb[i] * momT + d : d;
+        opp[i] = pp[i] + b * lrT;
+        opb[i] = b;
+      }
+    };
+  });
+}
+
+} // namespace
+
+void zrt::addTrainingKernels(KernelTable &t) {
+  t["relu_grad"] = bindReluGrad;
+  t["layer_norm_grad"] = bindLayerNormGrad;
+  t["softmax_cross_entropy_grad"] = bindSoftmaxCrossEntropyGrad;
+  t["gather_grad"] = bindGatherGrad;
+  t["slice_grad"] = bindSliceGrad;
+  t["adamw"] = bindAdamW;
+  t["sgd"] = bindSgd;
+}

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+# Checks zero-opt's gradient rules against central finite differences, in double
+# precision, through the real tools: for each case, `zero-opt --mode=gradients` gives
+# the analytic gradients, and the forward plan run on weights moved by +-h gives
+#   (loss(w + h e_i) - loss(w - h e_i)) / 2h   for every element i of every weight.
+#
+#   grad-check.py --bin BUILD/bin --cases CASES.py [--only NAME] [-j N]
+#
+# CASES.py defines CASES: a list of dicts with
+#   name    the case name
+#   nodes   ONNX text-syntax node lines producing the double tensor Y
+#   params  {name: shape} of the weights (initializers, random f64 values)
+#   positive  True when the weights must be positive (sqrt, log, ...)
+# The harness appends loss = ReduceSum(Y * R), R a fixed random tensor, so that
+# every element of Y gets a distinct weight in the loss.
+# Run with Debian's /usr/bin/python3 (python3-onnx, numpy).
+import argparse
+import concurrent.futures
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnx.helper as oh
+import onnx.numpy_helper as nh
+from onnx import parser, shape_inference
+
+H = 1e-6
+RTOL, ATOL = 1e-5, 1e-7
+
+
+def build_model(case, seed):
+    rng = np.random.RandomState(seed)
+    params = {}
+    for name, shape in case["params"].items():
+        if case.get("positive"):
+            v = rng.uniform(0.5, 2.0, size=shape)
+        else:  # away from 0, where relu and friends have kinks
+            v = rng.uniform(0.2, 1.0, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+        params[name] = v
+    inputs = ", ".join("double[%s] %s" % (",".join(map(str, s)), n)
+                       for n, s in case["params"].items())
+    text = '<ir_version: 8, opset_import: ["" : 17]>\ncase (%s) => (double[] loss)\n{\n%s\n}\n' % (
+        inputs, "\n".join(case["nodes"]) + "\n  loss = Identity(Y)")
+    model = parser.parse_model(text)
+    # Y's shape, then replace the placeholder loss by ReduceSum(Y * R).
+    inferred = shape_inference.infer_shapes(model)
+    y_shape = None
+    for vi in inferred.graph.value_info:
+        if vi.name == "Y":
+            y_shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+    if y_shape is None:
+        raise SystemExit("%s: cannot infer the shape of Y" % case["name"])
+    r = rng.uniform(-1.0, 1.0, size=y_shape)
+    g = model.graph
+    del g.node[-1]
+    g.node.extend([
+        oh.make_node("Constant", [], ["R"], value=nh.from_array(r, "R")),
+        oh.make_node("Mul", ["Y", "R"], ["YR"]),
+        oh.make_node("ReduceSum", ["YR"], ["loss"], keepdims=0),
+    ])
+    # The weights are initializers, not graph inputs.
+    del g.input[:]
+    for name, v in params.items():
+        g.initializer.append(nh.from_array(v, name))
+    return model, params
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError("%s failed: %s" % (os.path.basename(cmd[0]), r.stderr.strip()))
+
+
+def read(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return nh.to_array(t)
+
+
+def check_case(bindir, case, seed):
+    model, params = build_model(case, seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "case.onnx")
+        onnx.save(model, path)
+        run([os.path.join(bindir, "zero-opt"), path, "--mode=gradients", "-o",
+             os.path.join(tmp, "grad.zplan")])
+        run([os.path.join(bindir, "zero-opt"), path, "--mode=inference", "-o",
+             os.path.join(tmp, "fwd.zplan")])
+        run([os.path.join(bindir, "zero-run"), os.path.join(tmp, "grad.zplan"), "--init",
+             path, "--save-outputs", os.path.join(tmp, "grad"), "--quiet"])
+        analytic = {name: read(os.path.join(tmp, "grad", "output_%d.pb" % (k + 1)))
+                    for k, name in enumerate(params)}
+
+        def loss_at(name, index, delta, tag):
+            moved = onnx.ModelProto()
+            moved.CopyFrom(model)
+            for init in moved.graph.initializer:
+                if init.name == name:
+                    v = params[name].copy()
+                    v[index] += delta
+                    init.CopyFrom(nh.from_array(v, name))
+            mpath = os.path.join(tmp, "m%s.onnx" % tag)
+            onnx.save(moved, mpath)
+            out = os.path.join(tmp, "o%s" % tag)
+            run([os.path.join(bindir, "zero-run"), os.path.join(tmp, "fwd.zplan"),
+                 "--init", mpath, "--save-outputs", out, "--quiet"])
+            return float(read(os.path.join(out, "output_0.pb")))
+
+        worst = 0.0
+        for name, v in params.items():
+            got = analytic[name]
+            if got.shape != v.shape:
+                return False, "gradient of %s has shape %s, expected %s" % (name, got.shape, v.shape)
+            for i, index in enumerate(np.ndindex(v.shape)):
+                fd = (loss_at(name, index, H, "p") - loss_at(name, index, -H, "m")) / (2 * H)
+                err = abs(got[index] - fd)
+                worst = max(worst, err / max(abs(fd), 1.0))
+                if err > ATOL + RTOL * abs(fd):
+                    return False, "d loss / d %s%s: analytic %.10g, finite difference %.10g" % (
+                        name, list(index), got[index], fd)
+        return True, "max error %.1e" % worst
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", required=True)
+    p.add_argument("--cases", required=True)
+    p.add_argument("--only")
+    p.add_argument("-j", type=int, default=os.cpu_count() or 2)
+    a = p.parse_args()
+    spec = importlib.util.spec_from_file_location("cases", a.cases)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cases = [c for c in mod.CASES if not a.only or a.only in c["name"]]
+    passed = failed = 0
+
+    def one(item):
+        seed, case = item
+        try:
+            return case, check_case(a.bin, case, seed)
+        except RuntimeError as e:
+            return case, (False, str(e))
+
+    with concurrent.futures.ThreadPoolExecutor(a.j) as pool:
+        for case, (ok, msg) in pool.map(one, enumerate(cases)):
+            print("%s %-28s %s" % ("PASS" if ok else "FAIL", case["name"], msg), flush=True)
+            passed += ok
+            failed += not ok
+    print("gradient checks: %d passed, %d failed" % (passed, failed))
+    return 1 if failed or not cases else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+# Trains one model for K steps in zero-run and in PyTorch (python3-torch, CPU) from
+# the same initial weights on the same batches (DESIGN.md's data order), and checks
+# that per-step losses and final weights agree.
+#
+#   train-parity.py --bin BUILD/bin --work DIR --model gpt|mlp --optimizer adamw|sgd
+#                   [--steps 20] [--rtol 1e-4] [zero-opt optimizer flags...]
+#
+# Weights are compared per tensor: |w - w_torch| / |w_torch| (Frobenius norms), so a
+# tensor passes when it is the same tensor to float rounding. Exit 1 on a mismatch.
+# Run with Debian's /usr/bin/python3 (python3-torch, python3-onnx).
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnx.numpy_helper as nh
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zero_models  # noqa: E402
+
+
+def build_model(name, vocab, seq):
+    torch.manual_seed(0)
+    if name == "gpt":
+        return zero_models.GPT(layers=2, hidden=32, heads=4, vocab=vocab, seq=seq)
+    return zero_models.MLP(vocab=vocab, hidden=24)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--model", choices=["gpt", "mlp"], required=True)
+    p.add_argument("--optimizer", choices=["adamw", "sgd"], required=True)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--rtol", type=float, default=1e-4)
+    p.add_argument("--lr", type=float, default=None)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--weight-decay", type=float, default=None)
+    a = p.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    vocab, seq, batch = 64, 16, 4
+    lr = a.lr if a.lr is not None else (3e-3 if a.optimizer == "adamw" else 0.1)
+    wd = a.weight_decay if a.weight_decay is not None else (0.01 if a.optimizer == "adamw" else 0.0)
+
+    # A token file: u8 is enough for this vocabulary; varied but reproducible.
+    rng = np.random.RandomState(1)
+    data = rng.randint(0, vocab, size=4096).astype(np.uint8)
+    data_path = os.path.join(a.work, "tokens.u8")
+    data.tofile(data_path)
+
+    model = build_model(a.model, vocab, seq)
+    onnx_path = os.path.join(a.work, "model.onnx")
+    zero_models.export(model, onnx_path, batch, seq, vocab)
+
+    # zero-opt + zero-run.
+    plan = os.path.join(a.work, "step.zplan")
+    flags = ["--optimizer=" + a.optimizer, "--lr=%r" % lr, "--weight-decay=%r" % wd]
+    if a.optimizer == "sgd":
+        flags.append("--momentum=%r" % a.momentum)
+    subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "-o", plan] + flags, check=True)
+    log = os.path.join(a.work, "log.json")
+    trained = os.path.join(a.work, "trained.onnx")
+    subprocess.run([os.path.join(a.bin, "zero-run"), plan, "--init", onnx_path,
+                    "--data", data_path, "--steps", str(a.steps), "--log-json", log,
+                    "--save-weights", trained, "--quiet"], check=True)
+    zero_losses = [json.loads(line)["loss"] for line in open(log)]
+
+    # PyTorch on the same batches.
+    params = list(model.parameters())
+    if a.optimizer == "adamw":
+        opt = torch.optim.AdamW(params, lr=lr, weight_decay=wd)
+    else:
+        opt = torch.optim.SGD(params, lr=lr, momentum=a.momentum, weight_decay=wd)
+    tdata = torch.from_numpy(data.astype(np.int64))
+    torch_losses = []
+    model.train()
+    for step in range(a.steps):
+        tokens, targets = zero_models.make_batch(tdata, step, batch, seq)
+        opt.zero_grad()
+        loss = model(tokens, targets)
+        loss.backward()
+        opt.step()
+        torch_losses.append(loss.item())
+
+    ok = True
+    worst_loss = 0.0
+    print("%s + %s, %d steps, lr %g" % (a.model, a.optimizer, a.steps, lr))
+    print("step  zero-run loss   PyTorch loss   rel. error")
+    for i, (z, t) in enumerate(zip(zero_losses, torch_losses)):
+        rel = abs(z - t) / abs(t)
+        worst_loss = max(worst_loss, rel)
+        print("%4d  %13.8f  %13.8f   %.2e" % (i + 1, z, t, rel))
+    if len(zero_losses) != a.steps or worst_loss >= a.rtol:
+        ok = False
+
+    state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    worst_weight = 0.0
+    compared = 0
+    for init in onnx.load(trained).graph.initializer:
+        if init.name not in state:
+            continue
+        got, want = nh.to_array(init).astype(np.float64), state[init.name].astype(np.float64)
+        rel = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
+        worst_weight = max(worst_weight, rel)
+        compared += 1
+        if rel >= a.rtol:
+            print("weight %s differs: relative error %.2e" % (init.name, rel))
+            ok = False
+    n_params = len({id(p) for p in model.parameters()})
+    if compared != n_params:
+        print("compared %d weights, the model has %d parameters" % (compared, n_params))
+        ok = False
+    print("worst loss error %.2e, worst weight error %.2e over %d tensors (rtol %g): %s"
+          % (worst_loss, worst_weight, compared, a.rtol, "ok" if ok else "MISMATCH"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
