@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
 
 namespace zero {
 
@@ -26,6 +27,9 @@ inline void registerAllDialects(mlir::DialectRegistry &registry) {
 
 /// Every pass, so that each has its command-line flag.
 inline void registerAllPasses() {
+  // Upstream's generic passes (--canonicalize, --cse, ...) for lit tests and
+  // pipelines written on the command line.
+  mlir::registerTransformsPasses();
   registerZeroComputePasses();
   registerZeroConversionPasses();
 }

@@ -8,6 +8,7 @@
 #include "zrt/Error.h"
 #include "zrt/OnnxTensors.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -92,4 +93,15 @@ void Executor::setInput(int index, const onnx::TensorProto &t) {
 void Executor::run() {
   for (auto &k : kernels_)
     k();
+}
+
+void Executor::runProfiled(std::map<std::string, double> &msByKernel) {
+  for (size_t i = 0; i < kernels_.size(); ++i) {
+    auto start = std::chrono::steady_clock::now();
+    kernels_[i]();
+    msByKernel[plan_.kernels(i).name()] +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                  start)
+            .count();
+  }
 }

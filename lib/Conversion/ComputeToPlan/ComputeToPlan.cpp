@@ -40,6 +40,18 @@ int64_t bytesOf(Value v) {
   return t.getNumElements() * elementBytes(t.getElementType());
 }
 
+/// A transpose that swaps the last two dimensions and keeps the others.
+bool isLastTwoSwap(compute::TransposeOp t) {
+  ArrayRef<int64_t> perm = t.getPerm();
+  int64_t r = perm.size();
+  if (r < 2 || perm[r - 1] != r - 2 || perm[r - 2] != r - 1)
+    return false;
+  for (int64_t i = 0; i + 2 < r; ++i)
+    if (perm[i] != i)
+      return false;
+  return true;
+}
+
 /// Ops whose kernels read each element before writing the same element of the
 /// output, so that the output may share the input's bytes.
 bool isInPlaceSafe(Operation &op) {
@@ -79,11 +91,29 @@ struct ConvertComputeToPlanPass
     DenseMap<Value, Value> bufferOf;
     DenseMap<Value, int64_t> offsetOf;
 
+    // Transposes of the last two dimensions that only matmuls read are not run:
+    // the matmul kernel reads the untransposed buffer with a transpose flag (BLAS
+    // does it for free). `source` maps such a transpose to its input.
+    DenseMap<Value, Value> source;
+    for (Operation &op : entry)
+      if (auto t = dyn_cast<compute::TransposeOp>(op))
+        if (isLastTwoSwap(t) && !t->use_empty() &&
+            llvm::all_of(t->getUsers(),
+                         [](Operation *u) { return isa<compute::MatMulOp>(u); }))
+          source[t.getResult()] = t.getInput();
+    auto resolve = [&](Value v) {
+      Value s = source.lookup(v);
+      return s ? s : v;
+    };
+
     // Last reader of every value, so that a temporary is freed right after it.
     DenseMap<Value, Operation *> lastUse;
-    for (Operation &op : entry)
+    for (Operation &op : entry) {
+      if (source.count(op.getNumResults() ? op.getResult(0) : Value()))
+        continue; // a fused transpose reads nothing itself
       for (Value v : op.getOperands())
-        lastUse[v] = &op;
+        lastUse[resolve(v)] = &op;
+    }
     Operation *terminator = entry.getTerminator();
 
     auto makeBuffer = [&](Value v, StringRef role, NamedAttrList attrs) {
@@ -152,11 +182,11 @@ struct ConvertComputeToPlanPass
       if (op.getDialect() != op.getContext()->getLoadedDialect("compute"))
         return op.emitError("cannot lower '")
                << op.getName() << "' to the plan: only compute ops are supported";
-      if (isa<compute::ConstantOp>(op))
+      if (isa<compute::ConstantOp>(op) || source.count(op.getResult(0)))
         continue;
       SmallVector<Value> ins, outs;
       for (Value v : op.getOperands())
-        ins.push_back(bufferOf.lookup(v));
+        ins.push_back(bufferOf.lookup(resolve(v)));
       // Outputs are placed before any input is released, so a kernel never writes
       // over what it reads.
       for (Value r : op.getResults()) {
@@ -174,6 +204,12 @@ struct ConvertComputeToPlanPass
       NamedAttrList kernelAttrs;
       for (NamedAttribute a : op.getAttrs())
         kernelAttrs.append(a);
+      if (isa<compute::MatMulOp>(op)) {
+        if (source.count(op.getOperand(0)))
+          kernelAttrs.append("transpose_lhs", b.getBoolAttr(true));
+        if (source.count(op.getOperand(1)))
+          kernelAttrs.append("transpose_rhs", b.getBoolAttr(true));
+      }
       StringRef kernel = op.getName().stripDialect();
       plan::KernelOp::create(b, op.getLoc(), b.getStringAttr(kernel), ins, outs,
                              kernelAttrs.getDictionary(op.getContext()));
@@ -189,9 +225,11 @@ struct ConvertComputeToPlanPass
       for (Value r : op.getResults())
         releaseIfDead(r, /*isResult=*/true);
       llvm::SmallDenseSet<Value> seen;
-      for (Value v : op.getOperands())
+      for (Value operand : op.getOperands()) {
+        Value v = resolve(operand);
         if (seen.insert(v).second && lastUse.lookup(v) != terminator)
           releaseIfDead(v, /*isResult=*/false);
+      }
     }
 
     SmallVector<Value> results;

@@ -13,6 +13,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,9 @@ public:
 
   /// Runs every kernel once, in plan order.
   void run();
+  /// Same, adding each kernel's wall time in milliseconds to `msByKernel` under
+  /// its name.
+  void runProfiled(std::map<std::string, double> &msByKernel);
 
   int numOutputs() const { return plan_.outputs_size(); }
   TensorView output(int i) const { return buffer(plan_.outputs(i).buffer()); }

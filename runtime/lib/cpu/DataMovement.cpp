@@ -16,11 +16,34 @@ using namespace zrt::cpu;
 
 namespace {
 
-/// Copies elements of `size` bytes: dst[i] = src[offsets[i]].
-void gatherBytes(char *dst, const char *src, const std::vector<int64_t> &offsets,
-                 int64_t size) {
-  for (size_t i = 0; i < offsets.size(); ++i)
-    std::memcpy(dst + i * size, src + offsets[i] * size, size);
+/// Calls fn(T{}) with an unsigned integer type of `size` bytes: data movement
+/// copies elements without looking at their values.
+template <typename Fn> auto dispatchBySize(int64_t size, Fn &&fn) {
+  switch (size) {
+  case 1:
+    return fn(uint8_t{});
+  case 2:
+    return fn(uint16_t{});
+  case 4:
+    return fn(uint32_t{});
+  default:
+    return fn(uint64_t{});
+  }
+}
+
+/// out[i] = in[base + offset(i)], with the output walked in row-major order and the
+/// input through `strides` (elements): transpose, slice and broadcast in one loop.
+BoundKernel stridedCopy(const TensorView &in, const TensorView &out, Shape strides,
+                        int64_t base) {
+  return dispatchBySize(dtypeSize(in.dtype), [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      const T *src = in.as<T>() + base;
+      T *dst = out.as<T>();
+      forEachBroadcast<1>(out.shape, std::array<Shape, 1>{strides},
+                          [&](int64_t i, auto off) { dst[i] = src[off[0]]; });
+    };
+  });
 }
 
 /// reshape (same bytes, another shape) and copy (into a parameter or state buffer
@@ -35,8 +58,6 @@ BoundKernel bindCopy(const KernelCall &call) {
   return [=] { std::memcpy(out.data, x.data, x.bytes()); };
 }
 
-/// Source offset of every output element, precomputed at bind time: shapes are
-/// static, and this keeps the run loop a plain copy.
 BoundKernel bindTranspose(const KernelCall &call) {
   call.expectArity(1, 1);
   const TensorView x = call.ins[0], out = call.outs[0];
@@ -54,12 +75,7 @@ BoundKernel bindTranspose(const KernelCall &call) {
   }
   ZRT_CHECK(x.dtype == out.dtype, call.where() << ": dtype changes");
   expectShape(call, out, shape, "result");
-  std::vector<int64_t> offsets;
-  offsets.reserve(out.numel());
-  forEachBroadcast<1>(shape, std::array<Shape, 1>{permStrides},
-                      [&](int64_t, auto off) { offsets.push_back(off[0]); });
-  int64_t size = dtypeSize(x.dtype);
-  return [=] { gatherBytes(out.as<char>(), x.as<char>(), offsets, size); };
+  return stridedCopy(x, out, permStrides, 0);
 }
 
 BoundKernel bindSlice(const KernelCall &call) {
@@ -83,12 +99,7 @@ BoundKernel bindSlice(const KernelCall &call) {
     base += starts[d] * st[d];
     sliceStrides[d] = steps[d] * st[d];
   }
-  std::vector<int64_t> offsets;
-  offsets.reserve(out.numel());
-  forEachBroadcast<1>(out.shape, std::array<Shape, 1>{sliceStrides},
-                      [&](int64_t, auto off) { offsets.push_back(base + off[0]); });
-  int64_t size = dtypeSize(x.dtype);
-  return [=] { gatherBytes(out.as<char>(), x.as<char>(), offsets, size); };
+  return stridedCopy(x, out, sliceStrides, base);
 }
 
 BoundKernel bindConcat(const KernelCall &call) {
@@ -132,11 +143,7 @@ BoundKernel bindExpand(const KernelCall &call) {
   ZRT_CHECK(x.dtype == out.dtype, call.where() << ": dtype changes");
   Shape shape = broadcastShapes({x.shape, out.shape}, call);
   expectShape(call, out, shape, "result");
-  std::vector<int64_t> offsets;
-  forEachBroadcast<1>(shape, std::array<Shape, 1>{broadcastStrides(x.shape, shape)},
-                      [&](int64_t, auto off) { offsets.push_back(off[0]); });
-  int64_t size = dtypeSize(x.dtype);
-  return [=] { gatherBytes(out.as<char>(), x.as<char>(), offsets, size); };
+  return stridedCopy(x, out, broadcastStrides(x.shape, shape), 0);
 }
 
 BoundKernel bindGather(const KernelCall &call) {

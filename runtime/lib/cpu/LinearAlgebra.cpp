@@ -13,25 +13,36 @@ using namespace zrt::cpu;
 
 namespace {
 
-void gemm(const float *a, const float *b, float *c, int64_t m, int64_t n, int64_t k) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n,
-              0.0f, c, n);
+void gemm(bool ta, bool tb, const float *a, const float *b, float *c, int64_t m,
+          int64_t n, int64_t k) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n);
 }
-void gemm(const double *a, const double *b, double *c, int64_t m, int64_t n,
-          int64_t k) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n,
-              0.0, c, n);
+void gemm(bool ta, bool tb, const double *a, const double *b, double *c, int64_t m,
+          int64_t n, int64_t k) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              m, n, k, 1.0, a, ta ? m : k, b, tb ? k : n, 0.0, c, n);
 }
 
 /// numpy.matmul: 1-D operands are promoted to matrices and the added dimension is
-/// dropped again; batch dimensions broadcast.
+/// dropped again; batch dimensions broadcast. `transpose_lhs` / `transpose_rhs`
+/// (set by the plan lowering in place of a transpose kernel) say that an operand
+/// is stored with its last two dimensions swapped.
 BoundKernel bindMatMul(const KernelCall &call) {
   call.expectArity(2, 1);
   const TensorView a = call.ins[0], b = call.ins[1], out = call.outs[0];
   ZRT_CHECK(a.dtype == b.dtype && a.dtype == out.dtype,
             call.where() << ": operand dtypes differ");
+  bool ta = call.hasAttr("transpose_lhs") && call.intAttr("transpose_lhs");
+  bool tb = call.hasAttr("transpose_rhs") && call.intAttr("transpose_rhs");
   Shape as = a.shape, bs = b.shape;
   ZRT_CHECK(!as.empty() && !bs.empty(), call.where() << ": scalar operand");
+  ZRT_CHECK((!ta || as.size() >= 2) && (!tb || bs.size() >= 2),
+            call.where() << ": a transposed operand needs rank >= 2");
+  if (ta)
+    std::swap(as[as.size() - 1], as[as.size() - 2]);
+  if (tb)
+    std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
   bool aVec = as.size() == 1, bVec = bs.size() == 1;
   if (aVec)
     as.insert(as.begin(), 1);
@@ -39,8 +50,8 @@ BoundKernel bindMatMul(const KernelCall &call) {
     bs.push_back(1);
   int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
   ZRT_CHECK(bs[bs.size() - 2] == k, call.where() << ": inner dimensions differ ("
-                                                 << shapeString(a.shape) << " x "
-                                                 << shapeString(b.shape) << ")");
+                                                 << shapeString(as) << " x "
+                                                 << shapeString(bs) << ")");
   Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
   Shape batch = broadcastShapes({aBatch, bBatch}, call);
   Shape expected = batch;
@@ -68,7 +79,8 @@ BoundKernel bindMatMul(const KernelCall &call) {
           std::fill(c, c + m * n, T(0));
           continue;
         }
-        gemm(a.as<T>() + aOff[i] * m * k, b.as<T>() + bOff[i] * k * n, c, m, n, k);
+        gemm(ta, tb, a.as<T>() + aOff[i] * m * k, b.as<T>() + bOff[i] * k * n, c, m, n,
+             k);
       }
     };
   });

@@ -28,24 +28,33 @@ void splitAxis(const Shape &shape, int64_t axis, int64_t &outer, int64_t &dim,
     inner *= shape[i];
 }
 
-/// Log-softmax (or softmax) along the middle extent of [outer, dim, inner].
+/// Log-softmax (or softmax) along the middle extent of [outer, dim, inner]: one
+/// exp per element, in the tensor's type as PyTorch does; sums in double.
 template <typename T>
 void softmaxRows(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner,
                  bool log) {
+  std::vector<T> e(dim);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       const T *px = x + o * dim * inner + i;
       T *py = y + o * dim * inner + i;
-      double mx = -std::numeric_limits<double>::infinity();
+      T mx = -std::numeric_limits<T>::infinity();
       for (int64_t d = 0; d < dim; ++d)
-        mx = std::max(mx, (double)px[d * inner]);
+        mx = std::max(mx, px[d * inner]);
       double sum = 0;
-      for (int64_t d = 0; d < dim; ++d)
-        sum += std::exp((double)px[d * inner] - mx);
-      double lse = mx + std::log(sum);
-      for (int64_t d = 0; d < dim; ++d)
-        py[d * inner] = log ? (T)((double)px[d * inner] - lse)
-                            : (T)std::exp((double)px[d * inner] - lse);
+      for (int64_t d = 0; d < dim; ++d) {
+        e[d] = std::exp(px[d * inner] - mx);
+        sum += e[d];
+      }
+      if (log) {
+        T lse = mx + (T)std::log(sum);
+        for (int64_t d = 0; d < dim; ++d)
+          py[d * inner] = px[d * inner] - lse;
+      } else {
+        T scale = (T)(1.0 / sum);
+        for (int64_t d = 0; d < dim; ++d)
+          py[d * inner] = e[d] * scale;
+      }
     }
 }
 

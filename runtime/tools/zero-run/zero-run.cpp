@@ -21,7 +21,9 @@
 #include "zrt/SaveWeights.h"
 #include "zrt/TokenData.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -47,6 +49,9 @@ const char *kUsage =
     "  --steps K              number of steps (default 1)\n"
     "  --shuffle --seed S     random sample starts instead, reproducible from S\n"
     "  --log-json FILE        one JSON object per step: step, loss, ms, tokens_per_s\n"
+    "  --print-every N        a terminal line every N steps (default 1; the JSON log\n"
+    "                         still has every step)\n"
+    "  --profile              at the end, time spent per kernel kind\n"
     "  --save-weights OUT     the model with its trained initializers, as ONNX\n"
     "One run on given inputs:\n"
     "  --inputs DIR           graph inputs as DIR/input_K.pb (ONNX TensorProto)\n"
@@ -56,8 +61,8 @@ const char *kUsage =
 struct Options {
   std::string plan, init, inputs, saveOutputs, data, dataFormat = "u8", logJson,
       saveWeights;
-  int64_t steps = 1;
-  bool shuffle = false, quiet = false;
+  int64_t steps = 1, printEvery = 1;
+  bool shuffle = false, quiet = false, profile = false;
   uint64_t seed = 0;
 };
 
@@ -102,6 +107,9 @@ Options parseArgs(int argc, char **argv) {
       o.data = value("--data");
     } else if (is("--steps")) {
       o.steps = parseInt("--steps", value("--steps"));
+    } else if (is("--print-every")) {
+      o.printEvery = parseInt("--print-every", value("--print-every"));
+      ZRT_CHECK(o.printEvery > 0, "--print-every needs a positive integer");
     } else if (is("--seed")) {
       o.seed = parseInt("--seed", value("--seed"));
     } else if (is("--log-json")) {
@@ -110,6 +118,8 @@ Options parseArgs(int argc, char **argv) {
       o.saveWeights = value("--save-weights");
     } else if (a == "--shuffle") {
       o.shuffle = true;
+    } else if (a == "--profile") {
+      o.profile = true;
     } else if (a == "--quiet") {
       o.quiet = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -191,6 +201,21 @@ void drawBar(int64_t done, int64_t total) {
   std::fflush(stdout);
 }
 
+/// Kernel kinds by total time, per step.
+void printProfile(const std::map<std::string, double> &msByKernel, int64_t steps) {
+  std::vector<std::pair<double, std::string>> rows;
+  double total = 0;
+  for (const auto &[name, ms] : msByKernel) {
+    rows.push_back({ms, name});
+    total += ms;
+  }
+  std::sort(rows.rbegin(), rows.rend());
+  std::printf("time per step by kernel kind:\n");
+  for (const auto &[ms, name] : rows)
+    std::printf("  %-28s %9.3f ms  %5.1f%%\n", name.c_str(), ms / std::max<int64_t>(steps, 1),
+                total ? 100.0 * ms / total : 0.0);
+}
+
 int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
   TensorView tokens = tokenInput(exec, 0, "tokens");
   TensorView targets = tokenInput(exec, 1, "targets");
@@ -210,21 +235,26 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
                 (long long)o.steps, (long long)batch, (long long)seqLen,
                 (long long)data.size());
   double totalMs = 0;
+  std::map<std::string, double> msByKernel;
   for (int64_t step = 0; step < o.steps; ++step) {
     // One rank: the global batch is this rank's batch.
     data.fillBatch(step, batch, 0, batch, seqLen, o.shuffle, o.seed,
                    tokens.as<int64_t>(), targets.as<int64_t>());
     auto start = std::chrono::steady_clock::now();
-    exec.run();
+    if (o.profile)
+      exec.runProfiled(msByKernel);
+    else
+      exec.run();
     double ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - start)
                     .count();
     totalMs += ms;
     double loss = scalarOf(exec.output(0));
     double tps = batch * seqLen / (ms / 1000.0);
+    bool print = (step + 1) % o.printEvery == 0 || step == 0 || step + 1 == o.steps;
     if (tty)
       std::printf("\r\033[K");
-    if (!o.quiet)
+    if (!o.quiet && print)
       std::printf("step %lld/%lld  loss %.6f  %.2f ms/step  %.0f tokens/s\n",
                   (long long)step + 1, (long long)o.steps, loss, ms, tps);
     if (tty && step + 1 < o.steps)
@@ -242,6 +272,8 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
   if (!o.quiet && o.steps)
     std::printf("%lld steps, %.2f ms/step on average\n", (long long)o.steps,
                 totalMs / o.steps);
+  if (o.profile)
+    printProfile(msByKernel, o.steps);
   if (!o.saveWeights.empty()) {
     saveWeights(*model, exec, o.saveWeights);
     if (!o.quiet)

@@ -50,3 +50,76 @@ func.func @main(%x: tensor<2x8xf32> {compute.input = 0 : i64}, %g: tensor<8xf32>
   %b = compute.neg %a : tensor<2x8xf32>
   return %a, %b : tensor<2x8xf32>, tensor<2x8xf32>
 }
+
+// -----
+
+// Updates: the optimizer writes the parameter and its state in place (it reads
+// each for the last time); the step counter's add too. Returned updates are not
+// plan outputs.
+// CHECK-LABEL: plan.program @main
+// CHECK: %[[P:.+]] = plan.buffer "param" at {{[0-9]+}} {name = "p"} : memref<4xf32>
+// CHECK: %[[T:.+]] = plan.buffer "state" at {{[0-9]+}} {name = "optimizer.step"} : memref<i64>
+// CHECK: %[[M:.+]] = plan.buffer "state" at {{[0-9]+}} {name = "p.exp_avg"} : memref<4xf32>
+// CHECK: %[[V:.+]] = plan.buffer "state" at {{[0-9]+}} {name = "p.exp_avg_sq"} : memref<4xf32>
+// CHECK: plan.kernel "add" ins(%[[T]], %{{.+}} : memref<i64>, memref<i64>) outs(%[[T]] : memref<i64>)
+// CHECK: plan.kernel "adamw" ins(%[[P]], %{{.+}}, %[[M]], %[[V]], %[[T]] : {{.+}}) outs(%[[P]], %[[M]], %[[V]] : memref<4xf32>, memref<4xf32>, memref<4xf32>)
+// CHECK-NOT: plan.kernel "copy"
+// CHECK: plan.return %{{.+}} : memref<f32> {names = ["loss"]}
+func.func @main(%p: tensor<4xf32> {compute.param = "p"}, %g: tensor<4xf32> {compute.input = 0 : i64},
+                %t: tensor<i64> {compute.state = "optimizer.step"},
+                %m: tensor<4xf32> {compute.state = "p.exp_avg"}, %v: tensor<4xf32> {compute.state = "p.exp_avg_sq"})
+    -> (tensor<f32>, tensor<4xf32> {compute.updates = 0 : i64}, tensor<4xf32> {compute.updates = 3 : i64},
+        tensor<4xf32> {compute.updates = 4 : i64}, tensor<i64> {compute.updates = 2 : i64})
+    attributes {compute.output_names = ["loss", "p", "p.exp_avg", "p.exp_avg_sq", "optimizer.step"]} {
+  %l = compute.reduce_sum %p {axes = array<i64: 0>, keepdims = false} : tensor<4xf32> -> tensor<f32>
+  %one = compute.constant dense<1> : tensor<i64>
+  %t1 = compute.add %t, %one : tensor<i64>, tensor<i64> -> tensor<i64>
+  %p1, %m1, %v1 = compute.adamw %p, %g, %m, %v, %t1 {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<4xf32>, tensor<i64> -> tensor<4xf32>
+  return %l, %p1, %m1, %v1, %t1 : tensor<f32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>
+}
+
+// -----
+
+// Where writing in place is not safe (the old value is read later, or the kernel
+// is not elementwise-in-place), the new value goes to a temporary and is copied
+// into the parameter's buffer at the end of the step.
+// CHECK-LABEL: plan.program @main
+// CHECK: %[[P:.+]] = plan.buffer "param" at {{[0-9]+}} {name = "p"} : memref<2x2xf32>
+// CHECK: %[[N:.+]] = plan.buffer "temp" at {{[0-9]+}} : memref<2x2xf32>
+// CHECK: plan.kernel "add" ins(%[[P]], %[[P]] : {{.+}}) outs(%[[N]] : memref<2x2xf32>)
+// CHECK: %[[TT:.+]] = plan.buffer "temp" at {{[0-9]+}} : memref<2x2xf32>
+// CHECK: plan.kernel "transpose" ins(%[[P]] : memref<2x2xf32>) outs(%[[TT]] : memref<2x2xf32>)
+// CHECK: plan.kernel "copy" ins(%[[N]] : memref<2x2xf32>) outs(%[[P]] : memref<2x2xf32>)
+// CHECK: plan.return %[[TT]] : memref<2x2xf32>
+func.func @main(%p: tensor<2x2xf32> {compute.param = "p"})
+    -> (tensor<2x2xf32> {compute.updates = 0 : i64}, tensor<2x2xf32>) {
+  %0 = compute.add %p, %p : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xf32>
+  %1 = compute.transpose %p {perm = array<i64: 1, 0>} : tensor<2x2xf32> -> tensor<2x2xf32>
+  return %0, %1 : tensor<2x2xf32>, tensor<2x2xf32>
+}
+
+// -----
+
+// A transpose of the last two dimensions that only matmuls read is not run: the
+// matmul reads the untransposed buffer with a flag. Its input then lives until
+// the matmul, so the relu in between must not reuse its bytes. A transpose with
+// another reader stays.
+// CHECK-LABEL: plan.program @main
+// CHECK: %[[X:.+]] = plan.buffer "input" at 0
+// CHECK: %[[W:.+]] = plan.buffer "input" at 64
+// CHECK: %[[A:.+]] = plan.buffer "temp" at 128 : memref<4x3xf32>
+// CHECK: plan.kernel "neg" ins(%[[W]] : memref<4x3xf32>) outs(%[[A]] : memref<4x3xf32>)
+// CHECK-NOT: plan.kernel "transpose"
+// CHECK: %[[R:.+]] = plan.buffer "temp" at 192 : memref<2x3xf32>
+// CHECK: plan.kernel "relu"
+// CHECK: plan.kernel "matmul" ins(%[[R]], %[[A]] : memref<2x3xf32>, memref<4x3xf32>) outs(%{{.+}} : memref<2x4xf32>) attrs {transpose_rhs = true}
+// CHECK: plan.kernel "transpose" ins(%[[X]]
+func.func @main(%x: tensor<2x3xf32> {compute.input = 0 : i64}, %w: tensor<4x3xf32> {compute.input = 1 : i64})
+    -> (tensor<2x4xf32>, tensor<3x2xf32>) {
+  %a = compute.neg %w : tensor<4x3xf32>
+  %t = compute.transpose %a {perm = array<i64: 1, 0>} : tensor<4x3xf32> -> tensor<3x4xf32>
+  %r = compute.relu %x : tensor<2x3xf32>
+  %y = compute.matmul %r, %t : tensor<2x3xf32>, tensor<3x4xf32> -> tensor<2x4xf32>
+  %xt = compute.transpose %x {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  return %y, %xt : tensor<2x4xf32>, tensor<3x2xf32>
+}

@@ -381,3 +381,139 @@ func.func @unary_float_only(%x: tensor<4xi64>) {
   %0 = compute.exp %x : tensor<4xi64>
   return
 }
+
+// -----
+
+func.func @layer_norm_grad_stats(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %m: tensor<2xf32>) {
+  // expected-error@+1 {{mean and inv_std_dev must have the input shape with the normalized dimensions set to 1}}
+  %dx, %dg, %db = compute.layer_norm_grad %x, %g, %m, %m, %x {axis = 1 : i64} : tensor<2x8xf32>, tensor<8xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2x8xf32> -> tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_scale_grad(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %m: tensor<2x1xf32>) {
+  // expected-error@+1 {{scale_grad and bias_grad must have the normalized shape}}
+  %dx, %dg, %db = compute.layer_norm_grad %x, %g, %m, %m, %x {axis = 1 : i64} : tensor<2x8xf32>, tensor<8xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x8xf32> -> tensor<2x8xf32>, tensor<4xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_axis(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %m: tensor<2x1xf32>) {
+  // expected-error@+1 {{axis 3 is out of range for rank 2}}
+  %dx, %dg, %db = compute.layer_norm_grad %x, %g, %m, %m, %x {axis = 3 : i64} : tensor<2x8xf32>, tensor<8xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x8xf32> -> tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_types(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %m: tensor<2x1xf32>, %dy: tensor<2x4xf32>) {
+  // expected-error@+1 {{grad and input_grad must have the input type}}
+  %dx, %dg, %db = compute.layer_norm_grad %x, %g, %m, %m, %dy {axis = 1 : i64} : tensor<2x8xf32>, tensor<8xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x4xf32> -> tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_scale(%x: tensor<2x8xf32>, %g: tensor<3xf32>, %m: tensor<2x1xf32>) {
+  // expected-error@+1 {{scale must broadcast to the normalized dimensions}}
+  %dx, %dg, %db = compute.layer_norm_grad %x, %g, %m, %m, %x {axis = 1 : i64} : tensor<2x8xf32>, tensor<3xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x8xf32> -> tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @sce_grad_grad_shape(%lp: tensor<8x4xf32>, %l: tensor<8xi64>, %g: tensor<8xf32>) {
+  // expected-error@+1 {{grad shape does not match the reduction}}
+  %0 = compute.softmax_cross_entropy_grad %lp, %l, %g {reduction = "mean"} : tensor<8x4xf32>, tensor<8xi64>, tensor<8xf32> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @sce_grad_labels(%lp: tensor<8x4xf32>, %l: tensor<4xi64>, %g: tensor<f32>) {
+  // expected-error@+1 {{labels must have the scores' shape without dimension 1}}
+  %0 = compute.softmax_cross_entropy_grad %lp, %l, %g {reduction = "sum"} : tensor<8x4xf32>, tensor<4xi64>, tensor<f32> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @sce_grad_rank(%lp: tensor<8xf32>, %l: tensor<8xi64>, %g: tensor<f32>) {
+  // expected-error@+1 {{log_prob must have rank >= 2}}
+  %0 = compute.softmax_cross_entropy_grad %lp, %l, %g {reduction = "sum"} : tensor<8xf32>, tensor<8xi64>, tensor<f32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @sce_grad_reduction(%lp: tensor<8x4xf32>, %l: tensor<8xi64>, %g: tensor<f32>) {
+  // expected-error@+1 {{reduction must be none, sum or mean, not 'avg'}}
+  %0 = compute.softmax_cross_entropy_grad %lp, %l, %g {reduction = "avg"} : tensor<8x4xf32>, tensor<8xi64>, tensor<f32> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @sce_grad_weights(%lp: tensor<8x4xf32>, %l: tensor<8xi64>, %g: tensor<f32>, %w: tensor<8xf32>) {
+  // expected-error@+1 {{weights must have shape [C]}}
+  %0 = compute.softmax_cross_entropy_grad %lp, %l, %g weights %w {reduction = "sum"} : tensor<8x4xf32>, tensor<8xi64>, tensor<f32>, tensor<8xf32> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @sce_grad_result(%lp: tensor<8x4xf32>, %l: tensor<8xi64>, %g: tensor<f32>) {
+  // expected-error@+1 {{result type must equal the log_prob type}}
+  %0 = compute.softmax_cross_entropy_grad %lp, %l, %g {reduction = "sum"} : tensor<8x4xf32>, tensor<8xi64>, tensor<f32> -> tensor<8x5xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_shape(%i: tensor<5xi64>, %g: tensor<5x4xf32>) {
+  // expected-error@+1 {{grad must have the shape of the gather's result}}
+  %0 = compute.gather_grad %i, %g {axis = 0 : i64} : tensor<5xi64>, tensor<5x4xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @gather_grad_axis(%i: tensor<5xi64>, %g: tensor<5x4xf32>) {
+  // expected-error@+1 {{axis 2 is out of range for rank 2}}
+  %0 = compute.gather_grad %i, %g {axis = 2 : i64} : tensor<5xi64>, tensor<5x4xf32> -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_outside(%g: tensor<3xf32>) {
+  // expected-error@+1 {{dimension 0 writes outside the result}}
+  %0 = compute.slice_grad %g {starts = array<i64: 2>, steps = array<i64: 1>} : tensor<3xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_rank(%g: tensor<3xf32>) {
+  // expected-error@+1 {{starts, steps and grad need one entry per result dimension}}
+  %0 = compute.slice_grad %g {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<3xf32> -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_step(%g: tensor<3xf32>) {
+  // expected-error@+1 {{step of dimension 0 is zero}}
+  %0 = compute.slice_grad %g {starts = array<i64: 0>, steps = array<i64: 0>} : tensor<3xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @adamw_step(%p: tensor<4xf32>, %t: tensor<1xi64>) {
+  // expected-error@+1 {{operand #4 must be 0D tensor of 64-bit signless integer values}}
+  %p1, %m1, %v1 = compute.adamw %p, %p, %p, %p, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<4xf32>, tensor<1xi64> -> tensor<4xf32>
+  return
+}

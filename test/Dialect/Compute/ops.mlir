@@ -86,3 +86,27 @@ func.func @movement(%x: tensor<2x3x4xf32>, %t: tensor<16x8xf32>, %i: tensor<2x5x
   %10 = compute.constant dense<[1, 2]> : tensor<2xi64>
   return %8 : tensor<2x5x8xf32>
 }
+
+// Backward and optimizer ops.
+// CHECK-LABEL: func.func @training
+func.func @training(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %m: tensor<2x4x1xf32>, %dy: tensor<2x4x8xf32>,
+                    %lp: tensor<8x16xf32>, %l: tensor<8xi64>, %dl: tensor<f32>, %i: tensor<2x3xi64>,
+                    %p: tensor<16xf32>, %t: tensor<i64>) {
+  // CHECK: compute.relu_grad %{{.+}}, %{{.+}} : tensor<2x4x8xf32>
+  %0 = compute.relu_grad %x, %dy : tensor<2x4x8xf32>
+  // CHECK: compute.layer_norm_grad {{.+}} {axis = 2 : i64} : {{.+}} -> tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  %dx, %dg, %db = compute.layer_norm_grad %x, %g, %m, %m, %dy {axis = 2 : i64} : tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  // CHECK: compute.softmax_cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} {ignore_index = -100 : i64, reduction = "mean"} : tensor<8x16xf32>, tensor<8xi64>, tensor<f32> -> tensor<8x16xf32>
+  %1 = compute.softmax_cross_entropy_grad %lp, %l, %dl {reduction = "mean", ignore_index = -100 : i64} : tensor<8x16xf32>, tensor<8xi64>, tensor<f32> -> tensor<8x16xf32>
+  // CHECK: compute.gather_grad %{{.+}}, %{{.+}} {axis = 0 : i64} : tensor<2x3xi64>, tensor<2x3x16xf32> -> tensor<8x16xf32>
+  %e = compute.expand %p : tensor<16xf32> -> tensor<2x3x16xf32>
+  %2 = compute.gather_grad %i, %e {axis = 0 : i64} : tensor<2x3xi64>, tensor<2x3x16xf32> -> tensor<8x16xf32>
+  // CHECK: compute.slice_grad %{{.+}} {starts = array<i64: 0, 4>, steps = array<i64: 1, 2>} : tensor<8x2xf32> -> tensor<8x16xf32>
+  %s = compute.slice %lp {starts = array<i64: 0, 4>, steps = array<i64: 1, 2>} : tensor<8x16xf32> -> tensor<8x2xf32>
+  %3 = compute.slice_grad %s {starts = array<i64: 0, 4>, steps = array<i64: 1, 2>} : tensor<8x2xf32> -> tensor<8x16xf32>
+  // CHECK: compute.adamw {{.+}} : tensor<16xf32>, tensor<i64> -> tensor<16xf32>
+  %p1, %m1, %v1 = compute.adamw %p, %p, %p, %p, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16xf32>, tensor<i64> -> tensor<16xf32>
+  // CHECK: compute.sgd {{.+}} : tensor<16xf32> -> tensor<16xf32>
+  %p2, %b2 = compute.sgd %p, %p, %p {lr = 0.1 : f64, momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<16xf32> -> tensor<16xf32>
+  return
+}

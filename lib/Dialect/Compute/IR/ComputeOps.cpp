@@ -236,6 +236,28 @@ LogicalResult TransposeOp::verify() {
   return success();
 }
 
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  ArrayRef<int64_t> perm = getPerm();
+  auto isIdentity = [](ArrayRef<int64_t> p) {
+    for (auto [i, v] : llvm::enumerate(p))
+      if ((int64_t)i != v)
+        return false;
+    return true;
+  };
+  if (isIdentity(perm))
+    return getInput();
+  // transpose(transpose(x, p), q) is x when p[q[i]] == i for every i.
+  if (auto inner = getInput().getDefiningOp<TransposeOp>()) {
+    ArrayRef<int64_t> p = inner.getPerm();
+    SmallVector<int64_t> composed;
+    for (int64_t q : perm)
+      composed.push_back(p[q]);
+    if (isIdentity(composed))
+      return inner.getInput();
+  }
+  return {};
+}
+
 LogicalResult SliceOp::verify() {
   auto in = shapedOf(getInput()), out = shapedOf(getResult());
   ArrayRef<int64_t> starts = getStarts(), steps = getSteps();

@@ -80,6 +80,9 @@ struct BuildTrainingStepPass
   }
 
   LogicalResult build(func::FuncOp func) {
+    if (!gradientsOnly && optimizer != "adamw" && optimizer != "sgd")
+      return func.emitError("--optimizer=") << optimizer
+                                            << " is not supported (adamw or sgd)";
     Block &entry = func.getBody().front();
     auto ret = cast<func::ReturnOp>(entry.getTerminator());
     SmallVector<StringRef> names;
@@ -208,9 +211,6 @@ struct BuildTrainingStepPass
                                SmallVectorImpl<Value> &results,
                                SmallVectorImpl<Attribute> &resultNames,
                                SmallVectorImpl<std::pair<unsigned, unsigned>> &updates) {
-    if (optimizer != "adamw" && optimizer != "sgd")
-      return func.emitError("--optimizer=") << optimizer
-                                            << " is not supported (adamw or sgd)";
     Block &entry = func.getBody().front();
     Location loc = func.getLoc();
     auto addState = [&](Type type, StringRef name) {

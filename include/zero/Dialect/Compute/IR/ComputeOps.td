@@ -289,6 +289,9 @@ def Compute_TransposeOp : Compute_Op<"transpose", [Pure]> {
   let results = (outs Compute_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  // An identity permutation, or one that undoes the input's own transpose (the
+  // backward pass transposes transposed weights back), folds away.
+  let hasFolder = 1;
 }
 
 def Compute_SliceOp : Compute_Op<"slice", [Pure]> {

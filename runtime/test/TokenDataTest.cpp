@@ -1,0 +1,86 @@
+//===- TokenDataTest.cpp - Token files and DESIGN.md's batch order --------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zrt/Error.h"
+#include "zrt/TokenData.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+using namespace zrt;
+
+namespace {
+
+std::string writeFile(const std::string &name, const std::string &bytes) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(TokenData, FormatsAreLittleEndian) {
+  std::string path = writeFile("t16.bin", std::string("\x01\x02\x03\x04", 4));
+  EXPECT_EQ(TokenData::load(path, "u8").size(), 4);
+  TokenData u16 = TokenData::load(path, "u16");
+  ASSERT_EQ(u16.size(), 2);
+  EXPECT_EQ(u16.at(0), 0x0201u);
+  EXPECT_EQ(u16.at(1), 0x0403u);
+  TokenData u32 = TokenData::load(path, "u32");
+  ASSERT_EQ(u32.size(), 1);
+  EXPECT_EQ(u32.at(0), 0x04030201u);
+  EXPECT_THROW(TokenData::load(path, "u24"), Error);
+  std::string odd = writeFile("odd.bin", "abc");
+  EXPECT_THROW(TokenData::load(odd, "u16"), Error);
+  EXPECT_THROW(TokenData::load("/nonexistent/tokens", "u8"), Error);
+}
+
+TEST(TokenData, DesignOrder) {
+  // L = 100 tokens 0..99, T = 8, global batch G = 4: sample g of step s starts at
+  // ((s*G + g)*T) mod (L - T - 1) = ((s*4 + g)*8) mod 91.
+  std::string bytes;
+  for (int i = 0; i < 100; ++i)
+    bytes.push_back((char)i);
+  TokenData d = TokenData::load(writeFile("seq.bin", bytes), "u8");
+  EXPECT_EQ(d.sampleStart(0, 4, 0, 8, false, 0), 0);
+  EXPECT_EQ(d.sampleStart(0, 4, 3, 8, false, 0), 24);
+  EXPECT_EQ(d.sampleStart(2, 4, 1, 8, false, 0), (9 * 8) % 91);
+  EXPECT_EQ(d.sampleStart(3, 4, 0, 8, false, 0), (12 * 8) % 91);
+  // Rank 1 of 2 with B = 2 takes samples 2 and 3 of the step; targets are shifted.
+  int64_t tokens[16], targets[16];
+  d.fillBatch(1, 4, 2, 2, 8, false, 0, tokens, targets);
+  EXPECT_EQ(tokens[0], (6 * 8) % 91);
+  EXPECT_EQ(targets[0], (6 * 8) % 91 + 1);
+  EXPECT_EQ(tokens[8], (7 * 8) % 91);
+  EXPECT_EQ(targets[15], (7 * 8) % 91 + 8);
+}
+
+TEST(TokenData, ShuffleIsSeededAndInRange) {
+  std::string bytes(1000, 'x');
+  TokenData d = TokenData::load(writeFile("shuffle.bin", bytes), "u8");
+  bool differs = false;
+  for (int g = 0; g < 50; ++g) {
+    int64_t a = d.sampleStart(3, 50, g, 16, true, 7);
+    EXPECT_EQ(a, d.sampleStart(3, 50, g, 16, true, 7)); // reproducible
+    EXPECT_GE(a, 0);
+    EXPECT_LT(a, 1000 - 16 - 1);
+    differs |= a != d.sampleStart(3, 50, g, 16, true, 8);
+  }
+  EXPECT_TRUE(differs); // another seed, another order
+}
+
+TEST(TokenData, TooShortForOneSample) {
+  TokenData d = TokenData::load(writeFile("short.bin", "abcdefghij"), "u8");
+  try {
+    d.sampleStart(0, 1, 0, 9, false, 0);
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("the data has 10 tokens; a sample needs 11"),
+              std::string::npos);
+  }
+}
+
+} // namespace

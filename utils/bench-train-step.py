@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+# Times one training step (forward, backward, AdamW) of a GPT of a few million
+# parameters in zero-run and in PyTorch eager (python3-torch, CPU) on this machine,
+# and prints both and their ratio. A benchmark, not a test.
+#
+#   bench-train-step.py --bin BUILD/bin [--threads N] [--layers 4 --hidden 256
+#                       --heads 8 --vocab 256 --seq 128 --batch 8] [--steps 20 --warmup 3]
+#
+# Both train the same model on the same batches (DESIGN.md's data order); the figure
+# is the median step time after the warm-up steps. Both get N threads (default: every
+# core) through OMP_NUM_THREADS and OPENBLAS_NUM_THREADS, set before torch loads:
+# Debian's torch does its GEMMs in the same OpenBLAS as zero-run, and
+# torch.set_num_threads alone would leave that pool at every core.
+# Run with Debian's /usr/bin/python3.
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def thread_count():
+    for i, arg in enumerate(sys.argv):
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return str(os.cpu_count() or 1)
+
+
+THREADS = thread_count()
+os.environ["OMP_NUM_THREADS"] = THREADS
+os.environ["OPENBLAS_NUM_THREADS"] = THREADS
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zero_models  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", required=True)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--vocab", type=int, default=256)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--threads", type=int, default=int(THREADS),
+                   help="threads for both (default: every core)")
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+
+    torch.manual_seed(0)
+    model = zero_models.GPT(a.layers, a.hidden, a.heads, a.vocab, a.seq)
+    n_params = sum(t.numel() for t in model.parameters())
+    data = np.random.RandomState(0).randint(0, a.vocab, size=200000).astype(np.uint8)
+    tdata = torch.from_numpy(data.astype(np.int64))
+    total = a.warmup + a.steps
+    with tempfile.TemporaryDirectory() as tmp:
+        onnx_path = os.path.join(tmp, "gpt.onnx")
+        zero_models.export(model, onnx_path, a.batch, a.seq, a.vocab)
+        data_path = os.path.join(tmp, "tokens.u8")
+        data.tofile(data_path)
+        plan = os.path.join(tmp, "step.zplan")
+        subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "--optimizer=adamw",
+                        "-o", plan], check=True)
+        log = os.path.join(tmp, "log.json")
+        subprocess.run([os.path.join(a.bin, "zero-run"), plan, "--init", onnx_path,
+                        "--data", data_path, "--steps", str(total), "--log-json", log,
+                        "--quiet"], check=True)
+        zero_ms = [json.loads(line)["ms"] for line in open(log)][a.warmup:]
+
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    torch_ms = []
+    model.train()
+    for step in range(total):
+        tokens, targets = zero_models.make_batch(tdata, step, a.batch, a.seq)
+        start = time.perf_counter()
+        opt.zero_grad()
+        loss = model(tokens, targets)
+        loss.backward()
+        opt.step()
+        if step >= a.warmup:
+            torch_ms.append((time.perf_counter() - start) * 1000.0)
+
+    z, t = statistics.median(zero_ms), statistics.median(torch_ms)
+    tokens_per_step = a.batch * a.seq
+    print("GPT: %d layers, hidden %d, %d heads, vocab %d, sequence %d, micro-batch %d: "
+          "%.2fM parameters" % (a.layers, a.hidden, a.heads, a.vocab, a.seq, a.batch,
+                                n_params / 1e6))
+    print("training step (forward, backward, AdamW), median of %d steps after %d warm-up, "
+          "%d threads each" % (a.steps, a.warmup, a.threads))
+    print("  zero-run        %8.1f ms/step  %8.0f tokens/s" % (z, tokens_per_step / z * 1000))
+    print("  PyTorch eager   %8.1f ms/step  %8.0f tokens/s" % (t, tokens_per_step / t * 1000))
+    print("  zero-run / PyTorch step time: %.2f" % (z / t))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
