@@ -107,14 +107,32 @@ std::string fileOf(Location loc) {
   return "";
 }
 
-/// Prints importer diagnostics as `model.onnx: error: node 'x' (Op, opset N): ...`:
-/// the message names the node already, so MLIR's location syntax adds only noise.
+/// The ONNX node a location points back to (the importer fuses its name with the
+/// file), or "".
+std::string nodeOf(Location loc) {
+  if (auto n = dyn_cast<NameLoc>(loc))
+    return n.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations()) {
+      std::string node = nodeOf(inner);
+      if (!node.empty())
+        return node;
+    }
+  return "";
+}
+
+/// Prints diagnostics on ONNX input as `model.onnx: error: node 'x' ...`: the file
+/// and the ONNX node say where, MLIR's location syntax would add only noise.
 LogicalResult printDiagnostic(Diagnostic &diag) {
   std::string file = fileOf(diag.getLocation());
+  std::string node = nodeOf(diag.getLocation());
+  std::string message = diag.str();
+  if (!node.empty() && !StringRef(message).starts_with("node '"))
+    message = "node '" + node + "': " + message;
   const char *kind = diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
                      : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
                                                                          : "note";
-  llvm::errs() << (file.empty() ? "zero-opt" : file) << ": " << kind << ": " << diag
+  llvm::errs() << (file.empty() ? "zero-opt" : file) << ": " << kind << ": " << message
                << "\n";
   return success();
 }
