@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -22,7 +23,8 @@ namespace zero {
 /// Every dialect that zero-opt reads or writes.
 inline void registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<compute::ComputeDialect, plan::PlanDialect,
-                  mlir::func::FuncDialect, mlir::arith::ArithDialect>();
+                  mlir::func::FuncDialect, mlir::arith::ArithDialect,
+                  mlir::shard::ShardDialect>();
 }
 
 /// Every pass, so that each has its command-line flag.

@@ -16,8 +16,12 @@
 
 using namespace zrt;
 
-Executor::Executor(zero::zplan::Plan plan, const KernelTable &table)
-    : plan_(std::move(plan)) {
+Executor::Executor(zero::zplan::Plan plan, const KernelTable &table,
+                   Communicator &comm)
+    : plan_(std::move(plan)), comm_(comm) {
+  ZRT_CHECK(plan_.world_size() == comm_.size(),
+            "the plan was compiled for " << plan_.world_size() << " ranks; this run has "
+                                         << comm_.size() << " (" << comm_.name() << ")");
   // Rounded up so aligned_alloc accepts it; zeroed so no kernel ever reads garbage.
   size_t bytes = (plan_.arena_bytes() + 63) / 64 * 64 + 64;
   arena_ = static_cast<char *>(std::aligned_alloc(64, bytes));
@@ -38,6 +42,7 @@ Executor::Executor(zero::zplan::Plan plan, const KernelTable &table)
     call.name = pk.name();
     call.loc = pk.loc();
     call.attrs = &pk.attrs();
+    call.comm = &comm_;
     for (int idx : pk.inputs())
       call.ins.push_back(buffer(idx));
     for (int idx : pk.outputs())
@@ -59,15 +64,78 @@ void Executor::loadParameters(const onnx::ModelProto &model,
   std::map<std::string, const onnx::TensorProto *> inits;
   for (const auto &t : model.graph().initializer())
     inits[t.name()] = &t;
+  auto find = [&](const std::string &name) {
+    auto it = inits.find(name);
+    ZRT_CHECK(it != inits.end(),
+              "the model has no initializer '" << name << "' that the plan needs");
+    return it->second;
+  };
   for (int i = 0; i < plan_.buffers_size(); ++i) {
     const auto &b = plan_.buffers(i);
     if (b.role() != zero::zplan::PARAM)
       continue;
-    auto it = inits.find(b.name());
-    ZRT_CHECK(it != inits.end(), "the model has no initializer '"
-                                     << b.name() << "' that the plan needs");
-    copyTensorInto(*it->second, buffer(i), "initializer '" + b.name() + "'", modelDir);
+    TensorView dst = buffer(i);
+    if (!b.has_bucket()) {
+      copyTensorInto(*find(b.name()), dst, "initializer '" + b.name() + "'", modelDir);
+      continue;
+    }
+    // This rank owns elements [first, first + n) of the flat bucket; each member
+    // contributes the part of it that falls in that range.
+    int64_t n = dst.numel(), first = comm_.rank() * n, size = dtypeSize(dst.dtype);
+    for (const auto &m : b.bucket().members()) {
+      TensorView whole{nullptr, dst.dtype, {m.shape().begin(), m.shape().end()}};
+      int64_t lo = std::max(first, m.offset());
+      int64_t hi = std::min(first + n, m.offset() + whole.numel());
+      if (lo >= hi)
+        continue;
+      std::vector<char> bytes(whole.bytes());
+      whole.data = bytes.data();
+      copyTensorInto(*find(m.name()), whole, "initializer '" + m.name() + "'", modelDir);
+      std::memcpy(dst.as<char>() + (lo - first) * size,
+                  bytes.data() + (lo - m.offset()) * size, (hi - lo) * size);
+    }
   }
+}
+
+std::vector<std::string> Executor::parameterNames() const {
+  std::vector<std::string> names;
+  for (const auto &b : plan_.buffers()) {
+    if (b.role() != zero::zplan::PARAM)
+      continue;
+    if (!b.has_bucket())
+      names.push_back(b.name());
+    for (const auto &m : b.bucket().members())
+      names.push_back(m.name());
+  }
+  return names;
+}
+
+std::vector<char> Executor::gatherParameter(const std::string &name, DType &dtype,
+                                            std::vector<int64_t> &shape) {
+  for (int i = 0; i < plan_.buffers_size(); ++i) {
+    const auto &b = plan_.buffers(i);
+    if (b.role() != zero::zplan::PARAM)
+      continue;
+    TensorView v = buffer(i);
+    if (!b.has_bucket() && b.name() == name) {
+      dtype = v.dtype;
+      shape = v.shape;
+      return std::vector<char>(v.as<char>(), v.as<char>() + v.bytes());
+    }
+    for (const auto &m : b.bucket().members()) {
+      if (m.name() != name)
+        continue;
+      std::vector<char> full(v.bytes() * comm_.size());
+      comm_.gatherToRoot(v.data, full.data(), v.numel(), v.dtype);
+      dtype = v.dtype;
+      shape.assign(m.shape().begin(), m.shape().end());
+      TensorView whole{nullptr, v.dtype, shape};
+      int64_t size = dtypeSize(v.dtype);
+      return std::vector<char>(full.begin() + m.offset() * size,
+                               full.begin() + (m.offset() + whole.numel()) * size);
+    }
+  }
+  ZRT_FAIL("the plan has no parameter '" << name << "'");
 }
 
 std::vector<int> Executor::inputIndices() const {

@@ -67,6 +67,25 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
       break;
     case zero::zplan::PARAM:
       ZRT_CHECK(!b.name().empty(), what << ": " << name << " is a parameter with no name");
+      if (b.has_bucket()) {
+        const auto &layout = b.bucket();
+        ZRT_CHECK(b.shape_size() == 1 &&
+                      layout.elements() == b.shape(0) * (int64_t)plan.world_size(),
+                  what << ": " << name << " holds " << numel << " elements, not 1/"
+                       << plan.world_size() << " of its bucket of "
+                       << layout.elements());
+        for (const auto &m : layout.members()) {
+          int64_t n = 1;
+          for (int64_t d : m.shape()) {
+            ZRT_CHECK(d >= 0 && mulOk(n, d, n),
+                      what << ": bucket member '" << m.name() << "' has a bad shape");
+          }
+          ZRT_CHECK(m.offset() >= 0 && m.offset() <= layout.elements() &&
+                        n <= layout.elements() - m.offset(),
+                    what << ": bucket member '" << m.name() << "' lies outside its "
+                         << "bucket of " << layout.elements() << " elements");
+        }
+      }
       break;
     case zero::zplan::STATE:
       ZRT_CHECK(!b.name().empty(),

@@ -13,19 +13,24 @@
 
 using namespace zrt;
 
-void zrt::saveWeights(const onnx::ModelProto &model, const Executor &exec,
+void zrt::saveWeights(const onnx::ModelProto &model, Executor &exec,
                       const std::string &path) {
   onnx::ModelProto out = model;
-  std::map<std::string, int> paramBuffer;
-  for (int i = 0; i < exec.plan().buffers_size(); ++i)
-    if (exec.plan().buffers(i).role() == zero::zplan::PARAM)
-      paramBuffer[exec.plan().buffers(i).name()] = i;
-  for (auto &init : *out.mutable_graph()->mutable_initializer()) {
-    auto it = paramBuffer.find(init.name());
-    if (it == paramBuffer.end())
+  std::map<std::string, onnx::TensorProto *> inits;
+  for (auto &init : *out.mutable_graph()->mutable_initializer())
+    inits[init.name()] = &init;
+  // Every rank takes part in the gathers; only rank 0 writes.
+  for (const std::string &name : exec.parameterNames()) {
+    DType dtype;
+    std::vector<int64_t> shape;
+    std::vector<char> bytes = exec.gatherParameter(name, dtype, shape);
+    auto it = inits.find(name);
+    if (exec.comm().rank() != 0 || it == inits.end())
       continue;
-    init = tensorFromView(exec.buffer(it->second), init.name());
+    *it->second = tensorFromView(TensorView{bytes.data(), dtype, shape}, name);
   }
+  if (exec.comm().rank() != 0)
+    return;
   std::ofstream f(path, std::ios::binary);
   ZRT_CHECK(f && out.SerializeToOstream(&f), "cannot write '" << path << "'");
 }

@@ -90,6 +90,18 @@ static cl::list<std::string> constantInputs(
 static cl::opt<int64_t> worldSize("world-size",
                                   cl::desc("Number of ranks to compile for"),
                                   cl::init(1), cl::cat(zeroCategory));
+static cl::opt<int64_t> zeroStage("zero-stage",
+                                  cl::desc("ZeRO stage: 0 (replicated), 1 (optimizer "
+                                           "state sharded), 2 (+ gradients), 3 (+ "
+                                           "parameters)"),
+                                  cl::init(0), cl::cat(zeroCategory));
+static cl::opt<double> bucketSizeMb("bucket-size-mb",
+                                    cl::desc("Target size of a parameter bucket, MiB"),
+                                    cl::init(25.0), cl::cat(zeroCategory));
+static cl::opt<int64_t> persistenceThreshold(
+    "persistence-threshold",
+    cl::desc("Stage 3: parameters with fewer elements stay replicated (0: off)"),
+    cl::init(0), cl::cat(zeroCategory));
 
 namespace {
 
@@ -201,6 +213,18 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
     pm.addPass(zero::createBuildTrainingStepPass(train));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    // ZeRO sharding rewrites the optimizer of the step; stage 0 on one rank would
+    // only add copies.
+    if (mode == "train" && (zeroStage != 0 || worldSize != 1)) {
+      zero::ShardZeroPassOptions zopts;
+      zopts.stage = zeroStage;
+      zopts.worldSize = worldSize;
+      zopts.bucketSizeMb = bucketSizeMb;
+      zopts.persistenceThreshold = persistenceThreshold;
+      pm.addPass(zero::createShardZeroPass(zopts));
+      pm.addPass(createCanonicalizerPass());
+      pm.addPass(createCSEPass());
+    }
   }
   if (isGraph && (level == "plan" || level == "zplan")) {
     zero::ConvertComputeToPlanPassOptions opts;
@@ -255,6 +279,16 @@ int main(int argc, char **argv) {
   }
   if (worldSize < 1) {
     llvm::errs() << "zero-opt: error: --world-size must be at least 1\n";
+    return 1;
+  }
+  if (zeroStage < 0 || zeroStage > 3) {
+    llvm::errs() << "zero-opt: error: --zero-stage=" << zeroStage
+                 << " is not one of 0, 1, 2, 3\n";
+    return 1;
+  }
+  if (bucketSizeMb <= 0 || persistenceThreshold < 0) {
+    llvm::errs() << "zero-opt: error: --bucket-size-mb must be positive and "
+                    "--persistence-threshold non-negative\n";
     return 1;
   }
   if (level == "zplan" && outputFile == "-") {

@@ -10,6 +10,7 @@
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -38,6 +39,32 @@ MemRefType bufferTypeOf(Value v) {
 int64_t bytesOf(Value v) {
   auto t = cast<RankedTensorType>(v.getType());
   return t.getNumElements() * elementBytes(t.getElementType());
+}
+
+/// The runtime's collectives work on the whole 1-D grid, on flat tensors, along
+/// axis 0, and reduce by summing: anything else is refused here.
+LogicalResult checkCollective(Operation &op, int64_t worldSize) {
+  auto grid = op.getAttrOfType<FlatSymbolRefAttr>("grid");
+  auto module = op.getParentOfType<ModuleOp>();
+  auto gridOp = module ? module.lookupSymbol<mlir::shard::GridOp>(grid.getAttr())
+                       : mlir::shard::GridOp();
+  if (!gridOp || gridOp.getShape().size() != 1 || gridOp.getShape()[0] != worldSize)
+    return op.emitError("collective on grid ")
+           << grid << ", which is not a 1-D grid of the " << worldSize
+           << " ranks the plan is compiled for";
+  auto axes = op.getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+  if (!axes || axes.asArrayRef() != ArrayRef<int16_t>{0})
+    return op.emitError("collective must use grid axis 0");
+  for (StringRef key : {"gather_axis", "scatter_axis", "slice_axis"})
+    if (auto a = op.getAttrOfType<IntegerAttr>(key); a && a.getInt() != 0)
+      return op.emitError(key) << " must be 0";
+  if (auto r = op.getAttrOfType<mlir::shard::ReductionKindAttr>("reduction");
+      r && r.getValue() != mlir::shard::ReductionKind::Sum)
+    return op.emitError("only sum reductions are supported");
+  for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
+    if (cast<RankedTensorType>(v.getType()).getRank() != 1)
+      return op.emitError("collectives work on flat (1-D) tensors");
+  return success();
 }
 
 /// A transpose that swaps the last two dimensions and keeps the others.
@@ -140,6 +167,13 @@ struct ConvertComputeToPlanPass
       if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.param")) {
         attrs.append("name", name);
         makeBuffer(arg, "param", attrs);
+      } else if (auto name =
+                     func.getArgAttrOfType<StringAttr>(i, "compute.param_bucket")) {
+        // This rank's slice of a flat parameter bucket (ZeRO stage 3).
+        attrs.append("name", name);
+        attrs.append("bucket_members", func.getArgAttr(i, "compute.bucket_members"));
+        attrs.append("bucket_elements", func.getArgAttr(i, "compute.bucket_elements"));
+        makeBuffer(arg, "param", attrs);
       } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.state")) {
         attrs.append("name", name);
         makeBuffer(arg, "state", attrs);
@@ -179,9 +213,16 @@ struct ConvertComputeToPlanPass
     }
 
     for (Operation &op : entry.without_terminator()) {
-      if (op.getDialect() != op.getContext()->getLoadedDialect("compute"))
+      bool isCollective =
+          isa<mlir::shard::AllGatherOp, mlir::shard::ReduceScatterOp,
+              mlir::shard::AllReduceOp, mlir::shard::AllSliceOp>(op);
+      if (op.getDialect() != op.getContext()->getLoadedDialect("compute") &&
+          !isCollective)
         return op.emitError("cannot lower '")
-               << op.getName() << "' to the plan: only compute ops are supported";
+               << op.getName()
+               << "' to the plan: only compute ops and shard collectives are supported";
+      if (isCollective && failed(checkCollective(op, worldSize)))
+        return failure();
       if (isa<compute::ConstantOp>(op) || source.count(op.getResult(0)))
         continue;
       SmallVector<Value> ins, outs;
@@ -202,8 +243,9 @@ struct ConvertComputeToPlanPass
         outs.push_back(makeBuffer(r, "temp", {}));
       }
       NamedAttrList kernelAttrs;
-      for (NamedAttribute a : op.getAttrs())
-        kernelAttrs.append(a);
+      if (!isCollective) // a collective's attributes are all implied (checked above)
+        for (NamedAttribute a : op.getAttrs())
+          kernelAttrs.append(a);
       if (isa<compute::MatMulOp>(op)) {
         if (source.count(op.getOperand(0)))
           kernelAttrs.append("transpose_lhs", b.getBoolAttr(true));

@@ -116,6 +116,19 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
         pb->set_index(*idx);
       if (auto value = buf.getValue())
         pb->set_data(constantBytes(*value));
+      if (auto members = buf->getAttrOfType<ArrayAttr>("bucket_members")) {
+        zplan::BucketLayout *layout = pb->mutable_bucket();
+        layout->set_elements(
+            buf->getAttrOfType<IntegerAttr>("bucket_elements").getInt());
+        for (Attribute a : members) {
+          auto d = cast<DictionaryAttr>(a);
+          zplan::BucketMember *m = layout->add_members();
+          m->set_name(d.getAs<StringAttr>("name").str());
+          m->set_offset(d.getAs<IntegerAttr>("offset").getInt());
+          for (int64_t dim : d.getAs<DenseI64ArrayAttr>("shape").asArrayRef())
+            m->add_shape(dim);
+        }
+      }
     } else if (auto k = dyn_cast<plan::KernelOp>(op)) {
       zplan::Kernel *pk = out.add_kernels();
       pk->set_name(k.getKernel().str());

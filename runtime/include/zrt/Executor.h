@@ -7,6 +7,7 @@
 #ifndef ZRT_EXECUTOR_H
 #define ZRT_EXECUTOR_H
 
+#include "zrt/Communicator.h"
 #include "zrt/Kernels.h"
 #include "zrt/Tensor.h"
 #include "zplan.pb.h"
@@ -25,7 +26,7 @@ class Executor {
 public:
   /// Allocates the arena, writes the constants and binds every kernel (checking its
   /// shapes and attributes). Throws zrt::Error on the first problem.
-  Executor(zero::zplan::Plan plan, const KernelTable &kernels);
+  Executor(zero::zplan::Plan plan, const KernelTable &kernels, Communicator &comm);
   ~Executor();
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
@@ -34,8 +35,16 @@ public:
   /// The arena view of buffer `i`.
   TensorView buffer(int i) const;
 
-  /// Fills every parameter buffer from the model's initializers of the same name.
+  /// Fills every parameter buffer from the model's initializers of the same name;
+  /// a ZeRO-3 bucket buffer gets this rank's slice of its members.
   void loadParameters(const onnx::ModelProto &model, const std::string &modelDir);
+  /// The full value of parameter `name` after training, on rank 0 (gathered from
+  /// the shards where it is one); every rank must call it, in the same order.
+  std::vector<char> gatherParameter(const std::string &name, DType &dtype,
+                                    std::vector<int64_t> &shape);
+  /// Every parameter name, in plan order (bucket members expanded).
+  std::vector<std::string> parameterNames() const;
+  Communicator &comm() { return comm_; }
   /// Positions of the graph inputs the plan reads, ascending (an input bound as a
   /// constant at compile time leaves a gap).
   std::vector<int> inputIndices() const;
@@ -54,6 +63,7 @@ public:
 
 private:
   zero::zplan::Plan plan_;
+  Communicator &comm_;
   char *arena_ = nullptr;
   std::vector<BoundKernel> kernels_;
 };

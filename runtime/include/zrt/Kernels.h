@@ -21,6 +21,8 @@
 
 namespace zrt {
 
+class Communicator;
+
 /// One kernel launch as the plan describes it.
 struct KernelCall {
   std::string name;
@@ -28,6 +30,8 @@ struct KernelCall {
   std::vector<TensorView> ins;
   std::vector<TensorView> outs;
   const google::protobuf::Map<std::string, zero::zplan::Attr> *attrs = nullptr;
+  /// The ranks the plan runs on (collective kernels only).
+  Communicator *comm = nullptr;
 
   bool hasAttr(const std::string &key) const;
   int64_t intAttr(const std::string &key) const;
@@ -54,6 +58,7 @@ void addNormalizationKernels(KernelTable &table);
 void addReductionKernels(KernelTable &table);
 void addDataMovementKernels(KernelTable &table);
 void addTrainingKernels(KernelTable &table);
+void addCollectiveKernels(KernelTable &table);
 
 } // namespace zrt
 

@@ -15,9 +15,10 @@
 
 namespace zrt {
 
-/// Writes `model` to `path` with every initializer that is a plan parameter
-/// replaced by its current value in `exec` (stored inline).
-void saveWeights(const onnx::ModelProto &model, const Executor &exec,
+/// Writes `model` to `path` on rank 0 with every initializer that is a plan
+/// parameter replaced by its current value (stored inline), gathered from the
+/// ranks' shards where it is sharded. Every rank must call it.
+void saveWeights(const onnx::ModelProto &model, Executor &exec,
                  const std::string &path);
 
 } // namespace zrt

@@ -113,6 +113,7 @@ const KernelTable &zrt::cpuKernels() {
     addReductionKernels(t);
     addDataMovementKernels(t);
     addTrainingKernels(t);
+    addCollectiveKernels(t);
     return t;
   }();
   return table;

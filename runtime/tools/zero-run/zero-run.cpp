@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zrt/Communicator.h"
 #include "zrt/Error.h"
 #include "zrt/Executor.h"
 #include "zrt/Kernels.h"
@@ -39,16 +40,19 @@ namespace {
 const char *kUsage =
     "usage: zero-run PLAN.zplan --init MODEL.onnx [options]\n"
     "\n"
-    "Runs a plan compiled by zero-opt on the CPU.\n"
+    "Runs a plan compiled by zero-opt on the CPU; a plan compiled for N ranks runs\n"
+    "under `mpirun -np N zero-run ...`.\n"
     "  --init MODEL.onnx      initial parameter values (the model's initializers,\n"
     "                         external data included, read from the model's folder)\n"
     "Training (the plan reads tokens and targets [B, T] and returns the loss):\n"
-    "  --data FILE            token file; sample g of step s starts at\n"
-    "                         ((s*B + g)*T) mod (L - T - 1)\n"
+    "  --data FILE            token file; global sample g of step s starts at\n"
+    "                         ((s*G + g)*T) mod (L - T - 1), G = ranks * B; rank r\n"
+    "                         takes samples r*B .. r*B + B - 1\n"
     "  --data-format FMT      u8 (default: any text file), u16 or u32\n"
     "  --steps K              number of steps (default 1)\n"
     "  --shuffle --seed S     random sample starts instead, reproducible from S\n"
-    "  --log-json FILE        one JSON object per step: step, loss, ms, tokens_per_s\n"
+    "  --log-json FILE        one JSON object per step: step, loss (mean over ranks),\n"
+    "                         ms, tokens_per_s, peak_bytes (per rank), comm_elements\n"
     "  --print-every N        a terminal line every N steps (default 1; the JSON log\n"
     "                         still has every step)\n"
     "  --profile              at the end, time spent per kernel kind\n"
@@ -223,23 +227,32 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
             "tokens " << tokens.describe() << " and targets " << targets.describe()
                       << " differ in shape");
   int64_t batch = tokens.shape[0], seqLen = tokens.shape[1];
+  Communicator &comm = exec.comm();
+  int64_t ranks = comm.size(), globalBatch = ranks * batch;
+  bool root = comm.rank() == 0;
   TokenData data = TokenData::load(o.data, o.dataFormat);
   std::FILE *log = nullptr;
-  if (!o.logJson.empty()) {
+  if (!o.logJson.empty() && root) {
     log = std::fopen(o.logJson.c_str(), "w");
     ZRT_CHECK(log, "cannot write '" << o.logJson << "'");
   }
-  bool tty = !o.quiet && isatty(STDOUT_FILENO);
-  if (!o.quiet)
-    std::printf("training %lld steps: batch %lld x %lld tokens, %lld tokens of data\n",
-                (long long)o.steps, (long long)batch, (long long)seqLen,
-                (long long)data.size());
+  // What the runtime holds for the plan: the arena, allocated once (the compiler's
+  // report predicts it as total_peak).
+  std::vector<int64_t> peakBytes = comm.gatherInts(exec.plan().arena_bytes());
+  bool quiet = o.quiet || !root;
+  bool tty = !quiet && isatty(STDOUT_FILENO);
+  if (!quiet)
+    std::printf("training %lld steps on %s: global batch %lld x %lld tokens, %lld "
+                "tokens of data\n",
+                (long long)o.steps, comm.name().c_str(), (long long)globalBatch,
+                (long long)seqLen, (long long)data.size());
   double totalMs = 0;
   std::map<std::string, double> msByKernel;
   for (int64_t step = 0; step < o.steps; ++step) {
-    // One rank: the global batch is this rank's batch.
-    data.fillBatch(step, batch, 0, batch, seqLen, o.shuffle, o.seed,
-                   tokens.as<int64_t>(), targets.as<int64_t>());
+    data.fillBatch(step, globalBatch, comm.rank() * batch, batch, seqLen, o.shuffle,
+                   o.seed, tokens.as<int64_t>(), targets.as<int64_t>());
+    int64_t ag = comm.allGatherElements, rs = comm.reduceScatterElements,
+            ar = comm.allReduceElements;
     auto start = std::chrono::steady_clock::now();
     if (o.profile)
       exec.runProfiled(msByKernel);
@@ -249,34 +262,46 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
                     std::chrono::steady_clock::now() - start)
                     .count();
     totalMs += ms;
-    double loss = scalarOf(exec.output(0));
-    double tps = batch * seqLen / (ms / 1000.0);
+    ag = comm.allGatherElements - ag;
+    rs = comm.reduceScatterElements - rs;
+    ar = comm.allReduceElements - ar;
+    // Each rank's loss is the mean over its micro-batch; the global batch's loss
+    // is their mean.
+    double loss = comm.meanOf(scalarOf(exec.output(0)));
+    double tps = globalBatch * seqLen / (ms / 1000.0);
     bool print = (step + 1) % o.printEvery == 0 || step == 0 || step + 1 == o.steps;
     if (tty)
       std::printf("\r\033[K");
-    if (!o.quiet && print)
+    if (!quiet && print)
       std::printf("step %lld/%lld  loss %.6f  %.2f ms/step  %.0f tokens/s\n",
                   (long long)step + 1, (long long)o.steps, loss, ms, tps);
     if (tty && step + 1 < o.steps)
       drawBar(step + 1, o.steps);
-    if (log)
+    if (log) {
+      std::string peaks;
+      for (size_t r = 0; r < peakBytes.size(); ++r)
+        peaks += (r ? ", " : "") + std::to_string(peakBytes[r]);
       std::fprintf(log,
                    "{\"step\": %lld, \"loss\": %.9g, \"ms\": %.4f, \"tokens_per_s\": "
-                   "%.1f}\n",
-                   (long long)step + 1, loss, ms, tps);
+                   "%.1f, \"peak_bytes\": [%s], \"comm_elements\": {\"all_gather\": "
+                   "%lld, \"reduce_scatter\": %lld, \"all_reduce\": %lld, \"volume\": "
+                   "%lld}}\n",
+                   (long long)step + 1, loss, ms, tps, peaks.c_str(), (long long)ag,
+                   (long long)rs, (long long)ar, (long long)(ag + rs + 2 * ar));
+    }
     ZRT_CHECK(std::isfinite(loss), "the loss is " << loss << " at step " << step + 1
                                                   << "; stopping");
   }
   if (log)
     std::fclose(log);
-  if (!o.quiet && o.steps)
+  if (!quiet && o.steps)
     std::printf("%lld steps, %.2f ms/step on average\n", (long long)o.steps,
                 totalMs / o.steps);
-  if (o.profile)
+  if (o.profile && root)
     printProfile(msByKernel, o.steps);
   if (!o.saveWeights.empty()) {
     saveWeights(*model, exec, o.saveWeights);
-    if (!o.quiet)
+    if (!quiet)
       std::printf("wrote the trained model to %s\n", o.saveWeights.c_str());
   }
   return 0;
@@ -315,13 +340,15 @@ int runOnce(const Options &o, Executor &exec) {
   return 0;
 }
 
-int run(const Options &o) {
+int run(const Options &o, Communicator &comm) {
   zero::zplan::Plan plan = loadPlanFile(o.plan);
-  // Multi-rank plans need the MPI communicator, which this runtime does not have yet.
-  ZRT_CHECK(plan.world_size() == 1,
-            o.plan << " was compiled for " << plan.world_size()
-                   << " ranks; this zero-run runs 1 rank");
-  Executor exec(std::move(plan), cpuKernels());
+  ZRT_CHECK(plan.world_size() == comm.size(),
+            o.plan << " was compiled for " << plan.world_size() << " ranks; this run has "
+                   << comm.size()
+                   << (comm.size() == 1 ? " (launch it with mpirun -np " +
+                                              std::to_string(plan.world_size()) + ")"
+                                        : ""));
+  Executor exec(std::move(plan), cpuKernels(), comm);
   bool needsParams = false;
   for (const auto &b : exec.plan().buffers())
     needsParams |= b.role() == zero::zplan::PARAM;
@@ -335,6 +362,7 @@ int run(const Options &o) {
   }
   if (!o.data.empty())
     return train(o, exec, &model);
+  ZRT_CHECK(comm.size() == 1, "running once on --inputs takes one rank");
   ZRT_CHECK(o.saveWeights.empty(), "--save-weights goes with --data (training)");
   return runOnce(o, exec);
 }
@@ -342,11 +370,21 @@ int run(const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
+  std::unique_ptr<Communicator> comm;
+  int rc = 1;
   try {
-    return run(parseArgs(argc, argv));
+    comm = makeMpiCommunicatorIfLaunched(&argc, &argv);
+    if (!comm)
+      comm = makeLocalCommunicator();
+    rc = run(parseArgs(argc, argv), *comm);
   } catch (const std::exception &e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "zero-run: error: %s\n", e.what());
+    // Every rank checks the same plan and flags, so every rank fails alike and
+    // none waits in a collective for one that has stopped.
+    std::string who = comm && comm->size() > 1
+                          ? " (rank " + std::to_string(comm->rank()) + ")"
+                          : "";
+    std::fprintf(stderr, "zero-run: error%s: %s\n", who.c_str(), e.what());
   }
-  return 1;
+  return rc;
 }

@@ -15,7 +15,7 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// CHECK: error: cannot lower 'arith.addf' to the plan: only compute ops are supported
+// CHECK: error: cannot lower 'arith.addf' to the plan: only compute ops and shard collectives are supported
 func.func @main(%x: tensor<4xf32> {compute.input = 0 : i64}) -> tensor<4xf32> {
   %0 = arith.addf %x, %x : tensor<4xf32>
   return %0 : tensor<4xf32>

@@ -7,6 +7,7 @@
 #ifndef ZERO_DIALECT_COMPUTE_TRANSFORMS_PASSES_H
 #define ZERO_DIALECT_COMPUTE_TRANSFORMS_PASSES_H
 
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

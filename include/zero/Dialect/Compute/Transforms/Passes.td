@@ -66,4 +66,48 @@ def BuildTrainingStepPass : Pass<"zero-build-training-step", "mlir::ModuleOp"> {
   ];
 }
 
+def ShardZeroPass : Pass<"zero-shard", "mlir::ModuleOp"> {
+  let summary = "Shards a training step across ranks the way ZeRO stage 0-3 does, "
+                "with flat, padded parameter buckets.";
+  let description = [{
+    Runs on the output of `--zero-build-training-step`. Trainable parameters are
+    grouped, in first-use order, into buckets of about `bucket-size-mb`; a bucket is
+    one flat 1-D tensor padded to a multiple of `world-size`, and rank r owns slice r.
+    Collectives are `shard` ops on a 1-D `shard.grid @zero`:
+
+    - stage 0: each gradient bucket is all-reduced (summed, then divided by N) as
+      soon as backward has completed it; the optimizer is unchanged;
+    - stages 1 and 2: each gradient bucket is reduce-scattered (stage 2: as soon as it
+      is complete; stage 1: after backward), the optimizer updates the own slice with
+      sharded state, and the updated slices are all-gathered into the parameters;
+    - stage 3: parameters are stored as bucket slices (`compute.param_bucket`); a
+      bucket is all-gathered before its first forward use and again before its first
+      backward use; the optimizer updates the own slice in place. Parameters with
+      fewer than `persistence-threshold` elements stay replicated and are handled as
+      in stage 2.
+
+    Communication per step in elements (Ψ trainable parameters, up to padding):
+    stages 0-2 move 2Ψ (an all-reduce counts twice), stage 3 moves 3Ψ.
+
+    ```mlir
+    // stage 2, one bucket of two parameters (abridged)
+    %g = compute.concat %gw, %gb, %pad {axis = 0 : i64} : ... -> tensor<12xf32>
+    %gs = shard.reduce_scatter %g on @zero grid_axes = [0] scatter_axis = 0
+        : tensor<12xf32> -> tensor<6xf32>
+    %p1, %m1, %v1 = compute.adamw %ps, %gavg, %m, %v, %t ...
+    %full = shard.all_gather %p1 on @zero grid_axes = [0] gather_axis = 0
+        : tensor<6xf32> -> tensor<12xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"stage", "stage", "int64_t", "0", "ZeRO stage: 0, 1, 2 or 3.">,
+    Option<"worldSize", "world-size", "int64_t", "1", "Number of ranks.">,
+    Option<"bucketSizeMb", "bucket-size-mb", "double", "25.0",
+           "Target bucket size in MiB.">,
+    Option<"persistenceThreshold", "persistence-threshold", "int64_t", "0",
+           "Stage 3: parameters with fewer elements stay replicated (0: off).">,
+  ];
+}
+
 #endif // ZERO_DIALECT_COMPUTE_TRANSFORMS_PASSES_TD

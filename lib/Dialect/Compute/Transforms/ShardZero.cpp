@@ -1,0 +1,475 @@
+//===- ShardZero.cpp - ZeRO stages 0-3 with flat, padded buckets ----------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Rewrites the per-parameter optimizer of a training step into bucketed, sharded
+// form. The upstream shard passes are not used: they would pick tensor parallelism,
+// hoist every gather to the function entry and never emit reduce-scatter (see
+// DESIGN.md); this pass places each collective itself.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Dialect/Compute/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace zero {
+#define GEN_PASS_DEF_SHARDZEROPASS
+#include "zero/Dialect/Compute/Transforms/Passes.h.inc"
+} // namespace zero
+
+using namespace mlir;
+using namespace zero;
+using namespace zero::compute;
+
+namespace {
+
+constexpr StringLiteral kGrid = "zero";
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// One trainable parameter and where it sits in its bucket.
+struct Member {
+  BlockArgument param;
+  std::string name;
+  Operation *optimizer; // the per-parameter adamw or sgd op being replaced
+  int64_t offset = 0;   // in elements, in the bucket's flat tensor
+  int64_t numel = 0;
+};
+
+struct Bucket {
+  SmallVector<Member> members;
+  int64_t elements = 0; // before padding
+  int64_t padded = 0;   // a multiple of the world size
+  bool replicated = false; // stage 3 persistence: parameters stay whole
+  Type elementType;
+};
+
+struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
+  using Base::Base;
+
+  // Position of every op in the block, for "first use" and "last gradient".
+  DenseMap<Operation *, unsigned> position;
+  Operation *lossOp = nullptr;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>("main");
+    if (!func) {
+      module.emitError("no func.func @main to shard");
+      return signalPassFailure();
+    }
+    if (stage < 0 || stage > 3 || worldSize < 1) {
+      module.emitError("--zero-stage must be 0 to 3 and --world-size at least 1");
+      return signalPassFailure();
+    }
+    if (failed(shard(module, func)))
+      signalPassFailure();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Small builders
+  //===--------------------------------------------------------------------===//
+
+  Value constantScalar(OpBuilder &b, Location loc, Type et, double v) {
+    auto t = RankedTensorType::get({}, et);
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(t, b.getFloatAttr(et, v)));
+  }
+
+  /// The members' values, flattened and concatenated, padded with zeros.
+  Value flatten(OpBuilder &b, Location loc, const Bucket &bucket,
+                ArrayRef<Value> values) {
+    SmallVector<Value> parts;
+    for (auto [m, v] : llvm::zip(bucket.members, values))
+      parts.push_back(ReshapeOp::create(
+          b, loc, RankedTensorType::get({m.numel}, bucket.elementType), v));
+    if (int64_t pad = bucket.padded - bucket.elements) {
+      auto t = RankedTensorType::get({pad}, bucket.elementType);
+      parts.push_back(ConstantOp::create(
+          b, loc, DenseElementsAttr::get(t, b.getFloatAttr(bucket.elementType, 0.0))));
+    }
+    auto t = RankedTensorType::get({bucket.padded}, bucket.elementType);
+    if (parts.size() == 1)
+      return parts[0];
+    return ConcatOp::create(b, loc, t, parts, b.getI64IntegerAttr(0));
+  }
+
+  /// Member `m` of a flat bucket tensor, in its own shape.
+  Value unflatten(OpBuilder &b, Location loc, Value flat, const Member &m) {
+    auto et = typeOf(flat).getElementType();
+    Value s = SliceOp::create(b, loc, RankedTensorType::get({m.numel}, et), flat,
+                              b.getDenseI64ArrayAttr({m.offset}),
+                              b.getDenseI64ArrayAttr({1}));
+    return ReshapeOp::create(b, loc, m.param.getType(), s);
+  }
+
+  /// Collectives: one grid axis, flat tensors, axis 0.
+  Value allGather(OpBuilder &b, Location loc, Value shard, int64_t full) {
+    auto t = RankedTensorType::get({full}, typeOf(shard).getElementType());
+    return mlir::shard::AllGatherOp::create(b, loc, t, kGrid, ArrayRef<int16_t>{0},
+                                            shard, APInt(64, 0));
+  }
+  Value reduceScatter(OpBuilder &b, Location loc, Value full, int64_t part) {
+    auto t = RankedTensorType::get({part}, typeOf(full).getElementType());
+    return mlir::shard::ReduceScatterOp::create(b, loc, t, kGrid, ArrayRef<int16_t>{0},
+                                                full, mlir::shard::ReductionKind::Sum,
+                                                APInt(64, 0));
+  }
+  Value allReduce(OpBuilder &b, Location loc, Value full) {
+    return mlir::shard::AllReduceOp::create(b, loc, full.getType(), kGrid,
+                                            ArrayRef<int16_t>{0}, full,
+                                            mlir::shard::ReductionKind::Sum);
+  }
+  Value allSlice(OpBuilder &b, Location loc, Value full, int64_t part) {
+    auto t = RankedTensorType::get({part}, typeOf(full).getElementType());
+    return mlir::shard::AllSliceOp::create(b, loc, t, full, kGrid, ArrayRef<int16_t>{0},
+                                           0);
+  }
+  /// Gradients are averaged: each rank's loss is the mean over its micro-batch.
+  Value average(OpBuilder &b, Location loc, Value sum) {
+    if (worldSize == 1)
+      return sum;
+    Value k = constantScalar(b, loc, typeOf(sum).getElementType(), 1.0 / worldSize);
+    return MulOp::create(b, loc, sum.getType(), sum, k);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Bucketing
+  //===--------------------------------------------------------------------===//
+
+  /// Parameters in first-use order, grouped into buckets of about bucket-size-mb.
+  FailureOr<SmallVector<Bucket>> makeBuckets(func::FuncOp func,
+                                             ArrayRef<Operation *> optimizers) {
+    DenseMap<BlockArgument, Operation *> optimizerOf;
+    for (Operation *op : optimizers) {
+      auto p = dyn_cast<BlockArgument>(op->getOperand(0));
+      if (!p || !func.getArgAttrOfType<StringAttr>(p.getArgNumber(), "compute.param"))
+        return op->emitOpError("updates a value that is not a parameter argument"),
+               failure();
+      optimizerOf[p] = op;
+    }
+    SmallVector<BlockArgument> order;
+    DenseSet<BlockArgument> seen;
+    for (Operation &op : func.getBody().front()) {
+      if (isa<AdamWOp, SgdOp>(op))
+        continue;
+      for (Value v : op.getOperands())
+        if (auto arg = dyn_cast<BlockArgument>(v))
+          if (optimizerOf.count(arg) && seen.insert(arg).second)
+            order.push_back(arg);
+    }
+    for (auto &[arg, op] : optimizerOf) // parameters only the optimizer reads
+      if (seen.insert(arg).second)
+        order.push_back(arg);
+
+    int64_t capBytes = std::max<int64_t>(1, (int64_t)(bucketSizeMb * 1024 * 1024));
+    SmallVector<Bucket> buckets;
+    auto add = [&](SmallVector<Bucket> &list, BlockArgument p, bool replicated) {
+      auto t = cast<RankedTensorType>(p.getType());
+      int64_t bytes = t.getNumElements() * (t.getElementTypeBitWidth() / 8);
+      if (list.empty() || list.back().elementType != t.getElementType() ||
+          (list.back().elements > 0 &&
+           (list.back().elements * (t.getElementTypeBitWidth() / 8) + bytes > capBytes)))
+        list.push_back(Bucket{{}, 0, 0, replicated, t.getElementType()});
+      Bucket &bk = list.back();
+      Member m{p,
+               func.getArgAttrOfType<StringAttr>(p.getArgNumber(), "compute.param").str(),
+               optimizerOf[p], bk.elements, t.getNumElements()};
+      bk.members.push_back(m);
+      bk.elements += m.numel;
+    };
+    SmallVector<Bucket> replicatedBuckets;
+    for (BlockArgument p : order) {
+      int64_t numel = cast<RankedTensorType>(p.getType()).getNumElements();
+      if (stage == 3 && numel < persistenceThreshold)
+        add(replicatedBuckets, p, true);
+      else
+        add(buckets, p, false);
+    }
+    llvm::append_range(buckets, replicatedBuckets);
+    for (Bucket &bk : buckets)
+      bk.padded = (bk.elements + worldSize - 1) / worldSize * worldSize;
+    return buckets;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // The rewrite
+  //===--------------------------------------------------------------------===//
+
+  LogicalResult shard(ModuleOp module, func::FuncOp func) {
+    Block &entry = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(entry.getTerminator());
+    SmallVector<Operation *> optimizers;
+    for (Operation &op : entry)
+      if (isa<AdamWOp, SgdOp>(op))
+        optimizers.push_back(&op);
+    if (optimizers.empty())
+      return func.emitError("no optimizer ops to shard; run "
+                            "--zero-build-training-step first");
+    for (Operation *op : optimizers)
+      if (op->getName() != optimizers[0]->getName() ||
+          op->getDiscardableAttrDictionary() != optimizers[0]->getDiscardableAttrDictionary())
+        return op->emitOpError("differs from the other optimizer ops");
+    unsigned i = 0;
+    for (Operation &op : entry)
+      position[&op] = i++;
+    lossOp = ret.getOperand(0).getDefiningOp();
+    if (!lossOp)
+      return func.emitError("the loss is an argument; nothing to shard");
+
+    auto buckets = makeBuckets(func, optimizers);
+    if (failed(buckets))
+      return failure();
+
+    OpBuilder mb(module.getBody(), module.getBody()->begin());
+    if (!module.lookupSymbol(kGrid))
+      mlir::shard::GridOp::create(mb, module.getLoc(), kGrid, ArrayRef<int64_t>{worldSize});
+
+    // Result index -> argument it updates, as it stands now.
+    DenseMap<Value, unsigned> resultIndexOf;
+    for (auto [k, v] : llvm::enumerate(ret.getOperands()))
+      resultIndexOf[v] = k;
+
+    SmallVector<Value> newResults = {ret.getOperand(0)};
+    SmallVector<Attribute> newNames = {
+        cast<ArrayAttr>(func->getAttr("compute.output_names"))[0]};
+    SmallVector<std::pair<unsigned, Value>> updates; // (arg, new value)
+    SmallVector<std::pair<Value, StringRef>> newUpdateNames;
+    llvm::BitVector deadArgs(entry.getNumArguments() + 4 * buckets->size() + 4);
+    SmallVector<Operation *> deadOps;
+
+    OpBuilder b(ret);
+    Operation *first = optimizers.front();
+    Value step = isa<AdamWOp>(first) ? cast<AdamWOp>(first).getStep() : Value();
+
+    for (auto [bi, bucket] : llvm::enumerate(*buckets)) {
+      Location loc = bucket.members.front().param.getLoc();
+      SmallVector<Value> grads;
+      Operation *lastGrad = nullptr;
+      for (Member &m : bucket.members) {
+        Value g = m.optimizer->getOperand(1);
+        grads.push_back(g);
+        Operation *def = g.getDefiningOp();
+        if (def && (!lastGrad || position[def] > position[lastGrad]))
+          lastGrad = def;
+      }
+      // Stage 0 and 2/3 reduce a bucket as soon as backward completes it; stage 1
+      // after backward, just before the optimizer.
+      if (stage == 1 || !lastGrad)
+        b.setInsertionPoint(first);
+      else
+        b.setInsertionPointAfter(lastGrad);
+      Value gflat = flatten(b, loc, bucket, grads);
+
+      if (stage == 0) {
+        Value gavg = average(b, loc, allReduce(b, loc, gflat));
+        for (auto [m, g] : llvm::zip(bucket.members, grads))
+          m.optimizer->setOperand(1, unflatten(b, loc, gavg, m));
+        continue;
+      }
+
+      int64_t part = bucket.padded / worldSize;
+      Value gavg = average(b, loc, reduceScatter(b, loc, gflat, part));
+      auto shardType = RankedTensorType::get({part}, bucket.elementType);
+      std::string bname = "bucket" + std::to_string(bi);
+
+      // The owned slice of the parameters.
+      Value pshard;
+      BlockArgument pArg;
+      bool sharded = stage == 3 && !bucket.replicated;
+      if (sharded) {
+        pArg = addArg(func, shardType, "compute.param_bucket", bname);
+        setBucketLayout(func, pArg.getArgNumber(), bucket);
+        pshard = pArg;
+      } else {
+        OpBuilder pb(first);
+        SmallVector<Value> params;
+        for (Member &m : bucket.members)
+          params.push_back(m.param);
+        pshard = allSlice(pb, loc, flatten(pb, loc, bucket, params), part);
+      }
+
+      // The optimizer on the owned slice, with sharded state; at the end of the
+      // step, after every reader of the old values.
+      b.setInsertionPoint(ret);
+      Value newShard;
+      if (auto adam = dyn_cast<AdamWOp>(first)) {
+        BlockArgument m = addArg(func, shardType, "compute.state", bname + ".exp_avg");
+        BlockArgument v = addArg(func, shardType, "compute.state", bname + ".exp_avg_sq");
+        auto op = AdamWOp::create(b, loc, pshard, gavg, m, v, step,
+                                  adam.getLr().convertToDouble(),
+                                  adam.getBeta1().convertToDouble(),
+                                  adam.getBeta2().convertToDouble(),
+                                  adam.getEps().convertToDouble(),
+                                  adam.getWeightDecay().convertToDouble());
+        newShard = op.getNewParam();
+        updates.push_back({m.getArgNumber(), op.getNewExpAvg()});
+        updates.push_back({v.getArgNumber(), op.getNewExpAvgSq()});
+      } else {
+        auto sgd = cast<SgdOp>(first);
+        BlockArgument buf =
+            addArg(func, shardType, "compute.state", bname + ".momentum_buffer");
+        auto op = SgdOp::create(b, loc, pshard, gavg, buf, sgd.getLr().convertToDouble(),
+                                sgd.getMomentum().convertToDouble(),
+                                sgd.getWeightDecay().convertToDouble());
+        newShard = op.getNewParam();
+        updates.push_back({buf.getArgNumber(), op.getNewMomentumBuffer()});
+      }
+
+      if (sharded) {
+        updates.push_back({pArg.getArgNumber(), newShard});
+        if (failed(gatherForUse(func, bucket, pArg)))
+          return failure();
+      } else {
+        Value full = allGather(b, loc, newShard, bucket.padded);
+        for (Member &m : bucket.members)
+          updates.push_back({m.param.getArgNumber(), unflatten(b, loc, full, m)});
+      }
+      // The per-parameter optimizer and its state go.
+      for (Member &m : bucket.members) {
+        for (Value r : m.optimizer->getResults())
+          if (resultIndexOf.count(r))
+            if (auto a = func.getResultAttrOfType<IntegerAttr>(resultIndexOf[r],
+                                                               "compute.updates"))
+              if (a.getInt() != m.param.getArgNumber())
+                deadArgs.set(a.getInt());
+        deadOps.push_back(m.optimizer);
+      }
+    }
+
+    if (stage == 0)
+      return success(); // the optimizer and its results are unchanged
+
+    // The step counter's update stays; everything else updates what we built.
+    for (auto [k, v] : llvm::enumerate(ret.getOperands()))
+      if (auto a = func.getResultAttrOfType<IntegerAttr>(k, "compute.updates"))
+        if (step && v == step)
+          updates.push_back({(unsigned)a.getInt(), v});
+    for (auto [arg, v] : updates) {
+      newResults.push_back(v);
+      newNames.push_back(StringAttr::get(func.getContext(), argName(func, arg)));
+    }
+    OpBuilder rb(ret);
+    func::ReturnOp::create(rb, ret.getLoc(), newResults);
+    ret.erase();
+    for (Operation *op : deadOps)
+      op->erase();
+
+    // Rebuild the signature: drop the per-parameter state (and, in stage 3, the
+    // whole parameters), renumber the updates.
+    SmallVector<Type> resultTypes;
+    for (Value v : newResults)
+      resultTypes.push_back(v.getType());
+    func->removeAttr(func.getResAttrsAttrName()); // set again below, per result
+    func.setFunctionType(FunctionType::get(func.getContext(), entry.getArgumentTypes(),
+                                           resultTypes));
+    func->setAttr("compute.output_names", ArrayAttr::get(func.getContext(), newNames));
+    SmallVector<BlockArgument> updateArgs;
+    for (auto [arg, v] : updates)
+      updateArgs.push_back(entry.getArgument(arg));
+    llvm::BitVector erase(entry.getNumArguments());
+    for (BlockArgument a : entry.getArguments())
+      if ((a.getArgNumber() < deadArgs.size() && deadArgs.test(a.getArgNumber())) ||
+          (stage == 3 && a.use_empty() &&
+           func.getArgAttr(a.getArgNumber(), "compute.param") &&
+           isTrainedAway(*buckets, a)))
+        erase.set(a.getArgNumber());
+    for (BlockArgument a : entry.getArguments())
+      if (erase.test(a.getArgNumber()) && !a.use_empty())
+        return func.emitError("internal: argument ")
+               << a.getArgNumber() << " is still used after sharding";
+    if (failed(func.eraseArguments(erase)))
+      return failure();
+    for (auto [k, a] : llvm::enumerate(updateArgs))
+      func.setResultAttr(k + 1, "compute.updates",
+                         IntegerAttr::get(IntegerType::get(func.getContext(), 64),
+                                          a.getArgNumber()));
+    return success();
+  }
+
+  static bool isTrainedAway(ArrayRef<Bucket> buckets, BlockArgument a) {
+    for (const Bucket &bk : buckets)
+      if (!bk.replicated)
+        for (const Member &m : bk.members)
+          if (m.param == a)
+            return true;
+    return false;
+  }
+
+  std::string argName(func::FuncOp func, unsigned arg) {
+    for (StringRef key : {"compute.param", "compute.state", "compute.param_bucket"})
+      if (auto n = func.getArgAttrOfType<StringAttr>(arg, key))
+        return n.str();
+    return "";
+  }
+
+  BlockArgument addArg(func::FuncOp func, Type type, StringRef key, StringRef name) {
+    unsigned index = func.getNumArguments();
+    Builder b(func.getContext());
+    (void)func.insertArgument(index, type,
+                              b.getDictionaryAttr(
+                                  b.getNamedAttr(key, b.getStringAttr(name))),
+                              func.getLoc());
+    return func.getBody().front().getArgument(index);
+  }
+
+  /// Records where each member of a stage-3 bucket lives, for the runtime to load
+  /// its slice from the model's initializers and to gather the weights back.
+  void setBucketLayout(func::FuncOp func, unsigned arg, const Bucket &bucket) {
+    Builder b(func.getContext());
+    SmallVector<Attribute> members;
+    for (const Member &m : bucket.members)
+      members.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("name", b.getStringAttr(m.name)),
+           b.getNamedAttr("offset", b.getI64IntegerAttr(m.offset)),
+           b.getNamedAttr("shape", b.getDenseI64ArrayAttr(
+                                       cast<RankedTensorType>(m.param.getType())
+                                           .getShape()))}));
+    func.setArgAttr(arg, "compute.bucket_members", b.getArrayAttr(members));
+    func.setArgAttr(arg, "compute.bucket_elements", b.getI64IntegerAttr(bucket.padded));
+  }
+
+  /// Stage 3: each use of a member parameter reads a copy sliced out of an
+  /// all-gathered bucket: one gather before the first forward use, another before
+  /// the first backward use, so nothing full stays alive in between.
+  LogicalResult gatherForUse(func::FuncOp func, const Bucket &bucket,
+                             BlockArgument shardArg) {
+    for (bool backward : {false, true}) {
+      SmallVector<OpOperand *> uses;
+      Operation *firstUser = nullptr;
+      for (const Member &m : bucket.members)
+        for (OpOperand &use : m.param.getUses()) {
+          Operation *user = use.getOwner();
+          if (user == m.optimizer || !position.count(user))
+            continue; // the optimizer goes; ops this pass built read the shard
+          bool isBackward = position[user] > position[lossOp];
+          if (isBackward != backward)
+            continue;
+          uses.push_back(&use);
+          if (!firstUser || position[user] < position[firstUser])
+            firstUser = user;
+        }
+      if (uses.empty())
+        continue;
+      OpBuilder b(firstUser);
+      Location loc = shardArg.getLoc();
+      Value full = allGather(b, loc, shardArg, bucket.padded);
+      // Without this the two gathers are identical pure ops and CSE would merge
+      // them, keeping the full bucket alive from forward to backward.
+      full.getDefiningOp()->setAttr("zero.phase",
+                                    b.getStringAttr(backward ? "backward" : "forward"));
+      DenseMap<Value, Value> copyOf;
+      for (const Member &m : bucket.members)
+        copyOf[m.param] = unflatten(b, loc, full, m);
+      for (OpOperand *use : uses)
+        use->set(copyOf[use->get()]);
+    }
+    return success();
+  }
+};
+
+} // namespace

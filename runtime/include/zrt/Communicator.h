@@ -1,0 +1,55 @@
+//===- Communicator.h - Collectives among the ranks of a run ---*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZRT_COMMUNICATOR_H
+#define ZRT_COMMUNICATOR_H
+
+#include "zrt/Tensor.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace zrt {
+
+/// The collectives a plan uses, on flat buffers; every rank calls them in the same
+/// order (the plan guarantees it). Counts are per rank unless said otherwise.
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string name() const = 0;
+
+  /// out[r * count .. (r+1) * count) = rank r's in[0 .. count).
+  virtual void allGather(const void *in, void *out, int64_t count, DType t) = 0;
+  /// out = the sum over ranks of in[rank * count .. (rank+1) * count).
+  virtual void reduceScatterSum(const void *in, void *out, int64_t count, DType t) = 0;
+  /// out = the sum over ranks of in, count elements.
+  virtual void allReduceSum(const void *in, void *out, int64_t count, DType t) = 0;
+  /// Rank 0 receives every rank's `count` elements, in rank order.
+  virtual void gatherToRoot(const void *in, void *out, int64_t count, DType t) = 0;
+  /// The mean over ranks of one double (for logging).
+  virtual double meanOf(double v) = 0;
+  /// Every rank's value, on rank 0 (others get their own only).
+  virtual std::vector<int64_t> gatherInts(int64_t v) = 0;
+
+  /// Full-tensor elements moved by plan collectives so far, per kind (what the
+  /// compiler's report predicts): an all-gather counts its output, a
+  /// reduce-scatter its input, an all-reduce its buffer.
+  int64_t allGatherElements = 0, reduceScatterElements = 0, allReduceElements = 0;
+};
+
+/// One rank, no launcher: every collective is a copy.
+std::unique_ptr<Communicator> makeLocalCommunicator();
+
+/// The ranks of an `mpirun` launch (MPI_COMM_WORLD), or null when this process was
+/// not started by an MPI launcher (then MPI is never initialized).
+std::unique_ptr<Communicator> makeMpiCommunicatorIfLaunched(int *argc, char ***argv);
+
+} // namespace zrt
+
+#endif // ZRT_COMMUNICATOR_H

@@ -1,0 +1,126 @@
+//===- MpiCommunicator.cpp - Collectives over MPI -------------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zrt/Communicator.h"
+#include "zrt/Error.h"
+
+// The C API only: the deprecated MPI C++ bindings would need libmpi_cxx.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <cstdlib>
+
+using namespace zrt;
+
+/// Turns an MPI error code into a zrt::Error naming the call, file and line.
+#define ZERO_MPI_CHECK(call)                                                        \
+  do {                                                                              \
+    int zero_mpi_rc_ = (call);                                                      \
+    if (zero_mpi_rc_ != MPI_SUCCESS) {                                              \
+      char zero_mpi_msg_[MPI_MAX_ERROR_STRING];                                     \
+      int zero_mpi_len_ = 0;                                                        \
+      MPI_Error_string(zero_mpi_rc_, zero_mpi_msg_, &zero_mpi_len_);                \
+      ZRT_FAIL(#call << " failed at " << __FILE__ << ":" << __LINE__ << ": "        \
+                     << std::string(zero_mpi_msg_, zero_mpi_len_));                 \
+    }                                                                               \
+  } while (0)
+
+namespace {
+
+MPI_Datatype mpiType(DType t) {
+  switch (t) {
+  case zero::zplan::F32:
+    return MPI_FLOAT;
+  case zero::zplan::F64:
+    return MPI_DOUBLE;
+  case zero::zplan::I64:
+    return MPI_INT64_T;
+  case zero::zplan::I32:
+    return MPI_INT32_T;
+  default:
+    ZRT_FAIL("no MPI datatype for " << dtypeName(t));
+  }
+}
+
+/// MPI counts are int: large buckets are split into pieces that fit.
+constexpr int64_t kMaxCount = 1 << 30;
+
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator() {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    ZERO_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+    ZERO_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+  }
+  ~MpiCommunicator() override { MPI_Finalize(); }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override {
+    return "MPI (" + std::to_string(size_) + " ranks)";
+  }
+
+  void allGather(const void *in, void *out, int64_t count, DType t) override {
+    ZRT_CHECK(count <= kMaxCount, "all-gather of " << count << " elements per rank "
+                                                   << "exceeds MPI's int counts");
+    ZERO_MPI_CHECK(MPI_Allgather(in, (int)count, mpiType(t), out, (int)count,
+                                 mpiType(t), MPI_COMM_WORLD));
+    allGatherElements += count * size_;
+  }
+  void reduceScatterSum(const void *in, void *out, int64_t count, DType t) override {
+    ZRT_CHECK(count <= kMaxCount, "reduce-scatter of " << count << " elements per "
+                                                       << "rank exceeds MPI's int counts");
+    ZERO_MPI_CHECK(MPI_Reduce_scatter_block(in, out, (int)count, mpiType(t), MPI_SUM,
+                                            MPI_COMM_WORLD));
+    reduceScatterElements += count * size_;
+  }
+  void allReduceSum(const void *in, void *out, int64_t count, DType t) override {
+    int64_t size = dtypeSize(t);
+    for (int64_t done = 0; done < count; done += kMaxCount) {
+      int n = (int)std::min(kMaxCount, count - done);
+      const char *src = static_cast<const char *>(in) + done * size;
+      char *dst = static_cast<char *>(out) + done * size;
+      ZERO_MPI_CHECK(MPI_Allreduce(src == dst ? MPI_IN_PLACE : src, dst, n, mpiType(t),
+                                   MPI_SUM, MPI_COMM_WORLD));
+    }
+    allReduceElements += count;
+  }
+  void gatherToRoot(const void *in, void *out, int64_t count, DType t) override {
+    ZRT_CHECK(count <= kMaxCount, "gather of " << count << " elements per rank "
+                                               << "exceeds MPI's int counts");
+    ZERO_MPI_CHECK(MPI_Gather(in, (int)count, mpiType(t), out, (int)count, mpiType(t), 0,
+                              MPI_COMM_WORLD));
+  }
+  double meanOf(double v) override {
+    double sum = 0;
+    ZERO_MPI_CHECK(MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    return sum / size_;
+  }
+  std::vector<int64_t> gatherInts(int64_t v) override {
+    std::vector<int64_t> all(size_);
+    ZERO_MPI_CHECK(
+        MPI_Gather(&v, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
+    return rank_ == 0 ? all : std::vector<int64_t>{v};
+  }
+
+private:
+  int rank_ = 0, size_ = 1;
+};
+
+} // namespace
+
+std::unique_ptr<Communicator> zrt::makeMpiCommunicatorIfLaunched(int *argc,
+                                                                 char ***argv) {
+  // Only a process that mpirun (or another PMI launcher) started joins MPI: a plain
+  // single-rank run needs no launcher.
+  bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") ||
+                  std::getenv("PMIX_RANK");
+  if (!launched)
+    return nullptr;
+  ZRT_CHECK(MPI_Init(argc, argv) == MPI_SUCCESS, "MPI_Init failed");
+  return std::make_unique<MpiCommunicator>();
+}

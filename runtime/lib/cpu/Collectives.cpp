@@ -1,0 +1,68 @@
+//===- Collectives.cpp - The plan's collective kernels --------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Flat 1-D buffers on the whole grid; the communicator does the work (MPI, or a copy
+// on one rank). Every rank runs the same kernel list, so collectives match up.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtil.h"
+#include "zrt/Communicator.h"
+
+#include <cstring>
+
+using namespace zrt;
+using namespace zrt::cpu;
+
+namespace {
+
+/// Checks a collective's buffers: 1-D, one dtype, `in` or `out` N times the other.
+void checkFlat(const KernelCall &call, int64_t inScale, int64_t outScale) {
+  call.expectArity(1, 1);
+  ZRT_CHECK(call.comm, call.where() << ": no communicator");
+  const TensorView &in = call.ins[0], &out = call.outs[0];
+  ZRT_CHECK(in.shape.size() == 1 && out.shape.size() == 1 && in.dtype == out.dtype,
+            call.where() << ": needs flat buffers of one dtype");
+  ZRT_CHECK(in.numel() * inScale == out.numel() * outScale,
+            call.where() << ": " << in.describe() << " -> " << out.describe()
+                         << " does not fit " << call.comm->size() << " ranks");
+}
+
+BoundKernel bindAllGather(const KernelCall &call) {
+  checkFlat(call, call.comm ? call.comm->size() : 1, 1);
+  TensorView in = call.ins[0], out = call.outs[0];
+  Communicator *comm = call.comm;
+  return [=] { comm->allGather(in.data, out.data, in.numel(), in.dtype); };
+}
+
+BoundKernel bindReduceScatter(const KernelCall &call) {
+  checkFlat(call, 1, call.comm ? call.comm->size() : 1);
+  TensorView in = call.ins[0], out = call.outs[0];
+  Communicator *comm = call.comm;
+  return [=] { comm->reduceScatterSum(in.data, out.data, out.numel(), in.dtype); };
+}
+
+BoundKernel bindAllReduce(const KernelCall &call) {
+  checkFlat(call, 1, 1);
+  TensorView in = call.ins[0], out = call.outs[0];
+  Communicator *comm = call.comm;
+  return [=] { comm->allReduceSum(in.data, out.data, in.numel(), in.dtype); };
+}
+
+/// This rank's slice of a replicated buffer: no communication.
+BoundKernel bindAllSlice(const KernelCall &call) {
+  checkFlat(call, 1, call.comm ? call.comm->size() : 1);
+  TensorView in = call.ins[0], out = call.outs[0];
+  int64_t bytes = out.bytes(), offset = call.comm->rank() * bytes;
+  return [=] { std::memcpy(out.data, in.as<char>() + offset, bytes); };
+}
+
+} // namespace
+
+void zrt::addCollectiveKernels(KernelTable &t) {
+  t["all_gather"] = bindAllGather;
+  t["reduce_scatter"] = bindReduceScatter;
+  t["all_reduce"] = bindAllReduce;
+  t["all_slice"] = bindAllSlice;
+}
