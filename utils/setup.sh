@@ -12,6 +12,7 @@ packages=(
   cmake ninja-build ccache g++
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libonnx-dev libprotobuf-dev protobuf-compiler
+  libopenmpi-dev openmpi-bin
   libopenblas-dev libgtest-dev
   python3-onnx python3-torch python3-numpy python3-protobuf
 )

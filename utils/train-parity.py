@@ -4,7 +4,12 @@
 # that per-step losses and final weights agree.
 #
 #   train-parity.py --bin BUILD/bin --work DIR --model gpt|mlp --optimizer adamw|sgd
-#                   [--steps 20] [--rtol 1e-4] [zero-opt optimizer flags...]
+#                   [--steps 20] [--rtol 1e-4] [--world-size N --zero-stage S
+#                   --bucket-size-mb M --persistence-threshold E]
+#
+# With N ranks, zero-run runs under `mpirun -np N` with micro-batch B each, and
+# PyTorch trains single-process on the global batch N*B: ZeRO must give the same
+# training, to float rounding.
 #
 # Weights are compared per tensor: |w - w_torch| / |w_torch| (Frobenius norms), so a
 # tensor passes when it is the same tensor to float rounding. Exit 1 on a mismatch.
@@ -42,6 +47,11 @@ def main():
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--weight-decay", type=float, default=None)
+    p.add_argument("--world-size", type=int, default=1)
+    p.add_argument("--zero-stage", type=int, default=0)
+    # Small buckets by default, so that even these small models have several.
+    p.add_argument("--bucket-size-mb", type=float, default=0.02)
+    p.add_argument("--persistence-threshold", type=int, default=0)
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     vocab, seq, batch = 64, 16, 4
@@ -60,15 +70,23 @@ def main():
 
     # zero-opt + zero-run.
     plan = os.path.join(a.work, "step.zplan")
-    flags = ["--optimizer=" + a.optimizer, "--lr=%r" % lr, "--weight-decay=%r" % wd]
+    flags = ["--optimizer=" + a.optimizer, "--lr=%r" % lr, "--weight-decay=%r" % wd,
+             "--world-size=%d" % a.world_size, "--zero-stage=%d" % a.zero_stage,
+             "--bucket-size-mb=%r" % a.bucket_size_mb,
+             "--persistence-threshold=%d" % a.persistence_threshold]
     if a.optimizer == "sgd":
         flags.append("--momentum=%r" % a.momentum)
     subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "-o", plan] + flags, check=True)
     log = os.path.join(a.work, "log.json")
     trained = os.path.join(a.work, "trained.onnx")
-    subprocess.run([os.path.join(a.bin, "zero-run"), plan, "--init", onnx_path,
-                    "--data", data_path, "--steps", str(a.steps), "--log-json", log,
-                    "--save-weights", trained, "--quiet"], check=True)
+    launch = []
+    if a.world_size > 1:
+        launch = ["mpirun", "-np", str(a.world_size), "--oversubscribe"]
+        if os.geteuid() == 0:
+            launch.append("--allow-run-as-root")
+    subprocess.run(launch + [os.path.join(a.bin, "zero-run"), plan, "--init", onnx_path,
+                             "--data", data_path, "--steps", str(a.steps), "--log-json",
+                             log, "--save-weights", trained, "--quiet"], check=True)
     zero_losses = [json.loads(line)["loss"] for line in open(log)]
 
     # PyTorch on the same batches.
@@ -81,7 +99,7 @@ def main():
     torch_losses = []
     model.train()
     for step in range(a.steps):
-        tokens, targets = zero_models.make_batch(tdata, step, batch, seq)
+        tokens, targets = zero_models.make_batch(tdata, step, a.world_size * batch, seq)
         opt.zero_grad()
         loss = model(tokens, targets)
         loss.backward()
@@ -90,7 +108,8 @@ def main():
 
     ok = True
     worst_loss = 0.0
-    print("%s + %s, %d steps, lr %g" % (a.model, a.optimizer, a.steps, lr))
+    print("%s + %s, %d steps, lr %g, ZeRO stage %d on %d ranks" % (
+        a.model, a.optimizer, a.steps, lr, a.zero_stage, a.world_size))
     print("step  zero-run loss   PyTorch loss   rel. error")
     for i, (z, t) in enumerate(zip(zero_losses, torch_losses)):
         rel = abs(z - t) / abs(t)
