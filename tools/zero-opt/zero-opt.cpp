@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zero/Dialect/Plan/Analysis/ZeroReport.h"
 #include "zero/Import/ONNX/ImportOnnx.h"
 #include "zero/InitAll.h"
 #include "zero/Target/Zplan/ExportZplan.h"
@@ -90,6 +91,13 @@ static cl::list<std::string> constantInputs(
 static cl::opt<int64_t> worldSize("world-size",
                                   cl::desc("Number of ranks to compile for"),
                                   cl::init(1), cl::cat(zeroCategory));
+static cl::opt<std::string>
+    report("report",
+           cl::desc("Print what each rank holds and moves per step: --report for a "
+                    "table, --report=json for one JSON object"),
+           cl::value_desc("table|json"), cl::ValueOptional, cl::init(""),
+           cl::cat(zeroCategory));
+
 static cl::opt<int64_t> zeroStage("zero-stage",
                                   cl::desc("ZeRO stage: 0 (replicated), 1 (optimizer "
                                            "state sharded), 2 (+ gradients), 3 (+ "
@@ -233,6 +241,17 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
   }
   if (failed(pm.run(module)))
     return failure();
+  if (report.getNumOccurrences()) {
+    auto r = zero::computeZeroReport(module, zeroStage);
+    if (failed(r))
+      return failure();
+    if (report == "json")
+      zero::printReportJson(*r, llvm::outs());
+    else
+      zero::printReportTable(*r, llvm::outs());
+    if (output == "-") // the report was what was asked for
+      return success();
+  }
   std::string error;
   auto file = openOutputFile(output, &error);
   if (!file) {
@@ -261,12 +280,26 @@ int main(int argc, char **argv) {
       registerAndParseCLIOptions(argc, argv, "zero-opt: ZeRO training compiler\n",
                                  registry);
 
-  if (!isOnnx(inputFile) && emitLevel.empty())
+  if (!isOnnx(inputFile) && emitLevel.empty() && !report.getNumOccurrences())
     return asMainReturnCode(MlirOptMain(argc, argv, inputFile, outputFile, registry));
 
   std::string level = emitLevel;
   if (level.empty())
-    level = StringRef(outputFile).ends_with(".zplan") ? "zplan" : "graph";
+    level = StringRef(outputFile).ends_with(".zplan") ? "zplan"
+            : report.getNumOccurrences()              ? "plan"
+                                                      : "graph";
+  if (report.getNumOccurrences() && report != "" && report != "table" &&
+      report != "json") {
+    llvm::errs() << "zero-opt: error: --report=" << report
+                 << " is not one of table, json\n";
+    return 1;
+  }
+  if (report.getNumOccurrences() && level != "plan" && level != "zplan") {
+    llvm::errs() << "zero-opt: error: --report needs the plan: it cannot go with "
+                    "--emit="
+                 << level << "\n";
+    return 1;
+  }
   if (level != "graph" && level != "step" && level != "plan" && level != "zplan") {
     llvm::errs() << "zero-opt: error: --emit=" << level
                  << " is not one of graph, step, plan, zplan\n";

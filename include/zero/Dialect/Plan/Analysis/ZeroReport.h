@@ -1,0 +1,46 @@
+//===- ZeroReport.h - Memory and traffic of a compiled step ------*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_DIALECT_PLAN_ANALYSIS_ZEROREPORT_H
+#define ZERO_DIALECT_PLAN_ANALYSIS_ZEROREPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+
+namespace zero {
+
+/// What one rank holds and moves per step, read off a lowered plan.program: the
+/// compiler knows it exactly before anything runs, and zero-run measures the same.
+struct ZeroReport {
+  int64_t stage = 0, worldSize = 1;
+  /// Trainable elements (a tied weight once, before padding), and after padding
+  /// each bucket to a multiple of the world size.
+  int64_t parameters = 0, paddedParameters = 0;
+  /// Persistent model states per rank, bytes: parameter buffers; gradients a rank
+  /// must hold at once (stages 0-1: the full buckets, 2-3: the reduced slices);
+  /// optimizer state buffers.
+  int64_t params = 0, grads = 0, optimizerState = 0;
+  int64_t modelStates() const { return params + grads + optimizerState; }
+  /// The arena (the plan's peak), and what of it is not persistent storage
+  /// (gathered buckets, gradient buckets, activations).
+  int64_t totalPeak = 0, transientPeak = 0;
+  /// Full-tensor elements per step: an all-gather counts its output, a
+  /// reduce-scatter its input; the volume counts an all-reduce twice.
+  int64_t allGather = 0, reduceScatter = 0, allReduce = 0;
+  int64_t volume() const { return allGather + reduceScatter + 2 * allReduce; }
+};
+
+/// Computes the report of the module's `plan.program @main`.
+mlir::FailureOr<ZeroReport> computeZeroReport(mlir::ModuleOp module, int64_t stage);
+
+void printReportTable(const ZeroReport &r, llvm::raw_ostream &os);
+void printReportJson(const ZeroReport &r, llvm::raw_ostream &os);
+
+} // namespace zero
+
+#endif // ZERO_DIALECT_PLAN_ANALYSIS_ZEROREPORT_H

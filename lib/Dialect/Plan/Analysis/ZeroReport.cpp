@@ -1,0 +1,138 @@
+//===- ZeroReport.cpp - Memory and traffic of a compiled step -------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Dialect/Plan/Analysis/ZeroReport.h"
+#include "zero/Dialect/Plan/IR/PlanDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace zero;
+
+namespace {
+
+int64_t bytesOf(Value v) { return cast<plan::BufferOp>(v.getDefiningOp()).getSizeInBytes(); }
+
+int64_t elementsOf(Value v) { return cast<MemRefType>(v.getType()).getNumElements(); }
+
+} // namespace
+
+FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
+  auto program = module.lookupSymbol<plan::ProgramOp>("main");
+  if (!program)
+    return module.emitError("no plan.program @main to report on"), failure();
+  ZeroReport r;
+  r.stage = stage;
+  r.worldSize = program.getWorldSizeAttr().getInt();
+  r.totalPeak = program.getArenaBytesAttr().getInt();
+  int64_t persistent = 0, optimizerGrads = 0;
+  DenseSet<Value> written;
+  for (Operation &op : program.getBody().front())
+    if (auto k = dyn_cast<plan::KernelOp>(op)) {
+      for (Value v : k.getOutputs())
+        written.insert(v);
+      StringRef name = k.getKernel();
+      if (name == "all_gather")
+        r.allGather += elementsOf(k.getOutputs()[0]);
+      else if (name == "reduce_scatter") {
+        r.reduceScatter += elementsOf(k.getInputs()[0]);
+        r.grads += stage >= 2 ? bytesOf(k.getOutputs()[0]) : bytesOf(k.getInputs()[0]);
+      } else if (name == "all_reduce") {
+        r.allReduce += elementsOf(k.getInputs()[0]);
+        r.grads += bytesOf(k.getInputs()[0]);
+      } else if (name == "adamw" || name == "sgd") {
+        optimizerGrads += bytesOf(k.getInputs()[1]);
+      }
+    }
+  // One rank, stage 0: no collective; the optimizer reads the full gradients.
+  if (r.reduceScatter == 0 && r.allReduce == 0)
+    r.grads = optimizerGrads;
+  for (Operation &op : program.getBody().front()) {
+    auto buf = dyn_cast<plan::BufferOp>(op);
+    if (!buf)
+      continue;
+    StringRef role = buf.getRole();
+    int64_t bytes = buf.getSizeInBytes();
+    if (role != "temp")
+      persistent += bytes;
+    if (role == "state")
+      r.optimizerState += bytes;
+    if (role != "param")
+      continue;
+    r.params += bytes;
+    // Trainable: what a kernel updates (frozen parameters are only read).
+    if (auto members = buf->getAttrOfType<ArrayAttr>("bucket_members")) {
+      for (Attribute m : members) {
+        int64_t n = 1;
+        for (int64_t d : cast<DictionaryAttr>(m).getAs<DenseI64ArrayAttr>("shape")
+                             .asArrayRef())
+          n *= d;
+        r.parameters += n;
+      }
+    } else if (written.contains(buf.getResult())) {
+      r.parameters += elementsOf(buf.getResult());
+    }
+  }
+  r.transientPeak = r.totalPeak - persistent;
+  // Every gradient bucket is reduced exactly once (one rank: no reduction).
+  r.paddedParameters = r.reduceScatter + r.allReduce;
+  if (r.paddedParameters == 0)
+    r.paddedParameters = r.parameters;
+  return r;
+}
+
+void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
+  auto mib = [](int64_t b) { return (double)b / (1024.0 * 1024.0); };
+  os << "ZeRO stage " << r.stage << " on " << r.worldSize << " rank"
+     << (r.worldSize == 1 ? "" : "s") << ": " << r.parameters
+     << " trainable parameters (" << r.paddedParameters << " padded)\n";
+  os << "per-rank memory            bytes          MiB\n";
+  auto row = [&](const char *name, int64_t b) {
+    os << llvm::format("  %-20s %14lld %12.2f\n", name, (long long)b, mib(b));
+  };
+  row("params", r.params);
+  row("grads", r.grads);
+  row("optimizer_state", r.optimizerState);
+  row("model_states", r.modelStates());
+  row("transient_peak", r.transientPeak);
+  row("total_peak", r.totalPeak);
+  os << "communication per step     elements\n";
+  auto crow = [&](const char *name, int64_t e) {
+    os << llvm::format("  %-20s %14lld", name, (long long)e);
+    if (r.parameters)
+      os << llvm::format("   %5.2f x params", (double)e / r.parameters);
+    os << "\n";
+  };
+  crow("all_gather", r.allGather);
+  crow("reduce_scatter", r.reduceScatter);
+  crow("all_reduce", r.allReduce);
+  crow("volume", r.volume());
+}
+
+void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
+  llvm::json::Object out{
+      {"zero_stage", r.stage},
+      {"world_size", r.worldSize},
+      {"parameters", r.parameters},
+      {"padded_parameters", r.paddedParameters},
+      {"per_rank_bytes",
+       llvm::json::Object{{"params", r.params},
+                          {"grads", r.grads},
+                          {"optimizer_state", r.optimizerState},
+                          {"model_states", r.modelStates()},
+                          {"transient_peak", r.transientPeak},
+                          {"total_peak", r.totalPeak}}},
+      {"comm_elements_per_step",
+       llvm::json::Object{{"all_gather", r.allGather},
+                          {"reduce_scatter", r.reduceScatter},
+                          {"all_reduce", r.allReduce},
+                          {"volume", r.volume()}}},
+  };
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(out))) << "\n";
+}
