@@ -11,6 +11,7 @@
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Compute/Transforms/Passes.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
+#include "zero/Dialect/Zero/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,7 +25,7 @@ namespace zero {
 inline void registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<compute::ComputeDialect, plan::PlanDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
-                  mlir::shard::ShardDialect>();
+                  mlir::shard::ShardDialect, zops::ZeroDialect>();
 }
 
 /// Every pass, so that each has its command-line flag.
@@ -33,6 +34,7 @@ inline void registerAllPasses() {
   // pipelines written on the command line.
   mlir::registerTransformsPasses();
   registerZeroComputePasses();
+  registerZeroSchedulePasses();
   registerZeroConversionPasses();
 }
 

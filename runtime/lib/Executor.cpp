@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/Executor.h"
+#include "zrt/AsyncCollectives.h"
 #include "zrt/Error.h"
 #include "zrt/OnnxTensors.h"
 
@@ -17,8 +18,8 @@
 using namespace zrt;
 
 Executor::Executor(zero::zplan::Plan plan, const KernelTable &table,
-                   Communicator &comm)
-    : plan_(std::move(plan)), comm_(comm) {
+                   Communicator &comm, ExecutorOptions options)
+    : plan_(std::move(plan)), comm_(comm), options_(options) {
   ZRT_CHECK(plan_.world_size() == comm_.size(),
             "the plan was compiled for " << plan_.world_size() << " ranks; this run has "
                                          << comm_.size() << " (" << comm_.name() << ")");
@@ -32,6 +33,34 @@ Executor::Executor(zero::zplan::Plan plan, const KernelTable &table,
     if (b.role() == zero::zplan::CONSTANT)
       std::memcpy(arena_ + b.offset(), b.data().data(), b.bytes());
   }
+  // Started collectives run on their own thread; a request id pairs start and wait.
+  int64_t requests = 0;
+  for (const auto &pk : plan_.kernels())
+    if (pk.attrs().count("request"))
+      requests = std::max<int64_t>(requests, pk.attrs().at("request").i() + 1);
+  ZRT_CHECK(requests <= plan_.kernels_size(), "the plan's collective request ids are "
+                                              "out of range");
+  if (requests)
+    async_ = std::make_unique<AsyncCollectives>(requests, options_.commDelayNsPerByte);
+
+  // Gathered buckets: alive from the gather to the last kernel reading its result.
+  int n = plan_.kernels_size();
+  gatheredFrom_.assign(n, 0);
+  gatheredUntil_.assign(n, 0);
+  for (int k = 0; k < n; ++k) {
+    const auto &pk = plan_.kernels(k);
+    if (pk.name() != "all_gather" && pk.name() != "all_gather_start")
+      continue;
+    int out = pk.outputs(0), last = k;
+    for (int j = k + 1; j < n; ++j)
+      for (int in : plan_.kernels(j).inputs())
+        if (in == out)
+          last = j;
+    int64_t bytes = plan_.buffers(out).bytes();
+    gatheredFrom_[k] += bytes;
+    gatheredUntil_[last] += bytes;
+  }
+
   for (int k = 0; k < plan_.kernels_size(); ++k) {
     const auto &pk = plan_.kernels(k);
     auto it = table.find(pk.name());
@@ -43,6 +72,7 @@ Executor::Executor(zero::zplan::Plan plan, const KernelTable &table,
     call.loc = pk.loc();
     call.attrs = &pk.attrs();
     call.comm = &comm_;
+    call.async = async_.get();
     for (int idx : pk.inputs())
       call.ins.push_back(buffer(idx));
     for (int idx : pk.outputs())
@@ -51,7 +81,10 @@ Executor::Executor(zero::zplan::Plan plan, const KernelTable &table,
   }
 }
 
-Executor::~Executor() { std::free(arena_); }
+Executor::~Executor() {
+  async_.reset(); // join the communication thread before the arena goes
+  std::free(arena_);
+}
 
 TensorView Executor::buffer(int i) const {
   const auto &b = plan_.buffers(i);
@@ -159,9 +192,29 @@ void Executor::setInput(int index, const onnx::TensorProto &t) {
 }
 
 void Executor::run() {
-  for (auto &k : kernels_)
-    k();
+  int64_t live = 0;
+  auto us = [&](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::micro>(t - epoch_).count();
+  };
+  for (size_t k = 0; k < kernels_.size(); ++k) {
+    live += gatheredFrom_[k];
+    gatheredPeak_ = std::max(gatheredPeak_, live);
+    if (options_.trace) {
+      auto begin = std::chrono::steady_clock::now();
+      kernels_[k]();
+      auto end = std::chrono::steady_clock::now();
+      trace_.push_back({plan_.kernels(k).name(), 0, us(begin), us(end) - us(begin)});
+    } else {
+      kernels_[k]();
+    }
+    live -= gatheredUntil_[k];
+  }
+  if (options_.trace && async_)
+    for (auto &e : async_->takeEvents())
+      trace_.push_back({e.name, 1, us(e.begin), us(e.end) - us(e.begin)});
 }
+
+std::vector<TraceEvent> Executor::takeTrace() { return std::move(trace_); }
 
 void Executor::runProfiled(std::map<std::string, double> &msByKernel) {
   for (size_t i = 0; i < kernels_.size(); ++i) {

@@ -103,6 +103,18 @@ static cl::opt<int64_t> zeroStage("zero-stage",
                                            "state sharded), 2 (+ gradients), 3 (+ "
                                            "parameters)"),
                                   cl::init(0), cl::cat(zeroCategory));
+static cl::opt<int64_t> prefetchBuckets(
+    "prefetch-buckets", cl::desc("Stage 3: how many gathers ahead a gather may start"),
+    cl::init(2), cl::cat(zeroCategory));
+static cl::opt<double> maxLiveMb("max-live-mb",
+                                 cl::desc("MiB of gathered parameter buckets alive at "
+                                          "once (0: no limit)"),
+                                 cl::init(0.0), cl::cat(zeroCategory));
+static cl::opt<bool> noOverlap("no-overlap",
+                               cl::desc("Keep every collective synchronous, for "
+                                        "comparison"),
+                               cl::init(false), cl::cat(zeroCategory));
+
 static cl::opt<double> bucketSizeMb("bucket-size-mb",
                                     cl::desc("Target size of a parameter bucket, MiB"),
                                     cl::init(25.0), cl::cat(zeroCategory));
@@ -232,6 +244,13 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
       pm.addPass(zero::createShardZeroPass(zopts));
       pm.addPass(createCanonicalizerPass());
       pm.addPass(createCSEPass());
+      // Last: the split-phase ops it places have side effects, and nothing after
+      // it may move them.
+      zero::ScheduleCollectivesPassOptions sopts;
+      sopts.prefetchBuckets = prefetchBuckets;
+      sopts.maxLiveMb = maxLiveMb;
+      sopts.noOverlap = noOverlap;
+      pm.addPass(zero::createScheduleCollectivesPass(sopts));
     }
   }
   if (isGraph && (level == "plan" || level == "zplan")) {
@@ -319,9 +338,11 @@ int main(int argc, char **argv) {
                  << " is not one of 0, 1, 2, 3\n";
     return 1;
   }
-  if (bucketSizeMb <= 0 || persistenceThreshold < 0) {
-    llvm::errs() << "zero-opt: error: --bucket-size-mb must be positive and "
-                    "--persistence-threshold non-negative\n";
+  if (bucketSizeMb <= 0 || persistenceThreshold < 0 || prefetchBuckets < 0 ||
+      maxLiveMb < 0) {
+    llvm::errs() << "zero-opt: error: --bucket-size-mb must be positive; "
+                    "--persistence-threshold, --prefetch-buckets and --max-live-mb "
+                    "non-negative\n";
     return 1;
   }
   if (level == "zplan" && outputFile == "-") {

@@ -8,6 +8,7 @@
 #include "zero/Conversion/Passes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
+#include "zero/Dialect/Zero/IR/ZeroDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -115,6 +116,7 @@ struct ConvertComputeToPlanPass
 
     ArenaAllocator arena;
     DenseSet<Value> inPlace;
+    DenseMap<Operation *, int64_t> requestOf; // started collective -> request id
     DenseMap<Value, Value> bufferOf;
     DenseMap<Value, int64_t> offsetOf;
 
@@ -128,6 +130,10 @@ struct ConvertComputeToPlanPass
             llvm::all_of(t->getUsers(),
                          [](Operation *u) { return isa<compute::MatMulOp>(u); }))
           source[t.getResult()] = t.getInput();
+    // A wait's result is the buffer its start writes into.
+    for (Operation &op : entry)
+      if (auto w = dyn_cast<zops::WaitOp>(op))
+        source[w.getResult()] = w.getPending();
     auto resolve = [&](Value v) {
       Value s = source.lookup(v);
       return s ? s : v;
@@ -136,10 +142,14 @@ struct ConvertComputeToPlanPass
     // Last reader of every value, so that a temporary is freed right after it.
     DenseMap<Value, Operation *> lastUse;
     for (Operation &op : entry) {
-      if (source.count(op.getNumResults() ? op.getResult(0) : Value()))
+      if (isa<compute::TransposeOp>(op) && source.count(op.getResult(0)))
         continue; // a fused transpose reads nothing itself
       for (Value v : op.getOperands())
-        lastUse[resolve(v)] = &op;
+        if (isa<RankedTensorType>(v.getType()))
+          lastUse[resolve(v)] = &op;
+      // A started collective reads its input until its wait.
+      if (auto w = dyn_cast<zops::WaitOp>(op))
+        lastUse[resolve(w.getToken().getDefiningOp()->getOperand(0))] = &op;
     }
     Operation *terminator = entry.getTerminator();
 
@@ -213,15 +223,32 @@ struct ConvertComputeToPlanPass
     }
 
     for (Operation &op : entry.without_terminator()) {
+      if (auto w = dyn_cast<zops::WaitOp>(op)) {
+        // Completes request N; its result is the start's buffer.
+        Operation *start = w.getToken().getDefiningOp();
+        plan::KernelOp::create(
+            b, op.getLoc(), b.getStringAttr("wait"), ValueRange{},
+            ValueRange{bufferOf.lookup(w.getPending())},
+            b.getDictionaryAttr(b.getNamedAttr(
+                "request", b.getI64IntegerAttr(requestOf.lookup(start)))));
+        // The start read its input until now.
+        Value in = resolve(start->getOperand(0));
+        if (lastUse.lookup(in) == &op &&
+            cast<plan::BufferOp>(bufferOf.lookup(in).getDefiningOp()).getRole() == "temp")
+          arena.release(offsetOf[in]);
+        continue;
+      }
+      bool isStart =
+          isa<zops::AllGatherStartOp, zops::ReduceScatterStartOp, zops::AllReduceStartOp>(op);
       bool isCollective =
-          isa<mlir::shard::AllGatherOp, mlir::shard::ReduceScatterOp,
-              mlir::shard::AllReduceOp, mlir::shard::AllSliceOp>(op);
+          isStart || isa<mlir::shard::AllGatherOp, mlir::shard::ReduceScatterOp,
+                         mlir::shard::AllReduceOp, mlir::shard::AllSliceOp>(op);
       if (op.getDialect() != op.getContext()->getLoadedDialect("compute") &&
           !isCollective)
         return op.emitError("cannot lower '")
                << op.getName()
                << "' to the plan: only compute ops and shard collectives are supported";
-      if (isCollective && failed(checkCollective(op, worldSize)))
+      if (isCollective && !isStart && failed(checkCollective(op, worldSize)))
         return failure();
       if (isa<compute::ConstantOp>(op) || source.count(op.getResult(0)))
         continue;
@@ -231,6 +258,8 @@ struct ConvertComputeToPlanPass
       // Outputs are placed before any input is released, so a kernel never writes
       // over what it reads.
       for (Value r : op.getResults()) {
+        if (!isa<RankedTensorType>(r.getType()))
+          continue; // a collective's token has no buffer
         BlockArgument target = updateOf.lookup(r);
         if (target && isInPlaceSafe(op) && lastUse.lookup(target) == &op &&
             llvm::is_contained(op.getOperands(), Value(target))) {
@@ -246,6 +275,11 @@ struct ConvertComputeToPlanPass
       if (!isCollective) // a collective's attributes are all implied (checked above)
         for (NamedAttribute a : op.getAttrs())
           kernelAttrs.append(a);
+      if (isStart) {
+        int64_t id = requestOf.size();
+        requestOf[&op] = id;
+        kernelAttrs.append("request", b.getI64IntegerAttr(id));
+      }
       if (isa<compute::MatMulOp>(op)) {
         if (source.count(op.getOperand(0)))
           kernelAttrs.append("transpose_lhs", b.getBoolAttr(true));
@@ -265,9 +299,12 @@ struct ConvertComputeToPlanPass
           arena.release(offsetOf[v]);
       };
       for (Value r : op.getResults())
-        releaseIfDead(r, /*isResult=*/true);
+        if (isa<RankedTensorType>(r.getType()))
+          releaseIfDead(r, /*isResult=*/true);
       llvm::SmallDenseSet<Value> seen;
       for (Value operand : op.getOperands()) {
+        if (!isa<RankedTensorType>(operand.getType()))
+          continue;
         Value v = resolve(operand);
         if (seen.insert(v).second && lastUse.lookup(v) != terminator)
           releaseIfDead(v, /*isResult=*/false);

@@ -14,6 +14,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,12 +22,29 @@
 
 namespace zrt {
 
+class AsyncCollectives;
+
+struct ExecutorOptions {
+  /// Test-only: sleep this long per byte after each started collective.
+  double commDelayNsPerByte = 0;
+  /// Record every kernel and collective, for --trace.
+  bool trace = false;
+};
+
+/// One span of a traced run: `track` 0 is compute, 1 communication.
+struct TraceEvent {
+  std::string name;
+  int track;
+  double beginUs, durationUs;
+};
+
 /// Owns the arena of one validated plan and its bound kernels.
 class Executor {
 public:
   /// Allocates the arena, writes the constants and binds every kernel (checking its
   /// shapes and attributes). Throws zrt::Error on the first problem.
-  Executor(zero::zplan::Plan plan, const KernelTable &kernels, Communicator &comm);
+  Executor(zero::zplan::Plan plan, const KernelTable &kernels, Communicator &comm,
+           ExecutorOptions options = {});
   ~Executor();
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
@@ -57,6 +75,12 @@ public:
   /// its name.
   void runProfiled(std::map<std::string, double> &msByKernel);
 
+  /// The events recorded since the last call (with `trace` on).
+  std::vector<TraceEvent> takeTrace();
+  /// The most bytes of gathered parameter buckets alive at once, over all runs so
+  /// far: from an all-gather's start to the last kernel that reads its result.
+  int64_t gatheredPeakBytes() const { return gatheredPeak_; }
+
   int numOutputs() const { return plan_.outputs_size(); }
   TensorView output(int i) const { return buffer(plan_.outputs(i).buffer()); }
   std::string outputName(int i) const { return plan_.outputs(i).name(); }
@@ -66,6 +90,13 @@ private:
   Communicator &comm_;
   char *arena_ = nullptr;
   std::vector<BoundKernel> kernels_;
+  std::unique_ptr<AsyncCollectives> async_;
+  ExecutorOptions options_;
+  std::vector<TraceEvent> trace_;
+  std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
+  // Gathered bytes that become alive at kernel k, and die after it.
+  std::vector<int64_t> gatheredFrom_, gatheredUntil_;
+  int64_t gatheredPeak_ = 0;
 };
 
 } // namespace zrt

@@ -21,6 +21,7 @@
 
 namespace zrt {
 
+class AsyncCollectives;
 class Communicator;
 
 /// One kernel launch as the plan describes it.
@@ -32,6 +33,8 @@ struct KernelCall {
   const google::protobuf::Map<std::string, zero::zplan::Attr> *attrs = nullptr;
   /// The ranks the plan runs on (collective kernels only).
   Communicator *comm = nullptr;
+  /// Where started collectives run (split-phase collective kernels only).
+  AsyncCollectives *async = nullptr;
 
   bool hasAttr(const std::string &key) const;
   int64_t intAttr(const std::string &key) const;

@@ -121,6 +121,12 @@ std::unique_ptr<Communicator> zrt::makeMpiCommunicatorIfLaunched(int *argc,
                   std::getenv("PMIX_RANK");
   if (!launched)
     return nullptr;
-  ZRT_CHECK(MPI_Init(argc, argv) == MPI_SUCCESS, "MPI_Init failed");
+  // Started collectives run on a communication thread while the compute thread
+  // waits or computes: never two threads in MPI at once.
+  int provided = 0;
+  ZRT_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) == MPI_SUCCESS,
+            "MPI_Init_thread failed");
+  ZRT_CHECK(provided >= MPI_THREAD_SERIALIZED,
+            "this MPI does not support MPI_THREAD_SERIALIZED");
   return std::make_unique<MpiCommunicator>();
 }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelUtil.h"
+#include "zrt/AsyncCollectives.h"
 #include "zrt/Communicator.h"
 
 #include <cstring>
@@ -58,9 +59,33 @@ BoundKernel bindAllSlice(const KernelCall &call) {
   return [=] { std::memcpy(out.data, in.as<char>() + offset, bytes); };
 }
 
+/// Split-phase forms: the start queues the collective on the communication thread
+/// and returns; `wait` blocks until it is done. `request` pairs them.
+template <BoundKernel (*Sync)(const KernelCall &)>
+BoundKernel bindStart(const KernelCall &call) {
+  ZRT_CHECK(call.async, call.where() << ": no communication thread");
+  int64_t request = call.intAttr("request");
+  BoundKernel run = Sync(call); // checks the buffers
+  AsyncCollectives *async = call.async;
+  std::string name = call.name;
+  int64_t bytes = std::max(call.ins[0].bytes(), call.outs[0].bytes());
+  return [=] { async->start(request, name, bytes, run); };
+}
+
+BoundKernel bindWait(const KernelCall &call) {
+  ZRT_CHECK(call.async, call.where() << ": no communication thread");
+  int64_t request = call.intAttr("request");
+  AsyncCollectives *async = call.async;
+  return [=] { async->wait(request); };
+}
+
 } // namespace
 
 void zrt::addCollectiveKernels(KernelTable &t) {
+  t["all_gather_start"] = bindStart<bindAllGather>;
+  t["reduce_scatter_start"] = bindStart<bindReduceScatter>;
+  t["all_reduce_start"] = bindStart<bindAllReduce>;
+  t["wait"] = bindWait;
   t["all_gather"] = bindAllGather;
   t["reduce_scatter"] = bindReduceScatter;
   t["all_reduce"] = bindAllReduce;

@@ -56,6 +56,12 @@ const char *kUsage =
     "  --print-every N        a terminal line every N steps (default 1; the JSON log\n"
     "                         still has every step)\n"
     "  --profile              at the end, time spent per kernel kind\n"
+    "  --trace FILE           Chrome trace-event JSON of every step (compute and\n"
+    "                         communication tracks; ranks other than 0 write\n"
+    "                         FILE.rankN); opens in Perfetto or chrome://tracing\n"
+    "  --test-comm-delay-ns-per-byte D\n"
+    "                         test only: slow every started collective by D ns per\n"
+    "                         byte, to measure how much communication is hidden\n"
     "  --save-weights OUT     the model with its trained initializers, as ONNX\n"
     "One run on given inputs:\n"
     "  --inputs DIR           graph inputs as DIR/input_K.pb (ONNX TensorProto)\n"
@@ -64,7 +70,8 @@ const char *kUsage =
 
 struct Options {
   std::string plan, init, inputs, saveOutputs, data, dataFormat = "u8", logJson,
-      saveWeights;
+      saveWeights, trace;
+  double commDelayNsPerByte = 0;
   int64_t steps = 1, printEvery = 1;
   bool shuffle = false, quiet = false, profile = false;
   uint64_t seed = 0;
@@ -114,6 +121,15 @@ Options parseArgs(int argc, char **argv) {
     } else if (is("--print-every")) {
       o.printEvery = parseInt("--print-every", value("--print-every"));
       ZRT_CHECK(o.printEvery > 0, "--print-every needs a positive integer");
+    } else if (is("--trace")) {
+      o.trace = value("--trace");
+    } else if (is("--test-comm-delay-ns-per-byte")) {
+      std::string v = value("--test-comm-delay-ns-per-byte");
+      char *end = nullptr;
+      o.commDelayNsPerByte = std::strtod(v.c_str(), &end);
+      ZRT_CHECK(end && *end == 0 && o.commDelayNsPerByte >= 0,
+                "--test-comm-delay-ns-per-byte needs a non-negative number, not '" << v
+                                                                                   << "'");
     } else if (is("--seed")) {
       o.seed = parseInt("--seed", value("--seed"));
     } else if (is("--log-json")) {
@@ -205,6 +221,28 @@ void drawBar(int64_t done, int64_t total) {
   std::fflush(stdout);
 }
 
+/// Chrome trace-event JSON: one complete event per kernel (track 0, compute) and per
+/// collective (track 1, communication); the process is the rank.
+void writeTrace(const std::string &path, int rank, const std::vector<TraceEvent> &events) {
+  std::string file = rank == 0 ? path : path + ".rank" + std::to_string(rank);
+  std::FILE *f = std::fopen(file.c_str(), "w");
+  ZRT_CHECK(f, "cannot write '" << file << "'");
+  std::fprintf(f, "{\"traceEvents\": [\n");
+  std::fprintf(f,
+               "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, "
+               "\"args\": {\"name\": \"compute\"}},\n"
+               "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 1, "
+               "\"args\": {\"name\": \"communication\"}}",
+               rank, rank);
+  for (const TraceEvent &e : events)
+    std::fprintf(f,
+                 ",\n{\"name\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, "
+                 "\"ts\": %.3f, \"dur\": %.3f}",
+                 e.name.c_str(), rank, e.track, e.beginUs, e.durationUs);
+  std::fprintf(f, "\n]}\n");
+  std::fclose(f);
+}
+
 /// Kernel kinds by total time, per step.
 void printProfile(const std::map<std::string, double> &msByKernel, int64_t steps) {
   std::vector<std::pair<double, std::string>> rows;
@@ -283,11 +321,12 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
         peaks += (r ? ", " : "") + std::to_string(peakBytes[r]);
       std::fprintf(log,
                    "{\"step\": %lld, \"loss\": %.9g, \"ms\": %.4f, \"tokens_per_s\": "
-                   "%.1f, \"peak_bytes\": [%s], \"comm_elements\": {\"all_gather\": "
-                   "%lld, \"reduce_scatter\": %lld, \"all_reduce\": %lld, \"volume\": "
-                   "%lld}}\n",
-                   (long long)step + 1, loss, ms, tps, peaks.c_str(), (long long)ag,
-                   (long long)rs, (long long)ar, (long long)(ag + rs + 2 * ar));
+                   "%.1f, \"peak_bytes\": [%s], \"gathered_peak_bytes\": %lld, "
+                   "\"comm_elements\": {\"all_gather\": %lld, \"reduce_scatter\": %lld, "
+                   "\"all_reduce\": %lld, \"volume\": %lld}}\n",
+                   (long long)step + 1, loss, ms, tps, peaks.c_str(),
+                   (long long)exec.gatheredPeakBytes(), (long long)ag, (long long)rs,
+                   (long long)ar, (long long)(ag + rs + 2 * ar));
     }
     ZRT_CHECK(std::isfinite(loss), "the loss is " << loss << " at step " << step + 1
                                                   << "; stopping");
@@ -299,6 +338,8 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
                 totalMs / o.steps);
   if (o.profile && root)
     printProfile(msByKernel, o.steps);
+  if (!o.trace.empty())
+    writeTrace(o.trace, comm.rank(), exec.takeTrace());
   if (!o.saveWeights.empty()) {
     saveWeights(*model, exec, o.saveWeights);
     if (!quiet)
@@ -348,7 +389,10 @@ int run(const Options &o, Communicator &comm) {
                    << (comm.size() == 1 ? " (launch it with mpirun -np " +
                                               std::to_string(plan.world_size()) + ")"
                                         : ""));
-  Executor exec(std::move(plan), cpuKernels(), comm);
+  ExecutorOptions eopts;
+  eopts.commDelayNsPerByte = o.commDelayNsPerByte;
+  eopts.trace = !o.trace.empty();
+  Executor exec(std::move(plan), cpuKernels(), comm, eopts);
   bool needsParams = false;
   for (const auto &b : exec.plan().buffers())
     needsParams |= b.role() == zero::zplan::PARAM;

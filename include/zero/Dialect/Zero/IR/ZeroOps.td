@@ -1,0 +1,85 @@
+//===- ZeroOps.td - Split-phase collectives ---------------*- tablegen -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_DIALECT_ZERO_IR_ZEROOPS_TD
+#define ZERO_DIALECT_ZERO_IR_ZEROOPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Zero_Dialect : Dialect {
+  let name = "zero";
+  let cppNamespace = "::zero::zops";
+  let summary = "Split-phase collectives, placed for overlap.";
+  let description = [{
+    The scheduled level: each `shard` collective of the sharded level becomes a start
+    (which begins the transfer and gives a token) and a wait (which ends it and gives
+    the usable result). Both have side effects on the communication resource, so
+    every rank keeps the same total order of collectives and no pass reorders,
+    merges or drops them.
+  }];
+  let useDefaultTypePrinterParser = 1;
+}
+
+class Zero_Type<string name, string typeMnemonic> : TypeDef<Zero_Dialect, name> {
+  let mnemonic = typeMnemonic;
+}
+
+def Zero_TokenType : Zero_Type<"Token", "token"> {
+  let summary = "An outstanding collective.";
+  let description = [{
+    Produced by a `zero.*_start` op and consumed by exactly one `zero.wait`.
+  }];
+}
+
+class Zero_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Zero_Dialect, mnemonic, traits>;
+
+// Starts and waits read and write the communication channel: that orders them
+// among themselves (the same order on every rank) without ordering compute.
+class Zero_StartOp<string mnemonic, string what, string shapes>
+    : Zero_Op<mnemonic, [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Starts " # what # "; the result is valid only after the wait.";
+  let description = [{
+    Begins }] # what # [{ of a flat tensor over every rank (sum for reductions). The
+    transfer proceeds while the ops between the start and its `zero.wait` run; the
+    input must not change and the result must not be read before the wait.
+
+    ```mlir
+    %pending, %token = zero.}] # mnemonic # [{ %x : }] # shapes # [{
+
+    %r = zero.wait %token, %pending : tensor<...>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32, F64]>:$input);
+  let results = (outs RankedTensorOf<[F32, F64]>:$pending, Zero_TokenType:$token);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($pending)";
+  let hasVerifier = 1;
+}
+
+def Zero_AllGatherStartOp : Zero_StartOp<"all_gather_start", "an all-gather",
+    "tensor<4xf32> -> tensor<16xf32>">;
+def Zero_ReduceScatterStartOp : Zero_StartOp<"reduce_scatter_start",
+    "a reduce-scatter (sum)", "tensor<16xf32> -> tensor<4xf32>">;
+def Zero_AllReduceStartOp : Zero_StartOp<"all_reduce_start", "an all-reduce (sum)",
+    "tensor<16xf32> -> tensor<16xf32>">;
+
+def Zero_WaitOp : Zero_Op<"wait", [MemoryEffects<[MemRead, MemWrite]>,
+                                   AllTypesMatch<["pending", "result"]>]> {
+  let summary = "Completes a started collective and gives its result.";
+  let description = [{
+    ```mlir
+    %full = zero.wait %token, %pending : tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Zero_TokenType:$token, RankedTensorOf<[F32, F64]>:$pending);
+  let results = (outs RankedTensorOf<[F32, F64]>:$result);
+  let assemblyFormat = "$token `,` $pending attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // ZERO_DIALECT_ZERO_IR_ZEROOPS_TD

@@ -1,0 +1,40 @@
+//===- Passes.td - Collective scheduling ------------------*- tablegen -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_DIALECT_ZERO_TRANSFORMS_PASSES_TD
+#define ZERO_DIALECT_ZERO_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ScheduleCollectivesPass : Pass<"zero-schedule", "mlir::ModuleOp"> {
+  let summary = "Splits collectives into start and wait and places them so that "
+                "communication overlaps computation.";
+  let description = [{
+    Every `shard.all_gather`, `shard.reduce_scatter` and `shard.all_reduce` becomes a
+    `zero.*_start` and a `zero.wait` at the same place; then, unless `no-overlap`:
+
+    - a gradient reduction's wait, and the pure ops that only consume its result,
+      sink to where the result is first needed (the optimizer), so the reduction
+      runs under the rest of backward;
+    - a stage-3 gather (`zero.phase`) starts at most `prefetch-buckets` gathers
+      ahead of its use (right after the wait of the gather that many places
+      earlier), and later if that would make the gathered buckets alive at once
+      exceed `max-live-mb`.
+
+    Starts keep their relative order, which is the same on every rank.
+  }];
+  let dependentDialects = ["::zero::zops::ZeroDialect"];
+  let options = [
+    Option<"prefetchBuckets", "prefetch-buckets", "int64_t", "2",
+           "How many gathers ahead a stage-3 gather may start.">,
+    Option<"maxLiveMb", "max-live-mb", "double", "0.0",
+           "MiB of gathered parameter buckets alive at once (0: no limit).">,
+    Option<"noOverlap", "no-overlap", "bool", "false",
+           "Keep every collective synchronous (start then wait at once).">,
+  ];
+}
+
+#endif // ZERO_DIALECT_ZERO_TRANSFORMS_PASSES_TD
