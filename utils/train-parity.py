@@ -52,6 +52,9 @@ def main():
     # Small buckets by default, so that even these small models have several.
     p.add_argument("--bucket-size-mb", type=float, default=0.02)
     p.add_argument("--persistence-threshold", type=int, default=0)
+    p.add_argument("--prefetch-buckets", type=int, default=2)
+    p.add_argument("--max-live-mb", type=float, default=0.0)
+    p.add_argument("--no-overlap", action="store_true")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     vocab, seq, batch = 64, 16, 4
@@ -73,7 +76,10 @@ def main():
     flags = ["--optimizer=" + a.optimizer, "--lr=%r" % lr, "--weight-decay=%r" % wd,
              "--world-size=%d" % a.world_size, "--zero-stage=%d" % a.zero_stage,
              "--bucket-size-mb=%r" % a.bucket_size_mb,
-             "--persistence-threshold=%d" % a.persistence_threshold]
+             "--persistence-threshold=%d" % a.persistence_threshold,
+             "--prefetch-buckets=%d" % a.prefetch_buckets, "--max-live-mb=%r" % a.max_live_mb]
+    if a.no_overlap:
+        flags.append("--no-overlap")
     if a.optimizer == "sgd":
         flags.append("--momentum=%r" % a.momentum)
     subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "-o", plan] + flags, check=True)

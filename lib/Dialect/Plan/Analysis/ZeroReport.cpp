@@ -82,6 +82,31 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
     }
   }
   r.transientPeak = r.totalPeak - persistent;
+
+  // Gathered buckets alive at once, walking the kernels in order (zero-run
+  // measures the same walk as it runs).
+  SmallVector<plan::KernelOp> kernels;
+  for (Operation &op : program.getBody().front())
+    if (auto k = dyn_cast<plan::KernelOp>(op))
+      kernels.push_back(k);
+  SmallVector<int64_t> from(kernels.size(), 0), until(kernels.size(), 0);
+  for (auto [i, k] : llvm::enumerate(kernels)) {
+    if (k.getKernel() != "all_gather" && k.getKernel() != "all_gather_start")
+      continue;
+    Value out = k.getOutputs()[0];
+    size_t last = i;
+    for (size_t j = i + 1; j < kernels.size(); ++j)
+      if (llvm::is_contained(kernels[j].getInputs(), out))
+        last = j;
+    from[i] += bytesOf(out);
+    until[last] += bytesOf(out);
+  }
+  int64_t live = 0;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    live += from[i];
+    r.gatheredPeak = std::max(r.gatheredPeak, live);
+    live -= until[i];
+  }
   // Every gradient bucket is reduced exactly once (one rank: no reduction).
   r.paddedParameters = r.reduceScatter + r.allReduce;
   if (r.paddedParameters == 0)
@@ -103,6 +128,7 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
   row("optimizer_state", r.optimizerState);
   row("model_states", r.modelStates());
   row("transient_peak", r.transientPeak);
+  row("gathered_peak", r.gatheredPeak);
   row("total_peak", r.totalPeak);
   os << "communication per step     elements\n";
   auto crow = [&](const char *name, int64_t e) {
@@ -129,6 +155,7 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
                           {"optimizer_state", r.optimizerState},
                           {"model_states", r.modelStates()},
                           {"transient_peak", r.transientPeak},
+                          {"gathered_peak", r.gatheredPeak},
                           {"total_peak", r.totalPeak}}},
       {"comm_elements_per_step",
        llvm::json::Object{{"all_gather", r.allGather},

@@ -29,6 +29,9 @@ struct ZeroReport {
   /// The arena (the plan's peak), and what of it is not persistent storage
   /// (gathered buckets, gradient buckets, activations).
   int64_t totalPeak = 0, transientPeak = 0;
+  /// Gathered parameter buckets alive at once, at most: each from its all-gather
+  /// (start) to the last kernel reading its result.
+  int64_t gatheredPeak = 0;
   /// Full-tensor elements per step: an all-gather counts its output, a
   /// reduce-scatter its input; the volume counts an all-reduce twice.
   int64_t allGather = 0, reduceScatter = 0, allReduce = 0;

@@ -1,0 +1,82 @@
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule | FileCheck %s --check-prefix=S2
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="no-overlap=true" | FileCheck %s --check-prefix=SYNC
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=0 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule | FileCheck %s --check-prefix=S0
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="prefetch-buckets=1" | FileCheck %s --check-prefix=PREFETCH1
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="prefetch-buckets=4" | FileCheck %s --check-prefix=PREFETCH4
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="prefetch-buckets=4 max-live-mb=0.0001" | FileCheck %s --check-prefix=BUDGET
+// RUN: not zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="max-live-mb=0.00005" 2>&1 | FileCheck %s --check-prefix=TOOSMALL
+
+// The step of a tied-embedding model in three buckets (emb 24, w1+b1 20, wo 16
+// elements on 4 ranks), as in test/Dialect/Compute/zero-shard.mlir.
+
+// Stage 2: each reduce-scatter starts when backward completes its bucket and is
+// waited for only where the optimizer needs it, so it runs under the rest of
+// backward (here: wo's under the w1 and emb gradients).
+// S2-LABEL: func.func @main
+// S2: %[[P:.+]], %[[T:.+]] = zero.reduce_scatter_start %{{.+}} : tensor<16xf32> -> tensor<4xf32>
+// S2: zero.reduce_scatter_start %{{.+}} : tensor<20xf32> -> tensor<5xf32>
+// S2: compute.gather_grad
+// S2: zero.reduce_scatter_start %{{.+}} : tensor<24xf32> -> tensor<6xf32>
+// S2: zero.wait %{{.+}} : tensor<6xf32>
+// S2: compute.adamw
+// S2: zero.wait %[[T]], %[[P]] : tensor<4xf32>
+// S2: compute.adamw
+
+// --no-overlap: every start is followed at once by its wait.
+// SYNC-LABEL: func.func @main
+// SYNC: zero.reduce_scatter_start {{.+}} tensor<16xf32> -> tensor<4xf32>
+// SYNC-NEXT: zero.wait {{.+}} : tensor<4xf32>
+// SYNC: zero.reduce_scatter_start {{.+}} tensor<20xf32> -> tensor<5xf32>
+// SYNC-NEXT: zero.wait {{.+}} : tensor<5xf32>
+// SYNC: zero.all_gather_start
+// SYNC-NEXT: zero.wait
+
+// Stage 0: the all-reduce waits sink to the optimizer too.
+// S0-LABEL: func.func @main
+// S0: zero.all_reduce_start {{.+}} : tensor<16xf32> -> tensor<16xf32>
+// S0: compute.gather_grad
+// S0: zero.wait
+// S0: compute.adamw
+
+// Stage 3, one bucket of prefetch: the next gather starts right after the wait
+// of the one before, so it runs under that bucket's compute. Starts keep the order
+// of the gathers, the same on every rank.
+// PREFETCH1-LABEL: func.func @main
+// PREFETCH1: zero.all_gather_start %{{.+}} {zero.phase = "forward"} : tensor<6xf32> -> tensor<24xf32>
+// PREFETCH1: zero.wait {{.+}} : tensor<24xf32>
+// PREFETCH1-NEXT: zero.all_gather_start %{{.+}} {zero.phase = "forward"} : tensor<5xf32> -> tensor<20xf32>
+// PREFETCH1: compute.gather
+// PREFETCH1: zero.wait {{.+}} : tensor<20xf32>
+// PREFETCH1-NEXT: zero.all_gather_start %{{.+}} {zero.phase = "forward"} : tensor<4xf32> -> tensor<16xf32>
+
+// Four buckets of prefetch and no budget: every gather starts at the top.
+// PREFETCH4-LABEL: func.func @main
+// PREFETCH4-NEXT: zero.all_gather_start {{.+}} {zero.phase = "forward"} : tensor<6xf32>
+// PREFETCH4-NEXT: zero.all_gather_start {{.+}} {zero.phase = "forward"} : tensor<5xf32>
+// PREFETCH4-NEXT: zero.all_gather_start {{.+}} {zero.phase = "forward"} : tensor<4xf32>
+// PREFETCH4-NEXT: zero.all_gather_start {{.+}} {zero.phase = "backward"} : tensor<6xf32>
+
+// The same prefetch depth with a budget of one bucket (104 bytes): a gather waits
+// until the bucket before it is dead (its slices copied out).
+// BUDGET-LABEL: func.func @main
+// BUDGET-NEXT: zero.all_gather_start {{.+}} {zero.phase = "forward"} : tensor<6xf32>
+// BUDGET: %[[W0:.+]] = zero.wait
+// BUDGET-NEXT: compute.slice %[[W0]]
+// BUDGET-NEXT: zero.all_gather_start {{.+}} {zero.phase = "forward"} : tensor<5xf32>
+
+// A bucket larger than the budget is an error.
+// TOOSMALL: error: a gathered bucket of 96 bytes does not fit --max-live-mb=5.000000e-05; raise it or lower --bucket-size-mb
+
+func.func @main(%emb: tensor<7x3xf32> {compute.param = "emb"}, %w1: tensor<3x5xf32> {compute.param = "w1"},
+                %b1: tensor<5xf32> {compute.param = "b1"}, %wo: tensor<5x3xf32> {compute.param = "wo"},
+                %t: tensor<2xi64> {compute.input = 0 : i64}, %l: tensor<2xi64> {compute.input = 1 : i64})
+    -> tensor<f32> attributes {compute.output_names = ["loss"]} {
+  %e = compute.gather %emb, %t {axis = 0 : i64} : tensor<7x3xf32>, tensor<2xi64> -> tensor<2x3xf32>
+  %h = compute.matmul %e, %w1 : tensor<2x3xf32>, tensor<3x5xf32> -> tensor<2x5xf32>
+  %h2 = compute.add %h, %b1 : tensor<2x5xf32>, tensor<5xf32> -> tensor<2x5xf32>
+  %o = compute.matmul %h2, %wo : tensor<2x5xf32>, tensor<5x3xf32> -> tensor<2x3xf32>
+  %et = compute.transpose %emb {perm = array<i64: 1, 0>} : tensor<7x3xf32> -> tensor<3x7xf32>
+  %logits = compute.matmul %o, %et : tensor<2x3xf32>, tensor<3x7xf32> -> tensor<2x7xf32>
+  %loss, %lp = compute.softmax_cross_entropy %logits, %l {reduction = "mean"} : tensor<2x7xf32>, tensor<2xi64> -> tensor<f32>, tensor<2x7xf32>
+  return %loss : tensor<f32>
+}
