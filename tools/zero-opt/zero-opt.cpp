@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zero/Dialect/Plan/Analysis/CostModel.h"
 #include "zero/Dialect/Plan/Analysis/ZeroReport.h"
 #include "zero/Import/ONNX/ImportOnnx.h"
 #include "zero/InitAll.h"
@@ -24,6 +25,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -110,10 +112,27 @@ static cl::opt<double> maxLiveMb("max-live-mb",
                                  cl::desc("MiB of gathered parameter buckets alive at "
                                           "once (0: no limit)"),
                                  cl::init(0.0), cl::cat(zeroCategory));
+static cl::opt<double> fuseBelowKb(
+    "fuse-below-kb",
+    cl::desc("Fuse neighbouring collectives while the fused tensor is under this "
+             "(0: off)"),
+    cl::init(256.0), cl::cat(zeroCategory));
 static cl::opt<bool> noOverlap("no-overlap",
                                cl::desc("Keep every collective synchronous, for "
                                         "comparison"),
                                cl::init(false), cl::cat(zeroCategory));
+
+static cl::opt<std::string>
+    machine("machine",
+            cl::desc("Machine for the predicted step time in --report and for "
+                     "--auto-tune: h100-nvlink, cpu, or a JSON file (zero-run "
+                     "--calibrate writes one)"),
+            cl::value_desc("name|file.json"), cl::init("cpu"), cl::cat(zeroCategory));
+static cl::opt<bool>
+    autoTune("auto-tune",
+             cl::desc("Choose --bucket-size-mb and --prefetch-buckets by the predicted "
+                      "step time on --machine (within --max-live-mb)"),
+             cl::init(false), cl::cat(zeroCategory));
 
 static cl::opt<double> bucketSizeMb("bucket-size-mb",
                                     cl::desc("Target size of a parameter bucket, MiB"),
@@ -207,14 +226,9 @@ LogicalResult parseInputShapes(zero::OnnxImportOptions &options) {
   return success();
 }
 
-/// Compiles from the module's current level down to `level` and writes it.
-LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
-                             StringRef output) {
-  bool isGraph = !module.getBody()->empty() &&
-                 !isa<zero::plan::ProgramOp>(module.getBody()->front());
-  PassManager pm(module.getContext());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
+/// The passes from the imported graph (or the module's level) down to `level`.
+void buildPipeline(PassManager &pm, bool isGraph, StringRef level, double bucketMb,
+                   int64_t prefetch) {
   // The training step first: it needs the forward graph as imported. Then drop what
   // the loss does not need (canonicalize removes dead pure ops, CSE merges the
   // constants the gradient rules repeat).
@@ -239,7 +253,7 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
       zero::ShardZeroPassOptions zopts;
       zopts.stage = zeroStage;
       zopts.worldSize = worldSize;
-      zopts.bucketSizeMb = bucketSizeMb;
+      zopts.bucketSizeMb = bucketMb;
       zopts.persistenceThreshold = persistenceThreshold;
       pm.addPass(zero::createShardZeroPass(zopts));
       pm.addPass(createCanonicalizerPass());
@@ -247,9 +261,10 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
       // Last: the split-phase ops it places have side effects, and nothing after
       // it may move them.
       zero::ScheduleCollectivesPassOptions sopts;
-      sopts.prefetchBuckets = prefetchBuckets;
+      sopts.prefetchBuckets = prefetch;
       sopts.maxLiveMb = maxLiveMb;
       sopts.noOverlap = noOverlap;
+      sopts.fuseBelowKb = fuseBelowKb;
       pm.addPass(zero::createScheduleCollectivesPass(sopts));
     }
   }
@@ -258,12 +273,82 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
     opts.worldSize = worldSize;
     pm.addPass(zero::createConvertComputeToPlanPass(opts));
   }
+}
+
+/// Compiles clones of the module for bucket sizes and prefetch depths, and keeps
+/// the fastest predicted step whose gathered buckets fit --max-live-mb.
+LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
+                                double &bucketMb, int64_t &prefetch) {
+  double best = -1;
+  int tried = 0;
+  for (double b : {1.0, 5.0, 25.0, 100.0})
+    for (int64_t k : {1, 2, 4, 8}) {
+      OwningOpRef<ModuleOp> clone = module.clone();
+      PassManager pm(module.getContext());
+      buildPipeline(pm, true, "plan", b, k);
+      // A candidate that does not fit is skipped, silently: the others may.
+      ScopedDiagnosticHandler quiet(module.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      if (failed(pm.run(*clone)))
+        continue;
+      auto p = zero::predictStep(*clone, m);
+      if (failed(p))
+        continue;
+      ++tried;
+      if (best < 0 || p->stepS < best) {
+        best = p->stepS;
+        bucketMb = b;
+        prefetch = k;
+      }
+    }
+  if (best < 0) {
+    llvm::errs() << "zero-opt: error: --auto-tune found no bucket size and prefetch "
+                    "depth that fit --max-live-mb="
+                 << maxLiveMb << "\n";
+    return failure();
+  }
+  llvm::errs() << "zero-opt: auto-tune on " << m.name << ": --bucket-size-mb=" << bucketMb
+               << " --prefetch-buckets=" << prefetch << " (predicted step "
+               << llvm::format("%.3f", best * 1e3) << " ms, best of " << tried
+               << " candidates)\n";
+  return success();
+}
+
+/// Compiles from the module's current level down to `level` and writes it.
+LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
+                             StringRef output) {
+  bool isGraph = !module.getBody()->empty() &&
+                 !isa<zero::plan::ProgramOp>(module.getBody()->front());
+  std::optional<zero::MachineModel> m;
+  if (report.getNumOccurrences() || autoTune) {
+    std::string error;
+    auto loaded = zero::loadMachineModel(machine, error);
+    if (failed(loaded)) {
+      llvm::errs() << "zero-opt: error: --machine: " << error << "\n";
+      return failure();
+    }
+    m = *loaded;
+  }
+  double bucketMb = bucketSizeMb;
+  int64_t prefetch = prefetchBuckets;
+  if (autoTune && isGraph && mode == "train" &&
+      failed(chooseByCostModel(module, *m, bucketMb, prefetch)))
+    return failure();
+  PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  buildPipeline(pm, isGraph, level, bucketMb, prefetch);
   if (failed(pm.run(module)))
     return failure();
   if (report.getNumOccurrences()) {
     auto r = zero::computeZeroReport(module, zeroStage);
     if (failed(r))
       return failure();
+    auto p = zero::predictStep(module, *m);
+    if (failed(p))
+      return failure();
+    r->predicted = *p;
+    r->machine = m->name;
     if (report == "json")
       zero::printReportJson(*r, llvm::outs());
     else

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zrt/Calibrate.h"
 #include "zrt/Communicator.h"
 #include "zrt/Error.h"
 #include "zrt/Executor.h"
@@ -39,6 +40,9 @@ namespace {
 
 const char *kUsage =
     "usage: zero-run PLAN.zplan --init MODEL.onnx [options]\n"
+    "       zero-run --calibrate MACHINE.json   (measures this machine for\n"
+    "                                           zero-opt --machine; under mpirun\n"
+    "                                           the network too)\n"
     "\n"
     "Runs a plan compiled by zero-opt on the CPU; a plan compiled for N ranks runs\n"
     "under `mpirun -np N zero-run ...`.\n"
@@ -70,7 +74,7 @@ const char *kUsage =
 
 struct Options {
   std::string plan, init, inputs, saveOutputs, data, dataFormat = "u8", logJson,
-      saveWeights, trace;
+      saveWeights, trace, calibrate;
   double commDelayNsPerByte = 0;
   int64_t steps = 1, printEvery = 1;
   bool shuffle = false, quiet = false, profile = false;
@@ -121,6 +125,8 @@ Options parseArgs(int argc, char **argv) {
     } else if (is("--print-every")) {
       o.printEvery = parseInt("--print-every", value("--print-every"));
       ZRT_CHECK(o.printEvery > 0, "--print-every needs a positive integer");
+    } else if (is("--calibrate")) {
+      o.calibrate = value("--calibrate");
     } else if (is("--trace")) {
       o.trace = value("--trace");
     } else if (is("--test-comm-delay-ns-per-byte")) {
@@ -150,7 +156,7 @@ Options parseArgs(int argc, char **argv) {
       o.plan = a;
     }
   }
-  ZRT_CHECK(!o.plan.empty(), "no plan given\n" << kUsage);
+  ZRT_CHECK(!o.plan.empty() || !o.calibrate.empty(), "no plan given\n" << kUsage);
   ZRT_CHECK(o.data.empty() || o.inputs.empty(), "--data and --inputs exclude each other");
   return o;
 }
@@ -382,6 +388,16 @@ int runOnce(const Options &o, Executor &exec) {
 }
 
 int run(const Options &o, Communicator &comm) {
+  if (!o.calibrate.empty()) {
+    std::string json = calibrateMachine(comm);
+    if (comm.rank() == 0) {
+      std::ofstream f(o.calibrate);
+      ZRT_CHECK(f << json, "cannot write '" << o.calibrate << "'");
+      if (!o.quiet)
+        std::printf("%s", json.c_str());
+    }
+    return 0;
+  }
   zero::zplan::Plan plan = loadPlanFile(o.plan);
   ZRT_CHECK(plan.world_size() == comm.size(),
             o.plan << " was compiled for " << plan.world_size() << " ranks; this run has "

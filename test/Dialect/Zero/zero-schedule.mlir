@@ -1,10 +1,13 @@
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule | FileCheck %s --check-prefix=S2
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="no-overlap=true" | FileCheck %s --check-prefix=SYNC
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=0 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule | FileCheck %s --check-prefix=S0
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="prefetch-buckets=1" | FileCheck %s --check-prefix=PREFETCH1
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="prefetch-buckets=4" | FileCheck %s --check-prefix=PREFETCH4
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="prefetch-buckets=4 max-live-mb=0.0001" | FileCheck %s --check-prefix=BUDGET
-// RUN: not zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="max-live-mb=0.00005" 2>&1 | FileCheck %s --check-prefix=TOOSMALL
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="fuse-below-kb=0" | FileCheck %s --check-prefix=S2
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="no-overlap=true fuse-below-kb=0" | FileCheck %s --check-prefix=SYNC
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=0 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="fuse-below-kb=0" | FileCheck %s --check-prefix=S0
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="prefetch-buckets=1 fuse-below-kb=0" | FileCheck %s --check-prefix=PREFETCH1
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="prefetch-buckets=4 fuse-below-kb=0" | FileCheck %s --check-prefix=PREFETCH4
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="prefetch-buckets=4 max-live-mb=0.0001 fuse-below-kb=0" | FileCheck %s --check-prefix=BUDGET
+// RUN: not zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="max-live-mb=0.00005 fuse-below-kb=0" 2>&1 | FileCheck %s --check-prefix=TOOSMALL
+
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule | FileCheck %s --check-prefix=FUSE2
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule | FileCheck %s --check-prefix=FUSE3
 
 // The step of a tied-embedding model in three buckets (emb 24, w1+b1 20, wo 16
 // elements on 4 ranks), as in test/Dialect/Compute/zero-shard.mlir.
@@ -63,6 +66,23 @@
 // BUDGET: %[[W0:.+]] = zero.wait
 // BUDGET-NEXT: compute.slice %[[W0]]
 // BUDGET-NEXT: zero.all_gather_start {{.+}} {zero.phase = "forward"} : tensor<5xf32>
+
+// Fusion (default: under 256 KiB): the three small reduce-scatters become one of
+// 60 elements. Each input is laid out as [N, slice] blocks, so that rank r gets its
+// 6 + 5 + 4 elements, which are sliced apart again.
+// FUSE2-LABEL: func.func @main
+// FUSE2: compute.reshape %{{.+}} : tensor<16xf32> -> tensor<4x4xf32>
+// FUSE2: compute.concat {{.+}} {axis = 1 : i64} : tensor<4x4xf32>, tensor<4x5xf32> -> tensor<4x9xf32>
+// FUSE2: compute.concat {{.+}} {axis = 1 : i64} : tensor<4x9xf32>, tensor<4x6xf32> -> tensor<4x15xf32>
+// FUSE2: zero.reduce_scatter_start %{{.+}} : tensor<60xf32> -> tensor<15xf32>
+// FUSE2-NOT: zero.reduce_scatter_start
+// Stage 3: the forward gathers fuse into one, and the backward ones into another
+// (phases are never mixed); the gathered [N, 15] is split by columns.
+// FUSE3-LABEL: func.func @main
+// FUSE3: zero.all_gather_start %{{.+}} {zero.phase = "forward"} : tensor<15xf32> -> tensor<60xf32>
+// FUSE3: compute.slice %{{.+}} {starts = array<i64: 0, 11>, steps = array<i64: 1, 1>} : tensor<4x15xf32> -> tensor<4x4xf32>
+// FUSE3-NOT: zero.phase = "forward"
+// FUSE3: zero.all_gather_start %{{.+}} {zero.phase = "backward"}
 
 // A bucket larger than the budget is an error.
 // TOOSMALL: error: a gathered bucket of 96 bytes does not fit --max-live-mb=5.000000e-05; raise it or lower --bucket-size-mb

@@ -141,6 +141,14 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
   crow("reduce_scatter", r.reduceScatter);
   crow("all_reduce", r.allReduce);
   crow("volume", r.volume());
+  if (r.predicted) {
+    const StepPrediction &p = *r.predicted;
+    os << "predicted step on " << r.machine << "\n";
+    os << llvm::format("  %-20s %12.3f ms\n", "step", p.stepS * 1e3);
+    os << llvm::format("  %-20s %12.3f ms\n", "compute", p.computeS * 1e3);
+    os << llvm::format("  %-20s %12.3f ms\n", "communication", p.commS * 1e3);
+    os << llvm::format("  %-20s %12.3f ms\n", "exposed_comm", p.exposedCommS * 1e3);
+  }
 }
 
 void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
@@ -163,5 +171,12 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
                           {"all_reduce", r.allReduce},
                           {"volume", r.volume()}}},
   };
+  if (r.predicted)
+    out["predicted"] = llvm::json::Object{
+        {"machine", r.machine},
+        {"step_ms", r.predicted->stepS * 1e3},
+        {"compute_ms", r.predicted->computeS * 1e3},
+        {"comm_ms", r.predicted->commS * 1e3},
+        {"exposed_comm_ms", r.predicted->exposedCommS * 1e3}};
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(out))) << "\n";
 }

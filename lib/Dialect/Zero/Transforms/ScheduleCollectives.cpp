@@ -37,6 +37,20 @@ struct ScheduleCollectivesPass
     if (!func)
       return;
     Block &entry = func.getBody().front();
+    if (fuseBelowKb > 0) {
+      // A reduction's result is consumed where the optimizer needs it: sink its
+      // consumers there first, so neighbouring reductions can meet.
+      SmallVector<Operation *> reductions;
+      for (Operation &op : entry)
+        if (isa<mlir::shard::ReduceScatterOp, mlir::shard::AllReduceOp>(op))
+          reductions.push_back(&op);
+      if (!noOverlap)
+        for (Operation *op : reductions)
+          for (Operation *u : llvm::to_vector(op->getUsers()))
+            if (isPureCompute(u))
+              sink(u);
+      fuse(entry, (int64_t)(fuseBelowKb * 1024));
+    }
     SmallVector<WaitOp> gradientWaits;
     SmallVector<std::pair<Operation *, WaitOp>> gathers; // stage-3 gathers
     split(entry, gradientWaits, gathers);
@@ -46,6 +60,134 @@ struct ScheduleCollectivesPass
       sink(w);
     if (failed(prefetch(entry, gathers)))
       signalPassFailure();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Fusion
+  //===--------------------------------------------------------------------===//
+
+  static bool isCollective(Operation *op) {
+    return isa<mlir::shard::AllGatherOp, mlir::shard::ReduceScatterOp,
+               mlir::shard::AllReduceOp>(op);
+  }
+
+  /// The full tensor a collective moves: an all-gather's result, else its input.
+  static Value fullTensor(Operation *op) {
+    return isa<mlir::shard::AllGatherOp>(op) ? op->getResult(0) : op->getOperand(0);
+  }
+
+  /// Fuses collectives `a` and `b` (a first) into one, placed at `at`.
+  void fusePair(Operation *a, Operation *b, Operation *at, int64_t n) {
+    bool isGather = isa<mlir::shard::AllGatherOp>(a);
+    OpBuilder bld(at);
+    Location loc = b->getLoc();
+    auto et = cast<RankedTensorType>(a->getOperand(0).getType()).getElementType();
+    auto t1 = [&](int64_t d) { return RankedTensorType::get({d}, et); };
+    auto t2 = [&](int64_t r, int64_t c) { return RankedTensorType::get({r, c}, et); };
+    Value x = a->getOperand(0), y = b->getOperand(0);
+    int64_t sa = cast<RankedTensorType>(a->getResult(0).getType()).getDimSize(0);
+    int64_t sb = cast<RankedTensorType>(b->getResult(0).getType()).getDimSize(0);
+    auto slice2 = [&](Value m, int64_t col, int64_t width) {
+      return compute::SliceOp::create(bld, loc, t2(n, width), m,
+                                      bld.getDenseI64ArrayAttr({0, col}),
+                                      bld.getDenseI64ArrayAttr({1, 1}))
+          .getResult();
+    };
+    auto slice1 = [&](Value v, int64_t at, int64_t width) {
+      return compute::SliceOp::create(bld, loc, t1(width), v, bld.getDenseI64ArrayAttr({at}),
+                                      bld.getDenseI64ArrayAttr({1}))
+          .getResult();
+    };
+    Value ra, rb;
+    if (isa<mlir::shard::ReduceScatterOp>(a)) {
+      // [N, sa] ++ [N, sb] along the slices: rank r's block is r's slice of both.
+      Value xm = compute::ReshapeOp::create(bld, loc, t2(n, sa), x);
+      Value ym = compute::ReshapeOp::create(bld, loc, t2(n, sb), y);
+      Value cat = compute::ConcatOp::create(bld, loc, t2(n, sa + sb), ValueRange{xm, ym},
+                                            bld.getI64IntegerAttr(1));
+      Value flat = compute::ReshapeOp::create(bld, loc, t1(n * (sa + sb)), cat);
+      Value r = mlir::shard::ReduceScatterOp::create(
+          bld, loc, t1(sa + sb), "zero", ArrayRef<int16_t>{0}, flat,
+          mlir::shard::ReductionKind::Sum, APInt(64, 0));
+      ra = slice1(r, 0, sa);
+      rb = slice1(r, sa, sb);
+    } else if (isa<mlir::shard::AllGatherOp>(a)) {
+      int64_t pa = cast<RankedTensorType>(x.getType()).getDimSize(0);
+      int64_t pb = cast<RankedTensorType>(y.getType()).getDimSize(0);
+      Value cat = compute::ConcatOp::create(bld, loc, t1(pa + pb), ValueRange{x, y},
+                                            bld.getI64IntegerAttr(0));
+      auto g = mlir::shard::AllGatherOp::create(bld, loc, t1(n * (pa + pb)), "zero",
+                                                ArrayRef<int16_t>{0}, cat, APInt(64, 0));
+      if (Attribute phase = b->getAttr("zero.phase"))
+        g->setAttr("zero.phase", phase);
+      Value m = compute::ReshapeOp::create(bld, loc, t2(n, pa + pb), g.getResult());
+      ra = compute::ReshapeOp::create(bld, loc, t1(sa), slice2(m, 0, pa));
+      rb = compute::ReshapeOp::create(bld, loc, t1(sb), slice2(m, pa, pb));
+    } else {
+      Value cat = compute::ConcatOp::create(bld, loc, t1(sa + sb), ValueRange{x, y},
+                                            bld.getI64IntegerAttr(0));
+      Value r = mlir::shard::AllReduceOp::create(bld, loc, t1(sa + sb), "zero",
+                                                 ArrayRef<int16_t>{0}, cat,
+                                                 mlir::shard::ReductionKind::Sum);
+      ra = slice1(r, 0, sa);
+      rb = slice1(r, sa, sb);
+    }
+    a->getResult(0).replaceAllUsesWith(ra);
+    b->getResult(0).replaceAllUsesWith(rb);
+    a->erase();
+    b->erase();
+    // The reductions' slices go where the optimizer reads them, so the fused
+    // reduction can meet the next one.
+    if (!noOverlap && !isGather)
+      for (Value v : {ra, rb})
+        if (Operation *def = v.getDefiningOp())
+          if (!def->use_empty())
+            sink(def);
+  }
+
+  /// Fuses neighbouring collectives of one kind while the fused full tensor stays
+  /// under `limit` bytes.
+  void fuse(Block &entry, int64_t limit) {
+    auto grid = getOperation().lookupSymbol<mlir::shard::GridOp>("zero");
+    if (!grid || grid.getShape().size() != 1)
+      return;
+    int64_t n = grid.getShape()[0];
+    for (bool changed = true; changed;) {
+      changed = false;
+      Operation *prev = nullptr;
+      for (Operation &op : entry) {
+        if (!isCollective(&op))
+          continue;
+        Operation *a = prev;
+        prev = &op;
+        // A fused gather must still fit the live-bytes budget.
+        int64_t cap = limit;
+        if (isa<mlir::shard::AllGatherOp>(op) && maxLiveMb > 0)
+          cap = std::min(cap, (int64_t)(maxLiveMb * 1024 * 1024));
+        if (!a || a->getName() != op.getName() ||
+            a->getAttr("zero.phase") != op.getAttr("zero.phase") ||
+            bytesOf(fullTensor(a)) + bytesOf(fullTensor(&op)) > cap ||
+            cast<RankedTensorType>(a->getOperand(0).getType()).getElementType() !=
+                cast<RankedTensorType>(op.getOperand(0).getType()).getElementType())
+          continue;
+        // Gathers move up to a (their inputs, parameter slices, exist by then);
+        // reductions move down to op (a's result must not be read before it).
+        Operation *at = &op;
+        if (isa<mlir::shard::AllGatherOp>(a)) {
+          Operation *def = op.getOperand(0).getDefiningOp();
+          if (def && !def->isBeforeInBlock(a))
+            continue;
+          at = a;
+        } else if (llvm::any_of(a->getResult(0).getUsers(), [&](Operation *u) {
+                     return u->getBlock() == &entry && !op.isBeforeInBlock(u);
+                   })) {
+          continue;
+        }
+        fusePair(a, &op, at, n);
+        changed = true;
+        break;
+      }
+    }
   }
 
   /// Replaces each shard collective by a start and a wait at the same place.

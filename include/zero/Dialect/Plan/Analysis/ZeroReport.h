@@ -7,10 +7,13 @@
 #ifndef ZERO_DIALECT_PLAN_ANALYSIS_ZEROREPORT_H
 #define ZERO_DIALECT_PLAN_ANALYSIS_ZEROREPORT_H
 
+#include "zero/Dialect/Plan/Analysis/CostModel.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace zero {
 
@@ -36,6 +39,9 @@ struct ZeroReport {
   /// reduce-scatter its input; the volume counts an all-reduce twice.
   int64_t allGather = 0, reduceScatter = 0, allReduce = 0;
   int64_t volume() const { return allGather + reduceScatter + 2 * allReduce; }
+  /// The cost model's prediction, when a machine is given.
+  std::optional<StepPrediction> predicted;
+  std::string machine;
 };
 
 /// Computes the report of the module's `plan.program @main`.

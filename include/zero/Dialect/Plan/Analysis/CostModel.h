@@ -1,0 +1,50 @@
+//===- CostModel.h - Predicted step time of a plan ---------------*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_DIALECT_PLAN_ANALYSIS_COSTMODEL_H
+#define ZERO_DIALECT_PLAN_ANALYSIS_COSTMODEL_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace zero {
+
+/// The figures the cost model needs about a machine. Collectives are rings:
+/// an all-gather or reduce-scatter of B bytes (the full tensor) over N ranks takes
+/// alpha (N-1) + beta B (N-1)/N; an all-reduce twice that. Kernels are rooflines:
+/// overhead + max(flops / peak, bytes / bandwidth).
+struct MachineModel {
+  std::string name;
+  double matmulFlops = 1e11;       // FLOP/s of GEMM
+  double vectorFlops = 1e10;       // FLOP/s of everything else
+  double memoryBandwidth = 1e10;   // bytes/s
+  double kernelOverheadS = 1e-6;   // per kernel launch
+  double alphaS = 1e-5;            // per ring step
+  double betaSPerByte = 1e-9;      // per byte on the wire
+  /// Ranks that share the fast link (NVLink); beyond them, the `inter` figures.
+  int64_t ranksPerNode = 1 << 30;
+  double interAlphaS = 1e-5, interBetaSPerByte = 1e-9;
+};
+
+/// "h100-nvlink" (8 GPUs per node over NVLink, InfiniBand NDR between nodes) and
+/// "cpu" (a modest default); or a JSON file with the fields above (zero-run
+/// --calibrate writes one). Fails with a message naming the problem.
+mlir::FailureOr<MachineModel> loadMachineModel(llvm::StringRef nameOrPath,
+                                               std::string &error);
+
+/// The plan's step on `machine`: compute and communication on two streams,
+/// collectives in start order; a wait stalls compute until its collective is done.
+struct StepPrediction {
+  double stepS = 0, computeS = 0, commS = 0, exposedCommS = 0;
+};
+mlir::FailureOr<StepPrediction> predictStep(mlir::ModuleOp module,
+                                            const MachineModel &machine);
+
+} // namespace zero
+
+#endif // ZERO_DIALECT_PLAN_ANALYSIS_COSTMODEL_H

@@ -1,0 +1,183 @@
+//===- CostModel.cpp - Predicted step time of a plan ----------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Dialect/Plan/Analysis/CostModel.h"
+#include "zero/Dialect/Plan/IR/PlanDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace mlir;
+using namespace zero;
+
+FailureOr<MachineModel> zero::loadMachineModel(StringRef nameOrPath,
+                                               std::string &error) {
+  MachineModel m;
+  if (nameOrPath == "h100-nvlink") {
+    // Published H100 SXM figures: TF32 tensor-core GEMM 495 TFLOP/s (dense),
+    // FP32 67 TFLOP/s, HBM3 3.35 TB/s. NCCL rings reach ~360 GB/s of NVLink 4's
+    // 450 GB/s per direction inside a node of 8; between nodes one InfiniBand NDR
+    // port (400 Gb/s = 50 GB/s) per GPU.
+    m.name = "h100-nvlink";
+    m.matmulFlops = 495e12;
+    m.vectorFlops = 67e12;
+    m.memoryBandwidth = 3.35e12;
+    m.kernelOverheadS = 4e-6;
+    m.alphaS = 5e-6;
+    m.betaSPerByte = 1.0 / 360e9;
+    m.ranksPerNode = 8;
+    m.interAlphaS = 10e-6;
+    m.interBetaSPerByte = 1.0 / 50e9;
+    return m;
+  }
+  if (nameOrPath == "cpu") {
+    m.name = "cpu";
+    return m;
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(nameOrPath);
+  if (!buffer) {
+    error = "'" + nameOrPath.str() + "' is neither h100-nvlink, cpu nor a readable "
+            "machine file";
+    return failure();
+  }
+  auto json = llvm::json::parse((*buffer)->getBuffer());
+  if (!json) {
+    error = "'" + nameOrPath.str() + "' is not JSON: " + llvm::toString(json.takeError());
+    return failure();
+  }
+  auto *obj = json->getAsObject();
+  if (!obj) {
+    error = "'" + nameOrPath.str() + "' is not a JSON object";
+    return failure();
+  }
+  m.name = obj->getString("name").value_or(nameOrPath).str();
+  auto read = [&](StringRef key, double &field) {
+    if (auto v = obj->getNumber(key))
+      field = *v;
+  };
+  read("matmul_flops", m.matmulFlops);
+  read("vector_flops", m.vectorFlops);
+  read("memory_bandwidth", m.memoryBandwidth);
+  read("kernel_overhead_s", m.kernelOverheadS);
+  read("alpha_s", m.alphaS);
+  read("beta_s_per_byte", m.betaSPerByte);
+  m.interAlphaS = m.alphaS;
+  m.interBetaSPerByte = m.betaSPerByte;
+  if (m.matmulFlops <= 0 || m.vectorFlops <= 0 || m.memoryBandwidth <= 0 ||
+      m.kernelOverheadS < 0 || m.alphaS < 0 || m.betaSPerByte < 0) {
+    error = "'" + nameOrPath.str() + "' has a non-positive rate or a negative time";
+    return failure();
+  }
+  return m;
+}
+
+namespace {
+
+int64_t elementsOf(Value v) { return cast<MemRefType>(v.getType()).getNumElements(); }
+int64_t bytesOf(Value v) {
+  auto t = cast<MemRefType>(v.getType());
+  unsigned bits = t.getElementTypeBitWidth();
+  return t.getNumElements() * (bits == 1 ? 1 : bits / 8);
+}
+
+/// Ring time of a collective moving `bytes` (the full tensor) over `n` ranks.
+double ringSeconds(const MachineModel &m, int64_t n, int64_t bytes, int passes) {
+  if (n <= 1)
+    return 0;
+  bool inter = n > m.ranksPerNode;
+  double alpha = inter ? m.interAlphaS : m.alphaS;
+  double beta = inter ? m.interBetaSPerByte : m.betaSPerByte;
+  return passes * (alpha * (n - 1) + beta * bytes * (double)(n - 1) / n);
+}
+
+/// Roofline time of one compute kernel.
+double kernelSeconds(const MachineModel &m, plan::KernelOp k) {
+  StringRef name = k.getKernel();
+  int64_t bytes = 0;
+  for (Value v : llvm::concat<Value>(k.getInputs(), k.getOutputs()))
+    bytes += bytesOf(v);
+  double out = elementsOf(k.getOutputs()[0]);
+  double flops = 0, peak = m.vectorFlops;
+  if (name == "matmul") {
+    Value lhs = k.getInputs()[0];
+    auto shape = cast<MemRefType>(lhs.getType()).getShape();
+    bool tl = false;
+    if (auto a = k.getAttrs().getAs<BoolAttr>("transpose_lhs"))
+      tl = a.getValue();
+    int64_t kdim = shape.size() < 2 ? shape.back() : tl ? shape[shape.size() - 2] : shape.back();
+    flops = 2.0 * out * kdim;
+    peak = m.matmulFlops;
+  } else {
+    // Floating-point work per output element; data movement kernels have none.
+    double perElement = llvm::StringSwitch<double>(name)
+                            .Cases({"exp", "log", "tanh", "sigmoid", "erf"}, 10)
+                            .Cases({"softmax", "log_softmax", "softmax_cross_entropy",
+                                    "softmax_cross_entropy_grad"},
+                                   6)
+                            .Cases({"layer_norm", "layer_norm_grad"}, 8)
+                            .Case("adamw", 12)
+                            .Case("sgd", 4)
+                            .Cases({"reshape", "copy", "transpose", "slice", "slice_grad",
+                                    "concat", "expand", "gather", "gather_grad",
+                                    "all_slice", "wait"},
+                                   0)
+                            .Default(1);
+    flops = perElement * out;
+  }
+  return m.kernelOverheadS + std::max(flops / peak, bytes / m.memoryBandwidth);
+}
+
+} // namespace
+
+FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel &m) {
+  auto program = module.lookupSymbol<plan::ProgramOp>("main");
+  if (!program)
+    return module.emitError("no plan.program @main to predict"), failure();
+  int64_t n = program.getWorldSizeAttr().getInt();
+  StepPrediction p;
+  double now = 0, commFree = 0;
+  DenseMap<int64_t, double> doneAt; // request -> when its collective ends
+  for (Operation &op : program.getBody().front()) {
+    auto k = dyn_cast<plan::KernelOp>(op);
+    if (!k)
+      continue;
+    StringRef name = k.getKernel();
+    bool started = name.consume_back("_start");
+    int passes = name == "all_reduce" ? 2 : 1;
+    bool collective = name == "all_gather" || name == "reduce_scatter" ||
+                      name == "all_reduce";
+    if (collective) {
+      Value full = name == "all_gather" ? k.getOutputs()[0] : k.getInputs()[0];
+      double t = ringSeconds(m, n, bytesOf(full), passes);
+      p.commS += t;
+      double begin = std::max(now, commFree);
+      commFree = begin + t;
+      if (started) {
+        doneAt[k.getAttrs().getAs<IntegerAttr>("request").getInt()] = commFree;
+      } else { // synchronous: compute waits for all of it
+        p.exposedCommS += commFree - now;
+        now = commFree;
+      }
+      continue;
+    }
+    if (name == "wait") {
+      double end = doneAt.lookup(k.getAttrs().getAs<IntegerAttr>("request").getInt());
+      if (end > now) {
+        p.exposedCommS += end - now;
+        now = end;
+      }
+      continue;
+    }
+    double t = kernelSeconds(m, k);
+    p.computeS += t;
+    now += t;
+  }
+  p.stepS = now;
+  return p;
+}

@@ -1,0 +1,98 @@
+//===- Calibrate.cpp - Measure the cost model's machine figures -----------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zrt/Calibrate.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <vector>
+
+using namespace zrt;
+
+namespace {
+
+/// The best of `repeats` timings of `fn`, in seconds (the least disturbed run).
+double bestSeconds(int repeats, const std::function<void()> &fn) {
+  double best = 1e30;
+  for (int i = 0; i < repeats; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    fn();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                        start)
+                              .count());
+  }
+  return best;
+}
+
+} // namespace
+
+std::string zrt::calibrateMachine(Communicator &comm) {
+  // GEMM: a square product big enough to reach the BLAS's steady state.
+  const int n = 768;
+  std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
+  double gemm = bestSeconds(5, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
+                b.data(), n, 0.0f, c.data(), n);
+  });
+  double matmulFlops = 2.0 * n * n * n / gemm;
+
+  // Memory bandwidth: a copy larger than the caches (bytes read + written).
+  const size_t bytes = 64 << 20;
+  std::vector<char> src(bytes, 1), dst(bytes);
+  double copy = bestSeconds(5, [&] { std::memcpy(dst.data(), src.data(), bytes); });
+  double bandwidth = 2.0 * bytes / copy;
+
+  // Vector FLOP/s: a transcendental loop in cache, as the elementwise kernels do.
+  std::vector<float> v(1 << 16, 0.5f);
+  double vec = bestSeconds(5, [&] {
+    for (float &x : v)
+      x = std::tanh(x) * 0.5f + 0.25f;
+  });
+  double vectorFlops = 10.0 * v.size() / vec;
+
+  // Kernel overhead: a tiny kernel, dominated by its fixed cost.
+  std::vector<float> tiny(16, 1.0f);
+  double overhead = bestSeconds(1000, [&] {
+    for (float &x : tiny)
+      x = x * 0.999f;
+  });
+
+  // Ring alpha and beta: all-gathers of a tiny and of a large buffer. With one
+  // rank nothing crosses a wire.
+  double alpha = 0, beta = 0;
+  int ranks = comm.size();
+  if (ranks > 1) {
+    const int64_t small = 1, large = 1 << 22;
+    std::vector<float> in(large), out(large * ranks);
+    double ts = bestSeconds(20, [&] {
+      comm.allGather(in.data(), out.data(), small, zero::zplan::F32);
+    });
+    double tl = bestSeconds(5, [&] {
+      comm.allGather(in.data(), out.data(), large, zero::zplan::F32);
+    });
+    alpha = ts / (ranks - 1);
+    double fullBytes = 4.0 * large * ranks;
+    beta = std::max(0.0, tl - alpha * (ranks - 1)) / (fullBytes * (ranks - 1) / ranks);
+    comm.allGatherElements = 0; // calibration traffic is not the plan's
+  }
+
+  std::ostringstream os;
+  os.precision(6);
+  os << "{\n  \"name\": \"calibrated (" << comm.name() << ")\",\n"
+     << "  \"matmul_flops\": " << matmulFlops << ",\n"
+     << "  \"vector_flops\": " << vectorFlops << ",\n"
+     << "  \"memory_bandwidth\": " << bandwidth << ",\n"
+     << "  \"kernel_overhead_s\": " << overhead << ",\n"
+     << "  \"alpha_s\": " << alpha << ",\n"
+     << "  \"beta_s_per_byte\": " << beta << "\n}\n";
+  return os.str();
+}
