@@ -307,7 +307,8 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
                  << maxLiveMb << "\n";
     return failure();
   }
-  llvm::errs() << "zero-opt: auto-tune on " << m.name << ": --bucket-size-mb=" << bucketMb
+  llvm::errs() << "zero-opt: auto-tune on " << m.name
+               << ": --bucket-size-mb=" << llvm::format("%g", bucketMb)
                << " --prefetch-buckets=" << prefetch << " (predicted step "
                << llvm::format("%.3f", best * 1e3) << " ms, best of " << tried
                << " candidates)\n";
