@@ -2,6 +2,11 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
+// The plan's collectives are MPI's non-blocking ones (MPI_Iallgather,
+// MPI_Ireduce_scatter_block, MPI_Iallreduce), completed by MPI_Wait on the
+// communication thread that AsyncCollectives runs, so they progress while the
+// compute thread works.
+//
 //===----------------------------------------------------------------------===//
 
 #include "zrt/Communicator.h"
@@ -67,15 +72,19 @@ public:
   void allGather(const void *in, void *out, int64_t count, DType t) override {
     ZRT_CHECK(count <= kMaxCount, "all-gather of " << count << " elements per rank "
                                                    << "exceeds MPI's int counts");
-    ZERO_MPI_CHECK(MPI_Allgather(in, (int)count, mpiType(t), out, (int)count,
-                                 mpiType(t), MPI_COMM_WORLD));
+    MPI_Request request;
+    ZERO_MPI_CHECK(MPI_Iallgather(in, (int)count, mpiType(t), out, (int)count,
+                                  mpiType(t), MPI_COMM_WORLD, &request));
+    ZERO_MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
     allGatherElements += count * size_;
   }
   void reduceScatterSum(const void *in, void *out, int64_t count, DType t) override {
     ZRT_CHECK(count <= kMaxCount, "reduce-scatter of " << count << " elements per "
                                                        << "rank exceeds MPI's int counts");
-    ZERO_MPI_CHECK(MPI_Reduce_scatter_block(in, out, (int)count, mpiType(t), MPI_SUM,
-                                            MPI_COMM_WORLD));
+    MPI_Request request;
+    ZERO_MPI_CHECK(MPI_Ireduce_scatter_block(in, out, (int)count, mpiType(t), MPI_SUM,
+                                             MPI_COMM_WORLD, &request));
+    ZERO_MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
     reduceScatterElements += count * size_;
   }
   void allReduceSum(const void *in, void *out, int64_t count, DType t) override {
@@ -84,8 +93,10 @@ public:
       int n = (int)std::min(kMaxCount, count - done);
       const char *src = static_cast<const char *>(in) + done * size;
       char *dst = static_cast<char *>(out) + done * size;
-      ZERO_MPI_CHECK(MPI_Allreduce(src == dst ? MPI_IN_PLACE : src, dst, n, mpiType(t),
-                                   MPI_SUM, MPI_COMM_WORLD));
+      MPI_Request request;
+      ZERO_MPI_CHECK(MPI_Iallreduce(src == dst ? MPI_IN_PLACE : src, dst, n, mpiType(t),
+                                    MPI_SUM, MPI_COMM_WORLD, &request));
+      ZERO_MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
     }
     allReduceElements += count;
   }

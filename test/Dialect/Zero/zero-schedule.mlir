@@ -1,4 +1,5 @@
 // RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="fuse-below-kb=0" | FileCheck %s --check-prefix=S2
+// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=1 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="fuse-below-kb=0" | FileCheck %s --check-prefix=S1
 // RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="no-overlap=true fuse-below-kb=0" | FileCheck %s --check-prefix=SYNC
 // RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=0 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="fuse-below-kb=0" | FileCheck %s --check-prefix=S0
 // RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="prefetch-buckets=1 fuse-below-kb=0" | FileCheck %s --check-prefix=PREFETCH1
@@ -24,6 +25,17 @@
 // S2: compute.adamw
 // S2: zero.wait %[[T]], %[[P]] : tensor<4xf32>
 // S2: compute.adamw
+
+// Stage 1: the reduce-scatters start after backward (after the last gradient op);
+// each is waited for at its bucket's update, the updated slices gathered right after.
+// S1-LABEL: func.func @main
+// S1: compute.gather_grad
+// S1: zero.reduce_scatter_start {{.+}} : tensor<24xf32> -> tensor<6xf32>
+// S1: zero.reduce_scatter_start {{.+}} : tensor<20xf32> -> tensor<5xf32>
+// S1: zero.reduce_scatter_start {{.+}} : tensor<16xf32> -> tensor<4xf32>
+// S1: zero.wait {{.+}} : tensor<6xf32>
+// S1: compute.adamw
+// S1: zero.all_gather_start {{.+}} : tensor<6xf32> -> tensor<24xf32>
 
 // --no-overlap: every start is followed at once by its wait.
 // SYNC-LABEL: func.func @main
