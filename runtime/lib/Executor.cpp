@@ -17,21 +17,19 @@
 
 using namespace zrt;
 
-Executor::Executor(zero::zplan::Plan plan, const KernelTable &table,
-                   Communicator &comm, ExecutorOptions options)
-    : plan_(std::move(plan)), comm_(comm), options_(options) {
+Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
+                   ExecutorOptions options)
+    : plan_(std::move(plan)), device_(device), comm_(comm), options_(options) {
+  const KernelTable &table = device_.kernels();
   ZRT_CHECK(plan_.world_size() == comm_.size(),
             "the plan was compiled for " << plan_.world_size() << " ranks; this run has "
                                          << comm_.size() << " (" << comm_.name() << ")");
-  // Rounded up so aligned_alloc accepts it; zeroed so no kernel ever reads garbage.
-  size_t bytes = (plan_.arena_bytes() + 63) / 64 * 64 + 64;
-  arena_ = static_cast<char *>(std::aligned_alloc(64, bytes));
-  ZRT_CHECK(arena_, "cannot allocate the " << plan_.arena_bytes() << "-byte arena");
-  std::memset(arena_, 0, bytes);
+  // One allocation for the whole plan, zeroed (optimizer state starts at zero).
+  arena_ = static_cast<char *>(device_.allocate(plan_.arena_bytes()));
   for (int i = 0; i < plan_.buffers_size(); ++i) {
     const auto &b = plan_.buffers(i);
     if (b.role() == zero::zplan::CONSTANT)
-      std::memcpy(arena_ + b.offset(), b.data().data(), b.bytes());
+      device_.upload(arena_ + b.offset(), b.data().data(), b.bytes());
   }
   // Started collectives run on their own thread; a request id pairs start and wait.
   int64_t requests = 0;
@@ -83,7 +81,33 @@ Executor::Executor(zero::zplan::Plan plan, const KernelTable &table,
 
 Executor::~Executor() {
   async_.reset(); // join the communication thread before the arena goes
-  std::free(arena_);
+  device_.synchronize();
+  device_.release(arena_);
+}
+
+void Executor::write(int i, const void *host, size_t bytes) {
+  ZRT_CHECK((int64_t)bytes == plan_.buffers(i).bytes(),
+            "writing " << bytes << " bytes into buffer " << i << " of "
+                       << plan_.buffers(i).bytes());
+  device_.upload(buffer(i).data, host, bytes);
+}
+
+HostTensor Executor::read(int i) {
+  TensorView v = buffer(i);
+  HostTensor h;
+  h.bytes.resize(v.bytes());
+  h.dtype = v.dtype;
+  h.shape = v.shape;
+  device_.synchronize();
+  device_.download(h.bytes.data(), v.data, v.bytes());
+  return h;
+}
+
+int Executor::inputBuffer(int index) const {
+  for (int i = 0; i < plan_.buffers_size(); ++i)
+    if (plan_.buffers(i).role() == zero::zplan::INPUT && plan_.buffers(i).index() == index)
+      return i;
+  ZRT_FAIL("the plan has no input " << index);
 }
 
 TensorView Executor::buffer(int i) const {
@@ -108,8 +132,11 @@ void Executor::loadParameters(const onnx::ModelProto &model,
     if (b.role() != zero::zplan::PARAM)
       continue;
     TensorView dst = buffer(i);
+    std::vector<char> staging(dst.bytes());
+    TensorView host{staging.data(), dst.dtype, dst.shape};
     if (!b.has_bucket()) {
-      copyTensorInto(*find(b.name()), dst, "initializer '" + b.name() + "'", modelDir);
+      copyTensorInto(*find(b.name()), host, "initializer '" + b.name() + "'", modelDir);
+      write(i, staging.data(), staging.size());
       continue;
     }
     // This rank owns elements [first, first + n) of the flat bucket; each member
@@ -124,9 +151,10 @@ void Executor::loadParameters(const onnx::ModelProto &model,
       std::vector<char> bytes(whole.bytes());
       whole.data = bytes.data();
       copyTensorInto(*find(m.name()), whole, "initializer '" + m.name() + "'", modelDir);
-      std::memcpy(dst.as<char>() + (lo - first) * size,
+      std::memcpy(host.as<char>() + (lo - first) * size,
                   bytes.data() + (lo - m.offset()) * size, (hi - lo) * size);
     }
+    write(i, staging.data(), staging.size());
   }
 }
 
@@ -153,13 +181,14 @@ std::vector<char> Executor::gatherParameter(const std::string &name, DType &dtyp
     if (!b.has_bucket() && b.name() == name) {
       dtype = v.dtype;
       shape = v.shape;
-      return std::vector<char>(v.as<char>(), v.as<char>() + v.bytes());
+      return read(i).bytes;
     }
     for (const auto &m : b.bucket().members()) {
       if (m.name() != name)
         continue;
       std::vector<char> full(v.bytes() * comm_.size());
-      comm_.gatherToRoot(v.data, full.data(), v.numel(), v.dtype);
+      HostTensor slice = read(i);
+      comm_.gatherToRoot(slice.bytes.data(), full.data(), v.numel(), v.dtype);
       dtype = v.dtype;
       shape.assign(m.shape().begin(), m.shape().end());
       TensorView whole{nullptr, v.dtype, shape};
@@ -184,7 +213,11 @@ void Executor::setInput(int index, const onnx::TensorProto &t) {
   for (int i = 0; i < plan_.buffers_size(); ++i) {
     const auto &b = plan_.buffers(i);
     if (b.role() == zero::zplan::INPUT && b.index() == index) {
-      copyTensorInto(t, buffer(i), "input " + std::to_string(index) + " ('" + b.name() + "')");
+      TensorView dst = buffer(i);
+      std::vector<char> staging(dst.bytes());
+      copyTensorInto(t, TensorView{staging.data(), dst.dtype, dst.shape},
+                     "input " + std::to_string(index) + " ('" + b.name() + "')");
+      write(i, staging.data(), staging.size());
       found = true;
     }
   }
@@ -202,6 +235,7 @@ void Executor::run() {
     if (options_.trace) {
       auto begin = std::chrono::steady_clock::now();
       kernels_[k]();
+      device_.synchronize(); // a kernel's span ends when the device is done with it
       auto end = std::chrono::steady_clock::now();
       trace_.push_back({plan_.kernels(k).name(), 0, us(begin), us(end) - us(begin)});
     } else {
@@ -209,6 +243,7 @@ void Executor::run() {
     }
     live -= gatheredUntil_[k];
   }
+  device_.synchronize();
   if (options_.trace && async_)
     for (auto &e : async_->takeEvents())
       trace_.push_back({e.name, 1, us(e.begin), us(e.end) - us(e.begin)});
@@ -220,6 +255,7 @@ void Executor::runProfiled(std::map<std::string, double> &msByKernel) {
   for (size_t i = 0; i < kernels_.size(); ++i) {
     auto start = std::chrono::steady_clock::now();
     kernels_[i]();
+    device_.synchronize();
     msByKernel[plan_.kernels(i).name()] +=
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                   start)

@@ -8,6 +8,7 @@
 #define ZRT_EXECUTOR_H
 
 #include "zrt/Communicator.h"
+#include "zrt/Device.h"
 #include "zrt/Kernels.h"
 #include "zrt/Tensor.h"
 #include "zplan.pb.h"
@@ -38,20 +39,33 @@ struct TraceEvent {
   double beginUs, durationUs;
 };
 
-/// Owns the arena of one validated plan and its bound kernels.
+/// A tensor copied to the host.
+struct HostTensor {
+  std::vector<char> bytes;
+  DType dtype = zero::zplan::DTYPE_INVALID;
+  std::vector<int64_t> shape;
+  TensorView view() { return TensorView{bytes.data(), dtype, shape}; }
+};
+
+/// Owns the arena of one validated plan on a device, and its bound kernels.
 class Executor {
 public:
   /// Allocates the arena, writes the constants and binds every kernel (checking its
   /// shapes and attributes). Throws zrt::Error on the first problem.
-  Executor(zero::zplan::Plan plan, const KernelTable &kernels, Communicator &comm,
+  Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
            ExecutorOptions options = {});
   ~Executor();
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
 
   const zero::zplan::Plan &plan() const { return plan_; }
-  /// The arena view of buffer `i`.
+  /// The device view of buffer `i` (host code must not dereference it).
   TensorView buffer(int i) const;
+  /// Copies host bytes into buffer `i` (all of it), or the buffer to the host.
+  void write(int i, const void *host, size_t bytes);
+  HostTensor read(int i);
+  /// The buffer index of graph input `index` (throws if the plan has none).
+  int inputBuffer(int index) const;
 
   /// Fills every parameter buffer from the model's initializers of the same name;
   /// a ZeRO-3 bucket buffer gets this rank's slice of its members.
@@ -82,11 +96,13 @@ public:
   int64_t gatheredPeakBytes() const { return gatheredPeak_; }
 
   int numOutputs() const { return plan_.outputs_size(); }
-  TensorView output(int i) const { return buffer(plan_.outputs(i).buffer()); }
+  HostTensor readOutput(int i) { return read(plan_.outputs(i).buffer()); }
+  Device &device() { return device_; }
   std::string outputName(int i) const { return plan_.outputs(i).name(); }
 
 private:
   zero::zplan::Plan plan_;
+  Device &device_;
   Communicator &comm_;
   char *arena_ = nullptr;
   std::vector<BoundKernel> kernels_;

@@ -15,6 +15,7 @@
 
 #include "zrt/Calibrate.h"
 #include "zrt/Communicator.h"
+#include "zrt/Device.h"
 #include "zrt/Error.h"
 #include "zrt/Executor.h"
 #include "zrt/Kernels.h"
@@ -48,6 +49,8 @@ const char *kUsage =
     "under `mpirun -np N zero-run ...`.\n"
     "  --init MODEL.onnx      initial parameter values (the model's initializers,\n"
     "                         external data included, read from the model's folder)\n"
+    "  --device cuda|cpu      where to run (default: cuda when this build has it and\n"
+    "                         a GPU is present, else cpu)\n"
     "Training (the plan reads tokens and targets [B, T] and returns the loss):\n"
     "  --data FILE            token file; global sample g of step s starts at\n"
     "                         ((s*G + g)*T) mod (L - T - 1), G = ranks * B; rank r\n"
@@ -74,7 +77,7 @@ const char *kUsage =
 
 struct Options {
   std::string plan, init, inputs, saveOutputs, data, dataFormat = "u8", logJson,
-      saveWeights, trace, calibrate;
+      saveWeights, trace, calibrate, device;
   double commDelayNsPerByte = 0;
   int64_t steps = 1, printEvery = 1;
   bool shuffle = false, quiet = false, profile = false;
@@ -125,6 +128,10 @@ Options parseArgs(int argc, char **argv) {
     } else if (is("--print-every")) {
       o.printEvery = parseInt("--print-every", value("--print-every"));
       ZRT_CHECK(o.printEvery > 0, "--print-every needs a positive integer");
+    } else if (is("--device")) {
+      o.device = value("--device");
+      ZRT_CHECK(o.device == "cuda" || o.device == "cpu",
+                "--device=" << o.device << " is not one of cuda, cpu");
     } else if (is("--calibrate")) {
       o.calibrate = value("--calibrate");
     } else if (is("--trace")) {
@@ -201,7 +208,7 @@ double scalarOf(const TensorView &v) {
 }
 
 /// The buffer of graph input `index`, checked to be a [B, T] i64 token tensor.
-TensorView tokenInput(const Executor &exec, int index, const char *what) {
+int tokenInput(const Executor &exec, int index, const char *what) {
   for (int i = 0; i < exec.plan().buffers_size(); ++i) {
     const auto &b = exec.plan().buffers(i);
     if (b.role() == zero::zplan::INPUT && b.index() == index) {
@@ -210,7 +217,7 @@ TensorView tokenInput(const Executor &exec, int index, const char *what) {
                 "--data feeds graph input " << index << " (" << what
                                             << ") an i64 [B, T] tensor; the plan's is "
                                             << v.describe());
-      return v;
+      return i;
     }
   }
   ZRT_FAIL("--data needs graph inputs 0 (tokens) and 1 (targets); the plan has no input "
@@ -265,8 +272,10 @@ void printProfile(const std::map<std::string, double> &msByKernel, int64_t steps
 }
 
 int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
-  TensorView tokens = tokenInput(exec, 0, "tokens");
-  TensorView targets = tokenInput(exec, 1, "targets");
+  int tokenBuffer = tokenInput(exec, 0, "tokens");
+  int targetBuffer = tokenInput(exec, 1, "targets");
+  TensorView tokens = exec.buffer(tokenBuffer), targets = exec.buffer(targetBuffer);
+  std::vector<int64_t> hostTokens(tokens.numel()), hostTargets(targets.numel());
   ZRT_CHECK(tokens.shape == targets.shape,
             "tokens " << tokens.describe() << " and targets " << targets.describe()
                       << " differ in shape");
@@ -294,7 +303,9 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
   std::map<std::string, double> msByKernel;
   for (int64_t step = 0; step < o.steps; ++step) {
     data.fillBatch(step, globalBatch, comm.rank() * batch, batch, seqLen, o.shuffle,
-                   o.seed, tokens.as<int64_t>(), targets.as<int64_t>());
+                   o.seed, hostTokens.data(), hostTargets.data());
+    exec.write(tokenBuffer, hostTokens.data(), hostTokens.size() * sizeof(int64_t));
+    exec.write(targetBuffer, hostTargets.data(), hostTargets.size() * sizeof(int64_t));
     int64_t ag = comm.allGatherElements, rs = comm.reduceScatterElements,
             ar = comm.allReduceElements;
     auto start = std::chrono::steady_clock::now();
@@ -311,7 +322,7 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
     ar = comm.allReduceElements - ar;
     // Each rank's loss is the mean over its micro-batch; the global batch's loss
     // is their mean.
-    double loss = comm.meanOf(scalarOf(exec.output(0)));
+    double loss = comm.meanOf(scalarOf(exec.readOutput(0).view()));
     double tps = globalBatch * seqLen / (ms / 1000.0);
     bool print = (step + 1) % o.printEvery == 0 || step == 0 || step + 1 == o.steps;
     if (tty)
@@ -371,7 +382,7 @@ int runOnce(const Options &o, Executor &exec) {
     for (int i = 0; i < exec.numOutputs(); ++i)
       printTensor(exec.outputName(i).empty() ? "output_" + std::to_string(i)
                                              : exec.outputName(i),
-                  exec.output(i));
+                  exec.readOutput(i).view());
     std::printf("ran %d kernels in %.2f ms\n", exec.plan().kernels_size(), ms);
   }
   if (!o.saveOutputs.empty()) {
@@ -379,12 +390,26 @@ int runOnce(const Options &o, Executor &exec) {
     for (int i = 0; i < exec.numOutputs(); ++i) {
       std::string path = o.saveOutputs + "/output_" + std::to_string(i) + ".pb";
       std::ofstream out(path, std::ios::binary);
-      ZRT_CHECK(out && tensorFromView(exec.output(i), exec.outputName(i))
+      ZRT_CHECK(out && tensorFromView(exec.readOutput(i).view(), exec.outputName(i))
                            .SerializeToOstream(&out),
                 "cannot write '" << path << "'");
     }
   }
   return 0;
+}
+
+/// The device: --device, or CUDA when this build has it and a GPU is present. Each
+/// rank takes the GPU of its rank among the machine's.
+std::unique_ptr<Device> makeDevice(const Options &o, Communicator &comm) {
+  std::string kind = o.device;
+  if (kind.empty())
+    kind = cudaDeviceCount() > 0 ? "cuda" : "cpu";
+  if (kind == "cpu")
+    return makeCpuDevice();
+  int gpus = cudaDeviceCount();
+  ZRT_CHECK(cudaBackendBuilt(), "--device=cuda: this zero-run was built without CUDA");
+  ZRT_CHECK(gpus > 0, "--device=cuda: no GPU is visible");
+  return makeCudaDevice(comm.rank() % gpus);
 }
 
 int run(const Options &o, Communicator &comm) {
@@ -408,7 +433,8 @@ int run(const Options &o, Communicator &comm) {
   ExecutorOptions eopts;
   eopts.commDelayNsPerByte = o.commDelayNsPerByte;
   eopts.trace = !o.trace.empty();
-  Executor exec(std::move(plan), cpuKernels(), comm, eopts);
+  std::unique_ptr<Device> device = makeDevice(o, comm);
+  Executor exec(std::move(plan), *device, comm, eopts);
   bool needsParams = false;
   for (const auto &b : exec.plan().buffers())
     needsParams |= b.role() == zero::zplan::PARAM;

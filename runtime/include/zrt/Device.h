@@ -1,0 +1,49 @@
+//===- Device.h - Where a plan's arena lives and its kernels run -*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZRT_DEVICE_H
+#define ZRT_DEVICE_H
+
+#include "zrt/Kernels.h"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace zrt {
+
+/// A device owns memory the host cannot touch directly (in general) and a kernel
+/// table that works on it. The host reaches device memory only through
+/// upload/download.
+class Device {
+public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+  /// Zeroed memory of `bytes`, 64-byte aligned at least.
+  virtual void *allocate(size_t bytes) = 0;
+  virtual void release(void *memory) = 0;
+  virtual void upload(void *device, const void *host, size_t bytes) = 0;
+  virtual void download(void *host, const void *device, size_t bytes) = 0;
+  /// Waits until every kernel launched so far is done.
+  virtual void synchronize() = 0;
+  virtual const KernelTable &kernels() const = 0;
+};
+
+/// The host: OpenBLAS GEMM and plain loops.
+std::unique_ptr<Device> makeCpuDevice();
+
+/// Whether this build has the CUDA backend, and how many GPUs it sees (0 when the
+/// backend is absent or no driver/GPU is present).
+bool cudaBackendBuilt();
+int cudaDeviceCount();
+/// GPU `ordinal` (cuBLAS GEMM, the project's kernels, a compute and a
+/// communication stream). Throws zrt::Error when the build has no CUDA backend or
+/// the GPU is missing.
+std::unique_ptr<Device> makeCudaDevice(int ordinal);
+
+} // namespace zrt
+
+#endif // ZRT_DEVICE_H
