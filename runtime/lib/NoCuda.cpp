@@ -11,6 +11,6 @@ using namespace zrt;
 
 bool zrt::cudaBackendBuilt() { return false; }
 int zrt::cudaDeviceCount() { return 0; }
-std::unique_ptr<Device> zrt::makeCudaDevice(int) {
+std::unique_ptr<Device> zrt::makeCudaDevice(int, Communicator &) {
   ZRT_FAIL("this zero-run was built without the CUDA backend");
 }

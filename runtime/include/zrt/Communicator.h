@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace zrt {
 
@@ -36,6 +37,8 @@ public:
   virtual double meanOf(double v) = 0;
   /// Every rank's value, on rank 0 (others get their own only).
   virtual std::vector<int64_t> gatherInts(int64_t v) = 0;
+  /// Rank 0's `bytes` at `data` to every rank (NCCL's unique id, say).
+  virtual void broadcast(void *data, size_t bytes) = 0;
 
   /// Full-tensor elements moved by plan collectives so far, per kind (what the
   /// compiler's report predicts): an all-gather counts its output, a

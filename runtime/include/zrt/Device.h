@@ -7,6 +7,7 @@
 #ifndef ZRT_DEVICE_H
 #define ZRT_DEVICE_H
 
+#include "zrt/Communicator.h"
 #include "zrt/Kernels.h"
 
 #include <cstddef>
@@ -40,9 +41,10 @@ std::unique_ptr<Device> makeCpuDevice();
 bool cudaBackendBuilt();
 int cudaDeviceCount();
 /// GPU `ordinal` (cuBLAS GEMM, the project's kernels, a compute and a
-/// communication stream). Throws zrt::Error when the build has no CUDA backend or
-/// the GPU is missing.
-std::unique_ptr<Device> makeCudaDevice(int ordinal);
+/// communication stream), with an NCCL communicator over the ranks of `host` for the
+/// plan's collectives (its unique id broadcast through `host`). Throws zrt::Error
+/// when the build has no CUDA backend or the GPU is missing.
+std::unique_ptr<Device> makeCudaDevice(int ordinal, Communicator &host);
 
 } // namespace zrt
 

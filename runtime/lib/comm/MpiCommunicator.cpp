@@ -111,6 +111,9 @@ public:
     ZERO_MPI_CHECK(MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     return sum / size_;
   }
+  void broadcast(void *data, size_t bytes) override {
+    ZERO_MPI_CHECK(MPI_Bcast(data, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD));
+  }
   std::vector<int64_t> gatherInts(int64_t v) override {
     std::vector<int64_t> all(size_);
     ZERO_MPI_CHECK(

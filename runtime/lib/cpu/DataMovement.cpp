@@ -193,7 +193,7 @@ BoundKernel bindTrilu(const KernelCall &call) {
   int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
   int64_t size = dtypeSize(x.dtype);
   return [=] {
-    int64_t mats = rows * cols ? x.numel() / (rows * cols) : 0;
+    int64_t mats = (rows * cols) != 0 ? x.numel() / (rows * cols) : 0;
     const char *in = x.as<char>();
     char *o = out.as<char>();
     for (int64_t m = 0; m < mats; ++m)

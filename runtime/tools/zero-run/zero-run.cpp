@@ -409,7 +409,7 @@ std::unique_ptr<Device> makeDevice(const Options &o, Communicator &comm) {
   int gpus = cudaDeviceCount();
   ZRT_CHECK(cudaBackendBuilt(), "--device=cuda: this zero-run was built without CUDA");
   ZRT_CHECK(gpus > 0, "--device=cuda: no GPU is visible");
-  return makeCudaDevice(comm.rank() % gpus);
+  return makeCudaDevice(comm.rank() % gpus, comm);
 }
 
 int run(const Options &o, Communicator &comm) {

@@ -1,0 +1,632 @@
+//===- CudaBinders.cpp - The CUDA kernel table ----------------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Each binder first binds the CPU kernel of the same name: that checks every
+// shape, dtype and attribute once, in one place for both backends (the host
+// closure it returns is dropped). Then it returns a closure that launches on the
+// compute stream.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaContext.h"
+#include "CudaLaunch.h"
+
+#include "../cpu/KernelUtil.h"
+#include "zrt/Communicator.h"
+
+#include <memory>
+
+using namespace zrt;
+using namespace zrt::cpu;
+using namespace zrt::cuda;
+
+namespace {
+
+void validate(const KernelCall &call) { (void)cpuKernels().at(call.name)(call); }
+
+Elem elemOf(DType t) {
+  switch (t) {
+  case zero::zplan::F32:
+    return Elem::F32;
+  case zero::zplan::F64:
+    return Elem::F64;
+  case zero::zplan::I32:
+    return Elem::I32;
+  case zero::zplan::I64:
+    return Elem::I64;
+  case zero::zplan::I8:
+    return Elem::I8;
+  default:
+    return Elem::U8;
+  }
+}
+
+Strided stridedOf(const KernelCall &call, const Shape &shape, const Shape &strides) {
+  ZRT_CHECK(shape.size() <= (size_t)kMaxRank,
+            call.where() << ": rank " << shape.size() << " exceeds the CUDA backend's "
+                         << kMaxRank);
+  Strided s;
+  s.rank = (int)shape.size();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s.shape[i] = shape[i];
+    s.stride[i] = strides[i];
+  }
+  return s;
+}
+
+/// A device copy of a host array, freed with the closure that uses it.
+std::shared_ptr<int64_t> deviceArray(const std::vector<int64_t> &host) {
+  int64_t *p = nullptr;
+  ZERO_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(1, host.size()) * sizeof(int64_t)));
+  ZERO_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * sizeof(int64_t),
+                             cudaMemcpyHostToDevice));
+  return std::shared_ptr<int64_t>(p, [](int64_t *q) { cudaFree(q); });
+}
+
+BoundKernel bindBinary(const KernelCall &call, BinaryOp op) {
+  validate(call);
+  TensorView a = call.ins[0], b = call.ins[1], out = call.outs[0];
+  Shape shape = out.shape;
+  Strided sa = stridedOf(call, shape, broadcastStrides(a.shape, shape));
+  Strided sb = stridedOf(call, shape, broadcastStrides(b.shape, shape));
+  Elem t = elemOf(a.dtype);
+  int64_t n = out.numel();
+  return [=] { binary(context().compute, op, t, a.data, sa, b.data, sb, out.data, n); };
+}
+
+BoundKernel bindPow(const KernelCall &call) {
+  validate(call);
+  TensorView a = call.ins[0], b = call.ins[1], out = call.outs[0];
+  Strided sa = stridedOf(call, out.shape, broadcastStrides(a.shape, out.shape));
+  Strided sb = stridedOf(call, out.shape, broadcastStrides(b.shape, out.shape));
+  Elem ta = elemOf(a.dtype), tb = elemOf(b.dtype);
+  int64_t n = out.numel();
+  return [=] { power(context().compute, ta, tb, a.data, sa, b.data, sb, out.data, n); };
+}
+
+BoundKernel bindUnary(const KernelCall &call, UnaryOp op) {
+  validate(call);
+  TensorView x = call.ins[0], out = call.outs[0];
+  Elem t = elemOf(x.dtype);
+  int64_t n = x.numel();
+  return [=] { unary(context().compute, op, t, x.data, out.data, n); };
+}
+
+BoundKernel bindWhere(const KernelCall &call) {
+  validate(call);
+  TensorView c = call.ins[0], a = call.ins[1], b = call.ins[2], out = call.outs[0];
+  Strided sc = stridedOf(call, out.shape, broadcastStrides(c.shape, out.shape));
+  Strided sa = stridedOf(call, out.shape, broadcastStrides(a.shape, out.shape));
+  Strided sb = stridedOf(call, out.shape, broadcastStrides(b.shape, out.shape));
+  Elem t = elemOf(a.dtype);
+  int64_t n = out.numel();
+  return [=] { where(context().compute, t, c.data, sc, a.data, sa, b.data, sb, out.data, n); };
+}
+
+BoundKernel bindCast(const KernelCall &call) {
+  validate(call);
+  TensorView x = call.ins[0], out = call.outs[0];
+  Elem from = elemOf(x.dtype), to = elemOf(out.dtype);
+  bool toBool = out.dtype == zero::zplan::BOOL;
+  int64_t n = x.numel();
+  return [=] { cast(context().compute, from, to, toBool, x.data, out.data, n); };
+}
+
+void gemm(bool ta, bool tb, Elem t, const void *a, const void *b, void *c, int64_t m,
+          int64_t n, int64_t k) {
+  // Row-major C = A B is column-major C^T = B^T A^T.
+  cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
+  if (t == Elem::F64) {
+    double one = 1, zero = 0;
+    ZERO_CUBLAS_CHECK(cublasDgemm(context().blas, opB, opA, (int)n, (int)m, (int)k, &one,
+                                  (const double *)b, ldb, (const double *)a, lda, &zero,
+                                  (double *)c, (int)n));
+  } else {
+    float one = 1, zero = 0;
+    ZERO_CUBLAS_CHECK(cublasSgemm(context().blas, opB, opA, (int)n, (int)m, (int)k, &one,
+                                  (const float *)b, ldb, (const float *)a, lda, &zero,
+                                  (float *)c, (int)n));
+  }
+}
+
+BoundKernel bindMatMul(const KernelCall &call) {
+  validate(call);
+  TensorView a = call.ins[0], b = call.ins[1], out = call.outs[0];
+  bool ta = call.hasAttr("transpose_lhs") && call.intAttr("transpose_lhs");
+  bool tb = call.hasAttr("transpose_rhs") && call.intAttr("transpose_rhs");
+  Shape as = a.shape, bs = b.shape;
+  if (ta)
+    std::swap(as[as.size() - 1], as[as.size() - 2]);
+  if (tb)
+    std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
+  if (as.size() == 1)
+    as.insert(as.begin(), 1);
+  if (bs.size() == 1)
+    bs.push_back(1);
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
+  Shape batch = broadcastShapes({aBatch, bBatch}, call);
+  std::vector<int64_t> aOff, bOff;
+  forEachBroadcast<2>(batch,
+                      std::array<Shape, 2>{broadcastStrides(aBatch, batch),
+                                           broadcastStrides(bBatch, batch)},
+                      [&](int64_t, auto off) {
+                        aOff.push_back(off[0]);
+                        bOff.push_back(off[1]);
+                      });
+  Elem t = elemOf(a.dtype);
+  int64_t size = dtypeSize(a.dtype);
+  return [=] {
+    if (m == 0 || n == 0)
+      return;
+    for (size_t i = 0; i < aOff.size(); ++i) {
+      char *c = out.as<char>() + i * m * n * size;
+      if (k == 0) {
+        ZERO_CUDA_CHECK(cudaMemsetAsync(c, 0, m * n * size, context().compute));
+        continue;
+      }
+      gemm(ta, tb, t, a.as<char>() + aOff[i] * m * k * size,
+           b.as<char>() + bOff[i] * k * n * size, c, m, n, k);
+    }
+  };
+}
+
+/// Splits a shape around `axis` into (outer, dim, inner).
+void splitAxis(const Shape &shape, int64_t axis, int64_t &outer, int64_t &dim,
+               int64_t &inner) {
+  outer = inner = 1;
+  dim = shape.empty() ? 1 : shape[axis];
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (size_t i = axis + 1; i < shape.size(); ++i)
+    inner *= shape[i];
+}
+
+BoundKernel bindSoftmax(const KernelCall &call, bool log) {
+  validate(call);
+  TensorView x = call.ins[0], out = call.outs[0];
+  int64_t outer, dim, inner;
+  splitAxis(x.shape, call.intAttr("axis"), outer, dim, inner);
+  Elem t = elemOf(x.dtype);
+  return [=] { softmax(context().compute, t, x.data, out.data, outer, dim, inner, log); };
+}
+
+/// Offsets of a broadcast operand over the normalized shape, on the device.
+std::shared_ptr<int64_t> normOffsets(const Shape &of, const Shape &norm) {
+  std::vector<int64_t> off;
+  forEachBroadcast<1>(norm, std::array<Shape, 1>{broadcastStrides(of, norm)},
+                      [&](int64_t, auto o) { off.push_back(o[0]); });
+  return deviceArray(off);
+}
+
+BoundKernel bindLayerNorm(const KernelCall &call) {
+  validate(call);
+  TensorView x = call.ins[0], scale = call.ins[1], bias = call.ins[2];
+  TensorView y = call.outs[0], mean = call.outs[1], rstd = call.outs[2];
+  int64_t axis = call.intAttr("axis");
+  double eps = call.floatAttr("epsilon");
+  Shape norm(x.shape.begin() + axis, x.shape.end());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= x.shape[i];
+  for (int64_t d : norm)
+    inner *= d;
+  auto sOff = normOffsets(scale.shape, norm), bOff = normOffsets(bias.shape, norm);
+  Elem t = elemOf(x.dtype);
+  return [=] {
+    layerNorm(context().compute, t, x.data, scale.data, bias.data, sOff.get(), bOff.get(),
+              y.data, mean.data, rstd.data, outer, inner, eps);
+  };
+}
+
+BoundKernel bindLayerNormGrad(const KernelCall &call) {
+  validate(call);
+  TensorView x = call.ins[0], scale = call.ins[1], mean = call.ins[2], rstd = call.ins[3],
+             gy = call.ins[4];
+  TensorView dx = call.outs[0], ds = call.outs[1], db = call.outs[2];
+  int64_t axis = call.intAttr("axis");
+  Shape norm(x.shape.begin() + axis, x.shape.end());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= x.shape[i];
+  for (int64_t d : norm)
+    inner *= d;
+  auto sOff = normOffsets(scale.shape, norm);
+  Elem t = elemOf(x.dtype);
+  return [=] {
+    layerNormGrad(context().compute, t, x.data, scale.data, sOff.get(), mean.data,
+                  rstd.data, gy.data, dx.data, ds.data, db.data, outer, inner);
+  };
+}
+
+int reductionOf(const std::string &r) { return r == "none" ? 0 : r == "sum" ? 1 : 2; }
+
+BoundKernel bindCrossEntropy(const KernelCall &call) {
+  validate(call);
+  TensorView scores = call.ins[0], labels = call.ins[1], loss = call.outs[0],
+             logp = call.outs[1];
+  const void *weights = call.ins.size() == 3 ? call.ins[2].data : nullptr;
+  int reduction = reductionOf(call.stringAttr("reduction"));
+  bool hasIgnore = call.hasAttr("ignore_index");
+  int64_t ignore = hasIgnore ? call.intAttr("ignore_index") : 0;
+  int64_t n = scores.shape[0], c = scores.shape[1], inner = scores.numel() / std::max<int64_t>(n * c, 1);
+  bool labels64 = labels.dtype == zero::zplan::I64;
+  Elem t = elemOf(scores.dtype);
+  return [=] {
+    crossEntropy(context().compute, t, scores.data, labels.data, labels64, weights,
+                 reduction, hasIgnore, ignore, loss.data, logp.data, n, c, inner,
+                 context().errorFlag);
+  };
+}
+
+BoundKernel bindCrossEntropyGrad(const KernelCall &call) {
+  validate(call);
+  TensorView logp = call.ins[0], labels = call.ins[1], g = call.ins[2], out = call.outs[0];
+  const void *weights = call.ins.size() == 4 ? call.ins[3].data : nullptr;
+  int reduction = reductionOf(call.stringAttr("reduction"));
+  bool hasIgnore = call.hasAttr("ignore_index");
+  int64_t ignore = hasIgnore ? call.intAttr("ignore_index") : 0;
+  int64_t n = logp.shape[0], c = logp.shape[1], inner = logp.numel() / std::max<int64_t>(n * c, 1);
+  bool labels64 = labels.dtype == zero::zplan::I64;
+  Elem t = elemOf(logp.dtype);
+  return [=] {
+    crossEntropyGrad(context().compute, t, logp.data, labels.data, labels64, g.data,
+                     weights, reduction, hasIgnore, ignore, out.data, n, c, inner,
+                     context().errorFlag);
+  };
+}
+
+BoundKernel bindReduce(const KernelCall &call, bool mean) {
+  validate(call);
+  TensorView x = call.ins[0], out = call.outs[0];
+  std::vector<int64_t> axes = call.intsAttr("axes");
+  Shape strides = stridesOf(x.shape), keepShape, keepStrides, redShape, redStrides;
+  int64_t count = 1;
+  for (int64_t d = 0; d < (int64_t)x.shape.size(); ++d) {
+    bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+    (reduced ? redShape : keepShape).push_back(x.shape[d]);
+    (reduced ? redStrides : keepStrides).push_back(strides[d]);
+    if (reduced)
+      count *= x.shape[d];
+  }
+  Strided keep = stridedOf(call, keepShape, keepStrides);
+  Strided red = stridedOf(call, redShape, redStrides);
+  Elem t = elemOf(x.dtype);
+  int64_t n = out.numel();
+  return [=] { reduce(context().compute, t, mean, x.data, keep, red, count, out.data, n); };
+}
+
+BoundKernel bindCopy(const KernelCall &call) {
+  validate(call);
+  TensorView x = call.ins[0], out = call.outs[0];
+  if (x.data == out.data)
+    return [] {};
+  return [=] {
+    ZERO_CUDA_CHECK(cudaMemcpyAsync(out.data, x.data, x.bytes(), cudaMemcpyDeviceToDevice,
+                                    context().compute));
+  };
+}
+
+BoundKernel bindTranspose(const KernelCall &call) {
+  validate(call);
+  TensorView x = call.ins[0], out = call.outs[0];
+  std::vector<int64_t> perm = call.intsAttr("perm");
+  Shape st = stridesOf(x.shape), permStrides;
+  for (int64_t p : perm)
+    permStrides.push_back(st[p]);
+  Strided v = stridedOf(call, out.shape, permStrides);
+  int size = (int)dtypeSize(x.dtype);
+  int64_t n = out.numel();
+  return [=] { stridedCopy(context().compute, size, x.data, v, 0, out.data, n); };
+}
+
+/// The strided view of a slice: base offset and per-dimension steps of `full`.
+void sliceView(const KernelCall &call, const Shape &full, int64_t &base, Shape &strides) {
+  std::vector<int64_t> starts = call.intsAttr("starts"), steps = call.intsAttr("steps");
+  Shape st = stridesOf(full);
+  base = 0;
+  strides.clear();
+  for (size_t d = 0; d < full.size(); ++d) {
+    base += starts[d] * st[d];
+    strides.push_back(steps[d] * st[d]);
+  }
+}
+
+BoundKernel bindSlice(const KernelCall &call) {
+  validate(call);
+  TensorView x = call.ins[0], out = call.outs[0];
+  int64_t base;
+  Shape strides;
+  sliceView(call, x.shape, base, strides);
+  Strided v = stridedOf(call, out.shape, strides);
+  int size = (int)dtypeSize(x.dtype);
+  int64_t n = out.numel();
+  return [=] { stridedCopy(context().compute, size, x.data, v, base, out.data, n); };
+}
+
+BoundKernel bindSliceGrad(const KernelCall &call) {
+  validate(call);
+  TensorView g = call.ins[0], out = call.outs[0];
+  int64_t base;
+  Shape strides;
+  sliceView(call, out.shape, base, strides);
+  Strided v = stridedOf(call, g.shape, strides);
+  int size = (int)dtypeSize(g.dtype);
+  int64_t n = g.numel();
+  return [=] {
+    ZERO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, out.bytes(), context().compute));
+    stridedScatter(context().compute, size, g.data, v, base, out.data, n);
+  };
+}
+
+BoundKernel bindExpand(const KernelCall &call) {
+  validate(call);
+  TensorView x = call.ins[0], out = call.outs[0];
+  Strided v = stridedOf(call, out.shape, broadcastStrides(x.shape, out.shape));
+  int size = (int)dtypeSize(x.dtype);
+  int64_t n = out.numel();
+  return [=] { stridedCopy(context().compute, size, x.data, v, 0, out.data, n); };
+}
+
+BoundKernel bindConcat(const KernelCall &call) {
+  validate(call);
+  TensorView out = call.outs[0];
+  int64_t axis = call.intAttr("axis"), offset = 0;
+  Shape st = stridesOf(out.shape);
+  struct Part {
+    TensorView in;
+    Strided view;
+    int64_t base;
+  };
+  std::vector<Part> parts;
+  for (const TensorView &in : call.ins) {
+    parts.push_back({in, stridedOf(call, in.shape, st), offset * st[axis]});
+    offset += in.shape[axis];
+  }
+  int size = (int)dtypeSize(out.dtype);
+  return [=] {
+    for (const Part &p : parts)
+      stridedScatter(context().compute, size, p.in.data, p.view, p.base, out.data,
+                     p.in.numel());
+  };
+}
+
+BoundKernel bindGather(const KernelCall &call) {
+  validate(call);
+  TensorView data = call.ins[0], idx = call.ins[1], out = call.outs[0];
+  int64_t outer, dim, inner;
+  splitAxis(data.shape, call.intAttr("axis"), outer, dim, inner);
+  int size = (int)dtypeSize(data.dtype);
+  bool idx64 = idx.dtype == zero::zplan::I64;
+  int64_t n = idx.numel();
+  return [=] {
+    gather(context().compute, size, data.data, idx.data, idx64, out.data, outer, n, dim,
+           inner, context().errorFlag);
+  };
+}
+
+BoundKernel bindGatherGrad(const KernelCall &call) {
+  validate(call);
+  TensorView idx = call.ins[0], g = call.ins[1], out = call.outs[0];
+  int64_t outer, dim, inner;
+  splitAxis(out.shape, call.intAttr("axis"), outer, dim, inner);
+  bool idx64 = idx.dtype == zero::zplan::I64;
+  Elem t = elemOf(out.dtype);
+  int64_t n = idx.numel();
+  return [=] {
+    gatherGrad(context().compute, t, idx.data, idx64, g.data, out.data, outer, n, dim,
+               inner, context().errorFlag);
+  };
+}
+
+BoundKernel bindTrilu(const KernelCall &call) {
+  validate(call);
+  TensorView x = call.ins[0], out = call.outs[0];
+  int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
+  int64_t mats = (rows * cols) != 0 ? x.numel() / (rows * cols) : 0;
+  bool upper = call.intAttr("upper") != 0;
+  int64_t k = call.intAttr("k");
+  int size = (int)dtypeSize(x.dtype);
+  return [=] {
+    trilu(context().compute, size, x.data, out.data, mats, rows, cols, upper, k);
+  };
+}
+
+BoundKernel bindReluGrad(const KernelCall &call) {
+  validate(call);
+  TensorView x = call.ins[0], g = call.ins[1], out = call.outs[0];
+  Elem t = elemOf(x.dtype);
+  int64_t n = x.numel();
+  return [=] { reluGrad(context().compute, t, x.data, g.data, out.data, n); };
+}
+
+BoundKernel bindAdamW(const KernelCall &call) {
+  validate(call);
+  std::vector<TensorView> in = call.ins, out = call.outs;
+  double lr = call.floatAttr("lr"), b1 = call.floatAttr("beta1"),
+         b2 = call.floatAttr("beta2"), eps = call.floatAttr("eps"),
+         wd = call.floatAttr("weight_decay");
+  Elem t = elemOf(in[0].dtype);
+  int64_t n = in[0].numel();
+  return [=] {
+    adamw(context().compute, t, in[0].data, in[1].data, in[2].data, in[3].data,
+          in[4].as<int64_t>(), out[0].data, out[1].data, out[2].data, n, lr, b1, b2, eps,
+          wd);
+  };
+}
+
+BoundKernel bindSgd(const KernelCall &call) {
+  validate(call);
+  std::vector<TensorView> in = call.ins, out = call.outs;
+  double lr = call.floatAttr("lr"), mom = call.floatAttr("momentum"),
+         wd = call.floatAttr("weight_decay");
+  Elem t = elemOf(in[0].dtype);
+  int64_t n = in[0].numel();
+  return [=] {
+    sgd(context().compute, t, in[0].data, in[1].data, in[2].data, out[0].data, out[1].data,
+        n, lr, mom, wd);
+  };
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives: NCCL on the communication stream, ordered by events
+//===----------------------------------------------------------------------===//
+
+ncclDataType_t ncclTypeOf(DType t) {
+  switch (t) {
+  case zero::zplan::F32:
+    return ncclFloat32;
+  case zero::zplan::F64:
+    return ncclFloat64;
+  case zero::zplan::I64:
+    return ncclInt64;
+  default:
+    return ncclInt32;
+  }
+}
+
+enum class Kind { AllGather, ReduceScatter, AllReduce };
+
+/// Enqueues the collective on the communication stream after everything the
+/// compute stream has done so far, and records `done` when it ends.
+void launchCollective(Kind kind, const TensorView &in, const TensorView &out,
+                      cudaEvent_t done) {
+  Context &ctx = context();
+  ZERO_CUDA_CHECK(cudaEventRecord(ctx.ready, ctx.compute));
+  ZERO_CUDA_CHECK(cudaStreamWaitEvent(ctx.comm, ctx.ready, 0));
+  ncclDataType_t t = ncclTypeOf(in.dtype);
+  if (kind == Kind::AllGather)
+    ZERO_NCCL_CHECK(ncclAllGather(in.data, out.data, in.numel(), t, ctx.nccl, ctx.comm));
+  else if (kind == Kind::ReduceScatter)
+    ZERO_NCCL_CHECK(
+        ncclReduceScatter(in.data, out.data, out.numel(), t, ncclSum, ctx.nccl, ctx.comm));
+  else
+    ZERO_NCCL_CHECK(
+        ncclAllReduce(in.data, out.data, in.numel(), t, ncclSum, ctx.nccl, ctx.comm));
+  ZERO_CUDA_CHECK(cudaEventRecord(done, ctx.comm));
+}
+
+void count(Communicator *comm, Kind kind, const TensorView &in, const TensorView &out) {
+  if (kind == Kind::AllGather)
+    comm->allGatherElements += out.numel();
+  else if (kind == Kind::ReduceScatter)
+    comm->reduceScatterElements += in.numel();
+  else
+    comm->allReduceElements += in.numel();
+}
+
+/// Synchronous form: the compute stream waits for the transfer at once.
+BoundKernel bindCollective(const KernelCall &call, Kind kind) {
+  validate(call);
+  TensorView in = call.ins[0], out = call.outs[0];
+  Communicator *comm = call.comm;
+  return [=] {
+    launchCollective(kind, in, out, context().doneSync);
+    ZERO_CUDA_CHECK(cudaStreamWaitEvent(context().compute, context().doneSync, 0));
+    count(comm, kind, in, out);
+  };
+}
+
+cudaEvent_t requestEvent(int64_t request) {
+  Context &ctx = context();
+  while ((int64_t)ctx.done.size() <= request) {
+    cudaEvent_t e;
+    ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    ctx.done.push_back(e);
+  }
+  return ctx.done[request];
+}
+
+/// Split-phase: the start enqueues, the wait makes the compute stream wait.
+BoundKernel bindStart(const KernelCall &call, Kind kind) {
+  validate(call);
+  TensorView in = call.ins[0], out = call.outs[0];
+  cudaEvent_t done = requestEvent(call.intAttr("request"));
+  Communicator *comm = call.comm;
+  return [=] {
+    launchCollective(kind, in, out, done);
+    count(comm, kind, in, out);
+  };
+}
+
+BoundKernel bindWait(const KernelCall &call) {
+  validate(call);
+  cudaEvent_t done = requestEvent(call.intAttr("request"));
+  return [=] { ZERO_CUDA_CHECK(cudaStreamWaitEvent(context().compute, done, 0)); };
+}
+
+BoundKernel bindAllSlice(const KernelCall &call) {
+  validate(call);
+  TensorView in = call.ins[0], out = call.outs[0];
+  int64_t offset = call.comm->rank() * out.bytes();
+  return [=] {
+    ZERO_CUDA_CHECK(cudaMemcpyAsync(out.data, in.as<char>() + offset, out.bytes(),
+                                    cudaMemcpyDeviceToDevice, context().compute));
+  };
+}
+
+} // namespace
+
+const KernelTable &zrt::cuda::cudaKernels() {
+  static const KernelTable table = [] {
+    KernelTable t;
+    auto add = [&](const char *name, BoundKernel (*f)(const KernelCall &)) { t[name] = f; };
+    add("add", [](const KernelCall &c) { return bindBinary(c, BinaryOp::Add); });
+    add("sub", [](const KernelCall &c) { return bindBinary(c, BinaryOp::Sub); });
+    add("mul", [](const KernelCall &c) { return bindBinary(c, BinaryOp::Mul); });
+    add("div", [](const KernelCall &c) { return bindBinary(c, BinaryOp::Div); });
+    add("equal", [](const KernelCall &c) { return bindBinary(c, BinaryOp::Equal); });
+    add("pow", bindPow);
+    add("neg", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Neg); });
+    add("sqrt", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Sqrt); });
+    add("reciprocal", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Reciprocal); });
+    add("exp", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Exp); });
+    add("log", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Log); });
+    add("relu", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Relu); });
+    add("tanh", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Tanh); });
+    add("sigmoid", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Sigmoid); });
+    add("erf", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Erf); });
+    add("where", bindWhere);
+    add("cast", bindCast);
+    add("matmul", bindMatMul);
+    add("softmax", [](const KernelCall &c) { return bindSoftmax(c, false); });
+    add("log_softmax", [](const KernelCall &c) { return bindSoftmax(c, true); });
+    add("layer_norm", bindLayerNorm);
+    add("layer_norm_grad", bindLayerNormGrad);
+    add("softmax_cross_entropy", bindCrossEntropy);
+    add("softmax_cross_entropy_grad", bindCrossEntropyGrad);
+    add("reduce_sum", [](const KernelCall &c) { return bindReduce(c, false); });
+    add("reduce_mean", [](const KernelCall &c) { return bindReduce(c, true); });
+    add("reshape", bindCopy);
+    add("copy", bindCopy);
+    add("transpose", bindTranspose);
+    add("slice", bindSlice);
+    add("slice_grad", bindSliceGrad);
+    add("concat", bindConcat);
+    add("expand", bindExpand);
+    add("gather", bindGather);
+    add("gather_grad", bindGatherGrad);
+    add("trilu", bindTrilu);
+    add("relu_grad", bindReluGrad);
+    add("adamw", bindAdamW);
+    add("sgd", bindSgd);
+    add("all_gather", [](const KernelCall &c) { return bindCollective(c, Kind::AllGather); });
+    add("reduce_scatter",
+        [](const KernelCall &c) { return bindCollective(c, Kind::ReduceScatter); });
+    add("all_reduce", [](const KernelCall &c) { return bindCollective(c, Kind::AllReduce); });
+    add("all_gather_start", [](const KernelCall &c) { return bindStart(c, Kind::AllGather); });
+    add("reduce_scatter_start",
+        [](const KernelCall &c) { return bindStart(c, Kind::ReduceScatter); });
+    add("all_reduce_start", [](const KernelCall &c) { return bindStart(c, Kind::AllReduce); });
+    add("wait", bindWait);
+    add("all_slice", bindAllSlice);
+    // Every CPU kernel has a CUDA one: a plan never meets a gap on the GPU.
+    for (const auto &[name, binder] : cpuKernels())
+      ZRT_CHECK(t.count(name), "the CUDA backend has no kernel '" << name << "'");
+    return t;
+  }();
+  return table;
+}

@@ -1,0 +1,65 @@
+//===- CudaContext.h - The process's GPU: streams, cuBLAS, NCCL --*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZRT_LIB_CUDA_CUDACONTEXT_H
+#define ZRT_LIB_CUDA_CUDACONTEXT_H
+
+#include "zrt/Error.h"
+#include "zrt/Kernels.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <vector>
+
+/// Errors from CUDA, cuBLAS and NCCL name the call, file and line.
+#define ZERO_CUDA_CHECK(call)                                                       \
+  do {                                                                              \
+    cudaError_t zero_rc_ = (call);                                                  \
+    ZRT_CHECK(zero_rc_ == cudaSuccess, #call << " failed at " << __FILE__ << ":"    \
+                                             << __LINE__ << ": "                    \
+                                             << cudaGetErrorString(zero_rc_));      \
+  } while (0)
+#define ZERO_CUBLAS_CHECK(call)                                                     \
+  do {                                                                              \
+    cublasStatus_t zero_rc_ = (call);                                               \
+    ZRT_CHECK(zero_rc_ == CUBLAS_STATUS_SUCCESS,                                    \
+              #call << " failed at " << __FILE__ << ":" << __LINE__                 \
+                    << ": cuBLAS status " << (int)zero_rc_);                        \
+  } while (0)
+#define ZERO_NCCL_CHECK(call)                                                       \
+  do {                                                                              \
+    ncclResult_t zero_rc_ = (call);                                                 \
+    ZRT_CHECK(zero_rc_ == ncclSuccess, #call << " failed at " << __FILE__ << ":"    \
+                                             << __LINE__ << ": "                    \
+                                             << ncclGetErrorString(zero_rc_));      \
+  } while (0)
+
+namespace zrt::cuda {
+
+/// The one GPU a process (rank) drives. Kernels run on `compute`, collectives on
+/// `comm`; events order the two where the plan's data flows between them.
+struct Context {
+  int ordinal = 0;
+  cudaStream_t compute = nullptr, comm = nullptr;
+  cublasHandle_t blas = nullptr;
+  ncclComm_t nccl = nullptr;
+  int ranks = 1;
+  int *errorFlag = nullptr; // set by kernels that find bad data
+  cudaEvent_t ready = nullptr, doneSync = nullptr;
+  std::vector<cudaEvent_t> done; // per collective request
+};
+
+/// The context of this process's CUDA device (made by makeCudaDevice).
+Context &context();
+
+/// The CUDA kernel table (validation shared with the CPU table).
+const KernelTable &cudaKernels();
+
+} // namespace zrt::cuda
+
+#endif // ZRT_LIB_CUDA_CUDACONTEXT_H

@@ -1,0 +1,616 @@
+//===- CudaKernels.cu - The project's GPU kernels -------------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// One thread per output element (or per normalized row), accumulations in double
+// like the CPU kernels: correctness and parity first; GEMMs go to cuBLAS.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaLaunch.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace zrt::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+inline int blocks(int64_t n) { return (int)((n + kThreads - 1) / kThreads); }
+
+#define ZRT_GRID(n) blocks(n), kThreads, 0, s
+
+__device__ inline int64_t offsetOf(const Strided &v, int64_t linear) {
+  int64_t off = 0;
+  for (int d = v.rank - 1; d >= 0; --d) {
+    int64_t i = linear % v.shape[d];
+    linear /= v.shape[d];
+    off += i * v.stride[d];
+  }
+  return off;
+}
+
+/// Calls f(T{}) for the storage type of `t`.
+template <typename F> void dispatch(Elem t, F f) {
+  switch (t) {
+  case Elem::F32:
+    return f(float{});
+  case Elem::F64:
+    return f(double{});
+  case Elem::I32:
+    return f(int32_t{});
+  case Elem::I64:
+    return f(int64_t{});
+  case Elem::I8:
+    return f(int8_t{});
+  case Elem::U8:
+    return f(uint8_t{});
+  }
+}
+template <typename F> void dispatchFloat(Elem t, F f) {
+  if (t == Elem::F64)
+    f(double{});
+  else
+    f(float{});
+}
+template <typename F> void dispatchSize(int size, F f) {
+  switch (size) {
+  case 1:
+    return f(uint8_t{});
+  case 2:
+    return f(uint16_t{});
+  case 4:
+    return f(uint32_t{});
+  default:
+    return f(uint64_t{});
+  }
+}
+
+template <typename T>
+__global__ void binaryKernel(BinaryOp op, const T *a, Strided sa, const T *b, Strided sb,
+                             void *out, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  T x = a[offsetOf(sa, i)], y = b[offsetOf(sb, i)];
+  if (op == BinaryOp::Equal) {
+    static_cast<uint8_t *>(out)[i] = x == y;
+    return;
+  }
+  T r = op == BinaryOp::Add   ? T(x + y)
+        : op == BinaryOp::Sub ? T(x - y)
+        : op == BinaryOp::Mul ? T(x * y)
+                              : (y == T(0) && !(T(0.5) > T(0)) ? T(0) : T(x / y));
+  static_cast<T *>(out)[i] = r;
+}
+
+template <typename T, typename U>
+__global__ void powerKernel(const T *a, Strided sa, const U *b, Strided sb, T *out,
+                            int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = (T)pow((double)a[offsetOf(sa, i)], (double)b[offsetOf(sb, i)]);
+}
+
+template <typename T>
+__global__ void unaryKernel(UnaryOp op, const T *in, T *out, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  T v = in[i];
+  if (op == UnaryOp::Neg) {
+    out[i] = (T)-v;
+    return;
+  }
+  double x = (double)v, r = 0;
+  switch (op) {
+  case UnaryOp::Sqrt:
+    r = sqrt(x);
+    break;
+  case UnaryOp::Reciprocal:
+    r = 1.0 / x;
+    break;
+  case UnaryOp::Exp:
+    r = exp(x);
+    break;
+  case UnaryOp::Log:
+    r = log(x);
+    break;
+  case UnaryOp::Relu:
+    r = x > 0 ? x : 0;
+    break;
+  case UnaryOp::Tanh:
+    r = tanh(x);
+    break;
+  case UnaryOp::Sigmoid:
+    r = 1.0 / (1.0 + exp(-x));
+    break;
+  case UnaryOp::Erf:
+    r = erf(x);
+    break;
+  default:
+    break;
+  }
+  out[i] = (T)r;
+}
+
+template <typename T>
+__global__ void whereKernel(const uint8_t *c, Strided sc, const T *a, Strided sa,
+                            const T *b, Strided sb, T *out, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = c[offsetOf(sc, i)] ? a[offsetOf(sa, i)] : b[offsetOf(sb, i)];
+}
+
+template <typename In, typename Out>
+__global__ void castKernel(const In *in, Out *out, bool toBool, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = toBool ? (Out)(in[i] != In(0)) : (Out)in[i];
+}
+
+template <typename T>
+__global__ void copyKernel(const T *in, Strided v, int64_t base, T *out, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = in[base + offsetOf(v, i)];
+}
+
+template <typename T>
+__global__ void scatterKernel(const T *in, Strided v, int64_t base, T *out, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n)
+    out[base + offsetOf(v, i)] = in[i];
+}
+
+template <typename T>
+__global__ void triluKernel(const T *in, T *out, int64_t total, int64_t rows,
+                            int64_t cols, bool upper, int64_t k) {
+  int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (e >= total)
+    return;
+  int64_t j = e % cols, i = (e / cols) % rows;
+  bool keep = upper ? j - i >= k : j - i <= k;
+  out[e] = keep ? in[e] : T(0);
+}
+
+template <typename T>
+__global__ void gatherKernel(const T *data, const void *idx, bool idx64, T *out,
+                             int64_t outer, int64_t n, int64_t dim, int64_t inner,
+                             int *error) {
+  int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (e >= outer * n * inner)
+    return;
+  int64_t x = e % inner, j = (e / inner) % n, o = e / (inner * n);
+  int64_t at = idx64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
+  int64_t k = at < 0 ? at + dim : at;
+  if (k < 0 || k >= dim) {
+    *error = 1;
+    out[e] = T(0);
+    return;
+  }
+  out[e] = data[(o * dim + k) * inner + x];
+}
+
+template <typename T>
+__global__ void gatherGradKernel(const void *idx, bool idx64, const T *g, T *out,
+                                 int64_t outer, int64_t n, int64_t dim, int64_t inner,
+                                 int *error) {
+  int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (e >= outer * n * inner)
+    return;
+  int64_t x = e % inner, j = (e / inner) % n, o = e / (inner * n);
+  int64_t at = idx64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
+  int64_t k = at < 0 ? at + dim : at;
+  if (k < 0 || k >= dim) {
+    *error = 1;
+    return;
+  }
+  atomicAdd(&out[(o * dim + k) * inner + x], g[e]); // repeated tokens accumulate
+}
+
+template <typename T>
+__global__ void softmaxKernel(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner,
+                              bool log) {
+  int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (r >= outer * inner)
+    return;
+  int64_t o = r / inner, i = r % inner;
+  const T *px = x + o * dim * inner + i;
+  T *py = y + o * dim * inner + i;
+  double mx = -INFINITY;
+  for (int64_t d = 0; d < dim; ++d)
+    mx = fmax(mx, (double)px[d * inner]);
+  double sum = 0;
+  for (int64_t d = 0; d < dim; ++d)
+    sum += exp((double)px[d * inner] - mx);
+  double lse = mx + ::log(sum);
+  for (int64_t d = 0; d < dim; ++d)
+    py[d * inner] = log ? (T)((double)px[d * inner] - lse) : (T)exp((double)px[d * inner] - lse);
+}
+
+template <typename T>
+__global__ void layerNormKernel(const T *x, const T *scale, const T *bias,
+                                const int64_t *sOff, const int64_t *bOff, T *y, T *mean,
+                                T *rstd, int64_t outer, int64_t inner, double eps) {
+  int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (o >= outer)
+    return;
+  const T *row = x + o * inner;
+  double mu = 0, var = 0;
+  for (int64_t i = 0; i < inner; ++i)
+    mu += row[i];
+  mu /= inner;
+  for (int64_t i = 0; i < inner; ++i)
+    var += ((double)row[i] - mu) * ((double)row[i] - mu);
+  var /= inner;
+  double r = 1.0 / sqrt(var + eps);
+  mean[o] = (T)mu;
+  rstd[o] = (T)r;
+  for (int64_t i = 0; i < inner; ++i)
+    y[o * inner + i] = (T)(((double)row[i] - mu) * r * (double)scale[sOff[i]] + (double)bias[bOff[i]]);
+}
+
+template <typename T>
+__global__ void layerNormGradRows(const T *x, const T *scale, const int64_t *sOff,
+                                  const T *mean, const T *rstd, const T *gy, T *dx,
+                                  int64_t outer, int64_t inner) {
+  int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (o >= outer)
+    return;
+  const T *row = x + o * inner, *g = gy + o * inner;
+  double mu = mean[o], r = rstd[o], sumG = 0, sumGX = 0;
+  for (int64_t i = 0; i < inner; ++i) {
+    double xhat = ((double)row[i] - mu) * r, gx = (double)g[i] * (double)scale[sOff[i]];
+    sumG += gx;
+    sumGX += gx * xhat;
+  }
+  double meanG = sumG / inner, meanGX = sumGX / inner;
+  for (int64_t i = 0; i < inner; ++i) {
+    double xhat = ((double)row[i] - mu) * r, gx = (double)g[i] * (double)scale[sOff[i]];
+    dx[o * inner + i] = (T)(r * (gx - meanG - xhat * meanGX));
+  }
+}
+
+template <typename T>
+__global__ void layerNormGradColumns(const T *x, const T *mean, const T *rstd, const T *gy,
+                                     T *dscale, T *dbias, int64_t outer, int64_t inner) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= inner)
+    return;
+  double ds = 0, db = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    double xhat = ((double)x[o * inner + i] - (double)mean[o]) * (double)rstd[o];
+    ds += (double)gy[o * inner + i] * xhat;
+    db += gy[o * inner + i];
+  }
+  dscale[i] = (T)ds;
+  dbias[i] = (T)db;
+}
+
+__device__ inline int64_t labelAt(const void *labels, bool labels64, int64_t pos) {
+  return labels64 ? ((const int64_t *)labels)[pos] : ((const int32_t *)labels)[pos];
+}
+
+/// One thread: the positions are few next to the classes, and the mean needs the
+/// summed weights of every counted position before any gradient.
+template <typename T>
+__global__ void crossEntropyKernel(const T *logp, const void *labels, bool labels64,
+                                   const T *weights, int reduction, bool hasIgnore,
+                                   int64_t ignore, T *loss, int64_t n, int64_t c,
+                                   int64_t inner, int *error) {
+  double total = 0, weightSum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < inner; ++j) {
+      int64_t pos = i * inner + j, label = labelAt(labels, labels64, pos);
+      double l = 0, w = 0;
+      if (!(hasIgnore && label == ignore)) {
+        if (label < 0 || label >= c) {
+          *error = 1;
+          continue;
+        }
+        w = weights ? (double)weights[label] : 1.0;
+        l = -w * (double)logp[(i * c + label) * inner + j];
+      }
+      if (reduction == 0)
+        loss[pos] = (T)l;
+      total += l;
+      weightSum += w;
+    }
+  if (reduction == 1)
+    loss[0] = (T)total;
+  else if (reduction == 2)
+    loss[0] = (T)(total / weightSum);
+}
+
+template <typename T>
+__global__ void weightSumKernel(const void *labels, bool labels64, const T *weights,
+                                bool hasIgnore, int64_t ignore, int64_t positions,
+                                int64_t c, double *sum) {
+  double s = 0;
+  for (int64_t pos = 0; pos < positions; ++pos) {
+    int64_t label = labelAt(labels, labels64, pos);
+    if (!(hasIgnore && label == ignore) && label >= 0 && label < c)
+      s += weights ? (double)weights[label] : 1.0;
+  }
+  *sum = s;
+}
+
+template <typename T>
+__global__ void crossEntropyGradKernel(const T *logp, const void *labels, bool labels64,
+                                       const T *g, const T *weights, int reduction,
+                                       bool hasIgnore, int64_t ignore, const double *denom,
+                                       T *out, int64_t n, int64_t c, int64_t inner,
+                                       int *error) {
+  int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (e >= n * c * inner)
+    return;
+  int64_t j = e % inner, k = (e / inner) % c, i = e / (inner * c);
+  int64_t pos = i * inner + j, label = labelAt(labels, labels64, pos);
+  if (hasIgnore && label == ignore) {
+    out[e] = T(0);
+    return;
+  }
+  if (label < 0 || label >= c) {
+    *error = 1;
+    out[e] = T(0);
+    return;
+  }
+  double gl = reduction == 0 ? (double)g[pos] : (double)g[0];
+  double w = weights ? (double)weights[label] : 1.0;
+  double coef = w * gl / (reduction == 2 ? *denom : 1.0);
+  out[e] = (T)(coef * (exp((double)logp[e]) - (k == label ? 1.0 : 0.0)));
+}
+
+template <typename T>
+__global__ void reduceKernel(bool mean, const T *in, Strided keep, Strided red,
+                             int64_t count, T *out, int64_t n) {
+  int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (j >= n)
+    return;
+  int64_t base = offsetOf(keep, j);
+  double acc = 0;
+  for (int64_t r = 0; r < count; ++r)
+    acc += (double)in[base + offsetOf(red, r)];
+  out[j] = (T)(mean ? (count ? acc / count : 0.0) : acc);
+}
+
+template <typename T>
+__global__ void reluGradKernel(const T *x, const T *g, T *out, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = x[i] > T(0) ? g[i] : T(0);
+}
+
+/// torch.optim.AdamW's arithmetic, element by element, in the parameter's type.
+template <typename T>
+__global__ void adamwKernel(const T *p, const T *g, const T *m, const T *v,
+                            const int64_t *step, T *po, T *mo, T *vo, int64_t n, double lr,
+                            double b1, double b2, double eps, double wd) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  double t = (double)*step;
+  double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
+  T decay = T(1.0 - lr * wd), stepSize = T(-(lr / bc1)), bc2Sqrt = T(sqrt(bc2));
+  T gi = g[i];
+  T param = p[i] * decay;
+  T mi = m[i] * T(b1) + gi * T(1.0 - b1);
+  T vi = v[i] * T(b2) + T(1.0 - b2) * gi * gi;
+  T denom = sqrt(vi) / bc2Sqrt + T(eps);
+  po[i] = param + stepSize * (mi / denom);
+  mo[i] = mi;
+  vo[i] = vi;
+}
+
+template <typename T>
+__global__ void sgdKernel(const T *p, const T *g, const T *buf, T *po, T *bo, int64_t n,
+                          double lr, double mom, double wd) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  T d = wd != 0.0 ? g[i] + p[i] * T(wd) : g[i];
+  T b = mom != 0.0 ? buf[i] * T(mom) + d : d;
+  po[i] = p[i] + b * T(-lr);
+  bo[i] = b;
+}
+
+} // namespace
+
+void binary(cudaStream_t s, BinaryOp op, Elem t, const void *a, Strided sa, const void *b,
+            Strided sb, void *out, int64_t n) {
+  dispatch(t, [&](auto tag) {
+    using T = decltype(tag);
+    binaryKernel<T><<<ZRT_GRID(n)>>>(op, (const T *)a, sa, (const T *)b, sb, out, n);
+  });
+}
+
+void power(cudaStream_t s, Elem base, Elem exponent, const void *a, Strided sa,
+           const void *b, Strided sb, void *out, int64_t n) {
+  dispatch(base, [&](auto bt) {
+    using T = decltype(bt);
+    dispatch(exponent, [&](auto et) {
+      using U = decltype(et);
+      powerKernel<T, U><<<ZRT_GRID(n)>>>((const T *)a, sa, (const U *)b, sb, (T *)out, n);
+    });
+  });
+}
+
+void unary(cudaStream_t s, UnaryOp op, Elem t, const void *in, void *out, int64_t n) {
+  dispatch(t, [&](auto tag) {
+    using T = decltype(tag);
+    unaryKernel<T><<<ZRT_GRID(n)>>>(op, (const T *)in, (T *)out, n);
+  });
+}
+
+void where(cudaStream_t s, Elem t, const void *cond, Strided sc, const void *a, Strided sa,
+           const void *b, Strided sb, void *out, int64_t n) {
+  dispatch(t, [&](auto tag) {
+    using T = decltype(tag);
+    whereKernel<T><<<ZRT_GRID(n)>>>((const uint8_t *)cond, sc, (const T *)a, sa,
+                                    (const T *)b, sb, (T *)out, n);
+  });
+}
+
+void cast(cudaStream_t s, Elem from, Elem to, bool toBool, const void *in, void *out,
+          int64_t n) {
+  dispatch(from, [&](auto ft) {
+    using In = decltype(ft);
+    dispatch(to, [&](auto tt) {
+      using Out = decltype(tt);
+      castKernel<In, Out><<<ZRT_GRID(n)>>>((const In *)in, (Out *)out, toBool, n);
+    });
+  });
+}
+
+void stridedCopy(cudaStream_t s, int elemSize, const void *in, Strided view, int64_t base,
+                 void *out, int64_t n) {
+  dispatchSize(elemSize, [&](auto tag) {
+    using T = decltype(tag);
+    copyKernel<T><<<ZRT_GRID(n)>>>((const T *)in, view, base, (T *)out, n);
+  });
+}
+
+void stridedScatter(cudaStream_t s, int elemSize, const void *in, Strided view,
+                    int64_t base, void *out, int64_t n) {
+  dispatchSize(elemSize, [&](auto tag) {
+    using T = decltype(tag);
+    scatterKernel<T><<<ZRT_GRID(n)>>>((const T *)in, view, base, (T *)out, n);
+  });
+}
+
+void trilu(cudaStream_t s, int elemSize, const void *in, void *out, int64_t mats,
+           int64_t rows, int64_t cols, bool upper, int64_t k) {
+  int64_t n = mats * rows * cols;
+  dispatchSize(elemSize, [&](auto tag) {
+    using T = decltype(tag);
+    triluKernel<T><<<ZRT_GRID(n)>>>((const T *)in, (T *)out, n, rows, cols, upper, k);
+  });
+}
+
+void gather(cudaStream_t s, int elemSize, const void *data, const void *idx, bool idx64,
+            void *out, int64_t outer, int64_t n, int64_t dim, int64_t inner,
+            int *errorFlag) {
+  int64_t total = outer * n * inner;
+  dispatchSize(elemSize, [&](auto tag) {
+    using T = decltype(tag);
+    gatherKernel<T><<<ZRT_GRID(total)>>>((const T *)data, idx, idx64, (T *)out, outer, n,
+                                         dim, inner, errorFlag);
+  });
+}
+
+void gatherGrad(cudaStream_t s, Elem t, const void *idx, bool idx64, const void *grad,
+                void *out, int64_t outer, int64_t n, int64_t dim, int64_t inner,
+                int *errorFlag) {
+  dispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    cudaMemsetAsync(out, 0, outer * dim * inner * sizeof(T), s);
+    int64_t total = outer * n * inner;
+    gatherGradKernel<T><<<ZRT_GRID(total)>>>(idx, idx64, (const T *)grad, (T *)out, outer,
+                                             n, dim, inner, errorFlag);
+  });
+}
+
+void softmax(cudaStream_t s, Elem t, const void *x, void *y, int64_t outer, int64_t dim,
+             int64_t inner, bool log) {
+  dispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    softmaxKernel<T><<<ZRT_GRID(outer * inner)>>>((const T *)x, (T *)y, outer, dim, inner,
+                                                  log);
+  });
+}
+
+void layerNorm(cudaStream_t s, Elem t, const void *x, const void *scale, const void *bias,
+               const int64_t *sOff, const int64_t *bOff, void *y, void *mean, void *rstd,
+               int64_t outer, int64_t inner, double eps) {
+  dispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    layerNormKernel<T><<<ZRT_GRID(outer)>>>((const T *)x, (const T *)scale,
+                                            (const T *)bias, sOff, bOff, (T *)y,
+                                            (T *)mean, (T *)rstd, outer, inner, eps);
+  });
+}
+
+void layerNormGrad(cudaStream_t s, Elem t, const void *x, const void *scale,
+                   const int64_t *sOff, const void *mean, const void *rstd, const void *gy,
+                   void *dx, void *dscale, void *dbias, int64_t outer, int64_t inner) {
+  dispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    layerNormGradRows<T><<<ZRT_GRID(outer)>>>((const T *)x, (const T *)scale, sOff,
+                                              (const T *)mean, (const T *)rstd,
+                                              (const T *)gy, (T *)dx, outer, inner);
+    layerNormGradColumns<T><<<ZRT_GRID(inner)>>>((const T *)x, (const T *)mean,
+                                                 (const T *)rstd, (const T *)gy,
+                                                 (T *)dscale, (T *)dbias, outer, inner);
+  });
+}
+
+void crossEntropy(cudaStream_t s, Elem t, const void *scores, const void *labels,
+                  bool labels64, const void *weights, int reduction, bool hasIgnore,
+                  int64_t ignore, void *loss, void *logp, int64_t n, int64_t c,
+                  int64_t inner, int *errorFlag) {
+  dispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    softmaxKernel<T><<<ZRT_GRID(n * inner)>>>((const T *)scores, (T *)logp, n, c, inner,
+                                              true);
+    crossEntropyKernel<T><<<1, 1, 0, s>>>((const T *)logp, labels, labels64,
+                                          (const T *)weights, reduction, hasIgnore, ignore,
+                                          (T *)loss, n, c, inner, errorFlag);
+  });
+}
+
+void crossEntropyGrad(cudaStream_t s, Elem t, const void *logp, const void *labels,
+                      bool labels64, const void *grad, const void *weights, int reduction,
+                      bool hasIgnore, int64_t ignore, void *out, int64_t n, int64_t c,
+                      int64_t inner, int *errorFlag) {
+  dispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    // The mean's denominator, on the device, in the stream's order.
+    static thread_local double *denom = nullptr;
+    if (!denom)
+      cudaMalloc(&denom, sizeof(double));
+    weightSumKernel<T><<<1, 1, 0, s>>>(labels, labels64, (const T *)weights, hasIgnore,
+                                       ignore, n * inner, c, denom);
+    int64_t total = n * c * inner;
+    crossEntropyGradKernel<T><<<ZRT_GRID(total)>>>(
+        (const T *)logp, labels, labels64, (const T *)grad, (const T *)weights, reduction,
+        hasIgnore, ignore, denom, (T *)out, n, c, inner, errorFlag);
+  });
+}
+
+void reduce(cudaStream_t s, Elem t, bool mean, const void *in, Strided keep, Strided red,
+            int64_t count, void *out, int64_t n) {
+  dispatch(t, [&](auto tag) {
+    using T = decltype(tag);
+    reduceKernel<T><<<ZRT_GRID(n)>>>(mean, (const T *)in, keep, red, count, (T *)out, n);
+  });
+}
+
+void reluGrad(cudaStream_t s, Elem t, const void *x, const void *g, void *out, int64_t n) {
+  dispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    reluGradKernel<T><<<ZRT_GRID(n)>>>((const T *)x, (const T *)g, (T *)out, n);
+  });
+}
+
+void adamw(cudaStream_t s, Elem t, const void *p, const void *g, const void *m,
+           const void *v, const int64_t *step, void *po, void *mo, void *vo, int64_t n,
+           double lr, double beta1, double beta2, double eps, double weightDecay) {
+  dispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    adamwKernel<T><<<ZRT_GRID(n)>>>((const T *)p, (const T *)g, (const T *)m,
+                                    (const T *)v, step, (T *)po, (T *)mo, (T *)vo, n, lr,
+                                    beta1, beta2, eps, weightDecay);
+  });
+}
+
+void sgd(cudaStream_t s, Elem t, const void *p, const void *g, const void *buf, void *po,
+         void *bo, int64_t n, double lr, double momentum, double weightDecay) {
+  dispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    sgdKernel<T><<<ZRT_GRID(n)>>>((const T *)p, (const T *)g, (const T *)buf, (T *)po,
+                                  (T *)bo, n, lr, momentum, weightDecay);
+  });
+}
+
+} // namespace zrt::cuda

@@ -1,0 +1,89 @@
+//===- CudaLaunch.h - Launchers of the CUDA kernels --------------*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Plain types only: this header is shared by nvcc (CudaKernels.cu) and the host
+// compiler (CudaBinders.cpp), which does the validation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZRT_LIB_CUDA_CUDALAUNCH_H
+#define ZRT_LIB_CUDA_CUDALAUNCH_H
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace zrt::cuda {
+
+constexpr int kMaxRank = 8;
+
+/// An output shape walked in row-major order, and the element strides of the
+/// tensor read (or written) at each output position.
+struct Strided {
+  int rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int64_t stride[kMaxRank] = {};
+};
+
+/// Storage types; bool is U8.
+enum class Elem { F32, F64, I32, I64, I8, U8 };
+
+enum class BinaryOp { Add, Sub, Mul, Div, Equal };
+enum class UnaryOp { Neg, Sqrt, Reciprocal, Exp, Log, Relu, Tanh, Sigmoid, Erf };
+
+/// Kernels that find bad data (a gather index out of range) set *errorFlag.
+void binary(cudaStream_t s, BinaryOp op, Elem t, const void *a, Strided sa, const void *b,
+            Strided sb, void *out, int64_t n);
+void power(cudaStream_t s, Elem base, Elem exponent, const void *a, Strided sa,
+           const void *b, Strided sb, void *out, int64_t n);
+void unary(cudaStream_t s, UnaryOp op, Elem t, const void *in, void *out, int64_t n);
+void where(cudaStream_t s, Elem t, const void *cond, Strided sc, const void *a, Strided sa,
+           const void *b, Strided sb, void *out, int64_t n);
+void cast(cudaStream_t s, Elem from, Elem to, bool toBool, const void *in, void *out,
+          int64_t n);
+/// out[i] = in[base + offset(i)] (transpose, slice, expand), element size 1-8.
+void stridedCopy(cudaStream_t s, int elemSize, const void *in, Strided view, int64_t base,
+                 void *out, int64_t n);
+/// out[base + offset(i)] = in[i] (slice_grad, concat).
+void stridedScatter(cudaStream_t s, int elemSize, const void *in, Strided view,
+                    int64_t base, void *out, int64_t n);
+void trilu(cudaStream_t s, int elemSize, const void *in, void *out, int64_t mats,
+           int64_t rows, int64_t cols, bool upper, int64_t k);
+void gather(cudaStream_t s, int elemSize, const void *data, const void *idx, bool idx64,
+            void *out, int64_t outer, int64_t n, int64_t dim, int64_t inner,
+            int *errorFlag);
+void gatherGrad(cudaStream_t s, Elem t, const void *idx, bool idx64, const void *grad,
+                void *out, int64_t outer, int64_t n, int64_t dim, int64_t inner,
+                int *errorFlag);
+void softmax(cudaStream_t s, Elem t, const void *x, void *y, int64_t outer, int64_t dim,
+             int64_t inner, bool log);
+/// sOff/bOff: device arrays of `inner` offsets of scale/bias (they broadcast).
+void layerNorm(cudaStream_t s, Elem t, const void *x, const void *scale, const void *bias,
+               const int64_t *sOff, const int64_t *bOff, void *y, void *mean, void *rstd,
+               int64_t outer, int64_t inner, double eps);
+void layerNormGrad(cudaStream_t s, Elem t, const void *x, const void *scale,
+                   const int64_t *sOff, const void *mean, const void *rstd, const void *gy,
+                   void *dx, void *dscale, void *dbias, int64_t outer, int64_t inner);
+/// reduction: 0 none, 1 sum, 2 mean. weights may be null; hasIgnore/ignore.
+void crossEntropy(cudaStream_t s, Elem t, const void *scores, const void *labels,
+                  bool labels64, const void *weights, int reduction, bool hasIgnore,
+                  int64_t ignore, void *loss, void *logp, int64_t n, int64_t c,
+                  int64_t inner, int *errorFlag);
+void crossEntropyGrad(cudaStream_t s, Elem t, const void *logp, const void *labels,
+                      bool labels64, const void *grad, const void *weights, int reduction,
+                      bool hasIgnore, int64_t ignore, void *out, int64_t n, int64_t c,
+                      int64_t inner, int *errorFlag);
+/// out[j] = sum (or mean over `count`) of in[keep(j) + red(r)], r < count.
+void reduce(cudaStream_t s, Elem t, bool mean, const void *in, Strided keep, Strided red,
+            int64_t count, void *out, int64_t n);
+void reluGrad(cudaStream_t s, Elem t, const void *x, const void *g, void *out, int64_t n);
+void adamw(cudaStream_t s, Elem t, const void *p, const void *g, const void *m,
+           const void *v, const int64_t *step, void *po, void *mo, void *vo, int64_t n,
+           double lr, double beta1, double beta2, double eps, double weightDecay);
+void sgd(cudaStream_t s, Elem t, const void *p, const void *g, const void *buf, void *po,
+         void *bo, int64_t n, double lr, double momentum, double weightDecay);
+
+} // namespace zrt::cuda
+
+#endif // ZRT_LIB_CUDA_CUDALAUNCH_H
