@@ -18,6 +18,7 @@ import argparse
 import concurrent.futures
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -82,17 +83,28 @@ def read(path):
     return nh.to_array(t)
 
 
-def check_case(bindir, case, seed):
+def check_case(bindir, case, seed, device="cpu", bundle=None, prebuilt=None):
     model, params = build_model(case, seed)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "case.onnx")
         onnx.save(model, path)
-        run([os.path.join(bindir, "zero-opt"), path, "--mode=gradients", "-o",
-             os.path.join(tmp, "grad.zplan")])
-        run([os.path.join(bindir, "zero-opt"), path, "--mode=inference", "-o",
-             os.path.join(tmp, "fwd.zplan")])
-        run([os.path.join(bindir, "zero-run"), os.path.join(tmp, "grad.zplan"), "--init",
-             path, "--save-outputs", os.path.join(tmp, "grad"), "--quiet"])
+        plans = tmp
+        if prebuilt:  # plans compiled elsewhere (the GPU machine has no zero-opt)
+            plans = os.path.join(prebuilt, case["name"])
+        else:
+            run([os.path.join(bindir, "zero-opt"), path, "--mode=gradients", "-o",
+                 os.path.join(plans, "grad.zplan")])
+            run([os.path.join(bindir, "zero-opt"), path, "--mode=inference", "-o",
+                 os.path.join(plans, "fwd.zplan")])
+        if bundle:
+            dest = os.path.join(bundle, case["name"])
+            os.makedirs(dest, exist_ok=True)
+            for f in ("grad.zplan", "fwd.zplan"):
+                shutil.copy(os.path.join(plans, f), dest)
+            return True, "bundled"
+        run([os.path.join(bindir, "zero-run"), os.path.join(plans, "grad.zplan"), "--init",
+             path, "--save-outputs", os.path.join(tmp, "grad"), "--quiet",
+             "--device", device])
         analytic = {name: read(os.path.join(tmp, "grad", "output_%d.pb" % (k + 1)))
                     for k, name in enumerate(params)}
 
@@ -107,8 +119,8 @@ def check_case(bindir, case, seed):
             mpath = os.path.join(tmp, "m%s.onnx" % tag)
             onnx.save(moved, mpath)
             out = os.path.join(tmp, "o%s" % tag)
-            run([os.path.join(bindir, "zero-run"), os.path.join(tmp, "fwd.zplan"),
-                 "--init", mpath, "--save-outputs", out, "--quiet"])
+            run([os.path.join(bindir, "zero-run"), os.path.join(plans, "fwd.zplan"),
+                 "--init", mpath, "--save-outputs", out, "--quiet", "--device", device])
             return float(read(os.path.join(out, "output_0.pb")))
 
         worst = 0.0
@@ -132,6 +144,9 @@ def main():
     p.add_argument("--cases", required=True)
     p.add_argument("--only")
     p.add_argument("-j", type=int, default=os.cpu_count() or 2)
+    p.add_argument("--device", default="cpu", help="zero-run --device (cpu or cuda)")
+    p.add_argument("--bundle", help="compile only, into DIR/<case>/")
+    p.add_argument("--prebuilt", help="use the plans of DIR/<case>/ (made by --bundle)")
     a = p.parse_args()
     spec = importlib.util.spec_from_file_location("cases", a.cases)
     mod = importlib.util.module_from_spec(spec)
@@ -142,7 +157,7 @@ def main():
     def one(item):
         seed, case = item
         try:
-            return case, check_case(a.bin, case, seed)
+            return case, check_case(a.bin, case, seed, a.device, a.bundle, a.prebuilt)
         except RuntimeError as e:
             return case, (False, str(e))
 
@@ -151,7 +166,7 @@ def main():
             print("%s %-28s %s" % ("PASS" if ok else "FAIL", case["name"], msg), flush=True)
             passed += ok
             failed += not ok
-    print("gradient checks: %d passed, %d failed" % (passed, failed))
+    print("gradient checks (%s): %d passed, %d failed" % (a.device, passed, failed))
     return 1 if failed or not cases else 0
 
 

@@ -41,6 +41,7 @@ namespace {
 
 const char *kUsage =
     "usage: zero-run PLAN.zplan --init MODEL.onnx [options]\n"
+    "       zero-run --list-devices              (cpu, and cuda:N for each GPU)\n"
     "       zero-run --calibrate MACHINE.json   (measures this machine for\n"
     "                                           zero-opt --machine; under mpirun\n"
     "                                           the network too)\n"
@@ -112,6 +113,13 @@ Options parseArgs(int argc, char **argv) {
     };
     if (a == "-h" || a == "--help") {
       std::cout << kUsage;
+      std::exit(0);
+    } else if (a == "--list-devices") {
+      std::printf("cpu\n");
+      for (int g = 0; g < cudaDeviceCount(); ++g)
+        std::printf("cuda:%d\n", g);
+      if (!cudaBackendBuilt())
+        std::printf("(this zero-run was built without the CUDA backend)\n");
       std::exit(0);
     } else if (is("--init")) {
       o.init = value("--init");

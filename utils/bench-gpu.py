@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+# Times the training step (forward, backward, AdamW; fp32) of GPT-2 small (12 layers,
+# hidden 768, 12 heads, vocab 50257, sequence 1024, micro-batch 8: 124M parameters)
+# in zero-run on the GPU and in PyTorch eager on the same GPU, and prints both and
+# their ratio. Runs on the GPU machine, with its python3 (PyTorch, onnx, numpy); the
+# plan comes compiled (utils/gpu-checks.sh bundle), the weights are made here.
+#
+#   bench-gpu.py --zero-run BUNDLE/bin/zero-run --plan BUNDLE/bench/step.zplan
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zero_models  # noqa: E402
+
+CFG = dict(layers=12, hidden=768, heads=12, vocab=50257, seq=1024, batch=8)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--zero-run", required=True)
+    p.add_argument("--plan", required=True)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    a = p.parse_args()
+    here = os.path.dirname(os.path.abspath(__file__))
+    total = a.warmup + a.steps
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "gpt.onnx")
+        subprocess.run([sys.executable, os.path.join(here, "gen_gpt_onnx.py"), model,
+                        "--layers", str(CFG["layers"]), "--hidden", str(CFG["hidden"]),
+                        "--heads", str(CFG["heads"]), "--vocab", str(CFG["vocab"]),
+                        "--seq", str(CFG["seq"]), "--batch", str(CFG["batch"]),
+                        "--weights", "random"], check=True)
+        data = os.path.join(tmp, "tokens.u16")
+        np.random.RandomState(0).randint(0, CFG["vocab"], size=2_000_000).astype(
+            np.uint16).tofile(data)
+        log = os.path.join(tmp, "log.json")
+        subprocess.run([a.zero_run, a.plan, "--init", model, "--data", data,
+                        "--data-format", "u16", "--steps", str(total), "--log-json", log,
+                        "--device", "cuda", "--quiet"], check=True)
+        zero_ms = statistics.median(json.loads(l)["ms"] for l in list(open(log))[a.warmup:])
+
+    torch.manual_seed(0)
+    gpt = zero_models.GPT(CFG["layers"], CFG["hidden"], CFG["heads"], CFG["vocab"],
+                          CFG["seq"]).cuda().train()
+    opt = torch.optim.AdamW(gpt.parameters(), lr=1e-4)
+    tokens = torch.randint(0, CFG["vocab"], (CFG["batch"], CFG["seq"]), device="cuda")
+    targets = torch.randint(0, CFG["vocab"], (CFG["batch"], CFG["seq"]), device="cuda")
+    times = []
+    for step in range(total):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        opt.zero_grad()
+        gpt(tokens, targets).backward()
+        opt.step()
+        torch.cuda.synchronize()
+        if step >= a.warmup:
+            times.append((time.perf_counter() - start) * 1000)
+    torch_ms = statistics.median(times)
+    print("GPT-2 small (124M), seq 1024, micro-batch 8, fp32 AdamW, %s" %
+          torch.cuda.get_device_name())
+    print("  zero-run       %8.1f ms/step" % zero_ms)
+    print("  PyTorch eager  %8.1f ms/step" % torch_ms)
+    print("  zero-run / PyTorch: %.2f" % (zero_ms / torch_ms))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
