@@ -13,6 +13,7 @@
 #   2. the gradient checks (finite differences, on the GPU);
 #   3. the GPT trains 20 steps (AdamW, ZeRO stage 2 on one rank, so its collectives
 #      go through NCCL) with per-step losses within 1e-4 of the CPU backend's;
+#      3b. with 2 GPUs or more: ZeRO-3 on 2 ranks, threads of one zero-run;
 #   4. the GPT-2 small training step in zero-run and in PyTorch eager, and their ratio.
 # The GPU machine has no zero-opt (no MLIR there): plans are compiled by `bundle`.
 set -euo pipefail
@@ -45,11 +46,27 @@ bundle() {
   head -c 40000 /usr/share/common-licenses/GPL-3 > "$B/gpt/text.u8"
   build/bin/zero-run "$B/gpt/step.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
     --steps 20 --log-json "$B/gpt/cpu.json" --device cpu --quiet
+  # 3b. the same at ZeRO-3 on 2 ranks (threads of one process), for machines with 2 GPUs.
+  build/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=3 --world-size=2 -o "$B/gpt/step-w2.zplan"
+  build/bin/zero-run "$B/gpt/step-w2.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+    --steps 20 --log-json "$B/gpt/cpu-w2.json" --device cpu --quiet
   # 4. GPT-2 small, shapes only (the weights are made on the GPU machine).
   /usr/bin/python3 utils/gen_gpt_onnx.py "$B/bench/shape.onnx" --layers 12 --hidden 768 \
     --heads 12 --vocab 50257 --seq 1024 --batch 8 > /dev/null
   build/bin/zero-opt "$B/bench/shape.onnx" -o "$B/bench/step.zplan"
   du -sh "$B"
+}
+
+# Per-step losses of two --log-json files agree to 1e-4 relative.
+compare_losses() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+ref = [json.loads(l)["loss"] for l in open(sys.argv[1])]
+got = [json.loads(l)["loss"] for l in open(sys.argv[2])]
+worst = max(abs(a - b) / abs(a) for a, b in zip(ref, got))
+print("losses: %d steps, worst relative error %.2e (limit 1e-4)" % (len(got), worst))
+sys.exit(0 if len(ref) == len(got) == 20 and worst < 1e-4 else 1)
+PY
 }
 
 run() {
@@ -79,17 +96,18 @@ PY
   echo "== 2. gradient checks on cuda"
   python3 utils/grad-check.py --bin "$B/bin" --cases test/Gradients/cases.py \
     --prebuilt "$B/grad" --device cuda || failed=1
-  echo "== 3. GPT, 20 steps of AdamW, cuda (NCCL, one rank) vs cpu"
+  echo "== 3. GPT, 20 steps of AdamW, cuda (NCCL from ncclCommInitAll, one rank) vs cpu"
   "$B/bin/zero-run" "$B/gpt/step.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
     --steps 20 --log-json "$B/gpt/cuda.json" --device cuda --quiet || failed=1
-  python3 - "$B/gpt/cpu.json" "$B/gpt/cuda.json" <<'PY' || failed=1
-import json, sys
-cpu = [json.loads(l)["loss"] for l in open(sys.argv[1])]
-gpu = [json.loads(l)["loss"] for l in open(sys.argv[2])]
-worst = max(abs(a - b) / abs(a) for a, b in zip(cpu, gpu))
-print("losses: %d steps, worst relative error %.2e (limit 1e-4)" % (len(cpu), worst))
-sys.exit(0 if len(cpu) == len(gpu) == 20 and worst < 1e-4 else 1)
-PY
+  compare_losses "$B/gpt/cpu.json" "$B/gpt/cuda.json" || failed=1
+  echo "== 3b. GPT at ZeRO-3 on 2 GPUs, one process (ncclCommInitAll) vs cpu"
+  if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+    "$B/bin/zero-run" "$B/gpt/step-w2.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+      --steps 20 --log-json "$B/gpt/cuda-w2.json" --device cuda --quiet || failed=1
+    compare_losses "$B/gpt/cpu-w2.json" "$B/gpt/cuda-w2.json" || failed=1
+  else
+    echo "skipped: this machine has fewer than 2 GPUs"
+  fi
   echo "== 4. GPT-2 small training step: zero-run vs PyTorch eager"
   python3 utils/bench-gpu.py --zero-run "$B/bin/zero-run" --plan "$B/bench/step.zplan" || failed=1
   [ "$failed" = 0 ] && echo "gpu-checks: all passed" || echo "gpu-checks: FAILED"

@@ -7,7 +7,8 @@
 #                   [--steps 20] [--rtol 1e-4] [--world-size N --zero-stage S
 #                   --bucket-size-mb M --persistence-threshold E]
 #
-# With N ranks, zero-run runs under `mpirun -np N` with micro-batch B each, and
+# With N ranks, zero-run runs under `mpirun -np N` (or, --launcher threads, as N
+# threads of one process) with micro-batch B each, and
 # PyTorch trains single-process on the global batch N*B: ZeRO must give the same
 # training, to float rounding.
 #
@@ -55,6 +56,8 @@ def main():
     p.add_argument("--prefetch-buckets", type=int, default=2)
     p.add_argument("--max-live-mb", type=float, default=0.0)
     p.add_argument("--no-overlap", action="store_true")
+    p.add_argument("--launcher", choices=["mpirun", "threads"], default="mpirun",
+                   help="ranks as mpirun processes, or as threads of one zero-run")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     vocab, seq, batch = 64, 16, 4
@@ -86,7 +89,7 @@ def main():
     log = os.path.join(a.work, "log.json")
     trained = os.path.join(a.work, "trained.onnx")
     launch = []
-    if a.world_size > 1:
+    if a.world_size > 1 and a.launcher == "mpirun":
         launch = ["mpirun", "-np", str(a.world_size), "--oversubscribe"]
         if os.geteuid() == 0:
             launch.append("--allow-run-as-root")

@@ -14,3 +14,6 @@ int zrt::cudaDeviceCount() { return 0; }
 std::unique_ptr<Device> zrt::makeCudaDevice(int, Communicator &) {
   ZRT_FAIL("this zero-run was built without the CUDA backend");
 }
+std::vector<std::unique_ptr<Device>> zrt::makeCudaDevicesForThreads(int) {
+  ZRT_FAIL("this zero-run was built without the CUDA backend");
+}

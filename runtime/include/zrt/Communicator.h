@@ -39,6 +39,9 @@ public:
   virtual std::vector<int64_t> gatherInts(int64_t v) = 0;
   /// Rank 0's `bytes` at `data` to every rank (NCCL's unique id, say).
   virtual void broadcast(void *data, size_t bytes) = 0;
+  /// Called by a rank that failed: ranks that can see it (threads of this
+  /// process) stop waiting in collectives and fail too, instead of hanging.
+  virtual void abort() {}
 
   /// Full-tensor elements moved by plan collectives so far, per kind (what the
   /// compiler's report predicts): an all-gather counts its output, a
@@ -48,6 +51,10 @@ public:
 
 /// One rank, no launcher: every collective is a copy.
 std::unique_ptr<Communicator> makeLocalCommunicator();
+
+/// `ranks` communicators for ranks that are threads of this process, one each;
+/// collectives go through shared memory and sum in rank order.
+std::vector<std::unique_ptr<Communicator>> makeThreadCommunicators(int ranks);
 
 /// The ranks of an `mpirun` launch (MPI_COMM_WORLD), or null when this process was
 /// not started by an MPI launcher (then MPI is never initialized).

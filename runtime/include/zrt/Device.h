@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace zrt {
 
@@ -31,6 +32,9 @@ public:
   /// Waits until every kernel launched so far is done.
   virtual void synchronize() = 0;
   virtual const KernelTable &kernels() const = 0;
+  /// Makes this device the calling thread's (a GPU's kernels find their streams
+  /// through it); the thread of each rank calls it before using the device.
+  virtual void bindToCallingThread() {}
 };
 
 /// The host: OpenBLAS GEMM and plain loops.
@@ -45,6 +49,10 @@ int cudaDeviceCount();
 /// plan's collectives (its unique id broadcast through `host`). Throws zrt::Error
 /// when the build has no CUDA backend or the GPU is missing.
 std::unique_ptr<Device> makeCudaDevice(int ordinal, Communicator &host);
+/// GPUs 0 .. ranks-1 for ranks that are threads of one process, their NCCL
+/// communicators made together by ncclCommInitAll (no launcher). Rank r's thread
+/// binds devices[r] (bindToCallingThread) and releases it.
+std::vector<std::unique_ptr<Device>> makeCudaDevicesForThreads(int ranks);
 
 } // namespace zrt
 

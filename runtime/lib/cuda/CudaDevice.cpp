@@ -14,13 +14,16 @@ using namespace zrt::cuda;
 
 namespace {
 
-Context *current = nullptr;
+/// The device the calling thread drives: each rank's thread binds its own.
+thread_local Context *current = nullptr;
 
 class CudaDevice final : public Device {
 public:
-  CudaDevice(int ordinal, Communicator &host) {
-    ZRT_CHECK(!current, "only one CUDA device per process");
+  /// GPU `ordinal` with the NCCL communicator `nccl` of `ranks` ranks (owned).
+  CudaDevice(int ordinal, ncclComm_t nccl, int ranks) {
     ctx_.ordinal = ordinal;
+    ctx_.nccl = nccl;
+    ctx_.ranks = ranks;
     ZERO_CUDA_CHECK(cudaSetDevice(ordinal));
     ZERO_CUDA_CHECK(cudaStreamCreate(&ctx_.compute));
     ZERO_CUDA_CHECK(cudaStreamCreate(&ctx_.comm));
@@ -32,18 +35,10 @@ public:
     ZERO_CUDA_CHECK(cudaMemset(ctx_.errorFlag, 0, sizeof(int)));
     ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&ctx_.ready, cudaEventDisableTiming));
     ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&ctx_.doneSync, cudaEventDisableTiming));
-    // NCCL over the host communicator's ranks: rank 0 makes the unique id and the
-    // host communicator (MPI under mpirun) hands it to the others.
-    ctx_.ranks = host.size();
-    ncclUniqueId id;
-    if (host.rank() == 0)
-      ZERO_NCCL_CHECK(ncclGetUniqueId(&id));
-    host.broadcast(&id, sizeof(id));
-    ZERO_NCCL_CHECK(ncclCommInitRank(&ctx_.nccl, host.size(), id, host.rank()));
     name_ = "cuda:" + std::to_string(ordinal);
-    current = &ctx_;
   }
   ~CudaDevice() override {
+    cudaSetDevice(ctx_.ordinal);
     cudaStreamSynchronize(ctx_.compute);
     cudaStreamSynchronize(ctx_.comm);
     for (cudaEvent_t e : ctx_.done)
@@ -56,11 +51,19 @@ public:
     cudaFree(ctx_.errorFlag);
     cudaStreamDestroy(ctx_.comm);
     cudaStreamDestroy(ctx_.compute);
-    current = nullptr;
+    if (current == &ctx_)
+      current = nullptr;
   }
   std::string name() const override { return name_; }
+  void bindToCallingThread() override {
+    ZRT_CHECK(!current || current == &ctx_,
+              "one thread drives one GPU; this one has cuda:" << current->ordinal);
+    ZERO_CUDA_CHECK(cudaSetDevice(ctx_.ordinal));
+    current = &ctx_;
+  }
   void *allocate(size_t bytes) override {
     void *p = nullptr;
+    ZERO_CUDA_CHECK(cudaSetDevice(ctx_.ordinal));
     ZERO_CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
     ZERO_CUDA_CHECK(cudaMemset(p, 0, bytes ? bytes : 1));
     return p;
@@ -93,6 +96,11 @@ private:
   std::string name_;
 };
 
+void checkGpus(int needed) {
+  int n = cudaDeviceCount();
+  ZRT_CHECK(needed <= n, "GPU " << needed - 1 << " is not present (" << n << " visible)");
+}
+
 } // namespace
 
 Context &zrt::cuda::context() {
@@ -113,8 +121,30 @@ int zrt::cudaDeviceCount() {
 }
 
 std::unique_ptr<Device> zrt::makeCudaDevice(int ordinal, Communicator &host) {
-  int n = cudaDeviceCount();
-  ZRT_CHECK(ordinal >= 0 && ordinal < n,
-            "GPU " << ordinal << " is not present (" << n << " visible)");
-  return std::make_unique<CudaDevice>(ordinal, host);
+  ZRT_CHECK(ordinal >= 0, "GPU " << ordinal << " does not exist");
+  checkGpus(ordinal + 1);
+  // NCCL over the host communicator's ranks: rank 0 makes the unique id and the
+  // host communicator (MPI under mpirun) hands it to the others.
+  ncclUniqueId id;
+  if (host.rank() == 0)
+    ZERO_NCCL_CHECK(ncclGetUniqueId(&id));
+  host.broadcast(&id, sizeof(id));
+  ZERO_CUDA_CHECK(cudaSetDevice(ordinal));
+  ncclComm_t nccl = nullptr;
+  ZERO_NCCL_CHECK(ncclCommInitRank(&nccl, host.size(), id, host.rank()));
+  auto device = std::make_unique<CudaDevice>(ordinal, nccl, host.size());
+  device->bindToCallingThread();
+  return device;
+}
+
+std::vector<std::unique_ptr<Device>> zrt::makeCudaDevicesForThreads(int ranks) {
+  ZRT_CHECK(ranks >= 1, "a process needs at least one rank, not " << ranks);
+  checkGpus(ranks);
+  // One call makes the communicators of GPUs 0 .. ranks-1 (no unique id to share).
+  std::vector<ncclComm_t> comms(ranks, nullptr);
+  ZERO_NCCL_CHECK(ncclCommInitAll(comms.data(), ranks, nullptr));
+  std::vector<std::unique_ptr<Device>> devices;
+  for (int r = 0; r < ranks; ++r)
+    devices.push_back(std::make_unique<CudaDevice>(r, comms[r], ranks));
+  return devices;
 }

@@ -27,6 +27,8 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -46,8 +48,9 @@ const char *kUsage =
     "                                           zero-opt --machine; under mpirun\n"
     "                                           the network too)\n"
     "\n"
-    "Runs a plan compiled by zero-opt on the CPU; a plan compiled for N ranks runs\n"
-    "under `mpirun -np N zero-run ...`.\n"
+    "Runs a plan compiled by zero-opt. A plan compiled for N ranks runs as N\n"
+    "threads of this process (GPUs 0..N-1 with --device cuda, NCCL communicators\n"
+    "from ncclCommInitAll), or one process per rank under `mpirun -np N`.\n"
     "  --init MODEL.onnx      initial parameter values (the model's initializers,\n"
     "                         external data included, read from the model's folder)\n"
     "  --device cuda|cpu      where to run (default: cuda when this build has it and\n"
@@ -406,43 +409,24 @@ int runOnce(const Options &o, Executor &exec) {
   return 0;
 }
 
-/// The device: --device, or CUDA when this build has it and a GPU is present. Each
-/// rank takes the GPU of its rank among the machine's.
-std::unique_ptr<Device> makeDevice(const Options &o, Communicator &comm) {
+/// --device, or CUDA when this build has it and a GPU is present.
+std::string deviceKind(const Options &o) {
   std::string kind = o.device;
   if (kind.empty())
     kind = cudaDeviceCount() > 0 ? "cuda" : "cpu";
-  if (kind == "cpu")
-    return makeCpuDevice();
-  int gpus = cudaDeviceCount();
-  ZRT_CHECK(cudaBackendBuilt(), "--device=cuda: this zero-run was built without CUDA");
-  ZRT_CHECK(gpus > 0, "--device=cuda: no GPU is visible");
-  return makeCudaDevice(comm.rank() % gpus, comm);
+  if (kind == "cuda") {
+    ZRT_CHECK(cudaBackendBuilt(), "--device=cuda: this zero-run was built without CUDA");
+    ZRT_CHECK(cudaDeviceCount() > 0, "--device=cuda: no GPU is visible");
+  }
+  return kind;
 }
 
-int run(const Options &o, Communicator &comm) {
-  if (!o.calibrate.empty()) {
-    std::string json = calibrateMachine(comm);
-    if (comm.rank() == 0) {
-      std::ofstream f(o.calibrate);
-      ZRT_CHECK(f << json, "cannot write '" << o.calibrate << "'");
-      if (!o.quiet)
-        std::printf("%s", json.c_str());
-    }
-    return 0;
-  }
-  zero::zplan::Plan plan = loadPlanFile(o.plan);
-  ZRT_CHECK(plan.world_size() == comm.size(),
-            o.plan << " was compiled for " << plan.world_size() << " ranks; this run has "
-                   << comm.size()
-                   << (comm.size() == 1 ? " (launch it with mpirun -np " +
-                                              std::to_string(plan.world_size()) + ")"
-                                        : ""));
+/// One rank's run of the plan on its device.
+int runRank(const Options &o, zero::zplan::Plan plan, Device &device, Communicator &comm) {
   ExecutorOptions eopts;
   eopts.commDelayNsPerByte = o.commDelayNsPerByte;
   eopts.trace = !o.trace.empty();
-  std::unique_ptr<Device> device = makeDevice(o, comm);
-  Executor exec(std::move(plan), *device, comm, eopts);
+  Executor exec(std::move(plan), device, comm, eopts);
   bool needsParams = false;
   for (const auto &b : exec.plan().buffers())
     needsParams |= b.role() == zero::zplan::PARAM;
@@ -461,6 +445,87 @@ int run(const Options &o, Communicator &comm) {
   return runOnce(o, exec);
 }
 
+/// No launcher: the plan's ranks are threads of this process, one device each
+/// (GPUs 0 .. N-1, their NCCL communicators from one ncclCommInitAll, or the CPU).
+/// The first rank to fail stops the others; its error is the one reported.
+int runInProcess(const Options &o, const zero::zplan::Plan &plan) {
+  int ranks = (int)plan.world_size();
+  std::string kind = deviceKind(o);
+  std::vector<std::unique_ptr<Device>> devices;
+  if (kind == "cuda") {
+    int gpus = cudaDeviceCount();
+    ZRT_CHECK(ranks <= gpus, o.plan << " was compiled for " << ranks
+                                    << " ranks and this machine has " << gpus
+                                    << " GPU(s), one per rank; launch it with mpirun -np "
+                                    << ranks << " across machines");
+    devices = makeCudaDevicesForThreads(ranks);
+  } else {
+    for (int r = 0; r < ranks; ++r)
+      devices.push_back(makeCpuDevice());
+  }
+  if (ranks == 1) {
+    std::unique_ptr<Communicator> comm = makeLocalCommunicator();
+    devices[0]->bindToCallingThread();
+    return runRank(o, plan, *devices[0], *comm);
+  }
+  if (!o.quiet)
+    std::printf("running the %d ranks as threads of this process, on %s\n", ranks,
+                kind == "cuda" ? ("GPUs 0-" + std::to_string(ranks - 1)).c_str() : "the CPU");
+  std::vector<std::unique_ptr<Communicator>> comms = makeThreadCommunicators(ranks);
+  std::mutex mutex;
+  std::string firstError;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        devices[r]->bindToCallingThread();
+        runRank(o, plan, *devices[r], *comms[r]);
+        devices[r].reset();
+      } catch (const std::exception &e) {
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (firstError.empty())
+            firstError = "rank " + std::to_string(r) + ": " + e.what();
+        }
+        comms[r]->abort();
+        try {
+          devices[r].reset();
+        } catch (...) {
+        }
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  ZRT_CHECK(firstError.empty(), firstError);
+  return 0;
+}
+
+int run(const Options &o, Communicator &comm, bool launched) {
+  if (!o.calibrate.empty()) {
+    std::string json = calibrateMachine(comm);
+    if (comm.rank() == 0) {
+      std::ofstream f(o.calibrate);
+      ZRT_CHECK(f << json, "cannot write '" << o.calibrate << "'");
+      if (!o.quiet)
+        std::printf("%s", json.c_str());
+    }
+    return 0;
+  }
+  zero::zplan::Plan plan = loadPlanFile(o.plan);
+  if (!launched)
+    return runInProcess(o, plan);
+  ZRT_CHECK(plan.world_size() == comm.size(),
+            o.plan << " was compiled for " << plan.world_size() << " ranks; this run has "
+                   << comm.size());
+  // Under mpirun each rank takes the GPU of its rank among the machine's.
+  std::unique_ptr<Device> device;
+  if (deviceKind(o) == "cpu")
+    device = makeCpuDevice();
+  else
+    device = makeCudaDevice(comm.rank() % cudaDeviceCount(), comm);
+  return runRank(o, std::move(plan), *device, comm);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -468,9 +533,10 @@ int main(int argc, char **argv) {
   int rc = 1;
   try {
     comm = makeMpiCommunicatorIfLaunched(&argc, &argv);
-    if (!comm)
+    bool launched = comm != nullptr;
+    if (!launched)
       comm = makeLocalCommunicator();
-    rc = run(parseArgs(argc, argv), *comm);
+    rc = run(parseArgs(argc, argv), *comm, launched);
   } catch (const std::exception &e) {
     std::fflush(stdout);
     // Every rank checks the same plan and flags, so every rank fails alike and

@@ -1,0 +1,185 @@
+//===- ThreadCommunicator.cpp - Ranks that are threads of one process -----===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Each rank posts a pointer to its data, every rank reads all of them between two
+// barriers, and writes its result only after the second, so no rank overwrites
+// data another still reads (in-place collectives included). Sums run in rank
+// order on every rank: an all-reduce gives every rank the same bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zrt/Communicator.h"
+#include "zrt/Error.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+
+using namespace zrt;
+
+namespace {
+
+/// What the ranks of one process share: the posted pointers and a barrier that
+/// a failing rank can break.
+struct Group {
+  explicit Group(int ranks)
+      : ranks(ranks), pointers(ranks), doubles(ranks), ints(ranks) {}
+
+  void barrier() {
+    std::unique_lock<std::mutex> lock(mutex);
+    ZRT_CHECK(!aborted, "another rank of this process failed");
+    uint64_t generation = generation_;
+    if (++arrived_ == ranks) {
+      arrived_ = 0;
+      ++generation_;
+      cv.notify_all();
+      return;
+    }
+    cv.wait(lock, [&] { return generation_ != generation || aborted; });
+    ZRT_CHECK(generation_ != generation, "another rank of this process failed");
+  }
+  void abort() {
+    std::lock_guard<std::mutex> lock(mutex);
+    aborted = true;
+    cv.notify_all();
+  }
+
+  const int ranks;
+  std::vector<const void *> pointers;
+  std::vector<double> doubles;
+  std::vector<int64_t> ints;
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool aborted = false;
+
+private:
+  int arrived_ = 0;
+  uint64_t generation_ = 0;
+};
+
+template <typename T> void addTo(void *acc, const void *x, int64_t count) {
+  T *a = static_cast<T *>(acc);
+  const T *b = static_cast<const T *>(x);
+  for (int64_t i = 0; i < count; ++i)
+    a[i] += b[i];
+}
+
+/// acc += x, elementwise.
+void addTo(void *acc, const void *x, int64_t count, DType t) {
+  switch (t) {
+  case zero::zplan::F32:
+    return addTo<float>(acc, x, count);
+  case zero::zplan::F64:
+    return addTo<double>(acc, x, count);
+  case zero::zplan::I64:
+    return addTo<int64_t>(acc, x, count);
+  case zero::zplan::I32:
+    return addTo<int32_t>(acc, x, count);
+  default:
+    ZRT_FAIL("summing " << dtypeName(t) << " across ranks is not supported");
+  }
+}
+
+class ThreadCommunicator final : public Communicator {
+public:
+  ThreadCommunicator(std::shared_ptr<Group> group, int rank)
+      : group_(std::move(group)), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return group_->ranks; }
+  std::string name() const override {
+    return std::to_string(group_->ranks) + " ranks as threads of this process";
+  }
+  void abort() override { group_->abort(); }
+
+  void allGather(const void *in, void *out, int64_t count, DType t) override {
+    allGatherElements += count * size();
+    size_t bytes = count * dtypeSize(t);
+    std::vector<char> all(bytes * size());
+    post(in);
+    for (int r = 0; r < size(); ++r)
+      std::memcpy(all.data() + r * bytes, group_->pointers[r], bytes);
+    finish(out, all);
+  }
+  void reduceScatterSum(const void *in, void *out, int64_t count, DType t) override {
+    reduceScatterElements += count * size();
+    size_t bytes = count * dtypeSize(t);
+    std::vector<char> sum(bytes, 0);
+    post(in);
+    for (int r = 0; r < size(); ++r)
+      addTo(sum.data(), static_cast<const char *>(group_->pointers[r]) + rank_ * bytes,
+            count, t);
+    finish(out, sum);
+  }
+  void allReduceSum(const void *in, void *out, int64_t count, DType t) override {
+    allReduceElements += count;
+    std::vector<char> sum(count * dtypeSize(t), 0);
+    post(in);
+    for (int r = 0; r < size(); ++r)
+      addTo(sum.data(), group_->pointers[r], count, t);
+    finish(out, sum);
+  }
+  void gatherToRoot(const void *in, void *out, int64_t count, DType t) override {
+    size_t bytes = count * dtypeSize(t);
+    std::vector<char> all;
+    post(in);
+    if (rank_ == 0) {
+      all.resize(bytes * size());
+      for (int r = 0; r < size(); ++r)
+        std::memcpy(all.data() + r * bytes, group_->pointers[r], bytes);
+    }
+    group_->barrier();
+    if (rank_ == 0)
+      std::memcpy(out, all.data(), all.size());
+    else
+      std::memmove(out, in, bytes);
+  }
+  double meanOf(double v) override {
+    group_->doubles[rank_] = v;
+    group_->barrier();
+    double sum = 0;
+    for (double x : group_->doubles)
+      sum += x;
+    group_->barrier();
+    return sum / size();
+  }
+  std::vector<int64_t> gatherInts(int64_t v) override {
+    group_->ints[rank_] = v;
+    group_->barrier();
+    std::vector<int64_t> all = rank_ == 0 ? group_->ints : std::vector<int64_t>{v};
+    group_->barrier();
+    return all;
+  }
+  void broadcast(void *data, size_t bytes) override {
+    post(data);
+    if (rank_ != 0)
+      std::memcpy(data, group_->pointers[0], bytes);
+    group_->barrier();
+  }
+
+private:
+  /// Publishes this rank's pointer; after it returns every rank's is readable.
+  void post(const void *p) {
+    group_->pointers[rank_] = p;
+    group_->barrier();
+  }
+  /// Waits until every rank has read the posted data, then writes the result.
+  void finish(void *out, const std::vector<char> &result) {
+    group_->barrier();
+    std::memcpy(out, result.data(), result.size());
+  }
+
+  std::shared_ptr<Group> group_;
+  int rank_;
+};
+
+} // namespace
+
+std::vector<std::unique_ptr<Communicator>> zrt::makeThreadCommunicators(int ranks) {
+  ZRT_CHECK(ranks >= 1, "a process needs at least one rank, not " << ranks);
+  auto group = std::make_shared<Group>(ranks);
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < ranks; ++r)
+    comms.push_back(std::make_unique<ThreadCommunicator>(group, r));
+  return comms;
+}
