@@ -14,6 +14,7 @@
 #   3. the GPT trains 20 steps (AdamW, ZeRO stage 2 on one rank, so its collectives
 #      go through NCCL) with per-step losses within 1e-4 of the CPU backend's;
 #      3b. with 2 GPUs or more: ZeRO-3 on 2 ranks, threads of one zero-run;
+#      3c. an integer division by zero is reported as an error;
 #   4. the GPT-2 small training step in zero-run and in PyTorch eager, and their ratio.
 # The GPU machine has no zero-opt (no MLIR there): plans are compiled by `bundle`.
 set -euo pipefail
@@ -25,7 +26,7 @@ bundle() {
   grep -q '^ZERO_HAVE_CUDA:INTERNAL=ON' build/CMakeCache.txt 2>/dev/null ||
     ldd build/bin/zero-run | grep -q libnccl ||
     { echo "gpu-checks: this build has no CUDA backend" >&2; exit 1; }
-  rm -rf "$B" && mkdir -p "$B/bin" "$B/lib" "$B/gpt" "$B/bench"
+  rm -rf "$B" && mkdir -p "$B/bin" "$B/lib" "$B/gpt" "$B/bench" "$B/div"
   cp build/bin/zero-run "$B/bin/" && strip "$B/bin/zero-run"
   # The Debian libraries zero-run needs; not the C runtime, not CUDA's (the GPU
   # image has CUDA 13's cuBLAS and NCCL).
@@ -50,6 +51,17 @@ bundle() {
   build/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=3 --world-size=2 -o "$B/gpt/step-w2.zplan"
   build/bin/zero-run "$B/gpt/step-w2.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
     --steps 20 --log-json "$B/gpt/cpu-w2.json" --device cpu --quiet
+  # 3c. integer division by zero: an error on the GPU too (the lit test's inputs).
+  build/bin/zero-opt test/Target/Zplan/Inputs/int-div.onnxtxt --mode=inference -o "$B/div/div.zplan"
+  /usr/bin/python3 - "$B/div" <<'PY'
+import os, sys
+import numpy as np, onnx.numpy_helper as nh
+for case, b in (("ok", [2, 2, 3]), ("zero", [2, 0, 3])):
+    os.makedirs(os.path.join(sys.argv[1], case), exist_ok=True)
+    for i, v in enumerate(([7, -7, 9], b)):
+        with open(os.path.join(sys.argv[1], case, "input_%d.pb" % i), "wb") as f:
+            f.write(nh.from_array(np.array(v, dtype=np.int64)).SerializeToString())
+PY
   # 4. GPT-2 small, shapes only (the weights are made on the GPU machine).
   /usr/bin/python3 utils/gen_gpt_onnx.py "$B/bench/shape.onnx" --layers 12 --hidden 768 \
     --heads 12 --vocab 50257 --seq 1024 --batch 8 > /dev/null
@@ -107,6 +119,15 @@ PY
     compare_losses "$B/gpt/cpu-w2.json" "$B/gpt/cuda-w2.json" || failed=1
   else
     echo "skipped: this machine has fewer than 2 GPUs"
+  fi
+  echo "== 3c. integer division by zero on cuda is an error"
+  "$B/bin/zero-run" --device=cuda "$B/div/div.zplan" --inputs "$B/div/ok" | tee "$B/div/ok.txt"
+  grep -q "y: i64\[3\] = 3 -3 3" "$B/div/ok.txt" || { echo "wrong quotients"; failed=1; }
+  if "$B/bin/zero-run" --device=cuda "$B/div/div.zplan" --inputs "$B/div/zero" 2> "$B/div/zero.txt"; then
+    echo "a zero divisor was not reported"; failed=1
+  else
+    cat "$B/div/zero.txt"
+    grep -q "integer division by zero" "$B/div/zero.txt" || failed=1
   fi
   echo "== 4. GPT-2 small training step: zero-run vs PyTorch eager"
   python3 utils/bench-gpu.py --zero-run "$B/bin/zero-run" --plan "$B/bench/step.zplan" || failed=1

@@ -72,7 +72,10 @@ BoundKernel bindBinary(const KernelCall &call, BinaryOp op) {
   Strided sb = stridedOf(call, shape, broadcastStrides(b.shape, shape));
   Elem t = elemOf(a.dtype);
   int64_t n = out.numel();
-  return [=] { binary(context().compute, op, t, a.data, sa, b.data, sb, out.data, n); };
+  return [=] {
+    binary(context().compute, op, t, a.data, sa, b.data, sb, out.data, n,
+           context().errorFlag);
+  };
 }
 
 BoundKernel bindPow(const KernelCall &call) {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaContext.h"
+#include "CudaLaunch.h"
 
 #include "zrt/Communicator.h"
 #include "zrt/Device.h"
@@ -84,6 +85,8 @@ public:
     ZERO_CUDA_CHECK(cudaMemcpy(&flag, ctx_.errorFlag, sizeof(int), cudaMemcpyDeviceToHost));
     if (flag) {
       ZERO_CUDA_CHECK(cudaMemset(ctx_.errorFlag, 0, sizeof(int)));
+      ZRT_CHECK(flag != kIntegerDivisionByZero,
+                "a kernel on " << name_ << " found an integer division by zero");
       ZRT_FAIL("a kernel on " << name_
                               << " found an index or label out of range (a token "
                                  "id beyond the vocabulary?)");

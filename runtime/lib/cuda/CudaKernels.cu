@@ -68,7 +68,7 @@ template <typename F> void dispatchSize(int size, F f) {
 
 template <typename T>
 __global__ void binaryKernel(BinaryOp op, const T *a, Strided sa, const T *b, Strided sb,
-                             void *out, int64_t n) {
+                             void *out, int64_t n, int *error) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i >= n)
     return;
@@ -77,10 +77,17 @@ __global__ void binaryKernel(BinaryOp op, const T *a, Strided sa, const T *b, St
     static_cast<uint8_t *>(out)[i] = x == y;
     return;
   }
+  // Integer types truncate 0.5 to 0: their division by zero is an error (as on the
+  // CPU), reported at the next synchronization; floats give inf or nan.
+  if (op == BinaryOp::Div && y == T(0) && !(T(0.5) > T(0))) {
+    *error = kIntegerDivisionByZero;
+    static_cast<T *>(out)[i] = T(0);
+    return;
+  }
   T r = op == BinaryOp::Add   ? T(x + y)
         : op == BinaryOp::Sub ? T(x - y)
         : op == BinaryOp::Mul ? T(x * y)
-                              : (y == T(0) && !(T(0.5) > T(0)) ? T(0) : T(x / y));
+                              : T(x / y);
   static_cast<T *>(out)[i] = r;
 }
 
@@ -185,7 +192,7 @@ __global__ void gatherKernel(const T *data, const void *idx, bool idx64, T *out,
   int64_t at = idx64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
   int64_t k = at < 0 ? at + dim : at;
   if (k < 0 || k >= dim) {
-    *error = 1;
+    *error = kIndexOutOfRange;
     out[e] = T(0);
     return;
   }
@@ -203,7 +210,7 @@ __global__ void gatherGradKernel(const void *idx, bool idx64, const T *g, T *out
   int64_t at = idx64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
   int64_t k = at < 0 ? at + dim : at;
   if (k < 0 || k >= dim) {
-    *error = 1;
+    *error = kIndexOutOfRange;
     return;
   }
   atomicAdd(&out[(o * dim + k) * inner + x], g[e]); // repeated tokens accumulate
@@ -306,7 +313,7 @@ __global__ void crossEntropyKernel(const T *logp, const void *labels, bool label
       double l = 0, w = 0;
       if (!(hasIgnore && label == ignore)) {
         if (label < 0 || label >= c) {
-          *error = 1;
+          *error = kIndexOutOfRange;
           continue;
         }
         w = weights ? (double)weights[label] : 1.0;
@@ -352,7 +359,7 @@ __global__ void crossEntropyGradKernel(const T *logp, const void *labels, bool l
     return;
   }
   if (label < 0 || label >= c) {
-    *error = 1;
+    *error = kIndexOutOfRange;
     out[e] = T(0);
     return;
   }
@@ -418,10 +425,11 @@ __global__ void sgdKernel(const T *p, const T *g, const T *buf, T *po, T *bo, in
 } // namespace
 
 void binary(cudaStream_t s, BinaryOp op, Elem t, const void *a, Strided sa, const void *b,
-            Strided sb, void *out, int64_t n) {
+            Strided sb, void *out, int64_t n, int *errorFlag) {
   dispatch(t, [&](auto tag) {
     using T = decltype(tag);
-    binaryKernel<T><<<ZRT_GRID(n)>>>(op, (const T *)a, sa, (const T *)b, sb, out, n);
+    binaryKernel<T><<<ZRT_GRID(n)>>>(op, (const T *)a, sa, (const T *)b, sb, out, n,
+                                     errorFlag);
   });
 }
 

@@ -32,9 +32,12 @@ enum class Elem { F32, F64, I32, I64, I8, U8 };
 enum class BinaryOp { Add, Sub, Mul, Div, Equal };
 enum class UnaryOp { Neg, Sqrt, Reciprocal, Exp, Log, Relu, Tanh, Sigmoid, Erf };
 
-/// Kernels that find bad data (a gather index out of range) set *errorFlag.
+/// What kernels that find bad data write to *errorFlag; the next synchronization
+/// turns it into an error.
+enum DeviceError : int { kIndexOutOfRange = 1, kIntegerDivisionByZero = 2 };
+
 void binary(cudaStream_t s, BinaryOp op, Elem t, const void *a, Strided sa, const void *b,
-            Strided sb, void *out, int64_t n);
+            Strided sb, void *out, int64_t n, int *errorFlag);
 void power(cudaStream_t s, Elem base, Elem exponent, const void *a, Strided sa,
            const void *b, Strided sb, void *out, int64_t n);
 void unary(cudaStream_t s, UnaryOp op, Elem t, const void *in, void *out, int64_t n);
