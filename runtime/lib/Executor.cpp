@@ -224,20 +224,31 @@ void Executor::setInput(int index, const onnx::TensorProto &t) {
   ZRT_CHECK(found, "the plan has no input " << index);
 }
 
-void Executor::run() {
+void Executor::run() { runKernels(nullptr); }
+
+void Executor::runProfiled(std::map<std::string, double> &msByKernel) {
+  runKernels(&msByKernel);
+}
+
+void Executor::runKernels(std::map<std::string, double> *msByKernel) {
   int64_t live = 0;
   auto us = [&](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::micro>(t - epoch_).count();
   };
+  bool timed = options_.trace || msByKernel;
   for (size_t k = 0; k < kernels_.size(); ++k) {
     live += gatheredFrom_[k];
     gatheredPeak_ = std::max(gatheredPeak_, live);
-    if (options_.trace) {
+    if (timed) {
       auto begin = std::chrono::steady_clock::now();
       kernels_[k]();
       device_.synchronize(); // a kernel's span ends when the device is done with it
       auto end = std::chrono::steady_clock::now();
-      trace_.push_back({plan_.kernels(k).name(), 0, us(begin), us(end) - us(begin)});
+      if (options_.trace)
+        trace_.push_back({plan_.kernels(k).name(), 0, us(begin), us(end) - us(begin)});
+      if (msByKernel)
+        (*msByKernel)[plan_.kernels(k).name()] +=
+            std::chrono::duration<double, std::milli>(end - begin).count();
     } else {
       kernels_[k]();
     }
@@ -251,14 +262,3 @@ void Executor::run() {
 
 std::vector<TraceEvent> Executor::takeTrace() { return std::move(trace_); }
 
-void Executor::runProfiled(std::map<std::string, double> &msByKernel) {
-  for (size_t i = 0; i < kernels_.size(); ++i) {
-    auto start = std::chrono::steady_clock::now();
-    kernels_[i]();
-    device_.synchronize();
-    msByKernel[plan_.kernels(i).name()] +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                  start)
-            .count();
-  }
-}

@@ -101,6 +101,10 @@ public:
   std::string outputName(int i) const { return plan_.outputs(i).name(); }
 
 private:
+  /// run() and runProfiled(): with `msByKernel` or a trace, each kernel is timed
+  /// to the end of its device work.
+  void runKernels(std::map<std::string, double> *msByKernel);
+
   zero::zplan::Plan plan_;
   Device &device_;
   Communicator &comm_;
