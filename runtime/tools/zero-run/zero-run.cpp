@@ -26,14 +26,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
-#include <mutex>
-#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -449,6 +449,12 @@ int runRank(const Options &o, zero::zplan::Plan plan, Device &device, Communicat
 /// (GPUs 0 .. N-1, their NCCL communicators from one ncclCommInitAll, or the CPU).
 /// The first rank to fail stops the others; its error is the one reported.
 int runInProcess(const Options &o, const zero::zplan::Plan &plan) {
+  // Beyond this many, a rank per thread is a mistake (each holds a whole arena).
+  const int64_t kMaxThreadRanks = 64;
+  ZRT_CHECK(plan.world_size() <= kMaxThreadRanks,
+            o.plan << " was compiled for " << plan.world_size()
+                   << " ranks; one process runs at most " << kMaxThreadRanks
+                   << " as threads: launch it with mpirun -np " << plan.world_size());
   int ranks = (int)plan.world_size();
   std::string kind = deviceKind(o);
   std::vector<std::unique_ptr<Device>> devices;
