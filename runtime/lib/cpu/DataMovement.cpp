@@ -81,25 +81,9 @@ BoundKernel bindTranspose(const KernelCall &call) {
 BoundKernel bindSlice(const KernelCall &call) {
   call.expectArity(1, 1);
   const TensorView x = call.ins[0], out = call.outs[0];
-  std::vector<int64_t> starts = call.intsAttr("starts"), steps = call.intsAttr("steps");
-  int64_t rank = x.shape.size();
-  ZRT_CHECK((int64_t)starts.size() == rank && (int64_t)steps.size() == rank &&
-                (int64_t)out.shape.size() == rank && x.dtype == out.dtype,
-            call.where() << ": starts, steps and result must match the input rank");
-  Shape st = stridesOf(x.shape), sliceStrides(rank);
-  int64_t base = 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    int64_t n = out.shape[d];
-    if (n > 0) {
-      int64_t last = starts[d] + (n - 1) * steps[d];
-      ZRT_CHECK(starts[d] >= 0 && starts[d] < x.shape[d] && last >= 0 &&
-                    last < x.shape[d],
-                call.where() << ": dimension " << d << " reads outside the input");
-    }
-    base += starts[d] * st[d];
-    sliceStrides[d] = steps[d] * st[d];
-  }
-  return stridedCopy(x, out, sliceStrides, base);
+  ZRT_CHECK(x.dtype == out.dtype, call.where() << ": dtype changes");
+  SliceWindow w = sliceWindow(call, x.shape, out.shape, "result", "input", "reads");
+  return stridedCopy(x, out, w.strides, w.base);
 }
 
 BoundKernel bindConcat(const KernelCall &call) {
@@ -120,11 +104,9 @@ BoundKernel bindConcat(const KernelCall &call) {
     total += in.shape[axis];
   }
   ZRT_CHECK(total == out.shape[axis], call.where() << ": axis sizes do not add up");
-  int64_t outer = 1, inner = dtypeSize(out.dtype);
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= out.shape[d];
-  for (int64_t d = axis + 1; d < rank; ++d)
-    inner *= out.shape[d];
+  // Rows of bytes: outer rows, each `inner` bytes per position along the axis.
+  int64_t outer = extentProduct(out.shape, 0, axis),
+          inner = extentProduct(out.shape, axis + 1, rank) * dtypeSize(out.dtype);
   std::vector<TensorView> ins = call.ins;
   return [=] {
     char *o = out.as<char>();
@@ -159,11 +141,9 @@ BoundKernel bindGather(const KernelCall &call) {
   expected.insert(expected.end(), data.shape.begin() + axis + 1, data.shape.end());
   ZRT_CHECK(data.dtype == out.dtype, call.where() << ": dtype changes");
   expectShape(call, out, expected, "result");
-  int64_t outer = 1, inner = dtypeSize(data.dtype), dim = data.shape[axis];
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= data.shape[d];
-  for (int64_t d = axis + 1; d < rank; ++d)
-    inner *= data.shape[d];
+  int64_t outer, dim, inner;
+  splitAxis(data.shape, axis, outer, dim, inner);
+  inner *= dtypeSize(data.dtype); // rows of bytes
   bool idx64 = idx.dtype == zero::zplan::I64;
   std::string where = call.where();
   return [=] {

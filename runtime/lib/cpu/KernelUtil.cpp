@@ -41,6 +41,74 @@ Shape zrt::cpu::stridesOf(const Shape &s) {
   return st;
 }
 
+int64_t zrt::cpu::extentProduct(const Shape &s, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i)
+    p *= s[i];
+  return p;
+}
+
+void zrt::cpu::splitAxis(const Shape &shape, int64_t axis, int64_t &outer, int64_t &dim,
+                         int64_t &inner) {
+  dim = shape.empty() ? 1 : shape[axis];
+  outer = extentProduct(shape, 0, axis);
+  inner = extentProduct(shape, axis + 1, shape.size());
+}
+
+SliceWindow zrt::cpu::sliceWindow(const KernelCall &call, const Shape &full,
+                                  const Shape &part, const char *partName,
+                                  const char *fullName, const char *verb) {
+  std::vector<int64_t> starts = call.intsAttr("starts"), steps = call.intsAttr("steps");
+  size_t rank = full.size();
+  ZRT_CHECK(starts.size() == rank && steps.size() == rank && part.size() == rank,
+            call.where() << ": starts, steps and " << partName << " must match the "
+                         << fullName << " rank");
+  Shape st = stridesOf(full);
+  SliceWindow w;
+  w.strides.resize(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (part[d] > 0) {
+      int64_t last = starts[d] + (part[d] - 1) * steps[d];
+      ZRT_CHECK(starts[d] >= 0 && starts[d] < full[d] && last >= 0 && last < full[d],
+                call.where() << ": dimension " << d << " " << verb << " outside the "
+                             << fullName);
+    }
+    w.base += starts[d] * st[d];
+    w.strides[d] = steps[d] * st[d];
+  }
+  return w;
+}
+
+CrossEntropyGeometry zrt::cpu::crossEntropyGeometry(const KernelCall &call,
+                                                    const TensorView &scores,
+                                                    const char *scoresName,
+                                                    const TensorView &labels,
+                                                    const TensorView *weights) {
+  CrossEntropyGeometry g;
+  std::string reduction = call.stringAttr("reduction");
+  ZRT_CHECK(reduction == "none" || reduction == "sum" || reduction == "mean",
+            call.where() << ": unknown reduction '" << reduction << "'");
+  g.reduction = reduction == "none"  ? Reduction::None
+                : reduction == "sum" ? Reduction::Sum
+                                     : Reduction::Mean;
+  g.hasIgnore = call.hasAttr("ignore_index");
+  g.ignore = g.hasIgnore ? call.intAttr("ignore_index") : 0;
+  ZRT_CHECK(scores.shape.size() >= 2,
+            call.where() << ": " << scoresName << " must have rank >= 2");
+  ZRT_CHECK(labels.dtype == zero::zplan::I64 || labels.dtype == zero::zplan::I32,
+            call.where() << ": labels must be i32 or i64");
+  g.labels64 = labels.dtype == zero::zplan::I64;
+  g.n = scores.shape[0];
+  g.c = scores.shape[1];
+  g.inner = extentProduct(scores.shape, 2, scores.shape.size());
+  g.labelShape = scores.shape;
+  g.labelShape.erase(g.labelShape.begin() + 1);
+  expectShape(call, labels, g.labelShape, "labels");
+  if (weights)
+    expectShape(call, *weights, {g.c}, "weights");
+  return g;
+}
+
 Shape zrt::cpu::broadcastStrides(const Shape &in, const Shape &out) {
   Shape st(out.size(), 0);
   Shape own = stridesOf(in);

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace zrt::cpu {
@@ -62,6 +63,44 @@ Shape broadcastStrides(const Shape &in, const Shape &out);
 
 /// Row-major strides.
 Shape stridesOf(const Shape &s);
+
+/// The product of extents [begin, end) of `s` (1 when empty).
+int64_t extentProduct(const Shape &s, size_t begin, size_t end);
+
+/// Splits `shape` around `axis` into (outer, dim, inner) extents.
+void splitAxis(const Shape &shape, int64_t axis, int64_t &outer, int64_t &dim,
+               int64_t &inner);
+
+/// Where a slice's elements sit in the full tensor: element i of the part is at
+/// base + its offset under `strides`.
+struct SliceWindow {
+  int64_t base = 0;
+  Shape strides;
+};
+/// The window of `part` in `full` from the call's starts and steps, checked to lie
+/// inside `full`: a slice reads it (`partName` "result", `fullName` "input", `verb`
+/// "reads"), a slice gradient writes it.
+SliceWindow sliceWindow(const KernelCall &call, const Shape &full, const Shape &part,
+                        const char *partName, const char *fullName, const char *verb);
+
+/// What softmax cross-entropy and its gradient share: scores (or log-probabilities)
+/// [N, C, d...] as (n, c, inner), labels [N, d...] checked, and the attributes.
+/// The values are what the CUDA cross-entropy kernels take.
+enum class Reduction : int { None = 0, Sum = 1, Mean = 2 };
+struct CrossEntropyGeometry {
+  int64_t n = 0, c = 0, inner = 1;
+  Shape labelShape;
+  Reduction reduction = Reduction::Mean;
+  /// The loss's (forward) or its gradient's (backward) shape under `reduction`.
+  Shape lossShape() const { return reduction == Reduction::None ? labelShape : Shape{}; }
+  bool hasIgnore = false, labels64 = false;
+  int64_t ignore = 0;
+};
+/// Checks `scores` (named `scoresName`), `labels` and `weights` (when given) and
+/// reads the attributes.
+CrossEntropyGeometry crossEntropyGeometry(const KernelCall &call, const TensorView &scores,
+                                          const char *scoresName, const TensorView &labels,
+                                          const TensorView *weights);
 
 /// Iterates the output of a broadcast of N inputs, calling f(outIndex, offsets)
 /// with each input's element offset. The innermost dimension is a tight loop.

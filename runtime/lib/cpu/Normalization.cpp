@@ -17,17 +17,6 @@ using namespace zrt::cpu;
 
 namespace {
 
-/// Splits `shape` around `axis` into (outer, dim, inner) extents.
-void splitAxis(const Shape &shape, int64_t axis, int64_t &outer, int64_t &dim,
-               int64_t &inner) {
-  outer = inner = 1;
-  dim = shape.empty() ? 1 : shape[axis];
-  for (int64_t i = 0; i < axis; ++i)
-    outer *= shape[i];
-  for (size_t i = axis + 1; i < shape.size(); ++i)
-    inner *= shape[i];
-}
-
 /// Log-softmax (or softmax) along the middle extent of [outer, dim, inner]: one
 /// exp per element, in the tensor's type as PyTorch does; sums in double.
 template <typename T>
@@ -91,11 +80,7 @@ BoundKernel bindLayerNorm(const KernelCall &call) {
   expectShape(call, mean, stat, "mean");
   expectShape(call, rstd, stat, "inv_std_dev");
   Shape norm(x.shape.begin() + axis, x.shape.end());
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < axis; ++i)
-    outer *= x.shape[i];
-  for (int64_t d : norm)
-    inner *= d;
+  int64_t outer = extentProduct(x.shape, 0, axis), inner = extentProduct(norm, 0, norm.size());
   // Scale and bias broadcast to the normalized shape: precompute their offsets.
   std::vector<int64_t> sOff, bOff;
   ZRT_CHECK(scale.shape.size() <= norm.size() && bias.shape.size() <= norm.size(),
@@ -143,25 +128,13 @@ BoundKernel bindSoftmaxCrossEntropy(const KernelCall &call) {
   const TensorView loss = call.outs[0], logp = call.outs[1];
   bool hasWeights = call.ins.size() == 3;
   TensorView weights = hasWeights ? call.ins[2] : TensorView{};
-  std::string reduction = call.stringAttr("reduction");
-  bool hasIgnore = call.hasAttr("ignore_index");
-  int64_t ignore = hasIgnore ? call.intAttr("ignore_index") : 0;
-  ZRT_CHECK(scores.shape.size() >= 2, call.where() << ": scores need rank >= 2");
-  ZRT_CHECK(labels.dtype == zero::zplan::I64 || labels.dtype == zero::zplan::I32,
-            call.where() << ": labels must be i32 or i64");
-  int64_t n = scores.shape[0], c = scores.shape[1], inner = 1;
-  for (size_t i = 2; i < scores.shape.size(); ++i)
-    inner *= scores.shape[i];
-  Shape labelShape = scores.shape;
-  labelShape.erase(labelShape.begin() + 1);
-  expectShape(call, labels, labelShape, "labels");
+  CrossEntropyGeometry geo =
+      crossEntropyGeometry(call, scores, "scores", labels, hasWeights ? &weights : nullptr);
   expectShape(call, logp, scores.shape, "log_prob");
-  ZRT_CHECK(reduction == "none" || reduction == "sum" || reduction == "mean",
-            call.where() << ": unknown reduction '" << reduction << "'");
-  expectShape(call, loss, reduction == "none" ? labelShape : Shape{}, "loss");
-  if (hasWeights)
-    expectShape(call, weights, {c}, "weights");
-  bool labels64 = labels.dtype == zero::zplan::I64;
+  expectShape(call, loss, geo.lossShape(), "loss");
+  int64_t n = geo.n, c = geo.c, inner = geo.inner, ignore = geo.ignore;
+  bool hasIgnore = geo.hasIgnore, labels64 = geo.labels64;
+  Reduction reduction = geo.reduction;
   std::string where = call.where();
   return dispatchFloat(scores.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
@@ -183,14 +156,14 @@ BoundKernel bindSoftmaxCrossEntropy(const KernelCall &call) {
             w = hasWeights ? (double)weights.as<T>()[label] : 1.0;
             l = -w * (double)lp[(i * c + label) * inner + j];
           }
-          if (reduction == "none")
+          if (reduction == Reduction::None)
             out[pos] = (T)l;
           total += l;
           weightSum += w;
         }
-      if (reduction == "sum")
+      if (reduction == Reduction::Sum)
         out[0] = (T)total;
-      else if (reduction == "mean")
+      else if (reduction == Reduction::Mean)
         out[0] = (T)(total / weightSum);
     };
   });

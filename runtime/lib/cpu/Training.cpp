@@ -58,11 +58,7 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
   ZRT_CHECK(scale.shape.size() <= norm.size() &&
                 broadcastShapes({norm, scale.shape}, call) == norm,
             call.where() << ": scale does not broadcast to " << shapeString(norm));
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < axis; ++i)
-    outer *= x.shape[i];
-  for (int64_t d : norm)
-    inner *= d;
+  int64_t outer = extentProduct(x.shape, 0, axis), inner = extentProduct(norm, 0, norm.size());
   std::vector<int64_t> sOff;
   forEachBroadcast<1>(norm, std::array<Shape, 1>{broadcastStrides(scale.shape, norm)},
                       [&](int64_t, auto off) { sOff.push_back(off[0]); });
@@ -109,28 +105,16 @@ BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
   const TensorView out = call.outs[0];
   bool hasWeights = call.ins.size() == 4;
   TensorView weights = hasWeights ? call.ins[3] : TensorView{};
-  std::string reduction = call.stringAttr("reduction");
-  bool hasIgnore = call.hasAttr("ignore_index");
-  int64_t ignore = hasIgnore ? call.intAttr("ignore_index") : 0;
-  ZRT_CHECK(logp.shape.size() >= 2, call.where() << ": log_prob needs rank >= 2");
-  ZRT_CHECK(labels.dtype == zero::zplan::I64 || labels.dtype == zero::zplan::I32,
-            call.where() << ": labels must be i32 or i64");
-  int64_t n = logp.shape[0], c = logp.shape[1], inner = 1;
-  for (size_t i = 2; i < logp.shape.size(); ++i)
-    inner *= logp.shape[i];
-  Shape labelShape = logp.shape;
-  labelShape.erase(labelShape.begin() + 1);
-  expectShape(call, labels, labelShape, "labels");
+  CrossEntropyGeometry geo =
+      crossEntropyGeometry(call, logp, "log_prob", labels, hasWeights ? &weights : nullptr);
   expectShape(call, out, logp.shape, "result");
-  ZRT_CHECK(reduction == "none" || reduction == "sum" || reduction == "mean",
-            call.where() << ": unknown reduction '" << reduction << "'");
-  expectShape(call, g, reduction == "none" ? labelShape : Shape{}, "grad");
-  if (hasWeights)
-    expectShape(call, weights, {c}, "weights");
+  expectShape(call, g, geo.lossShape(), "grad");
   ZRT_CHECK(g.dtype == logp.dtype && out.dtype == logp.dtype &&
                 (!hasWeights || weights.dtype == logp.dtype),
             call.where() << ": dtypes differ");
-  bool labels64 = labels.dtype == zero::zplan::I64;
+  int64_t n = geo.n, c = geo.c, inner = geo.inner, ignore = geo.ignore;
+  bool hasIgnore = geo.hasIgnore, labels64 = geo.labels64;
+  Reduction reduction = geo.reduction;
   std::string where = call.where();
   return dispatchFloat(logp.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
@@ -160,8 +144,8 @@ BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
           bool ignored = hasIgnore && label == ignore;
           double coef = 0;
           if (!ignored) {
-            double gl = reduction == "none" ? (double)pg[pos] : (double)pg[0];
-            coef = weightOf(label) * gl / (reduction == "mean" ? denom : 1.0);
+            double gl = reduction == Reduction::None ? (double)pg[pos] : (double)pg[0];
+            coef = weightOf(label) * gl / (reduction == Reduction::Mean ? denom : 1.0);
           }
           for (int64_t k = 0; k < c; ++k) {
             int64_t e = (i * c + k) * inner + j;
@@ -186,11 +170,8 @@ BoundKernel bindGatherGrad(const KernelCall &call) {
   expected.insert(expected.end(), out.shape.begin() + axis + 1, out.shape.end());
   expectShape(call, g, expected, "grad");
   ZRT_CHECK(g.dtype == out.dtype, call.where() << ": dtypes differ");
-  int64_t outer = 1, inner = 1, dim = out.shape[axis];
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= out.shape[d];
-  for (int64_t d = axis + 1; d < rank; ++d)
-    inner *= out.shape[d];
+  int64_t outer, dim, inner;
+  splitAxis(out.shape, axis, outer, dim, inner);
   bool idx64 = idx.dtype == zero::zplan::I64;
   std::string where = call.where();
   return dispatchFloat(out.dtype, call, [=](auto tag) -> BoundKernel {
@@ -217,27 +198,11 @@ BoundKernel bindGatherGrad(const KernelCall &call) {
 BoundKernel bindSliceGrad(const KernelCall &call) {
   call.expectArity(1, 1);
   const TensorView g = call.ins[0], out = call.outs[0];
-  std::vector<int64_t> starts = call.intsAttr("starts"), steps = call.intsAttr("steps");
-  int64_t rank = out.shape.size();
-  ZRT_CHECK((int64_t)starts.size() == rank && (int64_t)steps.size() == rank &&
-                (int64_t)g.shape.size() == rank && g.dtype == out.dtype,
-            call.where() << ": starts, steps and grad must match the result rank");
-  Shape st = stridesOf(out.shape), sliceStrides(rank);
-  int64_t base = 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    int64_t n = g.shape[d];
-    if (n > 0) {
-      int64_t last = starts[d] + (n - 1) * steps[d];
-      ZRT_CHECK(starts[d] >= 0 && starts[d] < out.shape[d] && last >= 0 &&
-                    last < out.shape[d],
-                call.where() << ": dimension " << d << " writes outside the result");
-    }
-    base += starts[d] * st[d];
-    sliceStrides[d] = steps[d] * st[d];
-  }
+  ZRT_CHECK(g.dtype == out.dtype, call.where() << ": dtypes differ");
+  SliceWindow w = sliceWindow(call, out.shape, g.shape, "grad", "result", "writes");
   std::vector<int64_t> offsets;
-  forEachBroadcast<1>(g.shape, std::array<Shape, 1>{sliceStrides},
-                      [&](int64_t, auto off) { offsets.push_back(base + off[0]); });
+  forEachBroadcast<1>(g.shape, std::array<Shape, 1>{w.strides},
+                      [&](int64_t, auto off) { offsets.push_back(w.base + off[0]); });
   int64_t size = dtypeSize(g.dtype);
   return [=] {
     std::memset(out.data, 0, out.bytes());

@@ -177,17 +177,6 @@ BoundKernel bindMatMul(const KernelCall &call) {
   };
 }
 
-/// Splits a shape around `axis` into (outer, dim, inner).
-void splitAxis(const Shape &shape, int64_t axis, int64_t &outer, int64_t &dim,
-               int64_t &inner) {
-  outer = inner = 1;
-  dim = shape.empty() ? 1 : shape[axis];
-  for (int64_t i = 0; i < axis; ++i)
-    outer *= shape[i];
-  for (size_t i = axis + 1; i < shape.size(); ++i)
-    inner *= shape[i];
-}
-
 BoundKernel bindSoftmax(const KernelCall &call, bool log) {
   validate(call);
   TensorView x = call.ins[0], out = call.outs[0];
@@ -212,11 +201,7 @@ BoundKernel bindLayerNorm(const KernelCall &call) {
   int64_t axis = call.intAttr("axis");
   double eps = call.floatAttr("epsilon");
   Shape norm(x.shape.begin() + axis, x.shape.end());
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < axis; ++i)
-    outer *= x.shape[i];
-  for (int64_t d : norm)
-    inner *= d;
+  int64_t outer = extentProduct(x.shape, 0, axis), inner = extentProduct(norm, 0, norm.size());
   auto sOff = normOffsets(scale.shape, norm), bOff = normOffsets(bias.shape, norm);
   Elem t = elemOf(x.dtype);
   return [=] {
@@ -232,11 +217,7 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
   TensorView dx = call.outs[0], ds = call.outs[1], db = call.outs[2];
   int64_t axis = call.intAttr("axis");
   Shape norm(x.shape.begin() + axis, x.shape.end());
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < axis; ++i)
-    outer *= x.shape[i];
-  for (int64_t d : norm)
-    inner *= d;
+  int64_t outer = extentProduct(x.shape, 0, axis), inner = extentProduct(norm, 0, norm.size());
   auto sOff = normOffsets(scale.shape, norm);
   Elem t = elemOf(x.dtype);
   return [=] {
@@ -245,40 +226,32 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
   };
 }
 
-int reductionOf(const std::string &r) { return r == "none" ? 0 : r == "sum" ? 1 : 2; }
-
 BoundKernel bindCrossEntropy(const KernelCall &call) {
   validate(call);
   TensorView scores = call.ins[0], labels = call.ins[1], loss = call.outs[0],
              logp = call.outs[1];
-  const void *weights = call.ins.size() == 3 ? call.ins[2].data : nullptr;
-  int reduction = reductionOf(call.stringAttr("reduction"));
-  bool hasIgnore = call.hasAttr("ignore_index");
-  int64_t ignore = hasIgnore ? call.intAttr("ignore_index") : 0;
-  int64_t n = scores.shape[0], c = scores.shape[1], inner = scores.numel() / std::max<int64_t>(n * c, 1);
-  bool labels64 = labels.dtype == zero::zplan::I64;
+  const TensorView *weightsView = call.ins.size() == 3 ? &call.ins[2] : nullptr;
+  const void *weights = weightsView ? weightsView->data : nullptr;
+  CrossEntropyGeometry g = crossEntropyGeometry(call, scores, "scores", labels, weightsView);
   Elem t = elemOf(scores.dtype);
   return [=] {
-    crossEntropy(context().compute, t, scores.data, labels.data, labels64, weights,
-                 reduction, hasIgnore, ignore, loss.data, logp.data, n, c, inner,
-                 context().errorFlag);
+    crossEntropy(context().compute, t, scores.data, labels.data, g.labels64, weights,
+                 (int)g.reduction, g.hasIgnore, g.ignore, loss.data, logp.data, g.n, g.c,
+                 g.inner, context().errorFlag);
   };
 }
 
 BoundKernel bindCrossEntropyGrad(const KernelCall &call) {
   validate(call);
   TensorView logp = call.ins[0], labels = call.ins[1], g = call.ins[2], out = call.outs[0];
-  const void *weights = call.ins.size() == 4 ? call.ins[3].data : nullptr;
-  int reduction = reductionOf(call.stringAttr("reduction"));
-  bool hasIgnore = call.hasAttr("ignore_index");
-  int64_t ignore = hasIgnore ? call.intAttr("ignore_index") : 0;
-  int64_t n = logp.shape[0], c = logp.shape[1], inner = logp.numel() / std::max<int64_t>(n * c, 1);
-  bool labels64 = labels.dtype == zero::zplan::I64;
+  const TensorView *weightsView = call.ins.size() == 4 ? &call.ins[3] : nullptr;
+  const void *weights = weightsView ? weightsView->data : nullptr;
+  CrossEntropyGeometry geo = crossEntropyGeometry(call, logp, "log_prob", labels, weightsView);
   Elem t = elemOf(logp.dtype);
   return [=] {
-    crossEntropyGrad(context().compute, t, logp.data, labels.data, labels64, g.data,
-                     weights, reduction, hasIgnore, ignore, out.data, n, c, inner,
-                     context().errorFlag);
+    crossEntropyGrad(context().compute, t, logp.data, labels.data, geo.labels64, g.data,
+                     weights, (int)geo.reduction, geo.hasIgnore, geo.ignore, out.data,
+                     geo.n, geo.c, geo.inner, context().errorFlag);
   };
 }
 
@@ -326,25 +299,12 @@ BoundKernel bindTranspose(const KernelCall &call) {
   return [=] { stridedCopy(context().compute, size, x.data, v, 0, out.data, n); };
 }
 
-/// The strided view of a slice: base offset and per-dimension steps of `full`.
-void sliceView(const KernelCall &call, const Shape &full, int64_t &base, Shape &strides) {
-  std::vector<int64_t> starts = call.intsAttr("starts"), steps = call.intsAttr("steps");
-  Shape st = stridesOf(full);
-  base = 0;
-  strides.clear();
-  for (size_t d = 0; d < full.size(); ++d) {
-    base += starts[d] * st[d];
-    strides.push_back(steps[d] * st[d]);
-  }
-}
-
 BoundKernel bindSlice(const KernelCall &call) {
   validate(call);
   TensorView x = call.ins[0], out = call.outs[0];
-  int64_t base;
-  Shape strides;
-  sliceView(call, x.shape, base, strides);
-  Strided v = stridedOf(call, out.shape, strides);
+  SliceWindow w = sliceWindow(call, x.shape, out.shape, "result", "input", "reads");
+  Strided v = stridedOf(call, out.shape, w.strides);
+  int64_t base = w.base;
   int size = (int)dtypeSize(x.dtype);
   int64_t n = out.numel();
   return [=] { stridedCopy(context().compute, size, x.data, v, base, out.data, n); };
@@ -353,10 +313,9 @@ BoundKernel bindSlice(const KernelCall &call) {
 BoundKernel bindSliceGrad(const KernelCall &call) {
   validate(call);
   TensorView g = call.ins[0], out = call.outs[0];
-  int64_t base;
-  Shape strides;
-  sliceView(call, out.shape, base, strides);
-  Strided v = stridedOf(call, g.shape, strides);
+  SliceWindow w = sliceWindow(call, out.shape, g.shape, "grad", "result", "writes");
+  Strided v = stridedOf(call, g.shape, w.strides);
+  int64_t base = w.base;
   int size = (int)dtypeSize(g.dtype);
   int64_t n = g.numel();
   return [=] {

@@ -266,15 +266,21 @@ LogicalResult SliceOp::verify() {
     return emitOpError("starts, steps and the result need one entry per dimension");
   if (in.getElementType() != out.getElementType())
     return emitOpError("element type must not change");
-  for (int64_t d = 0; d < in.getRank(); ++d) {
-    int64_t n = out.getDimSize(d), dim = in.getDimSize(d);
+  return verifySliceWindow(*this, in, out, starts, steps, "reads outside the input");
+}
+
+LogicalResult zero::compute::verifySliceWindow(Operation *op, ShapedType full,
+                                               ShapedType part, ArrayRef<int64_t> starts,
+                                               ArrayRef<int64_t> steps, StringRef outside) {
+  for (int64_t d = 0; d < full.getRank(); ++d) {
+    int64_t n = part.getDimSize(d), dim = full.getDimSize(d);
     if (steps[d] == 0)
-      return emitOpError("step of dimension ") << d << " is zero";
+      return op->emitOpError("step of dimension ") << d << " is zero";
     if (n == 0)
       continue;
     int64_t last = starts[d] + (n - 1) * steps[d];
     if (starts[d] < 0 || starts[d] >= dim || last < 0 || last >= dim)
-      return emitOpError("dimension ") << d << " reads outside the input";
+      return op->emitOpError("dimension ") << d << " " << outside;
   }
   return success();
 }

@@ -78,15 +78,5 @@ LogicalResult SliceGradOp::verify() {
   if ((int64_t)starts.size() != out.getRank() || (int64_t)steps.size() != out.getRank() ||
       g.getRank() != out.getRank() || g.getElementType() != out.getElementType())
     return emitOpError("starts, steps and grad need one entry per result dimension");
-  for (int64_t d = 0; d < out.getRank(); ++d) {
-    int64_t n = g.getDimSize(d), dim = out.getDimSize(d);
-    if (steps[d] == 0)
-      return emitOpError("step of dimension ") << d << " is zero";
-    if (n == 0)
-      continue;
-    int64_t last = starts[d] + (n - 1) * steps[d];
-    if (starts[d] < 0 || starts[d] >= dim || last < 0 || last >= dim)
-      return emitOpError("dimension ") << d << " writes outside the result";
-  }
-  return success();
+  return verifySliceWindow(*this, out, g, starts, steps, "writes outside the result");
 }

@@ -25,6 +25,15 @@ namespace zero::compute {
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
 
+/// Checks, for slice and slice_grad, that `part` taken from `full` at `starts`
+/// with `steps` stays inside `full` (per dimension; an empty one is always inside),
+/// and that no step is zero. `op` reports the error: "dimension D `outside`".
+mlir::LogicalResult verifySliceWindow(mlir::Operation *op, mlir::ShapedType full,
+                                      mlir::ShapedType part,
+                                      llvm::ArrayRef<int64_t> starts,
+                                      llvm::ArrayRef<int64_t> steps,
+                                      llvm::StringRef outside);
+
 /// The result shape of numpy.matmul on the two shapes, or failure.
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 matmulShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
