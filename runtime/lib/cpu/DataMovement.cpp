@@ -132,13 +132,7 @@ BoundKernel bindGather(const KernelCall &call) {
   call.expectArity(2, 1);
   const TensorView data = call.ins[0], idx = call.ins[1], out = call.outs[0];
   int64_t axis = call.intAttr("axis");
-  int64_t rank = data.shape.size();
-  ZRT_CHECK(rank > 0 && axis >= 0 && axis < rank, call.where() << ": axis out of range");
-  ZRT_CHECK(idx.dtype == zero::zplan::I64 || idx.dtype == zero::zplan::I32,
-            call.where() << ": indices must be i32 or i64");
-  Shape expected(data.shape.begin(), data.shape.begin() + axis);
-  expected.insert(expected.end(), idx.shape.begin(), idx.shape.end());
-  expected.insert(expected.end(), data.shape.begin() + axis + 1, data.shape.end());
+  Shape expected = gatheredShape(call, data.shape, axis, idx);
   ZRT_CHECK(data.dtype == out.dtype, call.where() << ": dtype changes");
   expectShape(call, out, expected, "result");
   int64_t outer, dim, inner;

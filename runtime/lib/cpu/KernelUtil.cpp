@@ -55,6 +55,18 @@ void zrt::cpu::splitAxis(const Shape &shape, int64_t axis, int64_t &outer, int64
   inner = extentProduct(shape, axis + 1, shape.size());
 }
 
+Shape zrt::cpu::gatheredShape(const KernelCall &call, const Shape &data, int64_t axis,
+                              const TensorView &idx) {
+  int64_t rank = data.size();
+  ZRT_CHECK(rank > 0 && axis >= 0 && axis < rank, call.where() << ": axis out of range");
+  ZRT_CHECK(idx.dtype == zero::zplan::I64 || idx.dtype == zero::zplan::I32,
+            call.where() << ": indices must be i32 or i64");
+  Shape shape(data.begin(), data.begin() + axis);
+  shape.insert(shape.end(), idx.shape.begin(), idx.shape.end());
+  shape.insert(shape.end(), data.begin() + axis + 1, data.end());
+  return shape;
+}
+
 SliceWindow zrt::cpu::sliceWindow(const KernelCall &call, const Shape &full,
                                   const Shape &part, const char *partName,
                                   const char *fullName, const char *verb) {

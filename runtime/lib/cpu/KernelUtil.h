@@ -71,6 +71,11 @@ int64_t extentProduct(const Shape &s, size_t begin, size_t end);
 void splitAxis(const Shape &shape, int64_t axis, int64_t &outer, int64_t &dim,
                int64_t &inner);
 
+/// The shape of a gather of `idx` along `axis` of `data` (and of its gradient),
+/// after checking the axis and the index type.
+Shape gatheredShape(const KernelCall &call, const Shape &data, int64_t axis,
+                    const TensorView &idx);
+
 /// Where a slice's elements sit in the full tensor: element i of the part is at
 /// base + its offset under `strides`.
 struct SliceWindow {

@@ -161,14 +161,7 @@ BoundKernel bindGatherGrad(const KernelCall &call) {
   call.expectArity(2, 1);
   const TensorView idx = call.ins[0], g = call.ins[1], out = call.outs[0];
   int64_t axis = call.intAttr("axis");
-  int64_t rank = out.shape.size();
-  ZRT_CHECK(rank > 0 && axis >= 0 && axis < rank, call.where() << ": axis out of range");
-  ZRT_CHECK(idx.dtype == zero::zplan::I64 || idx.dtype == zero::zplan::I32,
-            call.where() << ": indices must be i32 or i64");
-  Shape expected(out.shape.begin(), out.shape.begin() + axis);
-  expected.insert(expected.end(), idx.shape.begin(), idx.shape.end());
-  expected.insert(expected.end(), out.shape.begin() + axis + 1, out.shape.end());
-  expectShape(call, g, expected, "grad");
+  expectShape(call, g, gatheredShape(call, out.shape, axis, idx), "grad");
   ZRT_CHECK(g.dtype == out.dtype, call.where() << ": dtypes differ");
   int64_t outer, dim, inner;
   splitAxis(out.shape, axis, outer, dim, inner);

@@ -486,7 +486,6 @@ int runInProcess(const Options &o, const zero::zplan::Plan &plan) {
       try {
         devices[r]->bindToCallingThread();
         runRank(o, plan, *devices[r], *comms[r]);
-        devices[r].reset();
       } catch (const std::exception &e) {
         {
           std::lock_guard<std::mutex> lock(mutex);
@@ -494,10 +493,6 @@ int runInProcess(const Options &o, const zero::zplan::Plan &plan) {
             firstError = "rank " + std::to_string(r) + ": " + e.what();
         }
         comms[r]->abort();
-        try {
-          devices[r].reset();
-        } catch (...) {
-        }
       }
     });
   for (std::thread &t : threads)
