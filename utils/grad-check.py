@@ -33,6 +33,14 @@ H = 1e-6
 RTOL, ATOL = 1e-5, 1e-7
 
 
+# --zero-run: another build of zero-run (zero-run-cuda-emulated) in place of BIN's.
+ZERO_RUN = None
+
+
+def zero_run(bindir):
+    return ZERO_RUN or os.path.join(bindir, "zero-run")
+
+
 def build_model(case, seed):
     rng = np.random.RandomState(seed)
     params = {}
@@ -102,7 +110,7 @@ def check_case(bindir, case, seed, device="cpu", bundle=None, prebuilt=None):
             for f in ("grad.zplan", "fwd.zplan"):
                 shutil.copy(os.path.join(plans, f), dest)
             return True, "bundled"
-        run([os.path.join(bindir, "zero-run"), os.path.join(plans, "grad.zplan"), "--init",
+        run([zero_run(bindir), os.path.join(plans, "grad.zplan"), "--init",
              path, "--save-outputs", os.path.join(tmp, "grad"), "--quiet",
              "--device", device])
         analytic = {name: read(os.path.join(tmp, "grad", "output_%d.pb" % (k + 1)))
@@ -119,7 +127,7 @@ def check_case(bindir, case, seed, device="cpu", bundle=None, prebuilt=None):
             mpath = os.path.join(tmp, "m%s.onnx" % tag)
             onnx.save(moved, mpath)
             out = os.path.join(tmp, "o%s" % tag)
-            run([os.path.join(bindir, "zero-run"), os.path.join(plans, "fwd.zplan"),
+            run([zero_run(bindir), os.path.join(plans, "fwd.zplan"),
                  "--init", mpath, "--save-outputs", out, "--quiet", "--device", device])
             return float(read(os.path.join(out, "output_0.pb")))
 
@@ -141,6 +149,7 @@ def check_case(bindir, case, seed, device="cpu", bundle=None, prebuilt=None):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", required=True)
+    p.add_argument("--zero-run", help="the zero-run to test (default: BIN/zero-run)")
     p.add_argument("--cases", required=True)
     p.add_argument("--only")
     p.add_argument("-j", type=int, default=os.cpu_count() or 2)
@@ -148,6 +157,8 @@ def main():
     p.add_argument("--bundle", help="compile only, into DIR/<case>/")
     p.add_argument("--prebuilt", help="use the plans of DIR/<case>/ (made by --bundle)")
     a = p.parse_args()
+    global ZERO_RUN
+    ZERO_RUN = a.zero_run
     spec = importlib.util.spec_from_file_location("cases", a.cases)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

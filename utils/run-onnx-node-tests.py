@@ -29,6 +29,14 @@ Slice Concat Unsqueeze Squeeze Shape Cast Constant ConstantOfShape Expand Where 
 Trilu ReduceMean ReduceSum Identity Dropout SoftmaxCrossEntropyLoss""".split())
 
 
+# --zero-run: another build of zero-run (zero-run-cuda-emulated) in place of BIN's.
+ZERO_RUN = None
+
+
+def zero_run(bindir):
+    return ZERO_RUN or os.path.join(bindir, "zero-run")
+
+
 def read_tensor(path):
     t = onnx.TensorProto()
     with open(path, "rb") as f:
@@ -79,7 +87,7 @@ def run_case(bindir, case_dir, device="cpu", bundle=None, prebuilt=None):
 def run_and_compare(bindir, plan, model, data, out_dir, device):
     """Runs `plan` on `device` and compares its outputs with the case's."""
     if True:
-        r = subprocess.run([os.path.join(bindir, "zero-run"), plan, "--init", model,
+        r = subprocess.run([zero_run(bindir), plan, "--init", model,
                             "--inputs", data, "--save-outputs", out_dir, "--quiet",
                             "--device", device],
                            capture_output=True, text=True, timeout=120)
@@ -126,6 +134,7 @@ def generate(out_dir):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", required=True)
+    p.add_argument("--zero-run", help="the zero-run to test (default: BIN/zero-run)")
     p.add_argument("--cases", required=True)
     p.add_argument("--skip", required=True)
     p.add_argument("-j", type=int, default=os.cpu_count() or 2)
@@ -134,10 +143,16 @@ def main():
     p.add_argument("--bundle", help="compile only, writing DIR/<case>/model.zplan "
                    "(for a machine without zero-opt, e.g. the GPU one)")
     p.add_argument("--prebuilt", help="run the plans of DIR/<case>/ (made by --bundle)")
+    p.add_argument("--generate-only", action="store_true",
+                   help="only write the cases into --cases (if absent)")
     args = p.parse_args()
+    global ZERO_RUN
+    ZERO_RUN = args.zero_run
     if not os.path.isdir(os.path.join(args.cases, "node")):
         print("generating the ONNX backend node tests into", args.cases, flush=True)
         generate(args.cases)
+    if args.generate_only:
+        return 0
     args.cases = os.path.join(args.cases, "node")
 
     skipped = {}

@@ -30,6 +30,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
 
 
+# --zero-run: another build of zero-run (zero-run-cuda-emulated) in place of BIN's.
+ZERO_RUN = None
+
+
+def zero_run(bindir):
+    return ZERO_RUN or os.path.join(bindir, "zero-run")
+
+
 def build_model(name, vocab, seq):
     torch.manual_seed(0)
     if name == "gpt":
@@ -40,6 +48,7 @@ def build_model(name, vocab, seq):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", required=True)
+    p.add_argument("--zero-run", help="the zero-run to test (default: BIN/zero-run)")
     p.add_argument("--work", required=True)
     p.add_argument("--model", choices=["gpt", "mlp"], required=True)
     p.add_argument("--optimizer", choices=["adamw", "sgd"], required=True)
@@ -56,9 +65,12 @@ def main():
     p.add_argument("--prefetch-buckets", type=int, default=2)
     p.add_argument("--max-live-mb", type=float, default=0.0)
     p.add_argument("--no-overlap", action="store_true")
+    p.add_argument("--device", help="zero-run --device (default: zero-run's choice)")
     p.add_argument("--launcher", choices=["mpirun", "threads"], default="mpirun",
                    help="ranks as mpirun processes, or as threads of one zero-run")
     a = p.parse_args()
+    global ZERO_RUN
+    ZERO_RUN = a.zero_run
     os.makedirs(a.work, exist_ok=True)
     vocab, seq, batch = 64, 16, 4
     lr = a.lr if a.lr is not None else (3e-3 if a.optimizer == "adamw" else 0.1)
@@ -93,9 +105,10 @@ def main():
         launch = ["mpirun", "-np", str(a.world_size), "--oversubscribe"]
         if os.geteuid() == 0:
             launch.append("--allow-run-as-root")
-    subprocess.run(launch + [os.path.join(a.bin, "zero-run"), plan, "--init", onnx_path,
+    subprocess.run(launch + [zero_run(a.bin), plan, "--init", onnx_path,
                              "--data", data_path, "--steps", str(a.steps), "--log-json",
-                             log, "--save-weights", trained, "--quiet"], check=True)
+                             log, "--save-weights", trained, "--quiet"]
+                   + (["--device", a.device] if a.device else []), check=True)
     zero_losses = [json.loads(line)["loss"] for line in open(log)]
 
     # PyTorch on the same batches.

@@ -532,6 +532,10 @@ BoundKernel bindAllSlice(const KernelCall &call) {
 
 } // namespace
 
+void zrt::cuda::checkCuda(cudaError_t rc, const char *what) {
+  ZRT_CHECK(rc == cudaSuccess, "CUDA: " << what << " failed: " << cudaGetErrorString(rc));
+}
+
 const KernelTable &zrt::cuda::cudaKernels() {
   static const KernelTable table = [] {
     KernelTable t;

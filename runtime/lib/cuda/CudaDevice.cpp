@@ -37,6 +37,9 @@ public:
     ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&ctx_.ready, cudaEventDisableTiming));
     ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&ctx_.doneSync, cudaEventDisableTiming));
     name_ = "cuda:" + std::to_string(ordinal);
+#ifdef ZERO_CUDA_EMULATOR
+    name_ += " (emulated)";
+#endif
   }
   ~CudaDevice() override {
     cudaSetDevice(ctx_.ordinal);

@@ -11,14 +11,55 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <type_traits>
 
 namespace zrt::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-inline int blocks(int64_t n) { return (int)((n + kThreads - 1) / kThreads); }
 
-#define ZRT_GRID(n) blocks(n), kThreads, 0, s
+#ifdef ZERO_CUDA_EMULATOR
+/// The emulator's check of what a GPU would fault on: a pointer argument that is
+/// not device memory.
+template <typename... A> void checkPointers(const char *name, A... args) {
+  int index = 0;
+  auto one = [&](auto arg) {
+    ++index;
+    if constexpr (std::is_pointer_v<decltype(arg)>)
+      if (arg && !zero_cuda_emulator::isDeviceMemory(arg, 1))
+        zero_cuda_emulator::setLaunchError(
+            cudaErrorIllegalAddress,
+            (std::string(name) + ": argument " + std::to_string(index) +
+             " is not device memory")
+                .c_str());
+  };
+  (one(args), ...);
+}
+#endif
+
+/// Launches `kernel` as `grid` blocks of `block` threads on `s`; an empty grid has
+/// nothing to do (CUDA refuses it). A failed launch is an error naming `name`.
+template <typename... P, typename... A>
+void launch(const char *name, void (*kernel)(P...), int64_t grid, int block,
+            cudaStream_t s, A... args) {
+  if (grid <= 0)
+    return;
+#ifdef ZERO_CUDA_EMULATOR
+  checkPointers(name, args...);
+  zero_cuda_emulator::launch(s, grid, block, [=] { kernel(static_cast<P>(args)...); });
+#else
+  kernel<<<(unsigned)grid, block, 0, s>>>(static_cast<P>(args)...);
+#endif
+  checkCuda(cudaGetLastError(), (std::string("launching the kernel ") + name).c_str());
+}
+
+/// One thread per element of `n`.
+template <typename... P, typename... A>
+void launchN(const char *name, void (*kernel)(P...), int64_t n, cudaStream_t s,
+             A... args) {
+  launch(name, kernel, (n + kThreads - 1) / kThreads, kThreads, s, args...);
+}
 
 __device__ inline int64_t offsetOf(const Strided &v, int64_t linear) {
   int64_t off = 0;
@@ -428,7 +469,7 @@ void binary(cudaStream_t s, BinaryOp op, Elem t, const void *a, Strided sa, cons
             Strided sb, void *out, int64_t n, int *errorFlag) {
   dispatch(t, [&](auto tag) {
     using T = decltype(tag);
-    binaryKernel<T><<<ZRT_GRID(n)>>>(op, (const T *)a, sa, (const T *)b, sb, out, n,
+    launchN("binary", binaryKernel<T>, n, s, op, (const T *)a, sa, (const T *)b, sb, out, n,
                                      errorFlag);
   });
 }
@@ -439,7 +480,7 @@ void power(cudaStream_t s, Elem base, Elem exponent, const void *a, Strided sa,
     using T = decltype(bt);
     dispatch(exponent, [&](auto et) {
       using U = decltype(et);
-      powerKernel<T, U><<<ZRT_GRID(n)>>>((const T *)a, sa, (const U *)b, sb, (T *)out, n);
+      launchN("power", powerKernel<T, U>, n, s, (const T *)a, sa, (const U *)b, sb, (T *)out, n);
     });
   });
 }
@@ -447,7 +488,7 @@ void power(cudaStream_t s, Elem base, Elem exponent, const void *a, Strided sa,
 void unary(cudaStream_t s, UnaryOp op, Elem t, const void *in, void *out, int64_t n) {
   dispatch(t, [&](auto tag) {
     using T = decltype(tag);
-    unaryKernel<T><<<ZRT_GRID(n)>>>(op, (const T *)in, (T *)out, n);
+    launchN("unary", unaryKernel<T>, n, s, op, (const T *)in, (T *)out, n);
   });
 }
 
@@ -455,7 +496,7 @@ void where(cudaStream_t s, Elem t, const void *cond, Strided sc, const void *a, 
            const void *b, Strided sb, void *out, int64_t n) {
   dispatch(t, [&](auto tag) {
     using T = decltype(tag);
-    whereKernel<T><<<ZRT_GRID(n)>>>((const uint8_t *)cond, sc, (const T *)a, sa,
+    launchN("where", whereKernel<T>, n, s, (const uint8_t *)cond, sc, (const T *)a, sa,
                                     (const T *)b, sb, (T *)out, n);
   });
 }
@@ -466,7 +507,7 @@ void cast(cudaStream_t s, Elem from, Elem to, bool toBool, const void *in, void 
     using In = decltype(ft);
     dispatch(to, [&](auto tt) {
       using Out = decltype(tt);
-      castKernel<In, Out><<<ZRT_GRID(n)>>>((const In *)in, (Out *)out, toBool, n);
+      launchN("cast", castKernel<In, Out>, n, s, (const In *)in, (Out *)out, toBool, n);
     });
   });
 }
@@ -475,7 +516,7 @@ void stridedCopy(cudaStream_t s, int elemSize, const void *in, Strided view, int
                  void *out, int64_t n) {
   dispatchSize(elemSize, [&](auto tag) {
     using T = decltype(tag);
-    copyKernel<T><<<ZRT_GRID(n)>>>((const T *)in, view, base, (T *)out, n);
+    launchN("copy", copyKernel<T>, n, s, (const T *)in, view, base, (T *)out, n);
   });
 }
 
@@ -483,7 +524,7 @@ void stridedScatter(cudaStream_t s, int elemSize, const void *in, Strided view,
                     int64_t base, void *out, int64_t n) {
   dispatchSize(elemSize, [&](auto tag) {
     using T = decltype(tag);
-    scatterKernel<T><<<ZRT_GRID(n)>>>((const T *)in, view, base, (T *)out, n);
+    launchN("scatter", scatterKernel<T>, n, s, (const T *)in, view, base, (T *)out, n);
   });
 }
 
@@ -492,7 +533,7 @@ void trilu(cudaStream_t s, int elemSize, const void *in, void *out, int64_t mats
   int64_t n = mats * rows * cols;
   dispatchSize(elemSize, [&](auto tag) {
     using T = decltype(tag);
-    triluKernel<T><<<ZRT_GRID(n)>>>((const T *)in, (T *)out, n, rows, cols, upper, k);
+    launchN("trilu", triluKernel<T>, n, s, (const T *)in, (T *)out, n, rows, cols, upper, k);
   });
 }
 
@@ -502,7 +543,7 @@ void gather(cudaStream_t s, int elemSize, const void *data, const void *idx, boo
   int64_t total = outer * n * inner;
   dispatchSize(elemSize, [&](auto tag) {
     using T = decltype(tag);
-    gatherKernel<T><<<ZRT_GRID(total)>>>((const T *)data, idx, idx64, (T *)out, outer, n,
+    launchN("gather", gatherKernel<T>, total, s, (const T *)data, idx, idx64, (T *)out, outer, n,
                                          dim, inner, errorFlag);
   });
 }
@@ -512,9 +553,9 @@ void gatherGrad(cudaStream_t s, Elem t, const void *idx, bool idx64, const void 
                 int *errorFlag) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    cudaMemsetAsync(out, 0, outer * dim * inner * sizeof(T), s);
+    checkCuda(cudaMemsetAsync(out, 0, outer * dim * inner * sizeof(T), s), "cudaMemsetAsync");
     int64_t total = outer * n * inner;
-    gatherGradKernel<T><<<ZRT_GRID(total)>>>(idx, idx64, (const T *)grad, (T *)out, outer,
+    launchN("gatherGrad", gatherGradKernel<T>, total, s, idx, idx64, (const T *)grad, (T *)out, outer,
                                              n, dim, inner, errorFlag);
   });
 }
@@ -523,7 +564,7 @@ void softmax(cudaStream_t s, Elem t, const void *x, void *y, int64_t outer, int6
              int64_t inner, bool log) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    softmaxKernel<T><<<ZRT_GRID(outer * inner)>>>((const T *)x, (T *)y, outer, dim, inner,
+    launchN("softmax", softmaxKernel<T>, outer * inner, s, (const T *)x, (T *)y, outer, dim, inner,
                                                   log);
   });
 }
@@ -533,7 +574,7 @@ void layerNorm(cudaStream_t s, Elem t, const void *x, const void *scale, const v
                int64_t outer, int64_t inner, double eps) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    layerNormKernel<T><<<ZRT_GRID(outer)>>>((const T *)x, (const T *)scale,
+    launchN("layerNorm", layerNormKernel<T>, outer, s, (const T *)x, (const T *)scale,
                                             (const T *)bias, sOff, bOff, (T *)y,
                                             (T *)mean, (T *)rstd, outer, inner, eps);
   });
@@ -544,10 +585,10 @@ void layerNormGrad(cudaStream_t s, Elem t, const void *x, const void *scale,
                    void *dx, void *dscale, void *dbias, int64_t outer, int64_t inner) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    layerNormGradRows<T><<<ZRT_GRID(outer)>>>((const T *)x, (const T *)scale, sOff,
+    launchN("layerNormGradRows", layerNormGradRows<T>, outer, s, (const T *)x, (const T *)scale, sOff,
                                               (const T *)mean, (const T *)rstd,
                                               (const T *)gy, (T *)dx, outer, inner);
-    layerNormGradColumns<T><<<ZRT_GRID(inner)>>>((const T *)x, (const T *)mean,
+    launchN("layerNormGradColumns", layerNormGradColumns<T>, inner, s, (const T *)x, (const T *)mean,
                                                  (const T *)rstd, (const T *)gy,
                                                  (T *)dscale, (T *)dbias, outer, inner);
   });
@@ -559,9 +600,9 @@ void crossEntropy(cudaStream_t s, Elem t, const void *scores, const void *labels
                   int64_t inner, int *errorFlag) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    softmaxKernel<T><<<ZRT_GRID(n * inner)>>>((const T *)scores, (T *)logp, n, c, inner,
+    launchN("softmax", softmaxKernel<T>, n * inner, s, (const T *)scores, (T *)logp, n, c, inner,
                                               true);
-    crossEntropyKernel<T><<<1, 1, 0, s>>>((const T *)logp, labels, labels64,
+    launch("crossEntropy", crossEntropyKernel<T>, 1, 1, s, (const T *)logp, labels, labels64,
                                           (const T *)weights, reduction, hasIgnore, ignore,
                                           (T *)loss, n, c, inner, errorFlag);
   });
@@ -576,11 +617,11 @@ void crossEntropyGrad(cudaStream_t s, Elem t, const void *logp, const void *labe
     // The mean's denominator, on the device, in the stream's order.
     static thread_local double *denom = nullptr;
     if (!denom)
-      cudaMalloc(&denom, sizeof(double));
-    weightSumKernel<T><<<1, 1, 0, s>>>(labels, labels64, (const T *)weights, hasIgnore,
+      checkCuda(cudaMalloc(&denom, sizeof(double)), "cudaMalloc");
+    launch("weightSum", weightSumKernel<T>, 1, 1, s, labels, labels64, (const T *)weights, hasIgnore,
                                        ignore, n * inner, c, denom);
     int64_t total = n * c * inner;
-    crossEntropyGradKernel<T><<<ZRT_GRID(total)>>>(
+    launchN("crossEntropyGrad", crossEntropyGradKernel<T>, total, s, 
         (const T *)logp, labels, labels64, (const T *)grad, (const T *)weights, reduction,
         hasIgnore, ignore, denom, (T *)out, n, c, inner, errorFlag);
   });
@@ -590,14 +631,14 @@ void reduce(cudaStream_t s, Elem t, bool mean, const void *in, Strided keep, Str
             int64_t count, void *out, int64_t n) {
   dispatch(t, [&](auto tag) {
     using T = decltype(tag);
-    reduceKernel<T><<<ZRT_GRID(n)>>>(mean, (const T *)in, keep, red, count, (T *)out, n);
+    launchN("reduce", reduceKernel<T>, n, s, mean, (const T *)in, keep, red, count, (T *)out, n);
   });
 }
 
 void reluGrad(cudaStream_t s, Elem t, const void *x, const void *g, void *out, int64_t n) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    reluGradKernel<T><<<ZRT_GRID(n)>>>((const T *)x, (const T *)g, (T *)out, n);
+    launchN("reluGrad", reluGradKernel<T>, n, s, (const T *)x, (const T *)g, (T *)out, n);
   });
 }
 
@@ -606,7 +647,7 @@ void adamw(cudaStream_t s, Elem t, const void *p, const void *g, const void *m,
            double lr, double beta1, double beta2, double eps, double weightDecay) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    adamwKernel<T><<<ZRT_GRID(n)>>>((const T *)p, (const T *)g, (const T *)m,
+    launchN("adamw", adamwKernel<T>, n, s, (const T *)p, (const T *)g, (const T *)m,
                                     (const T *)v, step, (T *)po, (T *)mo, (T *)vo, n, lr,
                                     beta1, beta2, eps, weightDecay);
   });
@@ -616,7 +657,7 @@ void sgd(cudaStream_t s, Elem t, const void *p, const void *g, const void *buf, 
          void *bo, int64_t n, double lr, double momentum, double weightDecay) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    sgdKernel<T><<<ZRT_GRID(n)>>>((const T *)p, (const T *)g, (const T *)buf, (T *)po,
+    launchN("sgd", sgdKernel<T>, n, s, (const T *)p, (const T *)g, (const T *)buf, (T *)po,
                                   (T *)bo, n, lr, momentum, weightDecay);
   });
 }

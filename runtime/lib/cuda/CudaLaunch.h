@@ -36,6 +36,10 @@ enum class UnaryOp { Neg, Sqrt, Reciprocal, Exp, Log, Relu, Tanh, Sigmoid, Erf }
 /// turns it into an error.
 enum DeviceError : int { kIndexOutOfRange = 1, kIntegerDivisionByZero = 2 };
 
+/// Throws zrt::Error naming `what` unless `rc` is cudaSuccess (defined with the
+/// binders: the kernels' file stays free of the runtime's headers).
+void checkCuda(cudaError_t rc, const char *what);
+
 void binary(cudaStream_t s, BinaryOp op, Elem t, const void *a, Strided sa, const void *b,
             Strided sb, void *out, int64_t n, int *errorFlag);
 void power(cudaStream_t s, Elem base, Elem exponent, const void *a, Strided sa,

@@ -306,9 +306,10 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
   bool quiet = o.quiet || !root;
   bool tty = !quiet && isatty(STDOUT_FILENO);
   if (!quiet)
-    std::printf("training %lld steps on %s: global batch %lld x %lld tokens, %lld "
+    std::printf("training %lld steps on %s, %s: global batch %lld x %lld tokens, %lld "
                 "tokens of data\n",
-                (long long)o.steps, comm.name().c_str(), (long long)globalBatch,
+                (long long)o.steps, exec.device().name().c_str(), comm.name().c_str(),
+                (long long)globalBatch,
                 (long long)seqLen, (long long)data.size());
   double totalMs = 0;
   std::map<std::string, double> msByKernel;

@@ -1,0 +1,39 @@
+//===- cublas_v2.h - cuBLAS GEMM, emulated on the host ------------*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Test build only: cuBLAS's column-major S/DGEMM, queued on the handle's stream
+// and run by OpenBLAS. See cuda_runtime.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_CUDA_EMULATOR_CUBLAS_V2_H
+#define ZERO_CUDA_EMULATOR_CUBLAS_V2_H
+
+#include "cuda_runtime.h"
+
+enum cublasStatus_t {
+  CUBLAS_STATUS_SUCCESS = 0,
+  CUBLAS_STATUS_NOT_INITIALIZED = 1,
+  CUBLAS_STATUS_INVALID_VALUE = 7,
+};
+enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
+enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
+
+struct cublasContext;
+using cublasHandle_t = cublasContext *;
+
+cublasStatus_t cublasCreate(cublasHandle_t *handle);
+cublasStatus_t cublasDestroy(cublasHandle_t handle);
+cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream);
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
+cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, int k,
+                           const float *alpha, const float *a, int lda, const float *b,
+                           int ldb, const float *beta, float *c, int ldc);
+cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, int k,
+                           const double *alpha, const double *a, int lda, const double *b,
+                           int ldb, const double *beta, double *c, int ldc);
+
+#endif // ZERO_CUDA_EMULATOR_CUBLAS_V2_H

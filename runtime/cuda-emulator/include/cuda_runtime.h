@@ -1,0 +1,106 @@
+//===- cuda_runtime.h - The CUDA runtime API, emulated on the host -*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Test build only (zero-run-cuda-emulated): the subset of the CUDA runtime that
+// runtime/lib/cuda uses, run on the host, so CI checks the CUDA backend's kernels,
+// binders and stream/event ordering without a GPU. Work is queued per stream and
+// runs only when the host must wait for it, one item at a time from the stream
+// ZERO_CUDA_EMULATOR_ORDER prefers ("first" or "last" created), so a missing
+// event between streams shows up as wrong numbers. See CudaEmulator.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_CUDA_EMULATOR_CUDA_RUNTIME_H
+#define ZERO_CUDA_EMULATOR_CUDA_RUNTIME_H
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#define ZERO_CUDA_EMULATOR 1
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+
+struct uint3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+/// The emulated thread's coordinates (set before each emulated thread runs).
+extern thread_local uint3 threadIdx, blockIdx;
+extern thread_local dim3 blockDim, gridDim;
+
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalAddress = 700,
+};
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+};
+constexpr unsigned cudaEventDisableTiming = 2;
+
+struct CUstream_st;
+struct CUevent_st;
+using cudaStream_t = CUstream_st *;
+using cudaEvent_t = CUevent_st *;
+
+cudaError_t cudaGetDeviceCount(int *count);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetLastError();
+const char *cudaGetErrorString(cudaError_t error);
+cudaError_t cudaMalloc(void **ptr, size_t bytes);
+template <typename T> cudaError_t cudaMalloc(T **ptr, size_t bytes) {
+  return cudaMalloc(reinterpret_cast<void **>(ptr), bytes);
+}
+cudaError_t cudaFree(void *ptr);
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream);
+cudaError_t cudaMemset(void *ptr, int value, size_t bytes);
+cudaError_t cudaMemsetAsync(void *ptr, int value, size_t bytes, cudaStream_t stream);
+cudaError_t cudaStreamCreate(cudaStream_t *stream);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaDeviceSynchronize();
+
+/// Sequential stand-in: emulated threads never run concurrently.
+inline float atomicAdd(float *address, float value) {
+  float old = *address;
+  *address = old + value;
+  return old;
+}
+inline double atomicAdd(double *address, double value) {
+  double old = *address;
+  *address = old + value;
+  return old;
+}
+
+namespace zero_cuda_emulator {
+/// Queues `thread` on `stream`, to run for every thread of a grid of `grid`
+/// blocks of `block` threads; a bad configuration is the launch's error
+/// (cudaGetLastError), as on a GPU.
+void launch(cudaStream_t stream, int64_t grid, int block, std::function<void()> thread);
+/// Whether [ptr, ptr + bytes) lies in one live device allocation.
+bool isDeviceMemory(const void *ptr, size_t bytes);
+/// Fails the next cudaGetLastError with `error`, after printing `why`.
+void setLaunchError(cudaError_t error, const char *why);
+} // namespace zero_cuda_emulator
+
+#endif // ZERO_CUDA_EMULATOR_CUDA_RUNTIME_H
