@@ -27,6 +27,8 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -71,15 +73,16 @@ int deviceCount() {
 }
 
 /// True: prefer the first-created runnable stream; false: the last-created.
+std::atomic<int> streamOrder{-1}; // -1: not yet read from the environment
 bool preferFirstStream() {
-  static const bool first = [] {
+  if (streamOrder.load() < 0) {
     const char *env = std::getenv("ZERO_CUDA_EMULATOR_ORDER");
     std::string v = env ? env : "first";
     if (v != "first" && v != "last")
       fatal("ZERO_CUDA_EMULATOR_ORDER must be 'first' or 'last', not '" + v + "'");
-    return v == "first";
-  }();
-  return first;
+    streamOrder = v == "first";
+  }
+  return streamOrder.load() == 1;
 }
 
 thread_local int currentDevice = 0;
@@ -229,6 +232,10 @@ bool zero_cuda_emulator::isDeviceMemory(const void *ptr, size_t bytes) {
   return findAllocation(ptr, bytes ? bytes : 1) != nullptr;
 }
 
+void zero_cuda_emulator::setStreamOrder(bool firstCreatedFirst) {
+  streamOrder = firstCreatedFirst;
+}
+
 void zero_cuda_emulator::setLaunchError(cudaError_t error, const char *why) {
   complain(error, why);
   lastError = error;
@@ -238,7 +245,7 @@ void zero_cuda_emulator::launch(cudaStream_t stream, int64_t grid, int block,
                                 std::function<void()> thread) {
   if (grid < 1 || grid > 0x7fffffff || block < 1 || block > 1024) {
     setLaunchError(cudaErrorInvalidConfiguration,
-                   ("launch of " + std::to_string(grid) + " blocks of " +
+                   ("invalid launch: " + std::to_string(grid) + " blocks of " +
                     std::to_string(block) + " threads")
                        .c_str());
     return;
@@ -520,7 +527,7 @@ bool operandOk(const char *which, const void *p, int rows, int cols, int ld, siz
   if (!rows || !cols)
     return true;
   size_t extent = ((size_t)(cols - 1) * ld + rows) * size;
-  return deviceOf(which, p, extent) >= 0;
+  return deviceOf((std::string("GEMM operand ") + which).c_str(), p, extent) >= 0;
 }
 
 template <typename T, typename Blas>

@@ -99,6 +99,8 @@ namespace zero_cuda_emulator {
 void launch(cudaStream_t stream, int64_t grid, int block, std::function<void()> thread);
 /// Whether [ptr, ptr + bytes) lies in one live device allocation.
 bool isDeviceMemory(const void *ptr, size_t bytes);
+/// Which runnable stream runs first (tests; else ZERO_CUDA_EMULATOR_ORDER).
+void setStreamOrder(bool firstCreatedFirst);
 /// Fails the next cudaGetLastError with `error`, after printing `why`.
 void setLaunchError(cudaError_t error, const char *why);
 } // namespace zero_cuda_emulator

@@ -1,0 +1,197 @@
+//===- CudaEmulatorTest.cpp - The emulated CUDA catches what a GPU would ---===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// The emulator stands in for a GPU in CI, so it must fail where a GPU would: work
+// runs only when the host waits, streams without an event between them run in
+// either order, and bad copies, launches and collectives are errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using zero_cuda_emulator::launch;
+
+float *deviceFloats(size_t n) {
+  float *p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, n * sizeof(float)), cudaSuccess);
+  return p;
+}
+
+/// Queues a one-thread kernel that writes `value` to `*p`.
+void store(cudaStream_t s, float *p, float value) {
+  launch(s, 1, 1, [=] { *p = value; });
+}
+
+float read(const float *p) {
+  float v = 0;
+  EXPECT_EQ(cudaMemcpy(&v, p, sizeof v, cudaMemcpyDeviceToHost), cudaSuccess);
+  return v;
+}
+
+TEST(CudaEmulator, WorkRunsWhenTheHostWaits) {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  float *p = deviceFloats(1);
+  ASSERT_EQ(cudaMemset(p, 0, sizeof(float)), cudaSuccess);
+  store(s, p, 3);
+  EXPECT_EQ(*p, 0.0f); // queued, not run
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(*p, 3.0f);
+  cudaFree(p);
+  cudaStreamDestroy(s);
+}
+
+TEST(CudaEmulator, FreshMemoryIsNaN) {
+  float *p = deviceFloats(4);
+  EXPECT_TRUE(std::isnan(read(p + 3)));
+  cudaFree(p);
+}
+
+/// Stream a writes *p, stream b copies it to *q; returns *q. With `event`, b
+/// waits for a's write.
+float copyAcrossStreams(bool firstCreatedFirst, bool event) {
+  zero_cuda_emulator::setStreamOrder(firstCreatedFirst);
+  cudaStream_t a, b;
+  cudaStreamCreate(&a);
+  cudaStreamCreate(&b);
+  cudaEvent_t written;
+  cudaEventCreateWithFlags(&written, cudaEventDisableTiming);
+  float *p = deviceFloats(1), *q = deviceFloats(1);
+  cudaMemset(p, 0, sizeof(float));
+  store(a, p, 7);
+  if (event) {
+    cudaEventRecord(written, a);
+    cudaStreamWaitEvent(b, written, 0);
+  }
+  cudaMemcpyAsync(q, p, sizeof(float), cudaMemcpyDeviceToDevice, b);
+  cudaDeviceSynchronize();
+  float v = read(q);
+  cudaFree(p);
+  cudaFree(q);
+  cudaEventDestroy(written);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+  zero_cuda_emulator::setStreamOrder(true);
+  return v;
+}
+
+TEST(CudaEmulator, AMissingEventShowsInOneOrder) {
+  EXPECT_EQ(copyAcrossStreams(true, false), 7.0f);
+  EXPECT_EQ(copyAcrossStreams(false, false), 0.0f); // the copy ran before the write
+  EXPECT_EQ(copyAcrossStreams(true, true), 7.0f);
+  EXPECT_EQ(copyAcrossStreams(false, true), 7.0f);
+}
+
+TEST(CudaEmulator, BadLaunchesAndCopiesAreErrors) {
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  launch(s, 1, 2048, [] {});
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  float host[4] = {}, *p = deviceFloats(4);
+  EXPECT_EQ(cudaMemcpy(p, host, 5 * sizeof(float), cudaMemcpyHostToDevice),
+            cudaErrorInvalidValue); // one element past the allocation
+  EXPECT_EQ(cudaMemcpy(host, p, sizeof host, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpyAsync(p, host, sizeof host, cudaMemcpyDeviceToDevice, s),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFree(p + 1), cudaErrorInvalidValue);
+  cudaFree(p);
+  cudaStreamDestroy(s);
+}
+
+TEST(CudaEmulator, GemmIsColumnMajor) {
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  cublasHandle_t h;
+  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+  cublasSetStream(h, s);
+  // Column-major A (2x3) and B (3x1): C = A B.
+  std::vector<float> a = {1, 4, 2, 5, 3, 6}, b = {1, 1, 1}, c(2);
+  float *da = deviceFloats(6), *db = deviceFloats(3), *dc = deviceFloats(2);
+  cudaMemcpy(da, a.data(), 6 * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(db, b.data(), 3 * sizeof(float), cudaMemcpyHostToDevice);
+  float one = 1, zero = 0;
+  ASSERT_EQ(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 1, 3, &one, da, 2, db, 3, &zero, dc, 2),
+            CUBLAS_STATUS_SUCCESS);
+  cudaMemcpy(c.data(), dc, 2 * sizeof(float), cudaMemcpyDeviceToHost);
+  EXPECT_EQ(c[0], 6.0f);
+  EXPECT_EQ(c[1], 15.0f);
+  // B read as 3x2 runs past its 3 elements.
+  EXPECT_EQ(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 3, &one, da, 2, db, 3, &zero, dc, 2),
+            CUBLAS_STATUS_INVALID_VALUE);
+  cublasDestroy(h);
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dc);
+  cudaStreamDestroy(s);
+}
+
+TEST(CudaEmulator, CollectivesMeetAcrossThreads) {
+  const int ranks = 3;
+  std::vector<ncclComm_t> comms(ranks);
+  ASSERT_EQ(ncclCommInitAll(comms.data(), ranks, nullptr), ncclSuccess);
+  std::vector<std::vector<float>> reduced(ranks), gathered(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      cudaSetDevice(r);
+      cudaStream_t s;
+      cudaStreamCreate(&s);
+      float *in = deviceFloats(ranks), *sum = deviceFloats(1), *all = deviceFloats(ranks);
+      std::vector<float> v(ranks);
+      for (int i = 0; i < ranks; ++i)
+        v[i] = float(10 * r + i);
+      cudaMemcpy(in, v.data(), ranks * sizeof(float), cudaMemcpyHostToDevice);
+      ncclReduceScatter(in, sum, 1, ncclFloat32, ncclSum, comms[r], s);
+      ncclAllGather(sum, all, 1, ncclFloat32, comms[r], s);
+      cudaStreamSynchronize(s);
+      gathered[r].resize(ranks);
+      cudaMemcpy(gathered[r].data(), all, ranks * sizeof(float), cudaMemcpyDeviceToHost);
+      cudaFree(in);
+      cudaFree(sum);
+      cudaFree(all);
+      cudaStreamDestroy(s);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  // Element i summed over ranks: i * 3 + (0 + 10 + 20).
+  for (int r = 0; r < ranks; ++r)
+    EXPECT_EQ(gathered[r], (std::vector<float>{30, 33, 36}));
+  for (ncclComm_t c : comms)
+    ncclCommDestroy(c);
+}
+
+TEST(CudaEmulatorDeathTest, RanksThatDisagreeAreFatal) {
+  EXPECT_EXIT(
+      {
+        std::vector<ncclComm_t> comms(2);
+        ncclCommInitAll(comms.data(), 2, nullptr);
+        std::vector<std::thread> threads;
+        for (int r = 0; r < 2; ++r)
+          threads.emplace_back([&, r] {
+            cudaSetDevice(r);
+            cudaStream_t s;
+            cudaStreamCreate(&s);
+            float *buf = deviceFloats(4);
+            ncclAllReduce(buf, buf, r ? 4 : 2, ncclFloat32, ncclSum, comms[r], s);
+            cudaStreamSynchronize(s);
+          });
+        for (std::thread &t : threads)
+          t.join();
+      },
+      testing::ExitedWithCode(70), "NCCL ranks disagree at collective #0");
+}
+
+} // namespace
