@@ -94,6 +94,51 @@ TEST(CudaEmulator, AMissingEventShowsInOneOrder) {
   EXPECT_EQ(copyAcrossStreams(false, true), 7.0f);
 }
 
+/// A block-wide tree sum in shared memory, as the CUDA kernels' blockReduce does.
+void blockSum(const float *in, float *out) {
+  __shared__ float partial[64];
+  partial[threadIdx.x] = in[blockIdx.x * blockDim.x + threadIdx.x];
+  __syncthreads();
+  for (unsigned k = blockDim.x / 2; k > 0; k >>= 1) {
+    if (threadIdx.x < k)
+      partial[threadIdx.x] += partial[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    out[blockIdx.x] = partial[0];
+}
+
+TEST(CudaEmulator, BlocksMeetAtBarriers) {
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  std::vector<float> host(128), sums(2);
+  for (int i = 0; i < 128; ++i)
+    host[i] = float(i);
+  float *in = deviceFloats(128), *out = deviceFloats(2);
+  cudaMemcpy(in, host.data(), 128 * sizeof(float), cudaMemcpyHostToDevice);
+  zero_cuda_emulator::launchWithBarriers(s, 2, 64, [=] { blockSum(in, out); });
+  cudaMemcpy(sums.data(), out, 2 * sizeof(float), cudaMemcpyDeviceToHost);
+  EXPECT_EQ(sums[0], 63.0f * 64 / 2);
+  EXPECT_EQ(sums[1], (64.0f + 127) * 64 / 2);
+  cudaFree(in);
+  cudaFree(out);
+  cudaStreamDestroy(s);
+}
+
+TEST(CudaEmulatorDeathTest, ABarrierSomeThreadsSkipIsFatal) {
+  EXPECT_EXIT(
+      {
+        cudaStream_t s;
+        cudaStreamCreate(&s);
+        zero_cuda_emulator::launchWithBarriers(s, 1, 32, [] {
+          if (threadIdx.x < 16)
+            __syncthreads();
+        });
+        cudaStreamSynchronize(s);
+      },
+      testing::ExitedWithCode(70), "a barrier some threads skip");
+}
+
 TEST(CudaEmulator, BadLaunchesAndCopiesAreErrors) {
   cudaStream_t s;
   cudaStreamCreate(&s);

@@ -23,6 +23,9 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+// Shared by a block's threads: they are fibers of one host thread, blocks run one
+// after another, and each rank (host thread) has its own.
+#define __shared__ static thread_local
 
 struct uint3 {
   unsigned x = 0, y = 0, z = 0;
@@ -80,6 +83,9 @@ cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
 cudaError_t cudaDeviceSynchronize();
 
+/// Only in kernels launched with launchWithBarriers.
+void __syncthreads();
+
 /// Sequential stand-in: emulated threads never run concurrently.
 inline float atomicAdd(float *address, float value) {
   float old = *address;
@@ -97,6 +103,10 @@ namespace zero_cuda_emulator {
 /// blocks of `block` threads; a bad configuration is the launch's error
 /// (cudaGetLastError), as on a GPU.
 void launch(cudaStream_t stream, int64_t grid, int block, std::function<void()> thread);
+/// The same for kernels that call __syncthreads: each emulated thread of a block
+/// runs on its own fiber, and all of them must reach the same barriers.
+void launchWithBarriers(cudaStream_t stream, int64_t grid, int block,
+                        std::function<void()> thread);
 /// Whether [ptr, ptr + bytes) lies in one live device allocation.
 bool isDeviceMemory(const void *ptr, size_t bytes);
 /// Which runnable stream runs first (tests; else ZERO_CUDA_EMULATOR_ORDER).

@@ -40,14 +40,20 @@ template <typename... A> void checkPointers(const char *name, A... args) {
 
 /// Launches `kernel` as `grid` blocks of `block` threads on `s`; an empty grid has
 /// nothing to do (CUDA refuses it). A failed launch is an error naming `name`.
-template <typename... P, typename... A>
+/// `Barriers`: the kernel calls __syncthreads (the emulator runs such blocks'
+/// threads as fibers).
+template <bool Barriers = false, typename... P, typename... A>
 void launch(const char *name, void (*kernel)(P...), int64_t grid, int block,
             cudaStream_t s, A... args) {
   if (grid <= 0)
     return;
 #ifdef ZERO_CUDA_EMULATOR
   checkPointers(name, args...);
-  zero_cuda_emulator::launch(s, grid, block, [=] { kernel(static_cast<P>(args)...); });
+  auto thread = [=] { kernel(static_cast<P>(args)...); };
+  if (Barriers)
+    zero_cuda_emulator::launchWithBarriers(s, grid, block, thread);
+  else
+    zero_cuda_emulator::launch(s, grid, block, thread);
 #else
   kernel<<<(unsigned)grid, block, 0, s>>>(static_cast<P>(args)...);
 #endif
@@ -59,6 +65,37 @@ template <typename... P, typename... A>
 void launchN(const char *name, void (*kernel)(P...), int64_t n, cudaStream_t s,
              A... args) {
   launch(name, kernel, (n + kThreads - 1) / kThreads, kThreads, s, args...);
+}
+
+/// One block of kThreads per row (or column) of `rows`; the threads of a block
+/// share its work and combine with blockReduce.
+template <typename... P, typename... A>
+void launchRows(const char *name, void (*kernel)(P...), int64_t rows, cudaStream_t s,
+                A... args) {
+  launch<true>(name, kernel, rows, kThreads, s, args...);
+}
+
+struct Add {
+  __device__ double operator()(double a, double b) const { return a + b; }
+};
+struct Max {
+  __device__ double operator()(double a, double b) const { return fmax(a, b); }
+};
+
+/// Combines every thread's `v` of the block (kThreads of them); all get the result.
+/// Every thread of the block must call it, as it holds __syncthreads.
+template <typename Op> __device__ double blockReduce(double v, Op op) {
+  __shared__ double partial[kThreads];
+  partial[threadIdx.x] = v;
+  __syncthreads();
+  for (int k = kThreads / 2; k > 0; k >>= 1) {
+    if ((int)threadIdx.x < k)
+      partial[threadIdx.x] = op(partial[threadIdx.x], partial[threadIdx.x + k]);
+    __syncthreads();
+  }
+  double r = partial[0];
+  __syncthreads(); // before the next call reuses `partial`
+  return r;
 }
 
 __device__ inline int64_t offsetOf(const Strided &v, int64_t linear) {
@@ -257,6 +294,8 @@ __global__ void gatherGradKernel(const void *idx, bool idx64, const T *g, T *out
   atomicAdd(&out[(o * dim + k) * inner + x], g[e]); // repeated tokens accumulate
 }
 
+/// Softmax along a strided axis (inner > 1): one thread per (outer, inner) pair,
+/// neighbours reading neighbouring addresses.
 template <typename T>
 __global__ void softmaxKernel(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner,
                               bool log) {
@@ -277,111 +316,135 @@ __global__ void softmaxKernel(const T *x, T *y, int64_t outer, int64_t dim, int6
     py[d * inner] = log ? (T)((double)px[d * inner] - lse) : (T)exp((double)px[d * inner] - lse);
 }
 
+/// Softmax along a contiguous axis: one block per row.
+template <typename T>
+__global__ void softmaxRowsKernel(const T *x, T *y, int64_t dim, bool log) {
+  const T *px = x + (int64_t)blockIdx.x * dim;
+  T *py = y + (int64_t)blockIdx.x * dim;
+  double mx = -INFINITY;
+  for (int64_t d = threadIdx.x; d < dim; d += kThreads)
+    mx = fmax(mx, (double)px[d]);
+  mx = blockReduce(mx, Max{});
+  double sum = 0;
+  for (int64_t d = threadIdx.x; d < dim; d += kThreads)
+    sum += exp((double)px[d] - mx);
+  double lse = mx + ::log(blockReduce(sum, Add{}));
+  for (int64_t d = threadIdx.x; d < dim; d += kThreads)
+    py[d] = log ? (T)((double)px[d] - lse) : (T)exp((double)px[d] - lse);
+}
+
+/// One block per normalized row.
 template <typename T>
 __global__ void layerNormKernel(const T *x, const T *scale, const T *bias,
                                 const int64_t *sOff, const int64_t *bOff, T *y, T *mean,
-                                T *rstd, int64_t outer, int64_t inner, double eps) {
-  int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (o >= outer)
-    return;
+                                T *rstd, int64_t inner, double eps) {
+  int64_t o = blockIdx.x;
   const T *row = x + o * inner;
-  double mu = 0, var = 0;
-  for (int64_t i = 0; i < inner; ++i)
-    mu += row[i];
-  mu /= inner;
-  for (int64_t i = 0; i < inner; ++i)
-    var += ((double)row[i] - mu) * ((double)row[i] - mu);
-  var /= inner;
-  double r = 1.0 / sqrt(var + eps);
-  mean[o] = (T)mu;
-  rstd[o] = (T)r;
-  for (int64_t i = 0; i < inner; ++i)
-    y[o * inner + i] = (T)(((double)row[i] - mu) * r * (double)scale[sOff[i]] + (double)bias[bOff[i]]);
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < inner; i += kThreads)
+    sum += (double)row[i];
+  double mu = blockReduce(sum, Add{}) / inner, sq = 0;
+  for (int64_t i = threadIdx.x; i < inner; i += kThreads)
+    sq += ((double)row[i] - mu) * ((double)row[i] - mu);
+  double r = 1.0 / sqrt(blockReduce(sq, Add{}) / inner + eps);
+  if (threadIdx.x == 0) {
+    mean[o] = (T)mu;
+    rstd[o] = (T)r;
+  }
+  for (int64_t i = threadIdx.x; i < inner; i += kThreads)
+    y[o * inner + i] =
+        (T)(((double)row[i] - mu) * r * (double)scale[sOff[i]] + (double)bias[bOff[i]]);
 }
 
+/// dx, one block per row.
 template <typename T>
 __global__ void layerNormGradRows(const T *x, const T *scale, const int64_t *sOff,
                                   const T *mean, const T *rstd, const T *gy, T *dx,
-                                  int64_t outer, int64_t inner) {
-  int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (o >= outer)
-    return;
+                                  int64_t inner) {
+  int64_t o = blockIdx.x;
   const T *row = x + o * inner, *g = gy + o * inner;
   double mu = mean[o], r = rstd[o], sumG = 0, sumGX = 0;
-  for (int64_t i = 0; i < inner; ++i) {
+  for (int64_t i = threadIdx.x; i < inner; i += kThreads) {
     double xhat = ((double)row[i] - mu) * r, gx = (double)g[i] * (double)scale[sOff[i]];
     sumG += gx;
     sumGX += gx * xhat;
   }
-  double meanG = sumG / inner, meanGX = sumGX / inner;
-  for (int64_t i = 0; i < inner; ++i) {
+  double meanG = blockReduce(sumG, Add{}) / inner;
+  double meanGX = blockReduce(sumGX, Add{}) / inner;
+  for (int64_t i = threadIdx.x; i < inner; i += kThreads) {
     double xhat = ((double)row[i] - mu) * r, gx = (double)g[i] * (double)scale[sOff[i]];
     dx[o * inner + i] = (T)(r * (gx - meanG - xhat * meanGX));
   }
 }
 
+/// dscale and dbias, one block per normalized position summing over the rows.
 template <typename T>
 __global__ void layerNormGradColumns(const T *x, const T *mean, const T *rstd, const T *gy,
                                      T *dscale, T *dbias, int64_t outer, int64_t inner) {
-  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i >= inner)
-    return;
+  int64_t i = blockIdx.x;
   double ds = 0, db = 0;
-  for (int64_t o = 0; o < outer; ++o) {
+  for (int64_t o = threadIdx.x; o < outer; o += kThreads) {
     double xhat = ((double)x[o * inner + i] - (double)mean[o]) * (double)rstd[o];
     ds += (double)gy[o * inner + i] * xhat;
-    db += gy[o * inner + i];
+    db += (double)gy[o * inner + i];
   }
-  dscale[i] = (T)ds;
-  dbias[i] = (T)db;
+  ds = blockReduce(ds, Add{});
+  db = blockReduce(db, Add{});
+  if (threadIdx.x == 0) {
+    dscale[i] = (T)ds;
+    dbias[i] = (T)db;
+  }
 }
 
 __device__ inline int64_t labelAt(const void *labels, bool labels64, int64_t pos) {
   return labels64 ? ((const int64_t *)labels)[pos] : ((const int32_t *)labels)[pos];
 }
 
-/// One thread: the positions are few next to the classes, and the mean needs the
-/// summed weights of every counted position before any gradient.
+/// One block: the mean needs the summed weights of every counted position.
 template <typename T>
 __global__ void crossEntropyKernel(const T *logp, const void *labels, bool labels64,
                                    const T *weights, int reduction, bool hasIgnore,
                                    int64_t ignore, T *loss, int64_t n, int64_t c,
                                    int64_t inner, int *error) {
   double total = 0, weightSum = 0;
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < inner; ++j) {
-      int64_t pos = i * inner + j, label = labelAt(labels, labels64, pos);
-      double l = 0, w = 0;
-      if (!(hasIgnore && label == ignore)) {
-        if (label < 0 || label >= c) {
-          *error = kIndexOutOfRange;
-          continue;
-        }
-        w = weights ? (double)weights[label] : 1.0;
-        l = -w * (double)logp[(i * c + label) * inner + j];
+  for (int64_t pos = threadIdx.x; pos < n * inner; pos += kThreads) {
+    int64_t i = pos / inner, j = pos % inner, label = labelAt(labels, labels64, pos);
+    double l = 0, w = 0;
+    if (!(hasIgnore && label == ignore)) {
+      if (label < 0 || label >= c) {
+        *error = kIndexOutOfRange;
+        continue;
       }
-      if (reduction == 0)
-        loss[pos] = (T)l;
-      total += l;
-      weightSum += w;
+      w = weights ? (double)weights[label] : 1.0;
+      l = -w * (double)logp[(i * c + label) * inner + j];
     }
-  if (reduction == 1)
+    if (reduction == 0)
+      loss[pos] = (T)l;
+    total += l;
+    weightSum += w;
+  }
+  total = blockReduce(total, Add{});
+  weightSum = blockReduce(weightSum, Add{});
+  if (threadIdx.x == 0 && reduction == 1)
     loss[0] = (T)total;
-  else if (reduction == 2)
+  else if (threadIdx.x == 0 && reduction == 2)
     loss[0] = (T)(total / weightSum);
 }
 
+/// The mean's denominator: one block.
 template <typename T>
 __global__ void weightSumKernel(const void *labels, bool labels64, const T *weights,
                                 bool hasIgnore, int64_t ignore, int64_t positions,
                                 int64_t c, double *sum) {
   double s = 0;
-  for (int64_t pos = 0; pos < positions; ++pos) {
+  for (int64_t pos = threadIdx.x; pos < positions; pos += kThreads) {
     int64_t label = labelAt(labels, labels64, pos);
     if (!(hasIgnore && label == ignore) && label >= 0 && label < c)
       s += weights ? (double)weights[label] : 1.0;
   }
-  *sum = s;
+  s = blockReduce(s, Add{});
+  if (threadIdx.x == 0)
+    *sum = s;
 }
 
 template <typename T>
@@ -410,6 +473,7 @@ __global__ void crossEntropyGradKernel(const T *logp, const void *labels, bool l
   out[e] = (T)(coef * (exp((double)logp[e]) - (k == label ? 1.0 : 0.0)));
 }
 
+/// Few values per output: one thread each.
 template <typename T>
 __global__ void reduceKernel(bool mean, const T *in, Strided keep, Strided red,
                              int64_t count, T *out, int64_t n) {
@@ -421,6 +485,19 @@ __global__ void reduceKernel(bool mean, const T *in, Strided keep, Strided red,
   for (int64_t r = 0; r < count; ++r)
     acc += (double)in[base + offsetOf(red, r)];
   out[j] = (T)(mean ? (count ? acc / count : 0.0) : acc);
+}
+
+/// Many values per output (bias gradients over the batch): one block each.
+template <typename T>
+__global__ void reduceRowsKernel(bool mean, const T *in, Strided keep, Strided red,
+                                 int64_t count, T *out) {
+  int64_t j = blockIdx.x, base = offsetOf(keep, j);
+  double acc = 0;
+  for (int64_t r = threadIdx.x; r < count; r += kThreads)
+    acc += (double)in[base + offsetOf(red, r)];
+  acc = blockReduce(acc, Add{});
+  if (threadIdx.x == 0)
+    out[j] = (T)(mean ? (count ? acc / count : 0.0) : acc);
 }
 
 template <typename T>
@@ -560,12 +637,22 @@ void gatherGrad(cudaStream_t s, Elem t, const void *idx, bool idx64, const void 
   });
 }
 
+namespace {
+template <typename T>
+void launchSoftmax(cudaStream_t s, const T *x, T *y, int64_t outer, int64_t dim,
+                   int64_t inner, bool log) {
+  if (inner == 1)
+    launchRows("softmaxRows", softmaxRowsKernel<T>, outer, s, x, y, dim, log);
+  else
+    launchN("softmax", softmaxKernel<T>, outer * inner, s, x, y, outer, dim, inner, log);
+}
+} // namespace
+
 void softmax(cudaStream_t s, Elem t, const void *x, void *y, int64_t outer, int64_t dim,
              int64_t inner, bool log) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    launchN("softmax", softmaxKernel<T>, outer * inner, s, (const T *)x, (T *)y, outer, dim, inner,
-                                                  log);
+    launchSoftmax(s, (const T *)x, (T *)y, outer, dim, inner, log);
   });
 }
 
@@ -574,9 +661,8 @@ void layerNorm(cudaStream_t s, Elem t, const void *x, const void *scale, const v
                int64_t outer, int64_t inner, double eps) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    launchN("layerNorm", layerNormKernel<T>, outer, s, (const T *)x, (const T *)scale,
-                                            (const T *)bias, sOff, bOff, (T *)y,
-                                            (T *)mean, (T *)rstd, outer, inner, eps);
+    launchRows("layerNorm", layerNormKernel<T>, outer, s, (const T *)x, (const T *)scale,
+               (const T *)bias, sOff, bOff, (T *)y, (T *)mean, (T *)rstd, inner, eps);
   });
 }
 
@@ -585,12 +671,12 @@ void layerNormGrad(cudaStream_t s, Elem t, const void *x, const void *scale,
                    void *dx, void *dscale, void *dbias, int64_t outer, int64_t inner) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    launchN("layerNormGradRows", layerNormGradRows<T>, outer, s, (const T *)x, (const T *)scale, sOff,
-                                              (const T *)mean, (const T *)rstd,
-                                              (const T *)gy, (T *)dx, outer, inner);
-    launchN("layerNormGradColumns", layerNormGradColumns<T>, inner, s, (const T *)x, (const T *)mean,
-                                                 (const T *)rstd, (const T *)gy,
-                                                 (T *)dscale, (T *)dbias, outer, inner);
+    launchRows("layerNormGradRows", layerNormGradRows<T>, outer, s, (const T *)x,
+               (const T *)scale, sOff, (const T *)mean, (const T *)rstd, (const T *)gy,
+               (T *)dx, inner);
+    launchRows("layerNormGradColumns", layerNormGradColumns<T>, inner, s, (const T *)x,
+               (const T *)mean, (const T *)rstd, (const T *)gy, (T *)dscale, (T *)dbias,
+               outer, inner);
   });
 }
 
@@ -600,11 +686,10 @@ void crossEntropy(cudaStream_t s, Elem t, const void *scores, const void *labels
                   int64_t inner, int *errorFlag) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    launchN("softmax", softmaxKernel<T>, n * inner, s, (const T *)scores, (T *)logp, n, c, inner,
-                                              true);
-    launch("crossEntropy", crossEntropyKernel<T>, 1, 1, s, (const T *)logp, labels, labels64,
-                                          (const T *)weights, reduction, hasIgnore, ignore,
-                                          (T *)loss, n, c, inner, errorFlag);
+    launchSoftmax(s, (const T *)scores, (T *)logp, n, c, inner, true);
+    launchRows("crossEntropy", crossEntropyKernel<T>, 1, s, (const T *)logp, labels,
+               labels64, (const T *)weights, reduction, hasIgnore, ignore, (T *)loss, n, c,
+               inner, errorFlag);
   });
 }
 
@@ -618,20 +703,26 @@ void crossEntropyGrad(cudaStream_t s, Elem t, const void *logp, const void *labe
     static thread_local double *denom = nullptr;
     if (!denom)
       checkCuda(cudaMalloc(&denom, sizeof(double)), "cudaMalloc");
-    launch("weightSum", weightSumKernel<T>, 1, 1, s, labels, labels64, (const T *)weights, hasIgnore,
-                                       ignore, n * inner, c, denom);
-    int64_t total = n * c * inner;
-    launchN("crossEntropyGrad", crossEntropyGradKernel<T>, total, s, 
-        (const T *)logp, labels, labels64, (const T *)grad, (const T *)weights, reduction,
-        hasIgnore, ignore, denom, (T *)out, n, c, inner, errorFlag);
+    launchRows("weightSum", weightSumKernel<T>, 1, s, labels, labels64, (const T *)weights,
+               hasIgnore, ignore, n * inner, c, denom);
+    launchN("crossEntropyGrad", crossEntropyGradKernel<T>, n * c * inner, s,
+            (const T *)logp, labels, labels64, (const T *)grad, (const T *)weights,
+            reduction, hasIgnore, ignore, denom, (T *)out, n, c, inner, errorFlag);
   });
 }
 
 void reduce(cudaStream_t s, Elem t, bool mean, const void *in, Strided keep, Strided red,
             int64_t count, void *out, int64_t n) {
+  // A block per output once its values outnumber what one thread sums quickly.
+  constexpr int64_t kRowsFrom = 64;
   dispatch(t, [&](auto tag) {
     using T = decltype(tag);
-    launchN("reduce", reduceKernel<T>, n, s, mean, (const T *)in, keep, red, count, (T *)out, n);
+    if (count >= kRowsFrom)
+      launchRows("reduceRows", reduceRowsKernel<T>, n, s, mean, (const T *)in, keep, red,
+                 count, (T *)out);
+    else
+      launchN("reduce", reduceKernel<T>, n, s, mean, (const T *)in, keep, red, count,
+              (T *)out, n);
   });
 }
 
