@@ -17,42 +17,50 @@
 #      3c. an integer division by zero is reported as an error;
 #   4. the GPT-2 small training step in zero-run and in PyTorch eager, and their ratio.
 # The GPU machine has no zero-opt (no MLIR there): plans are compiled by `bundle`.
+#
+#   utils/gpu-checks.sh bundle rehearsal; utils/gpu-checks.sh rehearse
+#                                 here, no GPU: checks 1-3c as `run` does them,
+#                                 with zero-run-cuda-emulated (the CUDA backend over
+#                                 emulated CUDA) and 8 emulated GPUs; no benchmark
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=gpu-bundle
+B=${GPU_BUNDLE:-gpu-bundle}        # where bundle writes and run/rehearse read
+BUILD=${ZERO_BUILD_DIR:-build}     # the build bundle and rehearse take binaries from
 
+# bundle [rehearsal]: for a rehearsal, from the existing build, CUDA or not.
 bundle() {
-  utils/setup.sh build
-  grep -q '^ZERO_HAVE_CUDA:INTERNAL=ON' build/CMakeCache.txt 2>/dev/null ||
-    ldd build/bin/zero-run | grep -q libnccl ||
-    { echo "gpu-checks: this build has no CUDA backend" >&2; exit 1; }
+  if [ -z "${1:-}" ]; then
+    utils/setup.sh build
+    ldd "$BUILD/bin/zero-run" | grep -q libnccl ||
+      { echo "gpu-checks: this build has no CUDA backend" >&2; exit 1; }
+  fi
   rm -rf "$B" && mkdir -p "$B/bin" "$B/lib" "$B/gpt" "$B/bench" "$B/div"
-  cp build/bin/zero-run "$B/bin/" && strip "$B/bin/zero-run"
+  cp "$BUILD/bin/zero-run" "$B/bin/" && strip "$B/bin/zero-run"
   # The Debian libraries zero-run needs; not the C runtime, not CUDA's (the GPU
   # image has CUDA 13's cuBLAS and NCCL).
-  ldd build/bin/zero-run | awk '/=> \// {print $3}' |
+  ldd $BUILD/bin/zero-run | awk '/=> \// {print $3}' |
     grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl|librt)[.-]|libcuda|libcublas|libnccl' |
     xargs -I{} cp -L {} "$B/lib/"
   # 1. node tests: compiled plans, and the cases they come from.
-  /usr/bin/python3 utils/run-onnx-node-tests.py --bin build/bin --cases build/onnx-node \
+  /usr/bin/python3 utils/run-onnx-node-tests.py --bin $BUILD/bin --cases $BUILD/onnx-node \
     --skip test/onnx-node/skipped.txt --bundle "$B/node"
   mkdir -p "$B/onnx-node/node"
-  for c in "$B"/node/*/; do cp -r "build/onnx-node/node/$(basename "$c")" "$B/onnx-node/node/"; done
+  for c in "$B"/node/*/; do cp -r "$BUILD/onnx-node/node/$(basename "$c")" "$B/onnx-node/node/"; done
   # 2. gradient checks: compiled plans (the models are rebuilt there, same seeds).
-  /usr/bin/python3 utils/grad-check.py --bin build/bin --cases test/Gradients/cases.py \
+  /usr/bin/python3 utils/grad-check.py --bin $BUILD/bin --cases test/Gradients/cases.py \
     --bundle "$B/grad"
   # 3. the GPT: model, plan, data, and the CPU run to compare with.
   /usr/bin/python3 utils/make_gpt.py "$B/gpt/gpt.onnx" --layers 2 --hidden 64 --seq 32 2>/dev/null
-  build/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=2 --world-size=1 -o "$B/gpt/step.zplan"
+  $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=2 --world-size=1 -o "$B/gpt/step.zplan"
   head -c 40000 /usr/share/common-licenses/GPL-3 > "$B/gpt/text.u8"
-  build/bin/zero-run "$B/gpt/step.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+  $BUILD/bin/zero-run "$B/gpt/step.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
     --steps 20 --log-json "$B/gpt/cpu.json" --device cpu --quiet
   # 3b. the same at ZeRO-3 on 2 ranks (threads of one process), for machines with 2 GPUs.
-  build/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=3 --world-size=2 -o "$B/gpt/step-w2.zplan"
-  build/bin/zero-run "$B/gpt/step-w2.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+  $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=3 --world-size=2 -o "$B/gpt/step-w2.zplan"
+  $BUILD/bin/zero-run "$B/gpt/step-w2.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
     --steps 20 --log-json "$B/gpt/cpu-w2.json" --device cpu --quiet
   # 3c. integer division by zero: an error on the GPU too (the lit test's inputs).
-  build/bin/zero-opt test/Target/Zplan/Inputs/int-div.onnxtxt --mode=inference -o "$B/div/div.zplan"
+  $BUILD/bin/zero-opt test/Target/Zplan/Inputs/int-div.onnxtxt --mode=inference -o "$B/div/div.zplan"
   /usr/bin/python3 - "$B/div" <<'PY'
 import os, sys
 import numpy as np, onnx.numpy_helper as nh
@@ -65,7 +73,7 @@ PY
   # 4. GPT-2 small, shapes only (the weights are made on the GPU machine).
   /usr/bin/python3 utils/gen_gpt_onnx.py "$B/bench/shape.onnx" --layers 12 --hidden 768 \
     --heads 12 --vocab 50257 --seq 1024 --batch 8 > /dev/null
-  build/bin/zero-opt "$B/bench/shape.onnx" -o "$B/bench/step.zplan"
+  $BUILD/bin/zero-opt "$B/bench/shape.onnx" -o "$B/bench/step.zplan"
   du -sh "$B"
 }
 
@@ -81,62 +89,81 @@ sys.exit(0 if len(ref) == len(got) == 20 and worst < 1e-4 else 1)
 PY
 }
 
+# run [rehearse]
 run() {
   [ -x "$B/bin/zero-run" ] || { echo "gpu-checks: no $B/ (run 'utils/gpu-checks.sh bundle' first)" >&2; exit 1; }
-  # CUDA 13's cuBLAS, cuDART and NCCL from the image's Python packages.
-  libs=$(python3 - <<'PY'
-import importlib, os
+  local rehearse="${1:-}" ZR="$B/bin/zero-run" PY=python3
+  if [ -n "$rehearse" ]; then
+    ZR=$BUILD/bin/zero-run-cuda-emulated PY=/usr/bin/python3
+    [ -x "$ZR" ] || { echo "gpu-checks: no $ZR (build first)" >&2; exit 1; }
+    echo "gpu-checks: REHEARSAL with $ZR: the CUDA backend over emulated CUDA, no GPU"
+  else
+    # CUDA 13's cuDART, cuBLAS and NCCL: the image's toolkit, or its Python packages
+    # (nvidia/cu13/lib in the CUDA 13 wheels, nvidia/<name>/lib in older ones).
+    libs=$(python3 - <<'PY'
+import glob, os, site, sys
+roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
+wanted = ("libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libnccl.so.2")
 dirs = []
-for name in ("nvidia.cublas", "nvidia.cuda_runtime", "nvidia.nccl"):
-    try:
-        m = importlib.import_module(name)
-        for p in m.__path__:
-            if os.path.isdir(os.path.join(p, "lib")):
-                dirs.append(os.path.join(p, "lib"))
-    except ImportError:
-        pass
+for d in ["/usr/local/cuda/lib64", "/usr/local/cuda/lib",
+          "/usr/local/cuda/targets/x86_64-linux/lib"] + [
+        p for r in roots if os.path.isdir(os.path.join(r, "nvidia"))
+        for p in glob.glob(os.path.join(r, "nvidia", "*", "lib"))]:
+    if d not in dirs and any(os.path.exists(os.path.join(d, w)) for w in wanted):
+        dirs.append(d)
 print(":".join(dirs))
 PY
-)
-  export LD_LIBRARY_PATH="$PWD/$B/lib:$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  )
+    export LD_LIBRARY_PATH="$PWD/$B/lib:$libs:${LD_LIBRARY_PATH:-}"
+    if ldd "$ZR" | grep -q "not found"; then
+      echo "gpu-checks: zero-run's libraries are missing here (searched: $libs):" >&2
+      ldd "$ZR" | grep "not found" >&2
+      exit 1
+    fi
+    nvidia-smi -L || true
+  fi
   export OPENBLAS_NUM_THREADS=4
-  nvidia-smi -L || true
   failed=0
   echo "== 1. ONNX backend node tests on cuda"
-  python3 utils/run-onnx-node-tests.py --bin "$B/bin" --cases "$B/onnx-node" \
+  $PY utils/run-onnx-node-tests.py --bin "$B/bin" --zero-run "$ZR" --cases "$B/onnx-node" \
     --skip test/onnx-node/skipped.txt --prebuilt "$B/node" --device cuda || failed=1
   echo "== 2. gradient checks on cuda"
-  python3 utils/grad-check.py --bin "$B/bin" --cases test/Gradients/cases.py \
+  $PY utils/grad-check.py --bin "$B/bin" --zero-run "$ZR" --cases test/Gradients/cases.py \
     --prebuilt "$B/grad" --device cuda || failed=1
   echo "== 3. GPT, 20 steps of AdamW, cuda (NCCL from ncclCommInitAll, one rank) vs cpu"
-  "$B/bin/zero-run" "$B/gpt/step.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+  "$ZR" "$B/gpt/step.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
     --steps 20 --log-json "$B/gpt/cuda.json" --device cuda --quiet || failed=1
   compare_losses "$B/gpt/cpu.json" "$B/gpt/cuda.json" || failed=1
   echo "== 3b. GPT at ZeRO-3 on 2 GPUs, one process (ncclCommInitAll) vs cpu"
-  if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
-    "$B/bin/zero-run" "$B/gpt/step-w2.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+  if [ -n "$rehearse" ] || [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+    "$ZR" "$B/gpt/step-w2.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
       --steps 20 --log-json "$B/gpt/cuda-w2.json" --device cuda --quiet || failed=1
     compare_losses "$B/gpt/cpu-w2.json" "$B/gpt/cuda-w2.json" || failed=1
   else
     echo "skipped: this machine has fewer than 2 GPUs"
   fi
   echo "== 3c. integer division by zero on cuda is an error"
-  "$B/bin/zero-run" --device=cuda "$B/div/div.zplan" --inputs "$B/div/ok" | tee "$B/div/ok.txt"
+  "$ZR" --device=cuda "$B/div/div.zplan" --inputs "$B/div/ok" | tee "$B/div/ok.txt"
   grep -q "y: i64\[3\] = 3 -3 3" "$B/div/ok.txt" || { echo "wrong quotients"; failed=1; }
-  if "$B/bin/zero-run" --device=cuda "$B/div/div.zplan" --inputs "$B/div/zero" 2> "$B/div/zero.txt"; then
+  if "$ZR" --device=cuda "$B/div/div.zplan" --inputs "$B/div/zero" 2> "$B/div/zero.txt"; then
     echo "a zero divisor was not reported"; failed=1
   else
     cat "$B/div/zero.txt"
     grep -q "integer division by zero" "$B/div/zero.txt" || failed=1
   fi
   echo "== 4. GPT-2 small training step: zero-run vs PyTorch eager"
-  python3 utils/bench-gpu.py --zero-run "$B/bin/zero-run" --plan "$B/bench/step.zplan" || failed=1
+  if [ -n "$rehearse" ]; then
+    echo "skipped in a rehearsal (it needs a GPU and PyTorch with CUDA)"
+  else
+    $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step.zplan" || failed=1
+  fi
   [ "$failed" = 0 ] && echo "gpu-checks: all passed" || echo "gpu-checks: FAILED"
   return "$failed"
 }
 
 case "${1:-}" in
-bundle) bundle ;;
+bundle) bundle "${2:-}" ;;
 run) run ;;
-*) echo "usage: utils/gpu-checks.sh bundle|run" >&2; exit 2 ;;
+rehearse) run rehearse ;;
+*) echo "usage: utils/gpu-checks.sh bundle|run|rehearse" >&2; exit 2 ;;
 esac
