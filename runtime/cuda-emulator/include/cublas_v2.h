@@ -36,4 +36,17 @@ cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
                            const double *alpha, const double *a, int lda, const double *b,
                            int ldb, const double *beta, double *c, int ldc);
 
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const float *alpha, const float *a, int lda,
+                                         long long strideA, const float *b, int ldb,
+                                         long long strideB, const float *beta, float *c,
+                                         int ldc, long long strideC, int batch);
+cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const double *alpha, const double *a, int lda,
+                                         long long strideA, const double *b, int ldb,
+                                         long long strideB, const double *beta, double *c,
+                                         int ldc, long long strideC, int batch);
+
 #endif // ZERO_CUDA_EMULATOR_CUBLAS_V2_H

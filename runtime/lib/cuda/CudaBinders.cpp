@@ -116,23 +116,36 @@ BoundKernel bindCast(const KernelCall &call) {
   return [=] { cast(context().compute, from, to, toBool, x.data, out.data, n); };
 }
 
-void gemm(bool ta, bool tb, Elem t, const void *a, const void *b, void *c, int64_t m,
-          int64_t n, int64_t k) {
+/// C_i = A_i B_i (row-major) for `batch` matrices `stride*` elements apart (a stride
+/// of 0 broadcasts one matrix), on the compute stream.
+void gemm(bool ta, bool tb, Elem t, const void *a, int64_t strideA, const void *b,
+          int64_t strideB, void *c, int64_t m, int64_t n, int64_t k, int64_t batch) {
   // Row-major C = A B is column-major C^T = B^T A^T.
   cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
   if (t == Elem::F64) {
     double one = 1, zero = 0;
-    ZERO_CUBLAS_CHECK(cublasDgemm(context().blas, opB, opA, (int)n, (int)m, (int)k, &one,
-                                  (const double *)b, ldb, (const double *)a, lda, &zero,
-                                  (double *)c, (int)n));
+    ZERO_CUBLAS_CHECK(cublasDgemmStridedBatched(
+        context().blas, opB, opA, (int)n, (int)m, (int)k, &one, (const double *)b, ldb,
+        strideB, (const double *)a, lda, strideA, &zero, (double *)c, (int)n, m * n,
+        (int)batch));
   } else {
     float one = 1, zero = 0;
-    ZERO_CUBLAS_CHECK(cublasSgemm(context().blas, opB, opA, (int)n, (int)m, (int)k, &one,
-                                  (const float *)b, ldb, (const float *)a, lda, &zero,
-                                  (float *)c, (int)n));
+    ZERO_CUBLAS_CHECK(cublasSgemmStridedBatched(
+        context().blas, opB, opA, (int)n, (int)m, (int)k, &one, (const float *)b, ldb,
+        strideB, (const float *)a, lda, strideA, &zero, (float *)c, (int)n, m * n,
+        (int)batch));
   }
+}
+
+/// The common stride of `offsets` (offsets[i] == i * stride), or -1 if none.
+int64_t uniformStride(const std::vector<int64_t> &offsets) {
+  int64_t stride = offsets.size() > 1 ? offsets[1] - offsets[0] : 0;
+  for (size_t i = 0; i < offsets.size(); ++i)
+    if (offsets[i] != (int64_t)i * stride)
+      return -1;
+  return stride;
 }
 
 BoundKernel bindMatMul(const KernelCall &call) {
@@ -161,19 +174,30 @@ BoundKernel bindMatMul(const KernelCall &call) {
                         bOff.push_back(off[1]);
                       });
   Elem t = elemOf(a.dtype);
-  int64_t size = dtypeSize(a.dtype);
+  int64_t size = dtypeSize(a.dtype), batches = (int64_t)aOff.size();
+  // Batches a fixed number of matrices apart (or broadcast): one cuBLAS call.
+  int64_t sa = uniformStride(aOff), sb = uniformStride(bOff);
+  bool strided = sa >= 0 && sb >= 0 && batches <= INT32_MAX;
   return [=] {
     if (m == 0 || n == 0)
       return;
-    for (size_t i = 0; i < aOff.size(); ++i) {
-      char *c = out.as<char>() + i * m * n * size;
-      if (k == 0) {
-        ZERO_CUDA_CHECK(cudaMemsetAsync(c, 0, m * n * size, context().compute));
-        continue;
-      }
-      gemm(ta, tb, t, a.as<char>() + aOff[i] * m * k * size,
-           b.as<char>() + bOff[i] * k * n * size, c, m, n, k);
+    if (k == 0) {
+      ZERO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, batches * m * n * size, context().compute));
+      return;
     }
+    if (strided && sa == 1 && sb == 0 && !ta) {
+      // Consecutive row-major A's times one B: a single GEMM of batches * m rows.
+      gemm(ta, tb, t, a.data, 0, b.data, 0, out.data, batches * m, n, k, 1);
+      return;
+    }
+    if (strided) {
+      gemm(ta, tb, t, a.data, sa * m * k, b.data, sb * k * n, out.data, m, n, k, batches);
+      return;
+    }
+    for (int64_t i = 0; i < batches; ++i)
+      gemm(ta, tb, t, a.as<char>() + aOff[i] * m * k * size, 0,
+           b.as<char>() + bOff[i] * k * n * size, 0, out.as<char>() + i * m * n * size, m,
+           n, k, 1);
   };
 }
 
