@@ -99,6 +99,8 @@ template <typename Op> __device__ double blockReduce(double v, Op op) {
 }
 
 __device__ inline int64_t offsetOf(const Strided &v, int64_t linear) {
+  if (v.contiguous) // no index arithmetic for the common, unbroadcast case
+    return linear;
   int64_t off = 0;
   for (int d = v.rank - 1; d >= 0; --d) {
     int64_t i = linear % v.shape[d];

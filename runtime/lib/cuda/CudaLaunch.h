@@ -24,6 +24,7 @@ struct Strided {
   int rank = 0;
   int64_t shape[kMaxRank] = {};
   int64_t stride[kMaxRank] = {};
+  bool contiguous = false; // stride is shape's row-major strides: offset == position
 };
 
 /// Storage types; bool is U8.
