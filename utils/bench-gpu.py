@@ -21,7 +21,11 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
 
-CFG = dict(layers=12, hidden=768, heads=12, vocab=50257, seq=1024, batch=8)
+MODELS = {
+    "small": dict(layers=12, hidden=768, heads=12, vocab=50257, seq=1024, batch=8),
+    # Only to rehearse this script without a GPU (utils/gpu-checks.sh rehearse).
+    "tiny": dict(layers=1, hidden=32, heads=2, vocab=64, seq=16, batch=2),
+}
 
 
 def main():
@@ -30,7 +34,17 @@ def main():
     p.add_argument("--plan", required=True)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--model", choices=sorted(MODELS), default="small",
+                   help="the plan's model (tiny: rehearsals only)")
+    p.add_argument("--torch-device", default="cuda", help="cuda, or cpu in a rehearsal")
     a = p.parse_args()
+    CFG = MODELS[a.model]
+    dev = torch.device(a.torch_device)
+    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 GEMMs, as zero-run's cuBLAS
+
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
     here = os.path.dirname(os.path.abspath(__file__))
     total = a.warmup + a.steps
     with tempfile.TemporaryDirectory() as tmp:
@@ -51,23 +65,26 @@ def main():
 
     torch.manual_seed(0)
     gpt = zero_models.GPT(CFG["layers"], CFG["hidden"], CFG["heads"], CFG["vocab"],
-                          CFG["seq"]).cuda().train()
+                          CFG["seq"]).to(dev).train()
     opt = torch.optim.AdamW(gpt.parameters(), lr=1e-4)
-    tokens = torch.randint(0, CFG["vocab"], (CFG["batch"], CFG["seq"]), device="cuda")
-    targets = torch.randint(0, CFG["vocab"], (CFG["batch"], CFG["seq"]), device="cuda")
+    tokens = torch.randint(0, CFG["vocab"], (CFG["batch"], CFG["seq"]), device=dev)
+    targets = torch.randint(0, CFG["vocab"], (CFG["batch"], CFG["seq"]), device=dev)
     times = []
     for step in range(total):
-        torch.cuda.synchronize()
+        sync()
         start = time.perf_counter()
         opt.zero_grad()
         gpt(tokens, targets).backward()
         opt.step()
-        torch.cuda.synchronize()
+        sync()
         if step >= a.warmup:
             times.append((time.perf_counter() - start) * 1000)
     torch_ms = statistics.median(times)
-    print("GPT-2 small (124M), seq 1024, micro-batch 8, fp32 AdamW, %s" %
-          torch.cuda.get_device_name())
+    where = torch.cuda.get_device_name() if dev.type == "cuda" else "PyTorch on the CPU"
+    if a.model == "small":
+        print("GPT-2 small (124M), seq 1024, micro-batch 8, fp32 AdamW, %s" % where)
+    else:
+        print("REHEARSAL, model %s, %s: the figures mean nothing" % (a.model, where))
     print("  zero-run       %8.1f ms/step" % zero_ms)
     print("  PyTorch eager  %8.1f ms/step" % torch_ms)
     print("  zero-run / PyTorch: %.2f" % (zero_ms / torch_ms))

@@ -21,7 +21,8 @@
 #   utils/gpu-checks.sh bundle rehearsal; utils/gpu-checks.sh rehearse
 #                                 here, no GPU: checks 1-3c as `run` does them,
 #                                 with zero-run-cuda-emulated (the CUDA backend over
-#                                 emulated CUDA) and 8 emulated GPUs; no benchmark
+#                                 emulated CUDA) and 8 emulated GPUs; check 4's script
+#                                 on a tiny GPT, PyTorch on the CPU
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${GPU_BUNDLE:-gpu-bundle}        # where bundle writes and run/rehearse read
@@ -74,6 +75,10 @@ PY
   /usr/bin/python3 utils/gen_gpt_onnx.py "$B/bench/shape.onnx" --layers 12 --hidden 768 \
     --heads 12 --vocab 50257 --seq 1024 --batch 8 > /dev/null
   $BUILD/bin/zero-opt "$B/bench/shape.onnx" -o "$B/bench/step.zplan"
+  # ... and a tiny GPT, for rehearsing the benchmark script.
+  /usr/bin/python3 utils/gen_gpt_onnx.py "$B/bench/tiny.onnx" --layers 1 --hidden 32 \
+    --heads 2 --vocab 64 --seq 16 --batch 2 > /dev/null
+  $BUILD/bin/zero-opt "$B/bench/tiny.onnx" -o "$B/bench/tiny.zplan"
   du -sh "$B"
 }
 
@@ -153,7 +158,9 @@ PY
   fi
   echo "== 4. GPT-2 small training step: zero-run vs PyTorch eager"
   if [ -n "$rehearse" ]; then
-    echo "skipped in a rehearsal (it needs a GPU and PyTorch with CUDA)"
+    echo "(rehearsed with a tiny GPT and PyTorch on the CPU)"
+    $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny.zplan" --model tiny \
+      --torch-device cpu --steps 2 --warmup 1 || failed=1
   else
     $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step.zplan" || failed=1
   fi
