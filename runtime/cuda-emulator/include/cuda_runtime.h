@@ -7,7 +7,7 @@
 // binders and stream/event ordering without a GPU. Work is queued per stream and
 // runs only when the host must wait for it, one item at a time from the stream
 // ZERO_CUDA_EMULATOR_ORDER prefers ("first" or "last" created), so a missing
-// event between streams shows up as wrong numbers. See CudaEmulator.cpp.
+// event between streams shows up as wrong numbers. See ../Emulator.h.
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,8 +2,8 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-// One thread per output element (or per normalized row), accumulations in double
-// like the CPU kernels: correctness and parity first; GEMMs go to cuBLAS.
+// One thread per output element, or a block per row where a row is reduced;
+// accumulations in double like the CPU kernels (parity first); GEMMs go to cuBLAS.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,127 @@
+//===- Cublas.cpp - Emulated cuBLAS GEMMs ----------------------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Column-major S/DGEMM (plain and strided-batched), operands checked against the
+// device allocations, queued on the handle's stream and run by OpenBLAS.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Emulator.h"
+#include "cublas_v2.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+
+using namespace zero_cuda_emulator::detail;
+
+struct cublasContext {
+  cudaStream_t stream = nullptr;
+};
+
+cublasStatus_t cublasCreate(cublasHandle_t *handle) {
+  *handle = new cublasContext;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy(cublasHandle_t handle) {
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
+  if (!handle)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  handle->stream = stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t) {
+  return handle ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+
+namespace {
+
+/// Whether a column-major `rows` x `cols` operand with leading dimension `ld`,
+/// `batch` of them `stride` elements apart, is valid and inside device memory.
+bool operandOk(const char *which, const void *p, int rows, int cols, int ld,
+               long long stride, int batch, size_t size) {
+  if (ld < std::max(1, rows)) {
+    complain(cudaErrorInvalidValue, std::string("GEMM: ") + which + "'s leading dimension " +
+                                        std::to_string(ld) + " < its rows " +
+                                        std::to_string(rows));
+    return false;
+  }
+  if (!rows || !cols)
+    return true;
+  size_t extent = ((size_t)(cols - 1) * ld + rows) * size;
+  std::string what = std::string("GEMM operand ") + which;
+  return deviceOf(what.c_str(), p, extent) >= 0 &&
+         deviceOf(what.c_str(), (const char *)p + (size_t)(batch - 1) * stride * size,
+                  extent) >= 0;
+}
+
+template <typename T, typename Blas>
+cublasStatus_t gemm(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m,
+                    int n, int k, const T *alpha, const T *a, int lda, long long strideA,
+                    const T *b, int ldb, long long strideB, const T *beta, T *c, int ldc,
+                    long long strideC, int batch, Blas blas) {
+  if (!handle)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (m < 0 || n < 0 || k < 0 || batch < 0 || strideA < 0 || strideB < 0 || strideC < 0)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (!m || !n || !batch)
+    return CUBLAS_STATUS_SUCCESS;
+  bool na = ta == CUBLAS_OP_N, nb = tb == CUBLAS_OP_N;
+  if (!operandOk("A", a, na ? m : k, na ? k : m, lda, strideA, batch, sizeof(T)) ||
+      !operandOk("B", b, nb ? k : n, nb ? n : k, ldb, strideB, batch, sizeof(T)) ||
+      !operandOk("C", c, m, n, ldc, strideC, batch, sizeof(T)))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  T al = *alpha, be = *beta; // host pointer mode: read at the call
+  enqueue(handle->stream, [=] {
+    for (int i = 0; i < batch; ++i)
+      blas(CblasColMajor, na ? CblasNoTrans : CblasTrans, nb ? CblasNoTrans : CblasTrans, m,
+           n, k, al, a + i * strideA, lda, b + i * strideB, ldb, be, c + i * strideC, ldc);
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+} // namespace
+
+cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, int k,
+                           const float *alpha, const float *a, int lda, const float *b,
+                           int ldb, const float *beta, float *c, int ldc) {
+  return gemm(handle, transa, transb, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0,
+              1, cblas_sgemm);
+}
+
+cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, int k,
+                           const double *alpha, const double *a, int lda, const double *b,
+                           int ldb, const double *beta, double *c, int ldc) {
+  return gemm(handle, transa, transb, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0,
+              1, cblas_dgemm);
+}
+
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const float *alpha, const float *a, int lda,
+                                         long long strideA, const float *b, int ldb,
+                                         long long strideB, const float *beta, float *c,
+                                         int ldc, long long strideC, int batch) {
+  return gemm(handle, transa, transb, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta,
+              c, ldc, strideC, batch, cblas_sgemm);
+}
+
+cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                         cublasOperation_t transb, int m, int n, int k,
+                                         const double *alpha, const double *a, int lda,
+                                         long long strideA, const double *b, int ldb,
+                                         long long strideB, const double *beta, double *c,
+                                         int ldc, long long strideC, int batch) {
+  return gemm(handle, transa, transb, m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta,
+              c, ldc, strideC, batch, cblas_dgemm);
+}
+

@@ -1,0 +1,257 @@
+//===- Streams.cpp - Emulated devices, streams and events ------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Work waits in its stream's queue until the host waits for it; then items run one
+// at a time, always from the runnable stream ZERO_CUDA_EMULATOR_ORDER prefers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Emulator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+using namespace zero_cuda_emulator::detail;
+
+namespace zero_cuda_emulator::detail {
+
+thread_local int currentDevice = 0;
+thread_local cudaError_t lastError = cudaSuccess;
+
+[[noreturn]] void fatal(const std::string &why) {
+  std::fprintf(stderr, "cuda-emulator: %s\n", why.c_str());
+  std::fflush(stderr);
+  std::_Exit(70);
+}
+
+cudaError_t complain(cudaError_t error, const std::string &why) {
+  std::fprintf(stderr, "cuda-emulator: %s\n", why.c_str());
+  return error;
+}
+
+constexpr int kMaxDevices = 64;
+
+int deviceCount() {
+  static const int n = [] {
+    const char *env = std::getenv("ZERO_CUDA_EMULATOR_DEVICES");
+    int v = env ? std::atoi(env) : 8;
+    return v < 0 ? 0 : v > kMaxDevices ? kMaxDevices : v;
+  }();
+  return n;
+}
+
+} // namespace zero_cuda_emulator::detail
+
+struct CUevent_st {
+  const CUstream_st *stream = nullptr; // null until first recorded
+  uint64_t ticket = 0;
+};
+
+namespace {
+
+/// True: prefer the first-created runnable stream; false: the last-created.
+std::atomic<int> streamOrder{-1}; // -1: not yet read from the environment
+bool preferFirstStream() {
+  if (streamOrder.load() < 0) {
+    const char *env = std::getenv("ZERO_CUDA_EMULATOR_ORDER");
+    std::string v = env ? env : "first";
+    if (v != "first" && v != "last")
+      fatal("ZERO_CUDA_EMULATOR_ORDER must be 'first' or 'last', not '" + v + "'");
+    streamOrder = v == "first";
+  }
+  return streamOrder.load() == 1;
+}
+
+struct DeviceState {
+  std::mutex mutex;
+  std::vector<CUstream_st *> streams; // in creation order
+};
+
+DeviceState &deviceState(int device) {
+  static DeviceState states[kMaxDevices];
+  return states[device];
+}
+
+bool runnable(const CUstream_st *s) {
+  if (s->items.empty())
+    return false;
+  const Item &item = s->items.front();
+  return !item.waitStream || item.waitStream->completed >= item.waitTicket;
+}
+
+/// Runs one item of `device` (its mutex held), from the preferred runnable stream.
+void step(DeviceState &d) {
+  CUstream_st *pick = nullptr;
+  for (CUstream_st *s : d.streams)
+    if (runnable(s) && (!pick || !preferFirstStream()))
+      pick = s;
+  if (!pick)
+    fatal("every stream with queued work waits for an event that cannot complete");
+  Item item = std::move(pick->items.front());
+  pick->items.pop_front();
+  if (item.run)
+    item.run();
+  ++pick->completed;
+}
+
+bool idle(const DeviceState &d) {
+  for (const CUstream_st *s : d.streams)
+    if (!s->items.empty())
+      return false;
+  return true;
+}
+
+/// Runs the device's queued work until `done` holds (its mutex held).
+template <typename Done> void runUntil(DeviceState &d, Done done) {
+  while (!done())
+    step(d);
+}
+
+} // namespace
+
+void zero_cuda_emulator::detail::drainDevice(int device) {
+  DeviceState &d = deviceState(device);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  runUntil(d, [&] { return idle(d); });
+}
+
+void zero_cuda_emulator::detail::enqueue(cudaStream_t s, std::function<void()> run) {
+  if (!s) { // the legacy default stream waits for, and blocks, all others
+    drainDevice(currentDevice);
+    run();
+    return;
+  }
+  DeviceState &d = deviceState(s->device);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  s->items.push_back(Item{std::move(run), nullptr, 0});
+  ++s->enqueued;
+}
+
+
+void zero_cuda_emulator::setStreamOrder(bool firstCreatedFirst) {
+  streamOrder = firstCreatedFirst;
+}
+
+cudaError_t cudaGetDeviceCount(int *count) {
+  *count = deviceCount();
+  return *count ? cudaSuccess : cudaErrorNoDevice;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (device < 0 || device >= deviceCount())
+    return cudaErrorInvalidDevice;
+  currentDevice = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError() {
+  cudaError_t e = lastError;
+  lastError = cudaSuccess;
+  return e;
+}
+
+const char *cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+  case cudaSuccess:
+    return "no error";
+  case cudaErrorInvalidValue:
+    return "invalid argument";
+  case cudaErrorMemoryAllocation:
+    return "out of memory";
+  case cudaErrorInvalidConfiguration:
+    return "invalid configuration argument";
+  case cudaErrorNoDevice:
+    return "no CUDA-capable device is detected";
+  case cudaErrorInvalidDevice:
+    return "invalid device ordinal";
+  case cudaErrorInvalidResourceHandle:
+    return "invalid resource handle";
+  case cudaErrorIllegalAddress:
+    return "an illegal memory access was encountered";
+  }
+  return "unknown error";
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *stream) {
+  auto *s = new CUstream_st;
+  s->device = currentDevice;
+  DeviceState &d = deviceState(s->device);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  d.streams.push_back(s);
+  *stream = s;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (!stream) {
+    drainDevice(currentDevice);
+    return cudaSuccess;
+  }
+  DeviceState &d = deviceState(stream->device);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  runUntil(d, [&] { return stream->items.empty(); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (!stream)
+    return cudaErrorInvalidResourceHandle;
+  // Queued work still completes (as on a GPU), here before the stream goes.
+  DeviceState &d = deviceState(stream->device);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  runUntil(d, [&] { return stream->items.empty(); });
+  for (CUstream_st *s : d.streams)
+    for (const Item &item : s->items)
+      if (item.waitStream == stream)
+        fatal("a stream was destroyed while another still waits for it");
+  d.streams.erase(std::find(d.streams.begin(), d.streams.end(), stream));
+  delete stream;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned) {
+  *event = new CUevent_st;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event; // waits already queued hold the stream and ticket, not the event
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (!event || !stream)
+    return complain(cudaErrorInvalidResourceHandle,
+                    "cudaEventRecord: a null event, or the legacy default stream");
+  DeviceState &d = deviceState(stream->device);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  event->stream = stream;
+  event->ticket = stream->enqueued;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  if (!event || !stream)
+    return complain(cudaErrorInvalidResourceHandle,
+                    "cudaStreamWaitEvent: a null event, or the legacy default stream");
+  if (!event->stream) // never recorded: nothing to wait for
+    return cudaSuccess;
+  if (event->stream->device != stream->device)
+    fatal("cudaStreamWaitEvent across devices is not emulated");
+  DeviceState &d = deviceState(stream->device);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  stream->items.push_back(Item{nullptr, event->stream, event->ticket});
+  ++stream->enqueued;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() {
+  drainDevice(currentDevice);
+  return cudaSuccess;
+}
+
