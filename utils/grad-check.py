@@ -33,14 +33,6 @@ H = 1e-6
 RTOL, ATOL = 1e-5, 1e-7
 
 
-# --zero-run: another build of zero-run (zero-run-cuda-emulated) in place of BIN's.
-ZERO_RUN = None
-
-
-def zero_run(bindir):
-    return ZERO_RUN or os.path.join(bindir, "zero-run")
-
-
 def build_model(case, seed):
     rng = np.random.RandomState(seed)
     params = {}
@@ -91,7 +83,7 @@ def read(path):
     return nh.to_array(t)
 
 
-def check_case(bindir, case, seed, device="cpu", bundle=None, prebuilt=None):
+def check_case(bindir, zero_run, case, seed, device="cpu", bundle=None, prebuilt=None):
     model, params = build_model(case, seed)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "case.onnx")
@@ -110,7 +102,7 @@ def check_case(bindir, case, seed, device="cpu", bundle=None, prebuilt=None):
             for f in ("grad.zplan", "fwd.zplan"):
                 shutil.copy(os.path.join(plans, f), dest)
             return True, "bundled"
-        run([zero_run(bindir), os.path.join(plans, "grad.zplan"), "--init",
+        run([zero_run, os.path.join(plans, "grad.zplan"), "--init",
              path, "--save-outputs", os.path.join(tmp, "grad"), "--quiet",
              "--device", device])
         analytic = {name: read(os.path.join(tmp, "grad", "output_%d.pb" % (k + 1)))
@@ -127,7 +119,7 @@ def check_case(bindir, case, seed, device="cpu", bundle=None, prebuilt=None):
             mpath = os.path.join(tmp, "m%s.onnx" % tag)
             onnx.save(moved, mpath)
             out = os.path.join(tmp, "o%s" % tag)
-            run([zero_run(bindir), os.path.join(plans, "fwd.zplan"),
+            run([zero_run, os.path.join(plans, "fwd.zplan"),
                  "--init", mpath, "--save-outputs", out, "--quiet", "--device", device])
             return float(read(os.path.join(out, "output_0.pb")))
 
@@ -157,8 +149,7 @@ def main():
     p.add_argument("--bundle", help="compile only, into DIR/<case>/")
     p.add_argument("--prebuilt", help="use the plans of DIR/<case>/ (made by --bundle)")
     a = p.parse_args()
-    global ZERO_RUN
-    ZERO_RUN = a.zero_run
+    zero_run = a.zero_run or os.path.join(a.bin, "zero-run")
     spec = importlib.util.spec_from_file_location("cases", a.cases)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -168,7 +159,8 @@ def main():
     def one(item):
         seed, case = item
         try:
-            return case, check_case(a.bin, case, seed, a.device, a.bundle, a.prebuilt)
+            return case, check_case(a.bin, zero_run, case, seed, a.device, a.bundle,
+                                    a.prebuilt)
         except RuntimeError as e:
             return case, (False, str(e))
 

@@ -29,14 +29,6 @@ Slice Concat Unsqueeze Squeeze Shape Cast Constant ConstantOfShape Expand Where 
 Trilu ReduceMean ReduceSum Identity Dropout SoftmaxCrossEntropyLoss""".split())
 
 
-# --zero-run: another build of zero-run (zero-run-cuda-emulated) in place of BIN's.
-ZERO_RUN = None
-
-
-def zero_run(bindir):
-    return ZERO_RUN or os.path.join(bindir, "zero-run")
-
-
 def read_tensor(path):
     t = onnx.TensorProto()
     with open(path, "rb") as f:
@@ -44,7 +36,7 @@ def read_tensor(path):
     return nh.to_array(t)
 
 
-def run_case(bindir, case_dir, device="cpu", bundle=None, prebuilt=None):
+def run_case(bindir, zero_run, case_dir, device="cpu", bundle=None, prebuilt=None):
     """Returns (ok, message). With `bundle`, compiles only, into bundle/<case>/;
     with `prebuilt`, runs the plan found in prebuilt/<case>/ without compiling."""
     name = os.path.basename(case_dir)
@@ -55,7 +47,7 @@ def run_case(bindir, case_dir, device="cpu", bundle=None, prebuilt=None):
         out_dir = os.path.join(tmp, "out")
         if prebuilt:
             plan = os.path.join(prebuilt, name, "model.zplan")
-            return run_and_compare(bindir, plan, model, data, out_dir, device)
+            return run_and_compare(zero_run, plan, model, data, out_dir, device)
         compile_cmd = [os.path.join(bindir, "zero-opt"), model, "--mode=inference",
                        "-o", plan]
         r = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=120)
@@ -81,37 +73,36 @@ def run_case(bindir, case_dir, device="cpu", bundle=None, prebuilt=None):
             os.makedirs(dest, exist_ok=True)
             shutil.copy(plan, os.path.join(dest, "model.zplan"))
             return True, "bundled"
-        return run_and_compare(bindir, plan, model, data, out_dir, device)
+        return run_and_compare(zero_run, plan, model, data, out_dir, device)
 
 
-def run_and_compare(bindir, plan, model, data, out_dir, device):
+def run_and_compare(zero_run, plan, model, data, out_dir, device):
     """Runs `plan` on `device` and compares its outputs with the case's."""
-    if True:
-        r = subprocess.run([zero_run(bindir), plan, "--init", model,
-                            "--inputs", data, "--save-outputs", out_dir, "--quiet",
-                            "--device", device],
-                           capture_output=True, text=True, timeout=120)
-        if r.returncode != 0:
-            return False, "zero-run: " + (r.stderr.strip().splitlines() or ["?"])[-1]
-        k = 0
-        while os.path.exists(os.path.join(data, "output_%d.pb" % k)):
-            want = read_tensor(os.path.join(data, "output_%d.pb" % k))
-            got_path = os.path.join(out_dir, "output_%d.pb" % k)
-            if not os.path.exists(got_path):
-                return False, "output %d missing" % k
-            got = read_tensor(got_path)
-            if got.shape != want.shape:
-                return False, "output %d shape %s, expected %s" % (k, got.shape, want.shape)
-            if got.dtype != want.dtype:
-                return False, "output %d dtype %s, expected %s" % (k, got.dtype, want.dtype)
-            if want.dtype.kind in "fc":
-                if not np.allclose(got, want, rtol=1e-3, atol=1e-7, equal_nan=True):
-                    err = np.max(np.abs(got.astype(np.float64) - want))
-                    return False, "output %d differs (max abs error %g)" % (k, err)
-            elif not np.array_equal(got, want):
-                return False, "output %d differs" % k
-            k += 1
-        return True, ""
+    r = subprocess.run([zero_run, plan, "--init", model,
+                        "--inputs", data, "--save-outputs", out_dir, "--quiet",
+                        "--device", device],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        return False, "zero-run: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+    k = 0
+    while os.path.exists(os.path.join(data, "output_%d.pb" % k)):
+        want = read_tensor(os.path.join(data, "output_%d.pb" % k))
+        got_path = os.path.join(out_dir, "output_%d.pb" % k)
+        if not os.path.exists(got_path):
+            return False, "output %d missing" % k
+        got = read_tensor(got_path)
+        if got.shape != want.shape:
+            return False, "output %d shape %s, expected %s" % (k, got.shape, want.shape)
+        if got.dtype != want.dtype:
+            return False, "output %d dtype %s, expected %s" % (k, got.dtype, want.dtype)
+        if want.dtype.kind in "fc":
+            if not np.allclose(got, want, rtol=1e-3, atol=1e-7, equal_nan=True):
+                err = np.max(np.abs(got.astype(np.float64) - want))
+                return False, "output %d differs (max abs error %g)" % (k, err)
+        elif not np.array_equal(got, want):
+            return False, "output %d differs" % k
+        k += 1
+    return True, ""
 
 
 def generate(out_dir):
@@ -146,8 +137,7 @@ def main():
     p.add_argument("--generate-only", action="store_true",
                    help="only write the cases into --cases (if absent)")
     args = p.parse_args()
-    global ZERO_RUN
-    ZERO_RUN = args.zero_run
+    zero_run = args.zero_run or os.path.join(args.bin, "zero-run")
     if not os.path.isdir(os.path.join(args.cases, "node")):
         print("generating the ONNX backend node tests into", args.cases, flush=True)
         generate(args.cases)
@@ -177,9 +167,9 @@ def main():
 
     passed = failed = skip = 0
     with concurrent.futures.ThreadPoolExecutor(args.j) as pool:
-        results = pool.map(lambda c: (c, run_case(args.bin, os.path.join(args.cases, c),
-                                                  args.device, args.bundle,
-                                                  args.prebuilt)), cases)
+        results = pool.map(lambda c: (c, run_case(args.bin, zero_run,
+                                                  os.path.join(args.cases, c), args.device,
+                                                  args.bundle, args.prebuilt)), cases)
         for name, (ok, msg) in results:
             if name in skipped:
                 if ok:

@@ -30,14 +30,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
 
 
-# --zero-run: another build of zero-run (zero-run-cuda-emulated) in place of BIN's.
-ZERO_RUN = None
-
-
-def zero_run(bindir):
-    return ZERO_RUN or os.path.join(bindir, "zero-run")
-
-
 def build_model(name, vocab, seq):
     torch.manual_seed(0)
     if name == "gpt":
@@ -69,8 +61,7 @@ def main():
     p.add_argument("--launcher", choices=["mpirun", "threads"], default="mpirun",
                    help="ranks as mpirun processes, or as threads of one zero-run")
     a = p.parse_args()
-    global ZERO_RUN
-    ZERO_RUN = a.zero_run
+    zero_run = a.zero_run or os.path.join(a.bin, "zero-run")
     os.makedirs(a.work, exist_ok=True)
     vocab, seq, batch = 64, 16, 4
     lr = a.lr if a.lr is not None else (3e-3 if a.optimizer == "adamw" else 0.1)
@@ -105,7 +96,7 @@ def main():
         launch = ["mpirun", "-np", str(a.world_size), "--oversubscribe"]
         if os.geteuid() == 0:
             launch.append("--allow-run-as-root")
-    subprocess.run(launch + [zero_run(a.bin), plan, "--init", onnx_path,
+    subprocess.run(launch + [zero_run, plan, "--init", onnx_path,
                              "--data", data_path, "--steps", str(a.steps), "--log-json",
                              log, "--save-weights", trained, "--quiet"]
                    + (["--device", a.device] if a.device else []), check=True)

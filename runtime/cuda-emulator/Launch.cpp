@@ -176,34 +176,40 @@ void __syncthreads() {
   FiberBlock::active->barrier();
 }
 
-void zero_cuda_emulator::launch(cudaStream_t stream, int64_t grid, int block,
-                                std::function<void()> thread) {
-  if (!validLaunch(grid, block))
-    return;
-  enqueue(stream, [grid, block, thread = std::move(thread)] {
-    gridDim = dim3{(unsigned)grid, 1, 1};
-    blockDim = dim3{(unsigned)block, 1, 1};
-    for (int64_t b = 0; b < grid; ++b)
-      for (int t = 0; t < block; ++t) {
-        blockIdx = uint3{(unsigned)b, 0, 0};
-        threadIdx = uint3{(unsigned)t, 0, 0};
-        thread();
-      }
-  });
-}
+namespace {
 
-void zero_cuda_emulator::launchWithBarriers(cudaStream_t stream, int64_t grid, int block,
-                                            std::function<void()> thread) {
+/// Queues `grid` blocks of `block` threads running `thread`: one after another,
+/// or, with `barriers`, each block's threads as fibers that meet at __syncthreads.
+void launchGrid(cudaStream_t stream, int64_t grid, int block, std::function<void()> thread,
+                bool barriers) {
   if (!validLaunch(grid, block))
     return;
-  enqueue(stream, [grid, block, thread = std::move(thread)] {
+  enqueue(stream, [grid, block, barriers, thread = std::move(thread)] {
     static thread_local FiberBlock fibers;
     gridDim = dim3{(unsigned)grid, 1, 1};
     blockDim = dim3{(unsigned)block, 1, 1};
     for (int64_t b = 0; b < grid; ++b) {
       blockIdx = uint3{(unsigned)b, 0, 0};
-      fibers.run(block, thread);
+      if (barriers) {
+        fibers.run(block, thread);
+        continue;
+      }
+      for (int t = 0; t < block; ++t) {
+        threadIdx = uint3{(unsigned)t, 0, 0};
+        thread();
+      }
     }
   });
 }
 
+} // namespace
+
+void zero_cuda_emulator::launch(cudaStream_t stream, int64_t grid, int block,
+                                std::function<void()> thread) {
+  launchGrid(stream, grid, block, std::move(thread), /*barriers=*/false);
+}
+
+void zero_cuda_emulator::launchWithBarriers(cudaStream_t stream, int64_t grid, int block,
+                                            std::function<void()> thread) {
+  launchGrid(stream, grid, block, std::move(thread), /*barriers=*/true);
+}

@@ -57,7 +57,9 @@ void launch(const char *name, void (*kernel)(P...), int64_t grid, int block,
 #else
   kernel<<<(unsigned)grid, block, 0, s>>>(static_cast<P>(args)...);
 #endif
-  checkCuda(cudaGetLastError(), (std::string("launching the kernel ") + name).c_str());
+  cudaError_t rc = cudaGetLastError();
+  if (rc != cudaSuccess) // the message only when needed: launches are the hot path
+    checkCuda(rc, (std::string("launching the kernel ") + name).c_str());
 }
 
 /// One thread per element of `n`.
@@ -261,6 +263,18 @@ __global__ void triluKernel(const T *in, T *out, int64_t total, int64_t rows,
   out[e] = keep ? in[e] : T(0);
 }
 
+/// Element `pos` of an int64 or int32 index (or label) tensor.
+__device__ inline int64_t indexAt(const void *index, bool index64, int64_t pos) {
+  return index64 ? ((const int64_t *)index)[pos] : ((const int32_t *)index)[pos];
+}
+
+/// The row a gather index names (negative counts from the end), or -1 if it is
+/// outside [-dim, dim).
+__device__ inline int64_t rowOf(int64_t at, int64_t dim) {
+  int64_t k = at < 0 ? at + dim : at;
+  return k >= 0 && k < dim ? k : -1;
+}
+
 template <typename T>
 __global__ void gatherKernel(const T *data, const void *idx, bool idx64, T *out,
                              int64_t outer, int64_t n, int64_t dim, int64_t inner,
@@ -269,9 +283,8 @@ __global__ void gatherKernel(const T *data, const void *idx, bool idx64, T *out,
   if (e >= outer * n * inner)
     return;
   int64_t x = e % inner, j = (e / inner) % n, o = e / (inner * n);
-  int64_t at = idx64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
-  int64_t k = at < 0 ? at + dim : at;
-  if (k < 0 || k >= dim) {
+  int64_t k = rowOf(indexAt(idx, idx64, j), dim);
+  if (k < 0) {
     *error = kIndexOutOfRange;
     out[e] = T(0);
     return;
@@ -287,9 +300,8 @@ __global__ void gatherGradKernel(const void *idx, bool idx64, const T *g, T *out
   if (e >= outer * n * inner)
     return;
   int64_t x = e % inner, j = (e / inner) % n, o = e / (inner * n);
-  int64_t at = idx64 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
-  int64_t k = at < 0 ? at + dim : at;
-  if (k < 0 || k >= dim) {
+  int64_t k = rowOf(indexAt(idx, idx64, j), dim);
+  if (k < 0) {
     *error = kIndexOutOfRange;
     return;
   }
@@ -398,9 +410,6 @@ __global__ void layerNormGradColumns(const T *x, const T *mean, const T *rstd, c
   }
 }
 
-__device__ inline int64_t labelAt(const void *labels, bool labels64, int64_t pos) {
-  return labels64 ? ((const int64_t *)labels)[pos] : ((const int32_t *)labels)[pos];
-}
 
 /// One block: the mean needs the summed weights of every counted position.
 template <typename T>
@@ -410,7 +419,7 @@ __global__ void crossEntropyKernel(const T *logp, const void *labels, bool label
                                    int64_t inner, int *error) {
   double total = 0, weightSum = 0;
   for (int64_t pos = threadIdx.x; pos < n * inner; pos += kThreads) {
-    int64_t i = pos / inner, j = pos % inner, label = labelAt(labels, labels64, pos);
+    int64_t i = pos / inner, j = pos % inner, label = indexAt(labels, labels64, pos);
     double l = 0, w = 0;
     if (!(hasIgnore && label == ignore)) {
       if (label < 0 || label >= c) {
@@ -440,7 +449,7 @@ __global__ void weightSumKernel(const void *labels, bool labels64, const T *weig
                                 int64_t c, double *sum) {
   double s = 0;
   for (int64_t pos = threadIdx.x; pos < positions; pos += kThreads) {
-    int64_t label = labelAt(labels, labels64, pos);
+    int64_t label = indexAt(labels, labels64, pos);
     if (!(hasIgnore && label == ignore) && label >= 0 && label < c)
       s += weights ? (double)weights[label] : 1.0;
   }
@@ -459,7 +468,7 @@ __global__ void crossEntropyGradKernel(const T *logp, const void *labels, bool l
   if (e >= n * c * inner)
     return;
   int64_t j = e % inner, k = (e / inner) % c, i = e / (inner * c);
-  int64_t pos = i * inner + j, label = labelAt(labels, labels64, pos);
+  int64_t pos = i * inner + j, label = indexAt(labels, labels64, pos);
   if (hasIgnore && label == ignore) {
     out[e] = T(0);
     return;
