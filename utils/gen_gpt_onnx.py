@@ -10,9 +10,13 @@
 # --weights none (the default) declares every initializer as external data in
 # OUT.onnx.data without writing it: enough for zero-opt, which reads only shapes
 # (GPT-2 1.5B's 6 GB of weights are never materialized). --weights random writes
-# small random weights inline, for models that zero-run should also run.
+# small random weights inline, for models that zero-run should also run. The
+# causal mask (bool) is a constant, always inline; the model's zero.trainable
+# metadata names its float weights. --shape-operands initializers stores the int64
+# shape operands as initializers instead of Constant nodes.
 # Run with Debian's /usr/bin/python3 (python3-onnx, numpy).
 import argparse
+import json
 import math
 import os
 import sys
@@ -23,9 +27,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 
 class Builder:
-    def __init__(self, weights, data_name, rng):
-        self.nodes, self.inits, self.n = [], [], 0
+    def __init__(self, weights, data_name, rng, shape_operands):
+        self.nodes, self.inits, self.n, self.trainable = [], [], 0, []
         self.weights, self.data_name, self.rng = weights, data_name, rng
+        self.shape_operands = shape_operands
 
     def name(self, prefix):
         self.n += 1
@@ -38,6 +43,10 @@ class Builder:
 
     def const(self, array):
         out = self.name("const")
+        if self.shape_operands == "initializers" and array.dtype == np.int64:
+            # As onnx.helper models and ONNX's optimizers often store them.
+            self.inits.append(numpy_helper.from_array(array, out))
+            return out
         self.nodes.append(helper.make_node("Constant", [], [out], name=out,
                                            value=numpy_helper.from_array(array)))
         return out
@@ -46,10 +55,14 @@ class Builder:
         t = TensorProto()
         t.name, t.data_type = name, dtype
         t.dims.extend(shape)
+        if dtype == TensorProto.BOOL:
+            # A constant, not a weight: zero-opt reads it at compile time.
+            t.CopyFrom(numpy_helper.from_array(np.tril(np.ones(shape, dtype=bool)), name))
+            self.inits.append(t)
+            return name
+        self.trainable.append(name)
         if self.weights == "random":
-            if dtype == TensorProto.BOOL:
-                v = np.tril(np.ones(shape, dtype=bool))
-            elif kind == "scale":
+            if kind == "scale":
                 v = self.rng.uniform(0.5, 1.5, size=shape).astype(np.float32)
             elif kind == "bias":
                 v = self.rng.uniform(-0.1, 0.1, size=shape).astype(np.float32)
@@ -81,7 +94,8 @@ def build(a):
     if C % H:
         raise SystemExit("--hidden must be a multiple of --heads")
     D = C // H
-    g = Builder(a.weights, os.path.basename(a.out) + ".data", np.random.RandomState(a.seed))
+    g = Builder(a.weights, os.path.basename(a.out) + ".data", np.random.RandomState(a.seed),
+                a.shape_operands)
     wte = g.param("wte.weight", [V, C])
     wpe = g.param("wpe.weight", [T, C])
     mask = g.param("mask", [T, T], dtype=TensorProto.BOOL)  # lower triangle, shared
@@ -121,8 +135,11 @@ def build(a):
         [helper.make_tensor_value_info("tokens", TensorProto.INT64, [B, T]),
          helper.make_tensor_value_info("targets", TensorProto.INT64, [B, T])],
         [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], g.inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                             producer_name="zero-opt gen_gpt_onnx.py")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              producer_name="zero-opt gen_gpt_onnx.py")
+    entry = model.metadata_props.add()
+    entry.key, entry.value = "zero.trainable", json.dumps(g.trainable)
+    return model
 
 
 def main():
@@ -136,6 +153,10 @@ def main():
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--weights", choices=["none", "random"], default="none")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--shape-operands", choices=["constants", "initializers"],
+                   default="constants",
+                   help="store Reshape's shapes, Split's sizes and the position "
+                        "indices as Constant nodes or as int64 initializers")
     a = p.parse_args()
     model = build(a)
     onnx.save(model, a.out)

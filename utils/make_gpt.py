@@ -34,7 +34,7 @@ def main():
                    help="also write a random batch as input_0.pb/input_1.pb and the "
                         "PyTorch loss as output_0.pb, in the ONNX backend-test layout")
     p.add_argument("--external-data", action="store_true",
-                   help="store the weights in OUT.onnx.data beside the model")
+                   help="store the float weights in OUT.onnx.data beside the model")
     p.add_argument("--constant-folding", action="store_true",
                    help="export with PyTorch's default constant folding (what NOT to "
                         "do for training: for tests of the importer's warning)")
@@ -44,11 +44,24 @@ def main():
     zero_models.export(model, args.out, args.batch, args.seq, args.vocab,
                        constant_folding=args.constant_folding)
     if args.external_data:
+        # Float weights only: integer initializers are constants that zero-opt
+        # reads at compile time, kept inline as a model with big weights has them.
         import onnx
         m = onnx.load(args.out)
-        onnx.save_model(m, args.out, save_as_external_data=True,
-                        all_tensors_to_one_file=True,
-                        location=os.path.basename(args.out) + ".data", size_threshold=0)
+        location = os.path.basename(args.out) + ".data"
+        with open(args.out + ".data", "wb") as data:
+            for t in m.graph.initializer:
+                if t.data_type != onnx.TensorProto.FLOAT:
+                    continue
+                offset = data.tell()
+                data.write(t.raw_data)
+                t.ClearField("raw_data")
+                t.data_location = onnx.TensorProto.EXTERNAL
+                for k, v in (("location", location), ("offset", str(offset)),
+                             ("length", str(data.tell() - offset))):
+                    e = t.external_data.add()
+                    e.key, e.value = k, v
+        onnx.save(m, args.out)
     if args.save_batch:
         import onnx.numpy_helper as nh
         g = torch.Generator().manual_seed(args.seed + 1)

@@ -3,8 +3,9 @@
 # the same initial weights on the same batches (DESIGN.md's data order), and checks
 # that per-step losses and final weights agree.
 #
-#   train-parity.py --bin BUILD/bin --work DIR --model gpt|mlp --optimizer adamw|sgd
-#                   [--steps 20] [--rtol 1e-4] [--world-size N --zero-stage S
+#   train-parity.py --bin BUILD/bin --work DIR --model gpt|mlp|llama
+#                   --optimizer adamw|sgd [--steps 20] [--rtol 1e-4]
+#                   [--world-size N[,N...] --zero-stage S[,S...]
 #                   --bucket-size-mb M --persistence-threshold E]
 #
 # With N ranks, zero-run runs under `mpirun -np N` (or, --launcher threads, as N
@@ -12,10 +13,16 @@
 # PyTorch trains single-process on the global batch N*B: ZeRO must give the same
 # training, to float rounding.
 #
+# Lists of world sizes and stages run every combination from one export (one
+# PyTorch reference per world size). The model is exported with its zero.trainable
+# metadata (utils/zero_export.py), so buffers (masks, rotary tables) are not trained.
+#
 # Weights are compared per tensor: |w - w_torch| / |w_torch| (Frobenius norms), so a
-# tensor passes when it is the same tensor to float rounding. Exit 1 on a mismatch.
+# tensor passes when it is the same tensor to float rounding; initializers that are
+# not trained must come back bit-identical. Exit 1 on a mismatch.
 # Run with Debian's /usr/bin/python3 (python3-torch, python3-onnx).
 import argparse
+import copy
 import json
 import os
 import subprocess
@@ -32,9 +39,81 @@ import zero_models  # noqa: E402
 
 def build_model(name, vocab, seq):
     torch.manual_seed(0)
-    if name == "gpt":
-        return zero_models.GPT(layers=2, hidden=32, heads=4, vocab=vocab, seq=seq)
-    return zero_models.MLP(vocab=vocab, hidden=24)
+    if name == "mlp":
+        return zero_models.MLP(vocab=vocab, hidden=24)
+    return zero_models.build(name, layers=2, hidden=32, heads=4, vocab=vocab, seq=seq)
+
+
+def int_list(text):
+    return [int(v) for v in text.split(",")]
+
+
+def torch_reference(model, optimizer, lr, momentum, wd, data, steps, global_batch, seq):
+    """Trains `model` (in place) single-process on the global batch; per-step losses."""
+    params = list(model.parameters())
+    if optimizer == "adamw":
+        opt = torch.optim.AdamW(params, lr=lr, weight_decay=wd)
+    else:
+        opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=wd)
+    tdata = torch.from_numpy(data.astype(np.int64))
+    losses = []
+    model.train()
+    for step in range(steps):
+        tokens, targets = zero_models.make_batch(tdata, step, global_batch, seq)
+        opt.zero_grad()
+        loss = model(tokens, targets)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def compare(a, model, trainable, exported, log, trained, torch_losses, stage, world):
+    """Losses and trained weights against PyTorch's; initializers outside the
+    trainable set (buffers) must come back bit-identical. True when all agree."""
+    zero_losses = [json.loads(line)["loss"] for line in open(log)]
+    ok = True
+    worst_loss = 0.0
+    print("%s + %s, %d steps, ZeRO stage %d on %d ranks" % (
+        a.model, a.optimizer, a.steps, stage, world))
+    print("step  zero-run loss   PyTorch loss   rel. error")
+    for i, (z, t) in enumerate(zip(zero_losses, torch_losses)):
+        rel = abs(z - t) / abs(t)
+        worst_loss = max(worst_loss, rel)
+        print("%4d  %13.8f  %13.8f   %.2e" % (i + 1, z, t, rel))
+    if len(zero_losses) != a.steps or worst_loss >= a.rtol:
+        ok = False
+
+    state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    before = {t.name: t for t in onnx.load(exported).graph.initializer}
+    worst_weight = 0.0
+    compared = buffers = 0
+    for init in onnx.load(trained).graph.initializer:
+        if init.name not in trainable:
+            # Not trained: exactly the exported bytes.
+            same = nh.to_array(init).tobytes() == nh.to_array(before[init.name]).tobytes()
+            buffers += 1
+            if not same:
+                print("initializer %s is not trained but changed" % init.name)
+                ok = False
+            continue
+        got = nh.to_array(init).astype(np.float64)
+        want = state[init.name].astype(np.float64)
+        rel = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
+        worst_weight = max(worst_weight, rel)
+        compared += 1
+        if rel >= a.rtol:
+            print("weight %s differs: relative error %.2e" % (init.name, rel))
+            ok = False
+    n_params = len({id(p) for p in model.parameters()})
+    if compared != n_params:
+        print("compared %d weights, the model has %d parameters" % (compared, n_params))
+        ok = False
+    print("stage %d, %d ranks: worst loss error %.2e, worst weight error %.2e over %d "
+          "tensors (rtol %g), %d untrained initializers bit-identical: %s"
+          % (stage, world, worst_loss, worst_weight, compared, a.rtol,
+             buffers if ok else -1, "ok" if ok else "MISMATCH"))
+    return ok
 
 
 def main():
@@ -42,15 +121,17 @@ def main():
     p.add_argument("--bin", required=True)
     p.add_argument("--zero-run", help="the zero-run to test (default: BIN/zero-run)")
     p.add_argument("--work", required=True)
-    p.add_argument("--model", choices=["gpt", "mlp"], required=True)
+    p.add_argument("--model", choices=zero_models.MODELS, required=True)
     p.add_argument("--optimizer", choices=["adamw", "sgd"], required=True)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--rtol", type=float, default=1e-4)
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--weight-decay", type=float, default=None)
-    p.add_argument("--world-size", type=int, default=1)
-    p.add_argument("--zero-stage", type=int, default=0)
+    p.add_argument("--world-size", type=int_list, default=[1],
+                   help="ranks, or a comma-separated list (each trained and compared)")
+    p.add_argument("--zero-stage", type=int_list, default=[0],
+                   help="ZeRO stage, or a comma-separated list")
     # Small buckets by default, so that even these small models have several.
     p.add_argument("--bucket-size-mb", type=float, default=0.02)
     p.add_argument("--persistence-threshold", type=int, default=0)
@@ -73,83 +154,45 @@ def main():
     data_path = os.path.join(a.work, "tokens.u8")
     data.tofile(data_path)
 
-    model = build_model(a.model, vocab, seq)
+    initial = build_model(a.model, vocab, seq)
     onnx_path = os.path.join(a.work, "model.onnx")
-    zero_models.export(model, onnx_path, batch, seq, vocab)
-
-    # zero-opt + zero-run.
-    plan = os.path.join(a.work, "step.zplan")
-    flags = ["--optimizer=" + a.optimizer, "--lr=%r" % lr, "--weight-decay=%r" % wd,
-             "--world-size=%d" % a.world_size, "--zero-stage=%d" % a.zero_stage,
-             "--bucket-size-mb=%r" % a.bucket_size_mb,
-             "--persistence-threshold=%d" % a.persistence_threshold,
-             "--prefetch-buckets=%d" % a.prefetch_buckets, "--max-live-mb=%r" % a.max_live_mb]
-    if a.no_overlap:
-        flags.append("--no-overlap")
-    if a.optimizer == "sgd":
-        flags.append("--momentum=%r" % a.momentum)
-    subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "-o", plan] + flags, check=True)
-    log = os.path.join(a.work, "log.json")
-    trained = os.path.join(a.work, "trained.onnx")
-    launch = []
-    if a.world_size > 1 and a.launcher == "mpirun":
-        launch = ["mpirun", "-np", str(a.world_size), "--oversubscribe"]
-        if os.geteuid() == 0:
-            launch.append("--allow-run-as-root")
-    subprocess.run(launch + [zero_run, plan, "--init", onnx_path,
-                             "--data", data_path, "--steps", str(a.steps), "--log-json",
-                             log, "--save-weights", trained, "--quiet"]
-                   + (["--device", a.device] if a.device else []), check=True)
-    zero_losses = [json.loads(line)["loss"] for line in open(log)]
-
-    # PyTorch on the same batches.
-    params = list(model.parameters())
-    if a.optimizer == "adamw":
-        opt = torch.optim.AdamW(params, lr=lr, weight_decay=wd)
-    else:
-        opt = torch.optim.SGD(params, lr=lr, momentum=a.momentum, weight_decay=wd)
-    tdata = torch.from_numpy(data.astype(np.int64))
-    torch_losses = []
-    model.train()
-    for step in range(a.steps):
-        tokens, targets = zero_models.make_batch(tdata, step, a.world_size * batch, seq)
-        opt.zero_grad()
-        loss = model(tokens, targets)
-        loss.backward()
-        opt.step()
-        torch_losses.append(loss.item())
+    trainable = set(zero_models.export(initial, onnx_path, batch, seq, vocab))
 
     ok = True
-    worst_loss = 0.0
-    print("%s + %s, %d steps, lr %g, ZeRO stage %d on %d ranks" % (
-        a.model, a.optimizer, a.steps, lr, a.zero_stage, a.world_size))
-    print("step  zero-run loss   PyTorch loss   rel. error")
-    for i, (z, t) in enumerate(zip(zero_losses, torch_losses)):
-        rel = abs(z - t) / abs(t)
-        worst_loss = max(worst_loss, rel)
-        print("%4d  %13.8f  %13.8f   %.2e" % (i + 1, z, t, rel))
-    if len(zero_losses) != a.steps or worst_loss >= a.rtol:
-        ok = False
-
-    state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-    worst_weight = 0.0
-    compared = 0
-    for init in onnx.load(trained).graph.initializer:
-        if init.name not in state:
-            continue
-        got, want = nh.to_array(init).astype(np.float64), state[init.name].astype(np.float64)
-        rel = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
-        worst_weight = max(worst_weight, rel)
-        compared += 1
-        if rel >= a.rtol:
-            print("weight %s differs: relative error %.2e" % (init.name, rel))
-            ok = False
-    n_params = len({id(p) for p in model.parameters()})
-    if compared != n_params:
-        print("compared %d weights, the model has %d parameters" % (compared, n_params))
-        ok = False
-    print("worst loss error %.2e, worst weight error %.2e over %d tensors (rtol %g): %s"
-          % (worst_loss, worst_weight, compared, a.rtol, "ok" if ok else "MISMATCH"))
+    for world in a.world_size:
+        # PyTorch on the same batches: the global batch of `world` ranks.
+        model = copy.deepcopy(initial)
+        torch_losses = torch_reference(model, a.optimizer, lr, a.momentum, wd, data,
+                                       a.steps, world * batch, seq)
+        for stage in a.zero_stage:
+            work = os.path.join(a.work, "s%d-w%d" % (stage, world))
+            os.makedirs(work, exist_ok=True)
+            plan = os.path.join(work, "step.zplan")
+            flags = ["--optimizer=" + a.optimizer, "--lr=%r" % lr, "--weight-decay=%r" % wd,
+                     "--world-size=%d" % world, "--zero-stage=%d" % stage,
+                     "--bucket-size-mb=%r" % a.bucket_size_mb,
+                     "--persistence-threshold=%d" % a.persistence_threshold,
+                     "--prefetch-buckets=%d" % a.prefetch_buckets,
+                     "--max-live-mb=%r" % a.max_live_mb]
+            if a.no_overlap:
+                flags.append("--no-overlap")
+            if a.optimizer == "sgd":
+                flags.append("--momentum=%r" % a.momentum)
+            subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "-o", plan] + flags,
+                           check=True)
+            log = os.path.join(work, "log.json")
+            trained = os.path.join(work, "trained.onnx")
+            launch = []
+            if world > 1 and a.launcher == "mpirun":
+                launch = ["mpirun", "-np", str(world), "--oversubscribe"]
+                if os.geteuid() == 0:
+                    launch.append("--allow-run-as-root")
+            subprocess.run(launch + [zero_run, plan, "--init", onnx_path,
+                                     "--data", data_path, "--steps", str(a.steps),
+                                     "--log-json", log, "--save-weights", trained, "--quiet"]
+                           + (["--device", a.device] if a.device else []), check=True)
+            ok &= compare(a, model, trainable, onnx_path, log, trained, torch_losses,
+                          stage, world)
     return 0 if ok else 1
 
 

@@ -2,10 +2,15 @@
 # Imported by make_gpt.py, train-parity.py and bench-train-step.py; needs Debian's
 # python3-torch (run those scripts with /usr/bin/python3).
 import math
+import os
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zero_export  # noqa: E402
 
 
 class Block(nn.Module):
@@ -89,16 +94,126 @@ class MLP(nn.Module):
         return F.cross_entropy(self.out(x), targets.reshape(B * T))
 
 
-def export(model, path, batch, seq, vocab, constant_folding=False):
-    """torch.onnx.export as DESIGN.md says: opset 17, no constant folding, training
-    mode, inputs tokens and targets [batch, seq] (int64), output the loss."""
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight, as Llama writes it."""
+
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, hidden, heads, ffn):
+        super().__init__()
+        self.heads, self.hd = heads, hidden // heads
+        self.attn_norm = RMSNorm(hidden)
+        self.wq = nn.Linear(hidden, hidden, bias=False)
+        self.wk = nn.Linear(hidden, hidden, bias=False)
+        self.wv = nn.Linear(hidden, hidden, bias=False)
+        self.wo = nn.Linear(hidden, hidden, bias=False)
+        self.ffn_norm = RMSNorm(hidden)
+        self.w1 = nn.Linear(hidden, ffn, bias=False)  # gate
+        self.w3 = nn.Linear(hidden, ffn, bias=False)  # up
+        self.w2 = nn.Linear(ffn, hidden, bias=False)  # down
+
+    def forward(self, x, cos, sin, mask):
+        B, T, C = x.shape
+        hd = self.hd
+        h = self.attn_norm(x)
+        q = self.wq(h).reshape(B, T, self.heads, hd).transpose(1, 2)
+        k = self.wk(h).reshape(B, T, self.heads, hd).transpose(1, 2)
+        v = self.wv(h).reshape(B, T, self.heads, hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        att = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(hd)) + mask
+        att = F.softmax(att, dim=-1)
+        y = torch.matmul(att, v).transpose(1, 2).reshape(B, T, C)
+        x = x + self.wo(y)
+        h = self.ffn_norm(x)
+        return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+
+class Llama(nn.Module):
+    """Llama-style: RMSNorm, rotary position embeddings whose cos/sin tables are
+    buffers, an additive causal mask (-inf above the diagonal) as a buffer, SwiGLU,
+    an untied output head, no biases. The buffers are float initializers in the
+    export that must not be trained."""
+
+    def __init__(self, layers, hidden, heads, vocab, seq, ffn=None):
+        super().__init__()
+        ffn = ffn or 2 * hidden
+        self.embed = nn.Embedding(vocab, hidden)
+        self.blocks = nn.ModuleList([LlamaBlock(hidden, heads, ffn) for _ in range(layers)])
+        self.norm = RMSNorm(hidden)
+        self.lm_head = nn.Linear(hidden, vocab, bias=False)
+        hd = hidden // heads
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, hd, 2).float() / hd))
+        freqs = torch.outer(torch.arange(seq).float(), inv_freq)
+        angles = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("rope_cos", angles.cos())
+        self.register_buffer("rope_sin", angles.sin())
+        self.register_buffer("mask", torch.full((seq, seq), float("-inf")).triu(1))
+        with torch.no_grad():
+            for p in self.parameters():
+                if p.dim() == 2:
+                    p.normal_(0.0, 0.02)
+            for m in self.modules():  # non-trivial norm weights, for parity tests
+                if isinstance(m, RMSNorm):
+                    m.weight.uniform_(0.5, 1.5)
+
+    def forward(self, tokens, targets):
+        B, T = tokens.shape
+        x = self.embed(tokens)
+        cos, sin = self.rope_cos[:T], self.rope_sin[:T]
+        mask = self.mask[:T, :T]
+        for b in self.blocks:
+            x = b(x, cos, sin, mask)
+        logits = self.lm_head(self.norm(x))
+        return F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
+
+
+MODELS = ("gpt", "mlp", "llama")
+
+
+def build(name, layers=2, hidden=32, heads=4, vocab=64, seq=16):
+    """One of MODELS at the given size (the MLP uses vocab and hidden only)."""
+    if name == "gpt":
+        return GPT(layers, hidden, heads, vocab, seq)
+    if name == "llama":
+        return Llama(layers, hidden, heads, vocab, seq)
+    if name == "mlp":
+        return MLP(vocab, hidden)
+    raise ValueError("unknown model %r (one of %s)" % (name, ", ".join(MODELS)))
+
+
+def export(model, path, batch, seq, vocab, constant_folding=False,
+           trainable_metadata=True):
+    """Exports for zero-opt: opset 17, no constant folding, training mode, inputs
+    tokens and targets [batch, seq] (int64), output the loss, and the model's
+    zero.trainable metadata (utils/zero_export.py). Returns the trainable
+    initializer names. constant_folding=True is what NOT to do, for the importer's
+    warning test: it writes no metadata."""
     tokens = torch.zeros((batch, seq), dtype=torch.int64)
     targets = torch.zeros((batch, seq), dtype=torch.int64)
-    model.train()
-    torch.onnx.export(model, (tokens, targets), path, opset_version=17,
-                      do_constant_folding=constant_folding,
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      input_names=["tokens", "targets"], output_names=["loss"])
+    if constant_folding:
+        model.train()
+        torch.onnx.export(model, (tokens, targets), path, opset_version=17,
+                          do_constant_folding=True,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          input_names=["tokens", "targets"], output_names=["loss"])
+        return []
+    return zero_export.export_for_training(
+        model, (tokens, targets), path, input_names=["tokens", "targets"],
+        output_names=["loss"], trainable_metadata=trainable_metadata)
 
 
 def batch_starts(step, global_batch, seq, length):

@@ -6,6 +6,7 @@
 
 #include "zrt/OnnxTensors.h"
 #include "zrt/Error.h"
+#include "zrt/ExternalData.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -89,41 +90,6 @@ onnx::TensorProto zrt::readTensorFile(const std::string &path) {
   return t;
 }
 
-/// Reads `length` bytes at `offset` of an external-data file, refusing paths that
-/// leave the model's folder.
-static std::string readExternal(const TensorProto &t, const std::string &baseDir,
-                                const std::string &what) {
-  std::string location;
-  int64_t offset = 0, length = -1;
-  for (const auto &kv : t.external_data()) {
-    if (kv.key() == "location")
-      location = kv.value();
-    else if (kv.key() == "offset")
-      offset = std::stoll(kv.value());
-    else if (kv.key() == "length")
-      length = std::stoll(kv.value());
-  }
-  ZRT_CHECK(!location.empty(), what << ": external data without a location");
-  ZRT_CHECK(location[0] != '/' && location.find("..") == std::string::npos,
-            what << ": external data location '" << location
-                 << "' leaves the model's folder");
-  std::string path = (baseDir.empty() ? std::string(".") : baseDir) + "/" + location;
-  std::ifstream in(path, std::ios::binary);
-  ZRT_CHECK(in, what << ": cannot open external data file '" << path << "'");
-  in.seekg(0, std::ios::end);
-  int64_t size = in.tellg();
-  if (length < 0)
-    length = size - offset;
-  ZRT_CHECK(offset >= 0 && length >= 0 && offset + length <= size,
-            what << ": external data [" << offset << ", " << offset + length
-                 << ") lies outside '" << path << "' (" << size << " bytes)");
-  std::string bytes(length, '\0');
-  in.seekg(offset);
-  in.read(bytes.data(), length);
-  ZRT_CHECK(in, what << ": reading '" << path << "' failed");
-  return bytes;
-}
-
 void zrt::copyTensorInto(const TensorProto &t, const TensorView &dst,
                          const std::string &what, const std::string &baseDir) {
   DType dt = dtypeFromOnnx(t.data_type());
@@ -138,7 +104,7 @@ void zrt::copyTensorInto(const TensorProto &t, const TensorView &dst,
   int64_t n = dst.numel(), size = dtypeSize(dt);
   char *out = dst.as<char>();
   if (t.data_location() == TensorProto::EXTERNAL) {
-    std::string bytes = readExternal(t, baseDir, what);
+    std::string bytes = readExternalData(t, baseDir, what);
     ZRT_CHECK((int64_t)bytes.size() == n * size,
               what << ": external data has " << bytes.size() << " bytes, expected "
                    << n * size);

@@ -11,6 +11,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace zrt;
 
@@ -42,10 +44,63 @@ std::string errorOf(const onnx::TensorProto &t, const std::string &dir) {
   return "";
 }
 
+/// A fresh folder `model/` inside gtest's temporary folder, with `outside.bin`
+/// beside it (outside the model's folder).
+std::string modelFolder() {
+  std::string root = ::testing::TempDir() + "/zrt-external-" + std::to_string(::getpid());
+  ::mkdir(root.c_str(), 0755);
+  ::mkdir((root + "/model").c_str(), 0755);
+  ::mkdir((root + "/model/sub").c_str(), 0755);
+  std::ofstream(root + "/outside.bin", std::ios::binary) << std::string(8, 'x');
+  ::unlink((root + "/model/link.bin").c_str());
+  EXPECT_EQ(::symlink((root + "/outside.bin").c_str(), (root + "/model/link.bin").c_str()), 0);
+  return root + "/model";
+}
+
+onnx::TensorProto withKey(onnx::TensorProto t, const std::string &key,
+                          const std::string &value) {
+  for (auto &kv : *t.mutable_external_data())
+    if (kv.key() == key) {
+      kv.set_value(value);
+      return t;
+    }
+  auto *kv = t.add_external_data();
+  kv->set_key(key);
+  kv->set_value(value);
+  return t;
+}
+
 TEST(OnnxTensors, ExternalDataStaysInTheModelFolder) {
-  EXPECT_NE(errorOf(externalTensor("../secret.bin"), "/tmp").find("leaves the model's folder"),
+  std::string dir = modelFolder();
+  EXPECT_NE(errorOf(externalTensor("../outside.bin"), dir).find("outside the model's folder"),
             std::string::npos);
-  EXPECT_NE(errorOf(externalTensor("/etc/passwd"), "/tmp").find("leaves the model's folder"),
+  EXPECT_NE(errorOf(externalTensor("sub/../../outside.bin"), dir)
+                .find("outside the model's folder"),
+            std::string::npos);
+  // A symbolic link inside the folder that points out of it.
+  EXPECT_NE(errorOf(externalTensor("link.bin"), dir).find("outside the model's folder"),
+            std::string::npos);
+  EXPECT_NE(errorOf(externalTensor("/etc/passwd"), dir).find("is an absolute path"),
+            std::string::npos);
+  EXPECT_NE(errorOf(externalTensor("sub"), dir).find("is not a regular file"),
+            std::string::npos);
+}
+
+TEST(OnnxTensors, ExternalDataOffsetsAreStrictIntegers) {
+  std::string dir = modelFolder();
+  std::ofstream(dir + "/w.bin", std::ios::binary) << std::string(8, 'x');
+  for (const char *bad : {"abc", "-4", "4x", " 4", "", "99999999999999999999"})
+    EXPECT_NE(errorOf(withKey(externalTensor("w.bin"), "offset", bad), dir)
+                  .find("external data offset '" + std::string(bad) +
+                        "' is not a non-negative decimal integer"),
+              std::string::npos)
+        << bad;
+  // Each fits int64, their sum does not: still "outside", not an overflow.
+  auto huge = withKey(withKey(externalTensor("w.bin"), "offset", "9223372036854775807"),
+                      "length", "9223372036854775807");
+  EXPECT_NE(errorOf(huge, dir).find("lies outside"), std::string::npos);
+  EXPECT_NE(errorOf(withKey(externalTensor("w.bin"), "length", "x"), dir)
+                .find("external data length 'x'"),
             std::string::npos);
 }
 

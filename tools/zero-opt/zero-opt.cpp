@@ -17,6 +17,7 @@
 #include "zero/InitAll.h"
 #include "zero/Target/Zplan/ExportZplan.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -27,6 +28,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -275,6 +277,29 @@ void buildPipeline(PassManager &pm, bool isGraph, StringRef level, double bucket
   }
 }
 
+/// A model without `zero.trainable` metadata trains every float initializer,
+/// buffers included (PyTorch exports rotary tables and masks as initializers too):
+/// one line says so, and how many.
+void noteTrainableSet(ModuleOp module, StringRef input) {
+  auto func = module.lookupSymbol<func::FuncOp>("main");
+  if (!func || func->hasAttr("compute.trainable_listed"))
+    return;
+  llvm::Regex frozen(freeze);
+  int64_t all = 0, trained = 0;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto name = func.getArgAttrOfType<StringAttr>(i, "compute.param");
+    auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+    if (!name || !type || !isa<FloatType>(type.getElementType()))
+      continue;
+    ++all;
+    trained += freeze.empty() || !frozen.match(name.getValue());
+  }
+  llvm::errs() << input << ": note: no zero.trainable metadata: training every float "
+               << "initializer (" << trained << " of " << all
+               << (freeze.empty() ? "" : " after --freeze")
+               << "); utils/zero_export.py exports a model with the entry\n";
+}
+
 /// Compiles clones of the module for bucket sizes and prefetch depths, and keeps
 /// the fastest predicted step whose gathered buckets fit --max-live-mb.
 LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
@@ -445,7 +470,11 @@ int main(int argc, char **argv) {
     if (failed(parseInputShapes(options)))
       return 1;
     module = zero::importOnnxModel(context, inputFile, options);
-    if (!module || failed(compileAndEmit(*module, level, inputFile, outputFile)))
+    if (!module)
+      return 1;
+    if (mode != "inference" && level != "graph")
+      noteTrainableSet(*module, inputFile);
+    if (failed(compileAndEmit(*module, level, inputFile, outputFile)))
       return 1;
     return 0;
   }

@@ -4,14 +4,17 @@
 //
 // torch.onnx.export writes shapes as small subgraphs (Shape -> Gather -> Unsqueeze ->
 // Concat -> Reshape). Evaluating them here gives every tensor a static shape. Only
-// Constant nodes and values derived from them or from static shapes are evaluated;
-// initializers never are, so their bytes are never read.
+// Constant nodes (integer initializers become ones), values derived from them or
+// from static shapes are evaluated; float parameters' bytes are never read.
 //
 //===----------------------------------------------------------------------===//
 
 #include "OnnxImporter.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+
+#include "zrt/Error.h"
+#include "zrt/ExternalData.h"
 
 #include <cstring>
 #include <functional>
@@ -198,16 +201,51 @@ const onnx::AttributeProto *findAttr(const onnx::NodeProto &node,
 bool ConstTensor::isFloat() const { return isFloatType(dtype); }
 int64_t ConstTensor::numel() const { return product(shape); }
 
-std::optional<ConstTensor>
-zero::onnx_import::constFromProto(const TensorProto &t, std::string &error) {
-  if (t.data_location() == TensorProto::EXTERNAL) {
-    error = "tensor '" + t.name() + "' has external data";
-    return std::nullopt;
+int64_t zero::onnx_import::checkedNumel(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return -1;
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxFoldedElements)
+      return d == 0 ? 0 : -1;
   }
+  return n;
+}
+
+std::optional<ConstTensor>
+zero::onnx_import::constFromProto(const TensorProto &t, std::string &error,
+                                  const std::string *modelDir) {
+  std::string what = t.name().empty() ? "a constant tensor" : "tensor '" + t.name() + "'";
   if (!isSupportedType(t.data_type())) {
-    error = "tensor '" + t.name() + "' has unsupported data type " +
+    error = what + " has unsupported data type " +
             TensorProto::DataType_Name((TensorProto::DataType)t.data_type());
     return std::nullopt;
+  }
+  std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+  if (checkedNumel(dims) < 0) {
+    std::string shape;
+    for (int64_t d : dims)
+      shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    error = what + " of shape [" + shape + "] is too large to fold at compile time (" +
+            std::to_string(kMaxFoldedElements) + " elements at most) or has a negative "
+            "dimension";
+    return std::nullopt;
+  }
+  if (t.data_location() == TensorProto::EXTERNAL) {
+    if (!modelDir) {
+      error = what + " has external data";
+      return std::nullopt;
+    }
+    TensorProto inline_ = t;
+    try {
+      inline_.set_raw_data(zrt::readExternalData(t, *modelDir, what));
+    } catch (const zrt::Error &e) {
+      error = e.what();
+      return std::nullopt;
+    }
+    inline_.clear_external_data();
+    inline_.set_data_location(TensorProto::DEFAULT);
+    return constFromProto(inline_, error);
   }
   ConstTensor c;
   c.dtype = t.data_type();
@@ -222,7 +260,7 @@ zero::onnx_import::constFromProto(const TensorProto &t, std::string &error) {
                  : c.dtype == TensorProto::FLOAT || c.dtype == TensorProto::INT32 ? 4
                                                                                   : 1;
   if (hasRaw && (int64_t)raw.size() != n * (int64_t)esize) {
-    error = "tensor '" + t.name() + "' raw_data has " + std::to_string(raw.size()) +
+    error = what + " raw_data has " + std::to_string(raw.size()) +
             " bytes, expected " + std::to_string(n * esize);
     return std::nullopt;
   }
@@ -231,7 +269,7 @@ zero::onnx_import::constFromProto(const TensorProto &t, std::string &error) {
                       : c.dtype == TensorProto::INT64  ? t.int64_data_size()
                                                        : t.int32_data_size();
   if (!hasRaw && fieldSize != n) {
-    error = "tensor '" + t.name() + "' holds " + std::to_string(fieldSize) +
+    error = what + " holds " + std::to_string(fieldSize) +
             " values, its shape needs " + std::to_string(n);
     return std::nullopt;
   }

@@ -17,12 +17,14 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/defs/parser.h>
+#include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include <set>
@@ -55,8 +57,54 @@ InFlightDiagnostic OnnxImporter::error(const onnx::NodeProto &node) {
 const ConstTensor *OnnxImporter::constantInput(const onnx::NodeProto &node, int i) {
   if (!hasInput(node, i))
     return nullptr;
-  auto it = constants.find(node.input(i));
-  return it == constants.end() ? nullptr : &it->second;
+  const std::string &name = node.input(i);
+  auto it = constants.find(name);
+  if (it != constants.end())
+    return &it->second;
+  // An untrained float initializer an op needs now: read it (once).
+  auto init = untrainedInitializers.find(name);
+  if (init == untrainedInitializers.end() || unreadable.count(name))
+    return nullptr;
+  std::string why;
+  auto value = constFromProto(*init->second, why, &modelDir);
+  if (!value) {
+    unreadable[name] = why;
+    return nullptr;
+  }
+  return &(constants[name] = *value);
+}
+
+const ConstTensor *OnnxImporter::requireConstant(const onnx::NodeProto &node, int i) {
+  if (const ConstTensor *c = constantInput(node, i))
+    return c;
+  std::string operand = "input " + std::to_string(i);
+  if (const auto *schema = onnx::OpSchemaRegistry::Schema(node.op_type(), (int)opset, ""))
+    if (!schema->inputs().empty())
+      operand += " ('" +
+                 schema->inputs()[std::min<size_t>(i, schema->inputs().size() - 1)]
+                     .GetName() +
+                 "')";
+  InFlightDiagnostic d = error(node);
+  d << operand << " must be a compile-time constant: ";
+  if (!hasInput(node, i)) {
+    d << "it is missing";
+    return nullptr;
+  }
+  const std::string &name = node.input(i);
+  if (graphInputs.count(name))
+    d << "it is graph input '" << name << "'; bind it with --constant-input " << name
+      << "=FILE.pb";
+  else if (trainedInitializers.count(name))
+    d << "it is '" << name << "', a trained parameter";
+  else if (unreadable.count(name))
+    d << "initializer '" << name << "' cannot be read: " << unreadable[name];
+  else if (producers.count(name))
+    d << "'" << name << "' is computed at run time by node '"
+      << (producers[name]->name().empty() ? name : producers[name]->name()) << "' ("
+      << producers[name]->op_type() << ")";
+  else
+    d << "'" << name << "' is not known at compile time";
+  return nullptr;
 }
 
 FailureOr<RankedTensorType> OnnxImporter::typeOf(const onnx::NodeProto &node,
@@ -267,6 +315,102 @@ LogicalResult pinInputShapes(MLIRContext &ctx, StringRef path,
   return success();
 }
 
+/// The model's `zero.trainable` metadata: exactly the initializers to train (each
+/// a float initializer), or nullopt when the model has no such entry.
+FailureOr<std::optional<std::set<std::string>>>
+trainableSet(MLIRContext &ctx, StringRef path, const onnx::ModelProto &model) {
+  Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
+  const onnx::StringStringEntryProto *entry = nullptr;
+  for (const auto &kv : model.metadata_props()) {
+    if (kv.key() != "zero.trainable")
+      continue;
+    if (entry)
+      return emitError(loc) << "metadata 'zero.trainable' appears twice", failure();
+    entry = &kv;
+  }
+  if (!entry)
+    return std::optional<std::set<std::string>>();
+  auto bad = [&](StringRef why) {
+    return emitError(loc) << "metadata 'zero.trainable' must be a JSON array of "
+                             "initializer names: "
+                          << why,
+           failure();
+  };
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(entry->value());
+  if (!json)
+    return bad(llvm::toString(json.takeError()));
+  const llvm::json::Array *names = json->getAsArray();
+  if (!names)
+    return bad("it is not an array");
+  std::map<std::string, int32_t> floatInits;
+  for (const auto &t : model.graph().initializer())
+    floatInits[t.name()] = t.data_type();
+  std::set<std::string> trainable;
+  for (const llvm::json::Value &v : *names) {
+    std::optional<StringRef> name = v.getAsString();
+    if (!name)
+      return bad("an element is not a string");
+    auto it = floatInits.find(name->str());
+    if (it == floatInits.end() || (it->second != onnx::TensorProto::FLOAT &&
+                                   it->second != onnx::TensorProto::DOUBLE))
+      return emitError(loc) << "metadata 'zero.trainable' names '" << *name << "', "
+                            << (it == floatInits.end()
+                                    ? "which is not an initializer of the model"
+                                    : "which is not a float initializer"),
+             failure();
+    trainable.insert(name->str());
+  }
+  return std::optional<std::set<std::string>>(std::move(trainable));
+}
+
+/// Integer and bool initializers that are not graph inputs are constants (ONNX
+/// IR): they are read now, inline or external data (from the model's folder), and
+/// become Constant nodes at the head of the graph, so that shape inference and
+/// folding see their values (Reshape's shape, Slice's starts, ReduceSum's axes).
+LogicalResult foldIntegerInitializers(MLIRContext &ctx, StringRef path,
+                                      onnx::ModelProto &model, OnnxImporter &imp) {
+  Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
+  auto *graph = model.mutable_graph();
+  std::vector<onnx::NodeProto> constants;
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+  for (auto &t : *graph->mutable_initializer()) {
+    int32_t type = t.data_type();
+    bool integer = type == onnx::TensorProto::INT64 || type == onnx::TensorProto::INT32 ||
+                   type == onnx::TensorProto::INT8 || type == onnx::TensorProto::UINT8 ||
+                   type == onnx::TensorProto::BOOL;
+    if (!integer || imp.graphInputs.count(t.name())) {
+      *kept.Add() = std::move(t);
+      continue;
+    }
+    std::string error;
+    auto value = constFromProto(t, error, &imp.modelDir);
+    if (!value)
+      return emitError(loc) << "initializer '" << t.name() << "' is a constant that "
+                            << "cannot be read: " << error,
+             failure();
+    onnx::NodeProto node;
+    node.set_op_type("Constant");
+    node.set_name(t.name());
+    node.add_output(t.name());
+    auto *attr = node.add_attribute();
+    attr->set_name("value");
+    attr->set_type(onnx::AttributeProto::TENSOR);
+    *attr->mutable_t() = constToProto(*value);
+    attr->mutable_t()->set_name(t.name());
+    constants.push_back(std::move(node));
+  }
+  graph->mutable_initializer()->Swap(&kept);
+  if (constants.empty())
+    return success();
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (auto &n : constants)
+    *nodes.Add() = std::move(n);
+  for (auto &n : *graph->mutable_node())
+    *nodes.Add() = std::move(n);
+  graph->mutable_node()->Swap(&nodes);
+  return success();
+}
+
 /// Replaces each `--constant-input` graph input by a Constant node holding the file's
 /// tensor, so that shape inference and folding see its value.
 LogicalResult bindConstantInputs(MLIRContext &ctx, StringRef path,
@@ -409,6 +553,7 @@ FailureOr<bool> foldConstants(onnx::ModelProto &model, OnnxImporter &imp) {
 
 LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
                             const std::map<std::string, int64_t> &inputPositions,
+                            const std::optional<std::set<std::string>> &trainable,
                             OnnxImporter &imp) {
   const auto &g = model.graph();
   MLIRContext *ctx = imp.ctx;
@@ -418,7 +563,9 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
   SmallVector<DictionaryAttr> argAttrs;
   SmallVector<std::string> argNames;
   Builder b(ctx);
-  // Initializers become parameters; only their shape and type are read.
+  // The remaining initializers (floats, and graph inputs' defaults) become
+  // parameters; only their shape and type are read. With the model's trainable
+  // set, those outside it are frozen: loaded, never updated.
   for (const auto &t : g.initializer()) {
     initializers.insert(t.name());
     Type et = elementTypeOf(ctx, t.data_type());
@@ -429,8 +576,11 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
                                        (onnx::TensorProto::DataType)t.data_type());
     SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
     argTypes.push_back(RankedTensorType::get(shape, et));
-    argAttrs.push_back(
-        b.getDictionaryAttr(b.getNamedAttr("compute.param", b.getStringAttr(t.name()))));
+    SmallVector<NamedAttribute> attrs = {
+        b.getNamedAttr("compute.param", b.getStringAttr(t.name()))};
+    if (trainable && !trainable->count(t.name()))
+      attrs.push_back(b.getNamedAttr("compute.frozen", b.getUnitAttr()));
+    argAttrs.push_back(b.getDictionaryAttr(attrs));
     argNames.push_back(t.name());
   }
   for (const auto &in : g.input()) {
@@ -453,6 +603,8 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
   imp.builder.setInsertionPointToEnd(module.getBody());
   auto func = func::FuncOp::create(imp.builder, fileLoc, "main",
                                    b.getFunctionType(argTypes, {}));
+  if (trainable)
+    func->setAttr("compute.trainable_listed", b.getUnitAttr());
   Block *entry = func.addEntryBlock();
   for (auto [i, attrs] : llvm::enumerate(argAttrs)) {
     func.setArgAttrs(i, attrs);
@@ -460,6 +612,9 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
   }
   imp.builder.setInsertionPointToEnd(entry);
 
+  for (const auto &node : g.node())
+    for (const std::string &out : node.output())
+      imp.producers[out] = &node;
   for (const auto &node : g.node()) {
     if (!node.domain().empty() && node.domain() != "ai.onnx")
       return imp.error(node) << "domain '" << node.domain() << "' is not supported",
@@ -524,8 +679,32 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context, StringRef path
   if (failed(bindConstantInputs(context, path, model, options)) ||
       failed(pinInputShapes(context, path, model, options)))
     return nullptr;
+  auto trainable = trainableSet(context, path, model);
+  if (failed(trainable))
+    return nullptr;
 
   OnnxImporter imp(context, llvm::sys::path::filename(path).str(), *opset, options);
+  imp.modelDir = llvm::sys::path::parent_path(path).str();
+  if (imp.modelDir.empty())
+    imp.modelDir = ".";
+  {
+    std::set<std::string> inits;
+    for (const auto &t : model.graph().initializer())
+      inits.insert(t.name());
+    for (const auto &in : model.graph().input())
+      if (!inits.count(in.name()))
+        imp.graphInputs.insert(in.name());
+  }
+  if (failed(foldIntegerInitializers(context, path, model, imp)))
+    return nullptr;
+  for (const auto &t : model.graph().initializer()) {
+    bool isFloat = t.data_type() == onnx::TensorProto::FLOAT ||
+                   t.data_type() == onnx::TensorProto::DOUBLE;
+    if (isFloat && (!*trainable || (*trainable)->count(t.name())))
+      imp.trainedInitializers.insert(t.name());
+    else
+      imp.untrainedInitializers[t.name()] = &t;
+  }
   // Shape inference and folding feed each other: a folded shape lets inference
   // type a Reshape, whose static shape lets a later Shape node fold.
   for (int round = 0;; ++round) {
@@ -543,7 +722,7 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context, StringRef path
   }
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  if (failed(buildFunction(*module, model, inputPositions, imp)))
+  if (failed(buildFunction(*module, model, inputPositions, *trainable, imp)))
     return nullptr;
   if (failed(verify(*module)))
     return nullptr;

@@ -19,6 +19,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,10 +41,20 @@ struct ConstTensor {
   int64_t intAt(int64_t k) const { return isFloat() ? (int64_t)floats[k] : ints[k]; }
 };
 
-/// Reads a TensorProto's values (raw_data or typed fields). Fails for data types
-/// the importer does not handle and for external data.
+/// Constants the importer folds are capped at this many elements (shape operands
+/// and masks are far smaller); a larger one is an error, never an allocation.
+constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
+
+/// numel of `shape`, or -1 when a dimension is negative or the product exceeds
+/// kMaxFoldedElements (no overflow on the way).
+int64_t checkedNumel(const std::vector<int64_t> &shape);
+
+/// Reads a TensorProto's values (raw_data or typed fields; external data from
+/// `modelDir`, within it). Fails for data types the importer does not handle, for
+/// bad or oversized shapes and for external data when `modelDir` is null.
 std::optional<ConstTensor> constFromProto(const onnx::TensorProto &t,
-                                          std::string &error);
+                                          std::string &error,
+                                          const std::string *modelDir = nullptr);
 onnx::TensorProto constToProto(const ConstTensor &c);
 
 /// Evaluates `node` when every input is known; `shapeOf` gives static shapes of
@@ -76,6 +87,17 @@ public:
   std::map<std::string, mlir::Value> values;
   std::map<std::string, ConstTensor> constants;
   std::map<std::string, onnx::TypeProto> types;
+  /// The model's folder, where external data lives.
+  std::string modelDir;
+  /// Float initializers that are not trained: parameters the runtime loads, but
+  /// read here too when an op needs one at compile time (Dropout's ratio, say).
+  std::map<std::string, const onnx::TensorProto *> untrainedInitializers;
+  /// Graph inputs (not initializers), and the trained initializers.
+  std::set<std::string> graphInputs, trainedInitializers;
+  /// The node that computes each value, for messages.
+  std::map<std::string, const onnx::NodeProto *> producers;
+  /// Untrained initializers that could not be read when an op needed them, and why.
+  std::map<std::string, std::string> unreadable;
 
   /// Location of a node: its name (or first output) fused with the file.
   mlir::Location locOf(const onnx::NodeProto &node);
@@ -90,6 +112,9 @@ public:
   mlir::FailureOr<mlir::Value> operand(const onnx::NodeProto &node, int i);
   /// Input `i` if it is known at compile time.
   const ConstTensor *constantInput(const onnx::NodeProto &node, int i);
+  /// Input `i`, which the op needs at compile time; when it is not known, an error
+  /// that names the node, the operand (position and schema name) and what to do.
+  const ConstTensor *requireConstant(const onnx::NodeProto &node, int i);
   /// The static type inferred for value `name`.
   mlir::FailureOr<mlir::RankedTensorType> typeOf(const onnx::NodeProto &node,
                                                  const std::string &name);

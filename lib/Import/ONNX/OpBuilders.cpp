@@ -230,10 +230,8 @@ LogicalResult buildReshape(OnnxImporter &imp, const NodeProto &node) {
     return failure();
   // Every extra input (shape, axes) must be known, or the shape is not static.
   for (int i = 1; i < node.input_size(); ++i)
-    if (OnnxImporter::hasInput(node, i) && !imp.constantInput(node, i))
-      return imp.error(node) << "input " << i << " ('" << node.input(i)
-                             << "') must be a compile-time constant",
-             failure();
+    if (OnnxImporter::hasInput(node, i) && !imp.requireConstant(node, i))
+      return failure();
   imp.define(node.output(0),
              ReshapeOp::create(imp.builder, imp.locOf(node), *type, *x));
   return success();
@@ -272,17 +270,23 @@ LogicalResult buildSlice(OnnxImporter &imp, const NodeProto &node) {
     return failure();
   auto xt = cast<RankedTensorType>(x->getType());
   int64_t rank = xt.getRank();
-  const ConstTensor *starts = imp.constantInput(node, 1);
-  const ConstTensor *ends = imp.constantInput(node, 2);
-  const ConstTensor *axes = imp.constantInput(node, 3);
-  const ConstTensor *steps = imp.constantInput(node, 4);
-  if (!starts || !ends || (OnnxImporter::hasInput(node, 3) && !axes) ||
-      (OnnxImporter::hasInput(node, 4) && !steps))
-    return imp.error(node) << "starts, ends, axes and steps must be compile-time "
-                              "constants",
-           failure();
+  const ConstTensor *starts = imp.requireConstant(node, 1);
+  const ConstTensor *ends = starts ? imp.requireConstant(node, 2) : nullptr;
+  if (!starts || !ends)
+    return failure();
+  const ConstTensor *axes = nullptr, *steps = nullptr;
+  if (OnnxImporter::hasInput(node, 3) && !(axes = imp.requireConstant(node, 3)))
+    return failure();
+  if (OnnxImporter::hasInput(node, 4) && !(steps = imp.requireConstant(node, 4)))
+    return failure();
+  int64_t n = starts->numel();
+  for (const ConstTensor *c : {starts, ends, axes, steps})
+    if (c && (c->isFloat() || c->numel() != n || c->shape.size() > 1))
+      return imp.error(node) << "starts, ends, axes and steps must be 1-D integer "
+                                "tensors of one length",
+             failure();
   SmallVector<int64_t> st(rank, 0), sp(rank, 1);
-  for (int64_t i = 0; i < starts->numel(); ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     int64_t a = axes ? normalize(axes->ints[i], rank) : i;
     if (a < 0 || a >= rank)
       return imp.error(node) << "axis out of range", failure();
@@ -308,9 +312,8 @@ LogicalResult buildSplit(OnnxImporter &imp, const NodeProto &node) {
   int64_t axis = normalize(OnnxImporter::intAttr(node, "axis", 0), xt.getRank());
   if (axis < 0 || axis >= xt.getRank())
     return imp.error(node) << "axis out of range", failure();
-  if (OnnxImporter::hasInput(node, 1) && !imp.constantInput(node, 1))
-    return imp.error(node) << "split sizes must be a compile-time constant",
-           failure();
+  if (OnnxImporter::hasInput(node, 1) && !imp.requireConstant(node, 1))
+    return failure();
   int64_t start = 0;
   for (int i = 0; i < node.output_size(); ++i) {
     auto type = imp.outputType(node, i);
@@ -358,8 +361,8 @@ LogicalResult buildExpand(OnnxImporter &imp, const NodeProto &node) {
   auto type = imp.outputType(node, 0);
   if (failed(x) || failed(type))
     return failure();
-  if (!imp.constantInput(node, 1))
-    return imp.error(node) << "the shape must be a compile-time constant", failure();
+  if (!imp.requireConstant(node, 1))
+    return failure();
   imp.define(node.output(0), ExpandOp::create(imp.builder, imp.locOf(node), *type, *x));
   return success();
 }
@@ -370,9 +373,11 @@ LogicalResult buildTrilu(OnnxImporter &imp, const NodeProto &node) {
     return failure();
   int64_t k = 0;
   if (OnnxImporter::hasInput(node, 1)) {
-    const ConstTensor *kc = imp.constantInput(node, 1);
-    if (!kc || kc->numel() != 1)
-      return imp.error(node) << "k must be a compile-time scalar", failure();
+    const ConstTensor *kc = imp.requireConstant(node, 1);
+    if (!kc)
+      return failure();
+    if (kc->numel() != 1 || kc->isFloat())
+      return imp.error(node) << "k must be an integer scalar", failure();
     k = kc->ints[0];
   }
   bool upper = OnnxImporter::intAttr(node, "upper", 1) != 0;
@@ -393,9 +398,11 @@ LogicalResult buildReduce(OnnxImporter &imp, const NodeProto &node) {
   int64_t rank = rankOf(*x);
   std::optional<std::vector<int64_t>> axes = OnnxImporter::intsAttr(node, "axes");
   if (OnnxImporter::hasInput(node, 1)) {
-    const ConstTensor *c = imp.constantInput(node, 1);
+    const ConstTensor *c = imp.requireConstant(node, 1);
     if (!c)
-      return imp.error(node) << "axes must be a compile-time constant", failure();
+      return failure();
+    if (c->isFloat())
+      return imp.error(node) << "axes must be integers", failure();
     axes = c->ints;
   }
   SmallVector<int64_t> norm;
@@ -429,17 +436,20 @@ LogicalResult buildReduce(OnnxImporter &imp, const NodeProto &node) {
 LogicalResult buildDropout(OnnxImporter &imp, const NodeProto &node) {
   float ratio = 0.5f;
   if (OnnxImporter::hasInput(node, 1)) {
-    const ConstTensor *r = imp.constantInput(node, 1);
+    const ConstTensor *r = imp.requireConstant(node, 1);
     if (!r)
-      return imp.error(node) << "ratio must be a compile-time constant", failure();
+      return failure();
+    if (r->numel() != 1)
+      return imp.error(node) << "ratio must be a scalar", failure();
     ratio = r->floatAt(0);
   }
   bool training = false;
   if (OnnxImporter::hasInput(node, 2)) {
-    const ConstTensor *t = imp.constantInput(node, 2);
+    const ConstTensor *t = imp.requireConstant(node, 2);
     if (!t)
-      return imp.error(node) << "training_mode must be a compile-time constant",
-             failure();
+      return failure();
+    if (t->numel() != 1)
+      return imp.error(node) << "training_mode must be a scalar", failure();
     training = t->intAt(0) != 0;
   }
   if (training && ratio != 0.0f)

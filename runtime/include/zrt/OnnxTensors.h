@@ -26,7 +26,7 @@ onnx::TensorProto readTensorFile(const std::string &path);
 
 /// Copies tensor `t` into `dst`, which has the dtype and shape the plan expects;
 /// throws naming `what` if they differ. External data is read from `baseDir`
-/// and may not leave it (no absolute paths, no "..").
+/// and may not leave it (readExternalData).
 void copyTensorInto(const onnx::TensorProto &t, const TensorView &dst,
                     const std::string &what, const std::string &baseDir = "");
 

@@ -15,7 +15,7 @@ func.func @main(%w: tensor<2xf32> {compute.param = "w"}) -> (tensor<f32>, tensor
 
 // -----
 
-// CHECK: error: no trainable parameters (float initializers not matched by --freeze)
+// CHECK: error: no trainable parameters (float initializers that are not frozen and not matched by --freeze)
 func.func @main(%x: tensor<2xf32> {compute.input = 0 : i64}) -> tensor<f32> {
   %0 = compute.reduce_sum %x {axes = array<i64: 0>, keepdims = false} : tensor<2xf32> -> tensor<f32>
   return %0 : tensor<f32>

@@ -74,3 +74,21 @@ func.func @main(%e: tensor<8x4xf32> {compute.param = "emb"}, %t: tensor<2xi64> {
   %loss, %logp = compute.softmax_cross_entropy %2, %l {reduction = "mean"} : tensor<2x8xf32>, tensor<2xi64> -> tensor<f32>, tensor<2x8xf32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// A parameter the importer marks frozen (outside the model's zero.trainable set)
+// is read, never updated, and gets no state.
+// FREEZE-LABEL: func.func @main
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: "rope.exp_avg"
+// CHECK: compute.adamw
+// CHECK-NOT: compute.adamw
+func.func @main(%w: tensor<3xf32> {compute.param = "w"},
+                %rope: tensor<3xf32> {compute.param = "rope", compute.frozen},
+                %x: tensor<3xf32> {compute.input = 0 : i64}) -> tensor<f32> {
+  %0 = compute.mul %x, %rope : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  %1 = compute.mul %0, %w : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  %2 = compute.reduce_sum %1 {axes = array<i64: 0>, keepdims = false} : tensor<3xf32> -> tensor<f32>
+  return %2 : tensor<f32>
+}

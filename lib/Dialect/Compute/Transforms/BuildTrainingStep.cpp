@@ -101,12 +101,15 @@ struct BuildTrainingStepPass
       return func.emitError("--freeze '") << freeze << "' is not a valid regular "
                                           << "expression: " << regexError;
 
-    // Trainable: float parameters whose names --freeze does not match.
+    // Trainable: float parameters that the model does not mark frozen (the
+    // importer does, for initializers outside its zero.trainable set) and whose
+    // names --freeze does not match.
     SmallVector<BlockArgument> params;
     SmallVector<StringRef> paramNames;
     for (BlockArgument arg : entry.getArguments()) {
       auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "compute.param");
-      if (!name || !isFloatTensor(arg))
+      if (!name || !isFloatTensor(arg) ||
+          func.getArgAttr(arg.getArgNumber(), "compute.frozen"))
         continue;
       if (!freeze.empty() && frozen.match(name.getValue()))
         continue;
@@ -114,8 +117,8 @@ struct BuildTrainingStepPass
       paramNames.push_back(name.getValue());
     }
     if (params.empty())
-      return func.emitError("no trainable parameters (float initializers not "
-                            "matched by --freeze)");
+      return func.emitError("no trainable parameters (float initializers that are "
+                            "not frozen and not matched by --freeze)");
 
     // Activity analysis: only values that depend on a trainable parameter need
     // adjoints; integer values never do.

@@ -14,7 +14,9 @@ def BuildTrainingStepPass : Pass<"zero-build-training-step", "mlir::ModuleOp"> {
                 "backward and optimizer update.";
   let description = [{
     Reverse-mode differentiation of the loss with respect to every trainable
-    parameter (the float `compute.param` arguments not matched by `freeze`), one
+    parameter (the float `compute.param` arguments without `compute.frozen`, the
+    mark the importer puts on initializers outside the model's `zero.trainable`
+    set, and not matched by `freeze`), one
     gradient rule per compute op. A parameter used several times (a tied embedding)
     gets the sum of its gradients. Then, for each parameter, an optimizer op
     (`compute.adamw` or `compute.sgd`) whose results are returned with

@@ -1,0 +1,191 @@
+//===- CheckModel.cpp - A model's structure, checked before inference -----===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// ONNX's shape inference trusts its input: a node without a required attribute, an
+// axis of 2^31 or a value defined twice can crash it. So before it runs, the model
+// must be SSA and in topological order, use only ops the importer knows, pass the
+// ONNX checker, and keep axes and ranks within bounds. Each failure names the
+// value, node or attribute at fault.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxImporter.h"
+
+#include "mlir/IR/Location.h"
+
+#include <onnx/checker.h>
+
+#include <map>
+
+using namespace mlir;
+using namespace zero::onnx_import;
+
+namespace {
+
+/// Ranks beyond this are refused everywhere (tensors, axes, permutations).
+constexpr int64_t kMaxRank = 64;
+
+std::string describe(const onnx::NodeProto &node) {
+  std::string name = !node.name().empty() ? node.name()
+                     : node.output_size() ? node.output(0)
+                                          : "<unnamed>";
+  return "node '" + name + "' (" + node.op_type() + ")";
+}
+
+/// Every value is defined once (SSA), and every node reads only values defined
+/// before it: graph inputs, initializers, or outputs of earlier nodes.
+LogicalResult checkDefinitions(Location loc, const onnx::GraphProto &g) {
+  std::map<std::string, std::string> definedBy;
+  auto define = [&](const std::string &name, const std::string &by) -> LogicalResult {
+    if (name.empty())
+      return success();
+    auto [it, fresh] = definedBy.emplace(name, by);
+    if (!fresh)
+      return emitError(loc) << "value '" << name << "' is defined twice, by "
+                            << it->second << " and by " << by
+                            << " (ONNX graphs are in SSA form)",
+             failure();
+    return success();
+  };
+  std::map<std::string, bool> initializer;
+  for (const auto &t : g.initializer()) {
+    if (failed(define(t.name(), "initializer '" + t.name() + "'")))
+      return failure();
+    initializer[t.name()] = true;
+  }
+  for (const auto &in : g.input()) {
+    // An initializer may also be listed as a graph input (its default value).
+    if (initializer.count(in.name()))
+      continue;
+    if (failed(define(in.name(), "graph input '" + in.name() + "'")))
+      return failure();
+  }
+  std::map<std::string, const onnx::NodeProto *> laterOutputs;
+  for (const auto &node : g.node())
+    for (const std::string &out : node.output())
+      if (!out.empty())
+        laterOutputs.emplace(out, &node);
+  for (const auto &node : g.node()) {
+    for (const std::string &in : node.input()) {
+      if (in.empty() || definedBy.count(in))
+        continue;
+      auto later = laterOutputs.find(in);
+      if (later != laterOutputs.end())
+        return emitError(loc) << describe(node) << " reads '" << in
+                              << "' before " << describe(*later->second)
+                              << " computes it: the graph is not in topological "
+                                 "order, or has a cycle",
+               failure();
+      return emitError(loc) << describe(node) << " reads '" << in
+                            << "', which nothing defines",
+             failure();
+    }
+    for (const std::string &out : node.output())
+      if (failed(define(out, describe(node))))
+        return failure();
+  }
+  for (const auto &out : g.output())
+    if (!definedBy.count(out.name()))
+      return emitError(loc) << "graph output '" << out.name()
+                            << "' is not defined by any node, input or initializer",
+             failure();
+  return success();
+}
+
+/// Only ops the importer builds or folds, from the default domain; anything else
+/// would reach shape inference code the importer never needs.
+LogicalResult checkOps(Location loc, const onnx::GraphProto &g, int64_t opset) {
+  for (const auto &node : g.node()) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      return emitError(loc) << describe(node) << ": domain '" << node.domain()
+                            << "' is not supported",
+             failure();
+    if (!isSupportedOp(node.op_type()))
+      return emitError(loc) << describe(node) << ": op type '" << node.op_type()
+                            << "' is not supported (opset " << opset << ")",
+             failure();
+  }
+  return success();
+}
+
+/// Axes and permutations within kMaxRank, tensor shapes with non-negative
+/// dimensions whose element count fits int64.
+LogicalResult checkBounds(Location loc, const onnx::GraphProto &g) {
+  for (const auto &node : g.node())
+    for (const auto &a : node.attribute()) {
+      bool axisLike = a.name() == "axis" || a.name() == "axes" || a.name() == "perm";
+      if (!axisLike)
+        continue;
+      if (a.ints_size() > kMaxRank)
+        return emitError(loc) << describe(node) << ": attribute '" << a.name()
+                              << "' has " << a.ints_size() << " entries; ranks above "
+                              << kMaxRank << " are not supported",
+               failure();
+      auto inRange = [](int64_t v) { return v >= -kMaxRank && v < kMaxRank; };
+      bool ok = inRange(a.i());
+      for (int64_t v : a.ints())
+        ok &= inRange(v);
+      if (!ok)
+        return emitError(loc) << describe(node) << ": attribute '" << a.name()
+                              << "' is out of range (ranks above " << kMaxRank
+                              << " are not supported)",
+               failure();
+    }
+  for (const auto &t : g.initializer()) {
+    int64_t n = 1;
+    bool ok = t.dims_size() <= kMaxRank;
+    for (int64_t d : t.dims())
+      ok &= d >= 0 && !__builtin_mul_overflow(n, d, &n);
+    if (!ok)
+      return emitError(loc) << "initializer '" << t.name()
+                            << "' has a bad shape (a negative dimension, rank above "
+                            << kMaxRank << ", or more elements than int64 counts)",
+             failure();
+  }
+  auto checkValue = [&](const onnx::ValueInfoProto &v) -> LogicalResult {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
+      return success();
+    const auto &shape = v.type().tensor_type().shape();
+    int64_t n = 1;
+    bool ok = shape.dim_size() <= kMaxRank;
+    for (const auto &d : shape.dim())
+      if (d.has_dim_value())
+        ok &= d.dim_value() >= 0 && !__builtin_mul_overflow(n, d.dim_value(), &n);
+    if (!ok)
+      return emitError(loc) << "value '" << v.name()
+                            << "' has a bad shape (a negative dimension, rank above "
+                            << kMaxRank << ", or more elements than int64 counts)",
+             failure();
+    return success();
+  };
+  for (const auto &v : g.input())
+    if (failed(checkValue(v)))
+      return failure();
+  for (const auto &v : g.output())
+    if (failed(checkValue(v)))
+      return failure();
+  for (const auto &v : g.value_info())
+    if (failed(checkValue(v)))
+      return failure();
+  return success();
+}
+
+} // namespace
+
+LogicalResult zero::onnx_import::checkModelStructure(MLIRContext &ctx, StringRef path,
+                                                     const onnx::ModelProto &model,
+                                                     int64_t opset) {
+  Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
+  const onnx::GraphProto &g = model.graph();
+  if (failed(checkDefinitions(loc, g)) || failed(checkOps(loc, g, opset)) ||
+      failed(checkBounds(loc, g)))
+    return failure();
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception &e) {
+    return emitError(loc) << "the ONNX checker rejects the model: " << e.what(),
+           failure();
+  }
+  return success();
+}
