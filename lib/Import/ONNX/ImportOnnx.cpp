@@ -95,7 +95,8 @@ const ConstTensor *OnnxImporter::requireConstant(const onnx::NodeProto &node, in
     d << "it is graph input '" << name << "'; bind it with --constant-input " << name
       << "=FILE.pb";
   else if (trainedInitializers.count(name))
-    d << "it is '" << name << "', a trained parameter";
+    d << "it is initializer '" << name << "', which is trained: leave it out of the "
+      << "model's zero.trainable metadata to make it a constant";
   else if (unreadable.count(name))
     d << "initializer '" << name << "' cannot be read: " << unreadable[name];
   else if (producers.count(name))
