@@ -17,6 +17,7 @@
 #include <onnx/checker.h>
 
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace zero::onnx_import;
@@ -101,10 +102,12 @@ LogicalResult checkOps(Location loc, const onnx::GraphProto &g, int64_t opset) {
       return emitError(loc) << describe(node) << ": domain '" << node.domain()
                             << "' is not supported",
              failure();
-    if (!isSupportedOp(node.op_type()))
-      return emitError(loc) << describe(node) << ": op type '" << node.op_type()
-                            << "' is not supported (opset " << opset << ")",
+    if (!isSupportedOp(node.op_type())) {
+      std::string d = describe(node);
+      return emitError(loc) << d.substr(0, d.size() - 1) << ", opset " << opset
+                            << "): op type '" << node.op_type() << "' is not supported",
              failure();
+    }
   }
   return success();
 }
@@ -174,18 +177,45 @@ LogicalResult checkBounds(Location loc, const onnx::GraphProto &g) {
 } // namespace
 
 LogicalResult zero::onnx_import::checkModelStructure(MLIRContext &ctx, StringRef path,
-                                                     const onnx::ModelProto &model,
+                                                     onnx::ModelProto &model,
                                                      int64_t opset) {
   Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
   const onnx::GraphProto &g = model.graph();
   if (failed(checkDefinitions(loc, g)) || failed(checkOps(loc, g, opset)) ||
       failed(checkBounds(loc, g)))
     return failure();
+  // The checker reads initializers' data, external files included, which the
+  // compiler does not need (a model's weights may not exist yet); it checks the
+  // graph with the initializers declared as inputs instead, then they go back.
+  // Their data is checked where it is read (folded constants here, parameters in
+  // zero-run).
+  auto *graph = model.mutable_graph();
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> initializers;
+  initializers.Swap(graph->mutable_initializer());
+  int inputs = graph->input_size();
+  std::set<std::string> listed;
+  for (const auto &in : graph->input())
+    listed.insert(in.name());
+  for (const auto &t : initializers) {
+    if (listed.count(t.name()))
+      continue;
+    auto *in = graph->add_input();
+    in->set_name(t.name());
+    auto *tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(t.data_type());
+    auto *shape = tt->mutable_shape();
+    for (int64_t d : t.dims())
+      shape->add_dim()->set_dim_value(d);
+  }
+  std::string error;
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
-    return emitError(loc) << "the ONNX checker rejects the model: " << e.what(),
-           failure();
+    error = e.what();
   }
+  graph->mutable_input()->DeleteSubrange(inputs, graph->input_size() - inputs);
+  initializers.Swap(graph->mutable_initializer());
+  if (!error.empty())
+    return emitError(loc) << "the ONNX checker rejects the model: " << error, failure();
   return success();
 }

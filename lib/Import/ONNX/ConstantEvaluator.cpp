@@ -51,6 +51,20 @@ int64_t product(const std::vector<int64_t> &s) {
   return n;
 }
 
+/// True when a folded tensor of `shape` stays within kMaxFoldedElements; else an
+/// error that says so (and no allocation is made).
+bool fitsFolding(const std::vector<int64_t> &shape, std::string &error) {
+  if (checkedNumel(shape) >= 0)
+    return true;
+  std::string dims;
+  for (int64_t d : shape)
+    dims += (dims.empty() ? "" : "x") + std::to_string(d);
+  error = "the result would have shape [" + dims + "]: a negative dimension, or more "
+          "than the " + std::to_string(kMaxFoldedElements) +
+          " elements a constant folded at compile time may have";
+  return false;
+}
+
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   std::vector<int64_t> st(shape.size(), 1);
   for (int i = (int)shape.size() - 2; i >= 0; --i)
@@ -146,6 +160,12 @@ std::optional<ConstTensor> elementwise(const std::string &op,
     error = "operand shapes do not broadcast";
     return std::nullopt;
   }
+  if (!fitsFolding(*shape, error))
+    return std::nullopt;
+  if (op == "Where" && ins[0]->isFloat()) {
+    error = "Where's condition must be bool";
+    return std::nullopt;
+  }
   const ConstTensor &a = *ins[op == "Where" ? 1 : 0];
   int32_t dtype = op == "Equal" ? (int32_t)TensorProto::BOOL : a.dtype;
   ConstTensor out = withShape(dtype, *shape);
@@ -187,6 +207,17 @@ std::optional<ConstTensor> elementwise(const std::string &op,
 }
 
 int64_t normalizeAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+/// An integer tensor's values, or false (with `error` naming `what`) for a float one.
+bool intValues(const ConstTensor &c, const char *what, std::vector<int64_t> &out,
+               std::string &error) {
+  if (c.isFloat() || c.shape.size() > 1) {
+    error = std::string(what) + " must be a 1-D integer tensor";
+    return false;
+  }
+  out = c.ints;
+  return true;
+}
 
 const onnx::AttributeProto *findAttr(const onnx::NodeProto &node,
                                      const std::string &name) {
@@ -420,14 +451,17 @@ std::optional<ConstTensor> zero::onnx_import::evaluateConstant(
       auto v = constFromProto(a->t(), error);
       if (!v)
         return std::nullopt;
-      value = *v;
-    }
-    ConstTensor c = withShape(value.dtype, in[0]->ints);
-    for (int64_t d : c.shape)
-      if (d < 0) {
-        error = "negative dimension in the shape";
+      if (v->numel() != 1) {
+        error = "ConstantOfShape's value must hold one element";
         return std::nullopt;
       }
+      value = *v;
+    }
+    std::vector<int64_t> shape;
+    if (!intValues(*in[0], "ConstantOfShape's shape", shape, error) ||
+        !fitsFolding(shape, error))
+      return std::nullopt;
+    ConstTensor c = withShape(value.dtype, shape);
     for (int64_t k = 0; k < c.numel(); ++k)
       pushConverted(c, value, 0);
     return c;
@@ -455,32 +489,38 @@ std::optional<ConstTensor> zero::onnx_import::evaluateConstant(
     if (!ok(1) || (op != "Squeeze" && !ok(2)))
       return std::nullopt;
     const ConstTensor &x = *in[0];
-    std::vector<int64_t> shape;
+    std::vector<int64_t> shape, operand;
+    if (in.size() > 1 && in[1] &&
+        !intValues(*in[1], op == "Reshape" ? "the shape" : "axes", operand, error))
+      return std::nullopt;
     if (op == "Reshape") {
       bool allowZero = intAttr("allowzero", 0) != 0;
       int64_t known = 1, infer = -1;
-      for (size_t i = 0; i < in[1]->ints.size(); ++i) {
-        int64_t d = in[1]->ints[i];
+      for (size_t i = 0; i < operand.size(); ++i) {
+        int64_t d = operand[i];
         if (d == 0 && !allowZero)
           d = i < x.shape.size() ? x.shape[i] : 0;
+        if (d < -1 || (d == -1 && infer >= 0)) {
+          error = "the shape has a bad dimension (" + std::to_string(operand[i]) + ")";
+          return std::nullopt;
+        }
         if (d == -1)
           infer = i;
-        else
-          known *= d;
+        else if (__builtin_mul_overflow(known, d, &known))
+          known = -1; // cannot match any element count
         shape.push_back(d);
       }
       if (infer >= 0)
-        shape[infer] = known ? x.numel() / known : 0;
+        shape[infer] = known > 0 && x.numel() % known == 0 ? x.numel() / known : -1;
     } else {
-      std::vector<int64_t> axes = in.size() > 1 && in[1] ? in[1]->ints
-                                                         : std::vector<int64_t>{};
+      std::vector<int64_t> axes = operand;
       if (op == "Unsqueeze") {
         int64_t rank = x.shape.size() + axes.size();
         std::vector<bool> isNew(rank, false);
         for (int64_t a : axes) {
           a = normalizeAxis(a, rank);
-          if (a < 0 || a >= rank) {
-            error = "Unsqueeze axis out of range";
+          if (a < 0 || a >= rank || isNew[a]) {
+            error = "Unsqueeze axis out of range or repeated";
             return std::nullopt;
           }
           isNew[a] = true;
@@ -490,6 +530,11 @@ std::optional<ConstTensor> zero::onnx_import::evaluateConstant(
           shape.push_back(isNew[i] ? 1 : x.shape[j++]);
       } else {
         int64_t rank = x.shape.size();
+        for (int64_t a : axes)
+          if (normalizeAxis(a, rank) < 0 || normalizeAxis(a, rank) >= rank) {
+            error = "Squeeze axis out of range";
+            return std::nullopt;
+          }
         for (int64_t i = 0; i < rank; ++i) {
           bool drop = axes.empty() ? x.shape[i] == 1 : false;
           for (int64_t a : axes)
@@ -499,7 +544,7 @@ std::optional<ConstTensor> zero::onnx_import::evaluateConstant(
         }
       }
     }
-    if (product(shape) != x.numel()) {
+    if (checkedNumel(shape) != x.numel()) {
       error = "the new shape changes the element count";
       return std::nullopt;
     }
@@ -521,8 +566,18 @@ std::optional<ConstTensor> zero::onnx_import::evaluateConstant(
     }
     std::vector<int64_t> shape = in[0]->shape;
     shape[axis] = 0;
-    for (auto *c : in)
+    for (auto *c : in) {
+      bool same = (int64_t)c->shape.size() == rank && c->isFloat() == in[0]->isFloat();
+      for (int64_t d = 0; same && d < rank; ++d)
+        same = d == axis || c->shape[d] == in[0]->shape[d];
+      if (!same) {
+        error = "Concat inputs differ in rank, type or a dimension other than the axis";
+        return std::nullopt;
+      }
       shape[axis] += c->shape[axis];
+    }
+    if (!fitsFolding(shape, error))
+      return std::nullopt;
     ConstTensor out = withShape(in[0]->dtype, shape);
     int64_t outer = 1;
     for (int64_t i = 0; i < axis; ++i)
@@ -545,9 +600,15 @@ std::optional<ConstTensor> zero::onnx_import::evaluateConstant(
       error = "Gather axis out of range";
       return std::nullopt;
     }
+    if (idx.isFloat()) {
+      error = "Gather indices must be integers";
+      return std::nullopt;
+    }
     std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
     shape.insert(shape.end(), idx.shape.begin(), idx.shape.end());
     shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+    if (!fitsFolding(shape, error))
+      return std::nullopt;
     int64_t outer = 1, inner = 1, dim = data.shape[axis];
     for (int64_t i = 0; i < axis; ++i)
       outer *= data.shape[i];
@@ -571,36 +632,45 @@ std::optional<ConstTensor> zero::onnx_import::evaluateConstant(
       return std::nullopt;
     const ConstTensor &x = *in[0];
     int64_t rank = x.shape.size();
-    std::vector<int64_t> starts(rank, 0), steps(rank, 1), shape = x.shape;
-    std::vector<int64_t> axes;
-    for (size_t i = 0; i < in[1]->ints.size(); ++i)
-      axes.push_back(in.size() > 3 && in[3] ? normalizeAxis(in[3]->ints[i], rank)
-                                            : (int64_t)i);
-    for (size_t i = 0; i < axes.size(); ++i) {
-      int64_t a = axes[i];
+    std::vector<int64_t> starts, ends, axesIn, stepsIn;
+    if (!intValues(*in[1], "Slice's starts", starts, error) ||
+        !intValues(*in[2], "Slice's ends", ends, error) ||
+        (in.size() > 3 && in[3] && !intValues(*in[3], "Slice's axes", axesIn, error)) ||
+        (in.size() > 4 && in[4] && !intValues(*in[4], "Slice's steps", stepsIn, error)))
+      return std::nullopt;
+    if (ends.size() != starts.size() || (in.size() > 3 && in[3] && axesIn.size() != starts.size()) ||
+        (in.size() > 4 && in[4] && stepsIn.size() != starts.size())) {
+      error = "Slice's starts, ends, axes and steps differ in length";
+      return std::nullopt;
+    }
+    std::vector<int64_t> begin(rank, 0), steps(rank, 1), shape = x.shape;
+    for (size_t i = 0; i < starts.size(); ++i) {
+      int64_t a = axesIn.empty() ? (int64_t)i : normalizeAxis(axesIn[i], rank);
       if (a < 0 || a >= rank) {
         error = "Slice axis out of range";
         return std::nullopt;
       }
       int64_t dim = x.shape[a];
-      int64_t step = in.size() > 4 && in[4] ? in[4]->ints[i] : 1;
-      if (step == 0) {
-        error = "Slice step is zero";
+      int64_t step = stepsIn.empty() ? 1 : stepsIn[i];
+      if (step == 0 || step == INT64_MIN) {
+        error = "Slice step is zero or out of range";
         return std::nullopt;
       }
-      int64_t s = in[1]->ints[i], e = in[2]->ints[i];
+      // Clamp before any arithmetic: starts and ends may be any int64.
+      int64_t s = std::clamp<int64_t>(starts[i], -dim - 1, dim + 1);
+      int64_t e = std::clamp<int64_t>(ends[i], -dim - 1, dim + 1);
       s = s < 0 ? s + dim : s;
       e = e < 0 ? e + dim : e;
       if (step > 0) {
         s = std::clamp<int64_t>(s, 0, dim);
         e = std::clamp<int64_t>(e, 0, dim);
-        shape[a] = std::max<int64_t>(0, (e - s + step - 1) / step);
+        shape[a] = e > s ? (e - s - 1) / step + 1 : 0;
       } else {
         s = std::clamp<int64_t>(s, -1, dim - 1);
         e = std::clamp<int64_t>(e, -1, dim - 1);
-        shape[a] = std::max<int64_t>(0, (s - e + (-step) - 1) / (-step));
+        shape[a] = s > e ? (s - e - 1) / (-step) + 1 : 0;
       }
-      starts[a] = s;
+      begin[a] = s;
       steps[a] = step;
     }
     ConstTensor out = withShape(x.dtype, shape);
@@ -608,7 +678,7 @@ std::optional<ConstTensor> zero::onnx_import::evaluateConstant(
     forEachIndex(shape, [&](const std::vector<int64_t> &idx) {
       int64_t lin = 0;
       for (int64_t d = 0; d < rank; ++d)
-        lin += (starts[d] + idx[d] * steps[d]) * st[d];
+        lin += (begin[d] + idx[d] * steps[d]) * st[d];
       pushConverted(out, x, lin);
     });
     return out;
@@ -626,12 +696,22 @@ std::optional<ConstTensor> zero::onnx_import::evaluateConstant(
   if (op == "Expand") {
     if (!ok(2))
       return std::nullopt;
-    ConstTensor target = withShape(TensorProto::INT64, in[1]->ints);
+    std::vector<int64_t> dims;
+    if (!intValues(*in[1], "Expand's shape", dims, error))
+      return std::nullopt;
+    for (int64_t d : dims)
+      if (d < 0) {
+        error = "Expand's shape has a negative dimension";
+        return std::nullopt;
+      }
+    ConstTensor target = withShape(TensorProto::INT64, dims);
     auto shape = broadcast({in[0], &target});
     if (!shape) {
       error = "Expand shape does not broadcast";
       return std::nullopt;
     }
+    if (!fitsFolding(*shape, error))
+      return std::nullopt;
     ConstTensor out = withShape(in[0]->dtype, *shape);
     forEachIndex(*shape, [&](const std::vector<int64_t> &idx) {
       pushConverted(out, *in[0], broadcastIndex(idx, in[0]->shape));

@@ -236,6 +236,13 @@ LogicalResult readModel(MLIRContext &ctx, StringRef path, onnx::ModelProto &mode
     if (!status.IsOK())
       return emitError(loc) << "'" << path
                             << "' is not valid ONNX text: " << status.ErrorMessage();
+    // ONNX 1.12's text parser drops the shape of a scalar (`float[] loss`), which
+    // the checker then rejects: a graph input or output without one is a scalar.
+    auto *g = model.mutable_graph();
+    for (auto *values : {g->mutable_input(), g->mutable_output()})
+      for (auto &v : *values)
+        if (v.type().has_tensor_type() && !v.type().tensor_type().has_shape())
+          v.mutable_type()->mutable_tensor_type()->mutable_shape();
     return success();
   }
   google::protobuf::io::ArrayInputStream raw((*buffer)->getBufferStart(),
@@ -533,7 +540,8 @@ FailureOr<bool> foldConstants(onnx::ModelProto &model, OnnxImporter &imp) {
     if (!value)
       continue;
     // Large derived tensors stay ops: folding is for shapes and small constants.
-    if (value->numel() > (1 << 20) && node.op_type() != "Constant")
+    if (value->numel() > (1 << 20) && node.op_type() != "Constant" &&
+        node.op_type() != "ConstantOfShape")
       continue;
     imp.constants[node.output(0)] = *value;
     if (node.op_type() != "Constant") {
@@ -657,7 +665,7 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context, StringRef path
   if (failed(readModel(context, path, model)))
     return nullptr;
   auto opset = defaultOpset(context, path, model);
-  if (failed(opset))
+  if (failed(opset) || failed(checkModelStructure(context, path, model, *opset)))
     return nullptr;
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
   for (const auto &t : model.graph().initializer())

@@ -138,6 +138,16 @@ public:
                                                       const std::string &name);
 };
 
+/// True for ops the importer builds or folds.
+bool isSupportedOp(const std::string &opType);
+
+/// The checks that come before ONNX shape inference, which trusts its input: SSA
+/// and topological order, supported ops only, the ONNX checker, axes and shapes in
+/// bounds. Emits an error naming the value, node or attribute at fault. `model` is
+/// only borrowed: it is as it was when this returns.
+mlir::LogicalResult checkModelStructure(mlir::MLIRContext &ctx, llvm::StringRef path,
+                                        onnx::ModelProto &model, int64_t opset);
+
 /// Builds the compute ops for one node (a node the evaluator did not fold).
 /// Emits a diagnostic naming the node when its op or an attribute is unsupported.
 mlir::LogicalResult buildNode(OnnxImporter &imp, const onnx::NodeProto &node);

@@ -520,6 +520,10 @@ const llvm::StringMap<Builder> &builderTable() {
 
 } // namespace
 
+bool zero::onnx_import::isSupportedOp(const std::string &opType) {
+  return builderTable().count(opType) || isFoldableOp(opType);
+}
+
 LogicalResult zero::onnx_import::buildNode(OnnxImporter &imp, const NodeProto &node) {
   // Constant, Shape and ConstantOfShape are always folded before this point; one
   // that reaches here could not be (an unsupported value attribute, say).
