@@ -66,6 +66,7 @@ void AtomicFile::write(const void *data, size_t bytes) {
     ssize_t n = ::write(fd_, p, bytes);
     if (n < 0 && errno == EINTR)
       continue;
+    failed_ |= n <= 0;
     ZRT_CHECK(n > 0, "cannot write '" << path_ << "': "
                                       << (n < 0 ? std::strerror(errno) : "no progress")
                                       << "; the previous file, if any, is unchanged");
@@ -94,6 +95,8 @@ void AtomicFile::printf(const char *format, ...) {
 
 void AtomicFile::commit() {
   ZRT_CHECK(fd_ >= 0, "cannot write '" << path_ << "': the file is already closed");
+  ZRT_CHECK(!failed_, "cannot write '" << path_ << "': a write failed; the previous "
+                                       << "file, if any, is unchanged");
   int rc = ::fsync(fd_);
   int err = errno;
   int closed = ::close(fd_);

@@ -5,10 +5,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/SaveWeights.h"
+#include "zrt/AtomicFile.h"
 #include "zrt/Error.h"
 #include "zrt/OnnxTensors.h"
 
-#include <fstream>
 #include <map>
 
 using namespace zrt;
@@ -31,6 +31,9 @@ void zrt::saveWeights(const onnx::ModelProto &model, Executor &exec,
   }
   if (exec.comm().rank() != 0)
     return;
-  std::ofstream f(path, std::ios::binary);
-  ZRT_CHECK(f && out.SerializeToOstream(&f), "cannot write '" << path << "'");
+  std::string bytes;
+  ZRT_CHECK(out.SerializeToString(&bytes), "cannot serialize the trained model for '"
+                                               << path << "' (over 2 GiB? protobuf's limit)");
+  // Whole or not at all: a failed save leaves the previous file as it was.
+  writeFileAtomically(path, bytes);
 }

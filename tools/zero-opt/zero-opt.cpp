@@ -16,13 +16,13 @@
 #include "zero/Import/ONNX/ImportOnnx.h"
 #include "zero/InitAll.h"
 #include "zero/Target/Zplan/ExportZplan.h"
+#include "zrt/AtomicFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
@@ -30,7 +30,6 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -382,20 +381,25 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
     if (output == "-") // the report was what was asked for
       return success();
   }
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
+  if (level == "zplan") {
+    if (failed(zero::exportZplan(module, os, input)))
+      return failure();
+  } else {
+    module.print(os);
+    os << "\n";
+  }
+  if (output == "-") {
+    llvm::outs() << bytes;
+    return success();
+  }
+  // Whole or not at all: a failed write leaves the previous plan as it was.
   std::string error;
-  auto file = openOutputFile(output, &error);
-  if (!file) {
+  if (!zrt::writeFileAtomically(output.str(), bytes, error)) {
     llvm::errs() << "zero-opt: error: " << error << "\n";
     return failure();
   }
-  if (level == "zplan") {
-    if (failed(zero::exportZplan(module, file->os(), input)))
-      return failure();
-  } else {
-    module.print(file->os());
-    file->os() << "\n";
-  }
-  file->keep();
   return success();
 }
 
@@ -459,6 +463,14 @@ int main(int argc, char **argv) {
   if (level == "zplan" && outputFile == "-") {
     llvm::errs() << "zero-opt: error: a plan file is binary; name it with -o\n";
     return 1;
+  }
+
+  if (outputFile != "-") {
+    std::string why = zrt::whyNotWritable(outputFile, "-o");
+    if (!why.empty()) {
+      llvm::errs() << "zero-opt: error: " << why << "\n";
+      return 1;
+    }
   }
 
   MLIRContext context(registry);

@@ -33,13 +33,15 @@ public:
   void write(const std::string &text) { write(text.data(), text.size()); }
   /// printf-style text, appended and checked like write().
   void printf(const char *format, ...) __attribute__((format(printf, 2, 3)));
-  /// Flushes to the disk, closes and renames over the target; throws on failure.
+  /// Flushes to the disk, closes and renames over the target; throws on failure,
+  /// and after any failed write (a file missing a part is never committed).
   void commit();
   const std::string &path() const { return path_; }
 
 private:
   std::string path_, temp_;
   int fd_ = -1;
+  bool failed_ = false;
 };
 
 /// `bytes` into `path`, whole or not at all; throws zrt::Error on failure.

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zrt/AtomicFile.h"
 #include "zrt/Calibrate.h"
 #include "zrt/Communicator.h"
 #include "zrt/Device.h"
@@ -26,7 +27,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -247,24 +250,24 @@ void drawBar(int64_t done, int64_t total) {
 
 /// Chrome trace-event JSON: one complete event per kernel (track 0, compute) and per
 /// collective (track 1, communication); the process is the rank.
+std::string traceFile(const std::string &path, int rank) {
+  return rank == 0 ? path : path + ".rank" + std::to_string(rank);
+}
+
 void writeTrace(const std::string &path, int rank, const std::vector<TraceEvent> &events) {
-  std::string file = rank == 0 ? path : path + ".rank" + std::to_string(rank);
-  std::FILE *f = std::fopen(file.c_str(), "w");
-  ZRT_CHECK(f, "cannot write '" << file << "'");
-  std::fprintf(f, "{\"traceEvents\": [\n");
-  std::fprintf(f,
-               "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, "
-               "\"args\": {\"name\": \"compute\"}},\n"
-               "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 1, "
-               "\"args\": {\"name\": \"communication\"}}",
-               rank, rank);
+  AtomicFile f(traceFile(path, rank));
+  f.printf("{\"traceEvents\": [\n");
+  f.printf("{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, "
+           "\"args\": {\"name\": \"compute\"}},\n"
+           "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 1, "
+           "\"args\": {\"name\": \"communication\"}}",
+           rank, rank);
   for (const TraceEvent &e : events)
-    std::fprintf(f,
-                 ",\n{\"name\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, "
-                 "\"ts\": %.3f, \"dur\": %.3f}",
-                 e.name.c_str(), rank, e.track, e.beginUs, e.durationUs);
-  std::fprintf(f, "\n]}\n");
-  std::fclose(f);
+    f.printf(",\n{\"name\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, "
+             "\"ts\": %.3f, \"dur\": %.3f}",
+             e.name.c_str(), rank, e.track, e.beginUs, e.durationUs);
+  f.printf("\n]}\n");
+  f.commit();
 }
 
 /// Kernel kinds by total time, per step.
@@ -295,11 +298,11 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
   int64_t ranks = comm.size(), globalBatch = ranks * batch;
   bool root = comm.rank() == 0;
   TokenData data = TokenData::load(o.data, o.dataFormat);
-  std::FILE *log = nullptr;
-  if (!o.logJson.empty() && root) {
-    log = std::fopen(o.logJson.c_str(), "w");
-    ZRT_CHECK(log, "cannot write '" << o.logJson << "'");
-  }
+  // The log is renamed into place when the run ends (a failed run's log too, up to
+  // its last step); a failed write is an error and leaves the previous log whole.
+  std::unique_ptr<AtomicFile> log;
+  if (!o.logJson.empty() && root)
+    log = std::make_unique<AtomicFile>(o.logJson);
   // What the runtime holds for the plan: the arena, allocated once (the compiler's
   // report predicts it as total_peak).
   std::vector<int64_t> peakBytes = comm.gatherInts(exec.plan().arena_bytes());
@@ -313,55 +316,66 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
                 (long long)seqLen, (long long)data.size());
   double totalMs = 0;
   std::map<std::string, double> msByKernel;
-  for (int64_t step = 0; step < o.steps; ++step) {
-    data.fillBatch(step, globalBatch, comm.rank() * batch, batch, seqLen, o.shuffle,
-                   o.seed, hostTokens.data(), hostTargets.data());
-    exec.write(tokenBuffer, hostTokens.data(), hostTokens.size() * sizeof(int64_t));
-    exec.write(targetBuffer, hostTargets.data(), hostTargets.size() * sizeof(int64_t));
-    int64_t ag = comm.allGatherElements, rs = comm.reduceScatterElements,
-            ar = comm.allReduceElements;
-    auto start = std::chrono::steady_clock::now();
-    if (o.profile)
-      exec.runProfiled(msByKernel);
-    else
-      exec.run();
-    double ms = std::chrono::duration<double, std::milli>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
-    totalMs += ms;
-    ag = comm.allGatherElements - ag;
-    rs = comm.reduceScatterElements - rs;
-    ar = comm.allReduceElements - ar;
-    // Each rank's loss is the mean over its micro-batch; the global batch's loss
-    // is their mean.
-    double loss = comm.meanOf(scalarOf(exec.readOutput(0).view()));
-    double tps = globalBatch * seqLen / (ms / 1000.0);
-    bool print = (step + 1) % o.printEvery == 0 || step == 0 || step + 1 == o.steps;
-    if (tty)
-      std::printf("\r\033[K");
-    if (!quiet && print)
-      std::printf("step %lld/%lld  loss %.6f  %.2f ms/step  %.0f tokens/s\n",
-                  (long long)step + 1, (long long)o.steps, loss, ms, tps);
-    if (tty && step + 1 < o.steps)
-      drawBar(step + 1, o.steps);
-    if (log) {
-      std::string peaks;
-      for (size_t r = 0; r < peakBytes.size(); ++r)
-        peaks += (r ? ", " : "") + std::to_string(peakBytes[r]);
-      std::fprintf(log,
-                   "{\"step\": %lld, \"loss\": %.9g, \"ms\": %.4f, \"tokens_per_s\": "
-                   "%.1f, \"peak_bytes\": [%s], \"gathered_peak_bytes\": %lld, "
-                   "\"comm_elements\": {\"all_gather\": %lld, \"reduce_scatter\": %lld, "
-                   "\"all_reduce\": %lld, \"volume\": %lld}}\n",
-                   (long long)step + 1, loss, ms, tps, peaks.c_str(),
-                   (long long)exec.gatheredPeakBytes(), (long long)ag, (long long)rs,
-                   (long long)ar, (long long)(ag + rs + 2 * ar));
+  try {
+    for (int64_t step = 0; step < o.steps; ++step) {
+      data.fillBatch(step, globalBatch, comm.rank() * batch, batch, seqLen, o.shuffle,
+                     o.seed, hostTokens.data(), hostTargets.data());
+      exec.write(tokenBuffer, hostTokens.data(), hostTokens.size() * sizeof(int64_t));
+      exec.write(targetBuffer, hostTargets.data(), hostTargets.size() * sizeof(int64_t));
+      int64_t ag = comm.allGatherElements, rs = comm.reduceScatterElements,
+              ar = comm.allReduceElements;
+      auto start = std::chrono::steady_clock::now();
+      if (o.profile)
+        exec.runProfiled(msByKernel);
+      else
+        exec.run();
+      double ms = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+      totalMs += ms;
+      ag = comm.allGatherElements - ag;
+      rs = comm.reduceScatterElements - rs;
+      ar = comm.allReduceElements - ar;
+      // Each rank's loss is the mean over its micro-batch; the global batch's loss
+      // is their mean.
+      double loss = comm.meanOf(scalarOf(exec.readOutput(0).view()));
+      double tps = globalBatch * seqLen / (ms / 1000.0);
+      bool print = (step + 1) % o.printEvery == 0 || step == 0 || step + 1 == o.steps;
+      if (tty)
+        std::printf("\r\033[K");
+      if (!quiet && print)
+        std::printf("step %lld/%lld  loss %.6f  %.2f ms/step  %.0f tokens/s\n",
+                    (long long)step + 1, (long long)o.steps, loss, ms, tps);
+      if (tty && step + 1 < o.steps)
+        drawBar(step + 1, o.steps);
+      if (log) {
+        std::string peaks;
+        for (size_t r = 0; r < peakBytes.size(); ++r)
+          peaks += (r ? ", " : "") + std::to_string(peakBytes[r]);
+        log->printf("{\"step\": %lld, \"loss\": %.9g, \"ms\": %.4f, \"tokens_per_s\": "
+                    "%.1f, \"peak_bytes\": [%s], \"gathered_peak_bytes\": %lld, "
+                    "\"comm_elements\": {\"all_gather\": %lld, \"reduce_scatter\": %lld, "
+                    "\"all_reduce\": %lld, \"volume\": %lld}}\n",
+                    (long long)step + 1, loss, ms, tps, peaks.c_str(),
+                    (long long)exec.gatheredPeakBytes(), (long long)ag, (long long)rs,
+                    (long long)ar, (long long)(ag + rs + 2 * ar));
+      }
+      ZRT_CHECK(std::isfinite(loss), "the loss is " << loss << " at step " << step + 1
+                                                    << "; stopping");
     }
-    ZRT_CHECK(std::isfinite(loss), "the loss is " << loss << " at step " << step + 1
-                                                  << "; stopping");
+  } catch (const Error &) {
+    // Training stopped (a bad token, a NaN loss): keep the log of the steps that
+    // ran, for the post-mortem. A log that cannot be written stays the error.
+    if (log) {
+      try {
+        log->commit();
+      } catch (const Error &) {
+      }
+    }
+    throw;
   }
   if (log)
-    std::fclose(log);
+    log->commit();
   if (!quiet && o.steps)
     std::printf("%lld steps, %.2f ms/step on average\n", (long long)o.steps,
                 totalMs / o.steps);
@@ -398,13 +412,13 @@ int runOnce(const Options &o, Executor &exec) {
     std::printf("ran %d kernels in %.2f ms\n", exec.plan().kernels_size(), ms);
   }
   if (!o.saveOutputs.empty()) {
-    ::mkdir(o.saveOutputs.c_str(), 0755);
     for (int i = 0; i < exec.numOutputs(); ++i) {
       std::string path = o.saveOutputs + "/output_" + std::to_string(i) + ".pb";
-      std::ofstream out(path, std::ios::binary);
-      ZRT_CHECK(out && tensorFromView(exec.readOutput(i).view(), exec.outputName(i))
-                           .SerializeToOstream(&out),
-                "cannot write '" << path << "'");
+      std::string bytes;
+      ZRT_CHECK(tensorFromView(exec.readOutput(i).view(), exec.outputName(i))
+                    .SerializeToString(&bytes),
+                "cannot serialize output " << i << " for '" << path << "'");
+      writeFileAtomically(path, bytes);
     }
   }
   return 0;
@@ -502,17 +516,44 @@ int runInProcess(const Options &o, const zero::zplan::Plan &plan) {
   return 0;
 }
 
+/// Every file the run will write can be written: found now, not after training.
+void checkOutputPaths(const Options &o, int rank) {
+  if (rank == 0) {
+    if (!o.logJson.empty())
+      checkWritable(o.logJson, "--log-json");
+    if (!o.saveWeights.empty())
+      checkWritable(o.saveWeights, "--save-weights");
+    if (!o.trace.empty())
+      checkWritable(o.trace, "--trace");
+  } else if (!o.trace.empty()) {
+    checkWritable(traceFile(o.trace, rank), "--trace");
+  }
+  if (!o.saveOutputs.empty()) {
+    struct stat st;
+    if (::stat(o.saveOutputs.c_str(), &st) != 0)
+      ZRT_CHECK(::mkdir(o.saveOutputs.c_str(), 0755) == 0,
+                "--save-outputs '" << o.saveOutputs
+                                   << "': cannot create the folder: " << std::strerror(errno));
+    else
+      ZRT_CHECK(S_ISDIR(st.st_mode),
+                "--save-outputs '" << o.saveOutputs << "' is not a folder");
+    checkWritable(o.saveOutputs + "/output_0.pb", "--save-outputs");
+  }
+}
+
 int run(const Options &o, Communicator &comm, bool launched) {
   if (!o.calibrate.empty()) {
+    if (comm.rank() == 0)
+      checkWritable(o.calibrate, "--calibrate");
     std::string json = calibrateMachine(comm);
     if (comm.rank() == 0) {
-      std::ofstream f(o.calibrate);
-      ZRT_CHECK(f << json, "cannot write '" << o.calibrate << "'");
+      writeFileAtomically(o.calibrate, json);
       if (!o.quiet)
         std::printf("%s", json.c_str());
     }
     return 0;
   }
+  checkOutputPaths(o, comm.rank());
   zero::zplan::Plan plan = loadPlanFile(o.plan);
   if (!launched)
     return runInProcess(o, plan);
