@@ -43,22 +43,27 @@ struct Clique {
   std::vector<Post> posts;
   int arrived = 0, joined = 0;
   uint64_t generation = 0, collectives = 0;
+  bool aborted = false; // ncclCommAbort on any rank: collectives stop
 };
 
-/// Waits (mutex held) until every rank of `c` has arrived.
-void meet(std::unique_lock<std::mutex> &lock, Clique &c, int rank) {
+/// Waits (mutex held) until every rank of `c` has arrived; false when the clique
+/// was aborted instead.
+bool meet(std::unique_lock<std::mutex> &lock, Clique &c, int rank) {
+  if (c.aborted)
+    return false;
   uint64_t generation = c.generation;
   if (++c.arrived == c.ranks) {
     c.arrived = 0;
     ++c.generation;
     c.changed.notify_all();
-    return;
+    return true;
   }
   if (!c.changed.wait_for(lock, std::chrono::seconds(60),
-                          [&] { return c.generation != generation; }))
+                          [&] { return c.generation != generation || c.aborted; }))
     fatal("NCCL rank " + std::to_string(rank) + " waited 60 s for the others at collective #" +
           std::to_string(c.collectives) +
           " (a rank stopped, or the ranks issue different collectives)");
+  return !c.aborted;
 }
 
 size_t typeSize(ncclDataType_t t) {
@@ -114,19 +119,21 @@ struct ncclComm {
 
 namespace {
 
-/// Runs rank `comm`'s part of a collective (on its stream, in order).
-void collective(ncclComm *comm, Post post, void *recv) {
-  Clique &c = *comm->clique;
+/// Runs rank `rank`'s part of a collective of clique `c` (on its stream, in
+/// order). It holds the clique, not the communicator: an aborted communicator is
+/// freed while its collectives may still be queued.
+void collective(Clique &c, int rank, Post post, void *recv) {
   size_t size = typeSize(post.type), n = (size_t)c.ranks;
   size_t outCount = post.kind == Kind::AllGather ? post.count * n : post.count;
   std::vector<char> out(outCount * size);
   std::unique_lock<std::mutex> lock(c.mutex);
-  c.posts[comm->rank] = post;
-  meet(lock, c, comm->rank);
+  c.posts[rank] = post;
+  if (!meet(lock, c, rank))
+    return; // aborted: no data, as an aborted NCCL kernel leaves it
   for (const Post &p : c.posts)
     if (p.kind != post.kind || p.count != post.count || p.type != post.type)
       fatal("NCCL ranks disagree at collective #" + std::to_string(c.collectives) +
-            ": rank " + std::to_string(comm->rank) + " issued kind " +
+            ": rank " + std::to_string(rank) + " issued kind " +
             std::to_string((int)post.kind) + " of " + std::to_string(post.count) +
             " elements, another kind " + std::to_string((int)p.kind) + " of " +
             std::to_string(p.count));
@@ -136,12 +143,13 @@ void collective(ncclComm *comm, Post post, void *recv) {
     for (size_t r = 0; r < n; ++r)
       std::memcpy(out.data() + r * post.count * size, c.posts[r].send, post.count * size);
   } else {
-    size_t offset = post.kind == Kind::ReduceScatter ? comm->rank * post.count : 0;
+    size_t offset = post.kind == Kind::ReduceScatter ? rank * post.count : 0;
     sumInto(out, c.posts, offset, post.count, post.type);
   }
   lock.lock();
-  meet(lock, c, comm->rank);
-  if (comm->rank == 0)
+  if (!meet(lock, c, rank))
+    return;
+  if (rank == 0)
     ++c.collectives;
   lock.unlock();
   std::memcpy(recv, out.data(), out.size());
@@ -166,7 +174,9 @@ ncclResult_t enqueueCollective(const char *call, ncclComm_t comm, cudaStream_t s
   if (deviceOf(call, post.send, sendCount * size) < 0 ||
       deviceOf(call, recv, recvCount * size) < 0)
     return ncclInvalidArgument;
-  enqueue(stream, [comm, post, recv] { collective(comm, post, recv); });
+  enqueue(stream, [clique = comm->clique, rank = comm->rank, post, recv] {
+    collective(*clique, rank, post, recv);
+  });
   return ncclSuccess;
 }
 
@@ -238,6 +248,18 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ranks, const int *devices) {
       return ncclInvalidArgument;
     comms[r] = new ncclComm{clique, r, device};
   }
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (!comm)
+    return ncclInvalidArgument;
+  {
+    std::lock_guard<std::mutex> lock(comm->clique->mutex);
+    comm->clique->aborted = true;
+  }
+  comm->clique->changed.notify_all();
+  delete comm;
   return ncclSuccess;
 }
 

@@ -6,11 +6,12 @@
 
 #include "zrt/AsyncCollectives.h"
 #include "zrt/Error.h"
+#include "zrt/Watchdog.h"
 
 using namespace zrt;
 
-AsyncCollectives::AsyncCollectives(int64_t requests, double delayNsPerByte)
-    : delayNsPerByte_(delayNsPerByte), state_(requests, 0), errors_(requests),
+AsyncCollectives::AsyncCollectives(int64_t requests, int rank, double delayNsPerByte)
+    : delayNsPerByte_(delayNsPerByte), rank_(rank), state_(requests, 0), errors_(requests),
       thread_([this] { loop(); }) {}
 
 AsyncCollectives::~AsyncCollectives() {
@@ -35,6 +36,7 @@ void AsyncCollectives::start(int64_t request, std::string name, int64_t bytes,
 }
 
 void AsyncCollectives::wait(int64_t request) {
+  WatchedWait watched(rank_, "the wait for started collective", request);
   std::unique_lock<std::mutex> lock(mutex_);
   ZRT_CHECK(request >= 0 && request < (int64_t)state_.size() && state_[request] != 0,
             "wait for collective request " << request << ", which was not started");

@@ -39,7 +39,8 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
   ZRT_CHECK(requests <= plan_.kernels_size(), "the plan's collective request ids are "
                                               "out of range");
   if (requests)
-    async_ = std::make_unique<AsyncCollectives>(requests, options_.commDelayNsPerByte);
+    async_ = std::make_unique<AsyncCollectives>(requests, comm_.rank(),
+                                                options_.commDelayNsPerByte);
 
   // Gathered buckets: alive from the gather to the last kernel reading its result.
   int n = plan_.kernels_size();
@@ -81,7 +82,12 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
 
 Executor::~Executor() {
   async_.reset(); // join the communication thread before the arena goes
-  device_.synchronize();
+  try {
+    device_.synchronize();
+  } catch (const std::exception &) {
+    // Unwinding from a failed run (an aborted NCCL communicator, say): that
+    // failure is the one reported; the arena still goes.
+  }
   device_.release(arena_);
 }
 

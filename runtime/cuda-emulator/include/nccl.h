@@ -49,6 +49,9 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id);
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int ranks, ncclUniqueId id, int rank);
 ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ranks, const int *devices);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
+/// Stops the communicator's pending and future collectives (they return without
+/// data) and frees it; the other ranks' collectives on the same clique stop too.
+ncclResult_t ncclCommAbort(ncclComm_t comm);
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendCount,
                            ncclDataType_t type, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvCount,

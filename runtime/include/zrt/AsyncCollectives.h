@@ -26,7 +26,8 @@ class AsyncCollectives {
 public:
   /// `delayNsPerByte` (a test-only option) sleeps after each collective, to make
   /// communication slow enough to measure the overlap.
-  explicit AsyncCollectives(int64_t requests, double delayNsPerByte = 0);
+  /// `rank` names this rank in the watchdog's messages.
+  AsyncCollectives(int64_t requests, int rank, double delayNsPerByte = 0);
   ~AsyncCollectives();
 
   void start(int64_t request, std::string name, int64_t bytes, std::function<void()> job);
@@ -51,6 +52,7 @@ private:
   void loop();
 
   double delayNsPerByte_;
+  int rank_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Job> queue_;

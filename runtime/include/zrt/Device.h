@@ -35,6 +35,10 @@ public:
   /// Makes this device the calling thread's (a GPU's kernels find their streams
   /// through it); the thread of each rank calls it before using the device.
   virtual void bindToCallingThread() {}
+  /// Called (from any thread) when a rank of this process has failed: work that
+  /// waits for the other ranks (NCCL collectives) is stopped, so the thread that
+  /// waits for it returns and fails too instead of hanging.
+  virtual void abort() {}
 };
 
 /// The host: OpenBLAS GEMM and plain loops.

@@ -11,6 +11,7 @@
 
 #include "zrt/Communicator.h"
 #include "zrt/Error.h"
+#include "zrt/Watchdog.h"
 
 // The C API only: the deprecated MPI C++ bindings would need libmpi_cxx.
 #define OMPI_SKIP_MPICXX 1
@@ -62,6 +63,9 @@ public:
     ZERO_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
   }
   ~MpiCommunicator() override { MPI_Finalize(); }
+  /// A failed rank ends the whole job: the others may be waiting for it inside a
+  /// collective, where nothing else would reach them.
+  void abort() override { MPI_Abort(MPI_COMM_WORLD, 1); }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -75,7 +79,7 @@ public:
     MPI_Request request;
     ZERO_MPI_CHECK(MPI_Iallgather(in, (int)count, mpiType(t), out, (int)count,
                                   mpiType(t), MPI_COMM_WORLD, &request));
-    ZERO_MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+    wait(request, "an all-gather");
     allGatherElements += count * size_;
   }
   void reduceScatterSum(const void *in, void *out, int64_t count, DType t) override {
@@ -84,7 +88,7 @@ public:
     MPI_Request request;
     ZERO_MPI_CHECK(MPI_Ireduce_scatter_block(in, out, (int)count, mpiType(t), MPI_SUM,
                                              MPI_COMM_WORLD, &request));
-    ZERO_MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+    wait(request, "a reduce-scatter");
     reduceScatterElements += count * size_;
   }
   void allReduceSum(const void *in, void *out, int64_t count, DType t) override {
@@ -96,32 +100,42 @@ public:
       MPI_Request request;
       ZERO_MPI_CHECK(MPI_Iallreduce(src == dst ? MPI_IN_PLACE : src, dst, n, mpiType(t),
                                     MPI_SUM, MPI_COMM_WORLD, &request));
-      ZERO_MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+      wait(request, "an all-reduce");
     }
     allReduceElements += count;
   }
   void gatherToRoot(const void *in, void *out, int64_t count, DType t) override {
     ZRT_CHECK(count <= kMaxCount, "gather of " << count << " elements per rank "
                                                << "exceeds MPI's int counts");
+    WatchedWait watched(rank_, "a gather to rank 0");
     ZERO_MPI_CHECK(MPI_Gather(in, (int)count, mpiType(t), out, (int)count, mpiType(t), 0,
                               MPI_COMM_WORLD));
   }
   double meanOf(double v) override {
     double sum = 0;
+    WatchedWait watched(rank_, "the mean of the loss over ranks");
     ZERO_MPI_CHECK(MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     return sum / size_;
   }
   void broadcast(void *data, size_t bytes) override {
+    WatchedWait watched(rank_, "a broadcast from rank 0");
     ZERO_MPI_CHECK(MPI_Bcast(data, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD));
   }
   std::vector<int64_t> gatherInts(int64_t v) override {
     std::vector<int64_t> all(size_);
+    WatchedWait watched(rank_, "a gather to rank 0");
     ZERO_MPI_CHECK(
         MPI_Gather(&v, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
     return rank_ == 0 ? all : std::vector<int64_t>{v};
   }
 
 private:
+  /// Completes a non-blocking collective, under the watchdog.
+  void wait(MPI_Request &request, const char *what) {
+    WatchedWait watched(rank_, what);
+    ZERO_MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+  }
+
   int rank_ = 0, size_ = 1;
 };
 

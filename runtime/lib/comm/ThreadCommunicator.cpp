@@ -11,6 +11,7 @@
 
 #include "zrt/Communicator.h"
 #include "zrt/Error.h"
+#include "zrt/Watchdog.h"
 
 #include <condition_variable>
 #include <cstring>
@@ -26,7 +27,8 @@ struct Group {
   explicit Group(int ranks)
       : ranks(ranks), pointers(ranks), doubles(ranks), ints(ranks) {}
 
-  void barrier() {
+  void barrier(int rank) {
+    WatchedWait watched(rank, "a collective among the thread ranks");
     std::unique_lock<std::mutex> lock(mutex);
     ZRT_CHECK(!aborted, "another rank of this process failed");
     uint64_t generation = generation_;
@@ -128,7 +130,7 @@ public:
       for (int r = 0; r < size(); ++r)
         std::memcpy(all.data() + r * bytes, group_->pointers[r], bytes);
     }
-    group_->barrier();
+    group_->barrier(rank_);
     if (rank_ == 0)
       std::memcpy(out, all.data(), all.size());
     else
@@ -136,36 +138,36 @@ public:
   }
   double meanOf(double v) override {
     group_->doubles[rank_] = v;
-    group_->barrier();
+    group_->barrier(rank_);
     double sum = 0;
     for (double x : group_->doubles)
       sum += x;
-    group_->barrier();
+    group_->barrier(rank_);
     return sum / size();
   }
   std::vector<int64_t> gatherInts(int64_t v) override {
     group_->ints[rank_] = v;
-    group_->barrier();
+    group_->barrier(rank_);
     std::vector<int64_t> all = rank_ == 0 ? group_->ints : std::vector<int64_t>{v};
-    group_->barrier();
+    group_->barrier(rank_);
     return all;
   }
   void broadcast(void *data, size_t bytes) override {
     post(data);
     if (rank_ != 0)
       std::memcpy(data, group_->pointers[0], bytes);
-    group_->barrier();
+    group_->barrier(rank_);
   }
 
 private:
   /// Publishes this rank's pointer; after it returns every rank's is readable.
   void post(const void *p) {
     group_->pointers[rank_] = p;
-    group_->barrier();
+    group_->barrier(rank_);
   }
   /// Waits until every rank has read the posted data, then writes the result.
   void finish(void *out, const std::vector<char> &result) {
-    group_->barrier();
+    group_->barrier(rank_);
     std::memcpy(out, result.data(), result.size());
   }
 

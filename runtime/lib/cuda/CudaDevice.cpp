@@ -9,6 +9,9 @@
 
 #include "zrt/Communicator.h"
 #include "zrt/Device.h"
+#include "zrt/Watchdog.h"
+
+#include <atomic>
 
 using namespace zrt;
 using namespace zrt::cuda;
@@ -20,8 +23,9 @@ thread_local Context *current = nullptr;
 
 class CudaDevice final : public Device {
 public:
-  /// GPU `ordinal` with the NCCL communicator `nccl` of `ranks` ranks (owned).
-  CudaDevice(int ordinal, ncclComm_t nccl, int ranks) {
+  /// GPU `ordinal` for rank `rank` with the NCCL communicator `nccl` of `ranks`
+  /// ranks (owned).
+  CudaDevice(int ordinal, ncclComm_t nccl, int rank, int ranks) : rank_(rank) {
     ctx_.ordinal = ordinal;
     ctx_.nccl = nccl;
     ctx_.ranks = ranks;
@@ -49,7 +53,7 @@ public:
       cudaEventDestroy(e);
     cudaEventDestroy(ctx_.ready);
     cudaEventDestroy(ctx_.doneSync);
-    if (ctx_.nccl)
+    if (ctx_.nccl && !aborted_)
       ncclCommDestroy(ctx_.nccl);
     cublasDestroy(ctx_.blas);
     cudaFree(ctx_.errorFlag);
@@ -82,8 +86,14 @@ public:
     ZERO_CUDA_CHECK(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
   }
   void synchronize() override {
-    ZERO_CUDA_CHECK(cudaStreamSynchronize(ctx_.compute));
-    ZERO_CUDA_CHECK(cudaStreamSynchronize(ctx_.comm));
+    {
+      // The GPU's work includes NCCL collectives that wait for the other ranks.
+      WatchedWait watched(rank_, "the GPU's kernels and NCCL collectives");
+      ZERO_CUDA_CHECK(cudaStreamSynchronize(ctx_.compute));
+      ZERO_CUDA_CHECK(cudaStreamSynchronize(ctx_.comm));
+    }
+    ZRT_CHECK(!aborted_, "stopped on " << name_ << ": another rank of this process "
+                                       << "failed and its NCCL communicator was aborted");
     int flag = 0;
     ZERO_CUDA_CHECK(cudaMemcpy(&flag, ctx_.errorFlag, sizeof(int), cudaMemcpyDeviceToHost));
     if (flag) {
@@ -96,10 +106,16 @@ public:
     }
   }
   const KernelTable &kernels() const override { return cudaKernels(); }
+  void abort() override {
+    if (ctx_.nccl && !aborted_.exchange(true))
+      ncclCommAbort(ctx_.nccl);
+  }
 
 private:
   Context ctx_;
   std::string name_;
+  int rank_;
+  std::atomic<bool> aborted_{false};
 };
 
 void checkGpus(int needed) {
@@ -138,7 +154,7 @@ std::unique_ptr<Device> zrt::makeCudaDevice(int ordinal, Communicator &host) {
   ZERO_CUDA_CHECK(cudaSetDevice(ordinal));
   ncclComm_t nccl = nullptr;
   ZERO_NCCL_CHECK(ncclCommInitRank(&nccl, host.size(), id, host.rank()));
-  auto device = std::make_unique<CudaDevice>(ordinal, nccl, host.size());
+  auto device = std::make_unique<CudaDevice>(ordinal, nccl, host.rank(), host.size());
   device->bindToCallingThread();
   return device;
 }
@@ -151,6 +167,6 @@ std::vector<std::unique_ptr<Device>> zrt::makeCudaDevicesForThreads(int ranks) {
   ZERO_NCCL_CHECK(ncclCommInitAll(comms.data(), ranks, nullptr));
   std::vector<std::unique_ptr<Device>> devices;
   for (int r = 0; r < ranks; ++r)
-    devices.push_back(std::make_unique<CudaDevice>(r, comms[r], ranks));
+    devices.push_back(std::make_unique<CudaDevice>(r, comms[r], r, ranks));
   return devices;
 }

@@ -24,6 +24,7 @@
 #include "zrt/PlanFile.h"
 #include "zrt/SaveWeights.h"
 #include "zrt/TokenData.h"
+#include "zrt/Watchdog.h"
 
 #include <algorithm>
 #include <chrono>
@@ -73,19 +74,31 @@ const char *kUsage =
     "  --trace FILE           Chrome trace-event JSON of every step (compute and\n"
     "                         communication tracks; ranks other than 0 write\n"
     "                         FILE.rankN); opens in Perfetto or chrome://tracing\n"
+    "  --collective-timeout S  a rank that waits for the others longer than S seconds\n"
+    "                         (a collective, the GPU's NCCL work) names the wait and\n"
+    "                         stops the job (default 600; 0: never)\n"
     "  --test-comm-delay-ns-per-byte D\n"
     "                         test only: slow every started collective by D ns per\n"
     "                         byte, to measure how much communication is hidden\n"
+    "  --test-fail-rank R:S, --test-stall-rank R:S\n"
+    "                         test only: rank R fails (or stops and waits forever)\n"
+    "                         before step S, as a crashed or hung rank would\n"
     "  --save-weights OUT     the model with its trained initializers, as ONNX\n"
     "One run on given inputs:\n"
     "  --inputs DIR           graph inputs as DIR/input_K.pb (ONNX TensorProto)\n"
     "  --save-outputs DIR     writes graph outputs as DIR/output_K.pb\n"
     "  --quiet                prints nothing but errors\n";
 
+/// A rank and a step (--test-fail-rank R:S); rank -1: none.
+struct RankAtStep {
+  int64_t rank = -1, step = 0;
+};
+
 struct Options {
   std::string plan, init, inputs, saveOutputs, data, dataFormat = "u8", logJson,
       saveWeights, trace, calibrate, device;
-  double commDelayNsPerByte = 0;
+  double commDelayNsPerByte = 0, collectiveTimeoutS = 600;
+  RankAtStep testFail, testStall;
   int64_t steps = 1, printEvery = 1;
   bool shuffle = false, quiet = false, profile = false;
   uint64_t seed = 0;
@@ -102,6 +115,12 @@ int64_t parseInt(const std::string &flag, const std::string &v) {
   ZRT_CHECK(used == v.size() && !v.empty() && n >= 0,
             flag << " needs a non-negative integer, not '" << v << "'");
   return n;
+}
+
+RankAtStep parseRankAtStep(const std::string &flag, const std::string &v) {
+  size_t colon = v.find(':');
+  ZRT_CHECK(colon != std::string::npos, flag << " needs RANK:STEP, not '" << v << "'");
+  return {parseInt(flag, v.substr(0, colon)), parseInt(flag, v.substr(colon + 1))};
 }
 
 Options parseArgs(int argc, char **argv) {
@@ -157,6 +176,17 @@ Options parseArgs(int argc, char **argv) {
       ZRT_CHECK(end && *end == 0 && o.commDelayNsPerByte >= 0,
                 "--test-comm-delay-ns-per-byte needs a non-negative number, not '" << v
                                                                                    << "'");
+    } else if (is("--collective-timeout")) {
+      std::string v = value("--collective-timeout");
+      char *end = nullptr;
+      o.collectiveTimeoutS = std::strtod(v.c_str(), &end);
+      ZRT_CHECK(!v.empty() && end && *end == 0 && o.collectiveTimeoutS >= 0,
+                "--collective-timeout needs a non-negative number of seconds, not '"
+                    << v << "'");
+    } else if (is("--test-fail-rank")) {
+      o.testFail = parseRankAtStep("--test-fail-rank", value("--test-fail-rank"));
+    } else if (is("--test-stall-rank")) {
+      o.testStall = parseRankAtStep("--test-stall-rank", value("--test-stall-rank"));
     } else if (is("--seed")) {
       o.seed = parseInt("--seed", value("--seed"));
     } else if (is("--log-json")) {
@@ -318,6 +348,11 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
   std::map<std::string, double> msByKernel;
   try {
     for (int64_t step = 0; step < o.steps; ++step) {
+      if (o.testFail.rank == comm.rank() && o.testFail.step == step + 1)
+        ZRT_FAIL("rank " << comm.rank() << " fails before step " << step + 1
+                         << " (--test-fail-rank)");
+      while (o.testStall.rank == comm.rank() && o.testStall.step == step + 1)
+        std::this_thread::sleep_for(std::chrono::seconds(1)); // a hung rank
       data.fillBatch(step, globalBatch, comm.rank() * batch, batch, seqLen, o.shuffle,
                      o.seed, hostTokens.data(), hostTargets.data());
       exec.write(tokenBuffer, hostTokens.data(), hostTokens.size() * sizeof(int64_t));
@@ -502,12 +537,19 @@ int runInProcess(const Options &o, const zero::zplan::Plan &plan) {
         devices[r]->bindToCallingThread();
         runRank(o, plan, *devices[r], *comms[r]);
       } catch (const std::exception &e) {
+        bool first = false;
         {
           std::lock_guard<std::mutex> lock(mutex);
-          if (firstError.empty())
+          first = firstError.empty();
+          if (first)
             firstError = "rank " + std::to_string(r) + ": " + e.what();
         }
+        // The others may wait for this rank in a host-side collective or, on
+        // GPUs, inside NCCL: stop both.
         comms[r]->abort();
+        if (first)
+          for (auto &d : devices)
+            d->abort();
       }
     });
   for (std::thread &t : threads)
@@ -579,15 +621,27 @@ int main(int argc, char **argv) {
     bool launched = comm != nullptr;
     if (!launched)
       comm = makeLocalCommunicator();
-    rc = run(parseArgs(argc, argv), *comm, launched);
+    Options o = parseArgs(argc, argv);
+    // A rank waiting too long for the others reports the wait and ends the job.
+    Communicator *c = comm.get();
+    startWatchdog(o.collectiveTimeoutS, [c, launched](const std::string &message) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "zero-run: error: %s\n", message.c_str());
+      if (launched && c->size() > 1)
+        c->abort(); // MPI_Abort: ends every rank of the job
+      std::_Exit(1);
+    });
+    rc = run(o, *comm, launched);
   } catch (const std::exception &e) {
     std::fflush(stdout);
-    // Every rank checks the same plan and flags, so every rank fails alike and
-    // none waits in a collective for one that has stopped.
     std::string who = comm && comm->size() > 1
                           ? " (rank " + std::to_string(comm->rank()) + ")"
                           : "";
     std::fprintf(stderr, "zero-run: error%s: %s\n", who.c_str(), e.what());
+    // Under mpirun the others may wait for this rank inside a collective: a failure
+    // on one rank ends every rank (MPI_Abort), within seconds.
+    if (comm && comm->size() > 1)
+      comm->abort();
   }
   return rc;
 }
