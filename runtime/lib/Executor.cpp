@@ -20,12 +20,21 @@ using namespace zrt;
 Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
                    ExecutorOptions options)
     : plan_(std::move(plan)), device_(device), comm_(comm), options_(options) {
-  const KernelTable &table = device_.kernels();
   ZRT_CHECK(plan_.world_size() == comm_.size(),
             "the plan was compiled for " << plan_.world_size() << " ranks; this run has "
                                          << comm_.size() << " (" << comm_.name() << ")");
   // One allocation for the whole plan, zeroed (optimizer state starts at zero).
   arena_ = static_cast<char *>(device_.allocate(plan_.arena_bytes()));
+  try {
+    bindKernels();
+  } catch (...) {
+    device_.release(arena_); // no destructor runs for a failed constructor
+    throw;
+  }
+}
+
+void Executor::bindKernels() {
+  const KernelTable &table = device_.kernels();
   for (int i = 0; i < plan_.buffers_size(); ++i) {
     const auto &b = plan_.buffers(i);
     if (b.role() == zero::zplan::CONSTANT)
@@ -41,24 +50,6 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
   if (requests)
     async_ = std::make_unique<AsyncCollectives>(requests, comm_.rank(),
                                                 options_.commDelayNsPerByte);
-
-  // Gathered buckets: alive from the gather to the last kernel reading its result.
-  int n = plan_.kernels_size();
-  gatheredFrom_.assign(n, 0);
-  gatheredUntil_.assign(n, 0);
-  for (int k = 0; k < n; ++k) {
-    const auto &pk = plan_.kernels(k);
-    if (pk.name() != "all_gather" && pk.name() != "all_gather_start")
-      continue;
-    int out = pk.outputs(0), last = k;
-    for (int j = k + 1; j < n; ++j)
-      for (int in : plan_.kernels(j).inputs())
-        if (in == out)
-          last = j;
-    int64_t bytes = plan_.buffers(out).bytes();
-    gatheredFrom_[k] += bytes;
-    gatheredUntil_[last] += bytes;
-  }
 
   for (int k = 0; k < plan_.kernels_size(); ++k) {
     const auto &pk = plan_.kernels(k);
@@ -77,6 +68,25 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
     for (int idx : pk.outputs())
       call.outs.push_back(buffer(idx));
     kernels_.push_back(it->second(call));
+  }
+
+  // Gathered buckets: alive from the gather to the last kernel reading its result
+  // (after binding, which checked each gather's one output).
+  int n = plan_.kernels_size();
+  gatheredFrom_.assign(n, 0);
+  gatheredUntil_.assign(n, 0);
+  for (int k = 0; k < n; ++k) {
+    const auto &pk = plan_.kernels(k);
+    if (pk.name() != "all_gather" && pk.name() != "all_gather_start")
+      continue;
+    int out = pk.outputs(0), last = k;
+    for (int j = k + 1; j < n; ++j)
+      for (int in : plan_.kernels(j).inputs())
+        if (in == out)
+          last = j;
+    int64_t bytes = plan_.buffers(out).bytes();
+    gatheredFrom_[k] += bytes;
+    gatheredUntil_[last] += bytes;
   }
 }
 

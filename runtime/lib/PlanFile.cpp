@@ -10,6 +10,7 @@
 #include "zrt/PlanFile.h"
 #include "zrt/Error.h"
 #include "zrt/PlanFormat.h"
+#include "zrt/PlanVerifier.h"
 #include "zrt/Tensor.h"
 
 #include <cstring>
@@ -155,6 +156,7 @@ Plan zrt::parsePlanBytes(const std::string &bytes, const std::string &what) {
   ZRT_CHECK(plan.ParseFromArray(bytes.data() + kPlanHeaderBytes, (int)have),
             what << ": the plan payload does not parse");
   validatePlan(plan, what);
+  verifyPlan(plan, what);
   return plan;
 }
 

@@ -9,6 +9,7 @@
 
 #include "zplan.pb.h"
 #include "zrt/PlanFormat.h"
+#include "zrt/PlanKernelCheck.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -155,6 +156,12 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
     }
   }
   std::string payload;
+  // The runtime's own checks, every kernel bound: a plan zero-run would refuse is
+  // a compiler bug, reported here rather than as a failed run.
+  std::string problem = zrt::checkPlanKernels(out, "the plan");
+  if (!problem.empty())
+    return program.emitError("internal error, the plan fails zero-run's checks: ")
+           << problem;
   if (!out.SerializeToString(&payload))
     return program.emitError("plan does not serialize (over 2 GiB?)");
   os << zrt::encodePlanHeader(payload) << payload;

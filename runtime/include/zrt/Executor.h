@@ -101,6 +101,9 @@ public:
   std::string outputName(int i) const { return plan_.outputs(i).name(); }
 
 private:
+  /// Writes the constants, binds every kernel and sets up the collectives (the
+  /// constructor's work once the arena exists).
+  void bindKernels();
   /// run() and runProfiled(): with `msByKernel` or a trace, each kernel is timed
   /// to the end of its device work.
   void runKernels(std::map<std::string, double> *msByKernel);

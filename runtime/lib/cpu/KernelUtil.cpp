@@ -79,14 +79,20 @@ SliceWindow zrt::cpu::sliceWindow(const KernelCall &call, const Shape &full,
   SliceWindow w;
   w.strides.resize(rank);
   for (size_t d = 0; d < rank; ++d) {
-    if (part[d] > 0) {
-      int64_t last = starts[d] + (part[d] - 1) * steps[d];
-      ZRT_CHECK(starts[d] >= 0 && starts[d] < full[d] && last >= 0 && last < full[d],
-                call.where() << ": dimension " << d << " " << verb << " outside the "
-                             << fullName);
-    }
+    // Any int64 may come in: the last index is computed without overflow, and
+    // base and stride only once it is known to lie inside the tensor.
+    int64_t last = 0;
+    bool inside = part[d] == 0 ||
+                  (starts[d] >= 0 && starts[d] < full[d] &&
+                   !__builtin_mul_overflow(part[d] - 1, steps[d], &last) &&
+                   !__builtin_add_overflow(last, starts[d], &last) && last >= 0 &&
+                   last < full[d]);
+    ZRT_CHECK(inside, call.where() << ": dimension " << d << " " << verb
+                                   << " outside the " << fullName);
+    if (part[d] == 0)
+      continue; // nothing is read: base and stride do not matter
     w.base += starts[d] * st[d];
-    w.strides[d] = steps[d] * st[d];
+    w.strides[d] = part[d] > 1 ? steps[d] * st[d] : 0;
   }
   return w;
 }

@@ -132,6 +132,9 @@ BoundKernel bindSoftmaxCrossEntropy(const KernelCall &call) {
       crossEntropyGeometry(call, scores, "scores", labels, hasWeights ? &weights : nullptr);
   expectShape(call, logp, scores.shape, "log_prob");
   expectShape(call, loss, geo.lossShape(), "loss");
+  ZRT_CHECK(logp.dtype == scores.dtype && loss.dtype == scores.dtype &&
+                (!hasWeights || weights.dtype == scores.dtype),
+            call.where() << ": loss, log_prob and weights must have the scores' dtype");
   int64_t n = geo.n, c = geo.c, inner = geo.inner, ignore = geo.ignore;
   bool hasIgnore = geo.hasIgnore, labels64 = geo.labels64;
   Reduction reduction = geo.reduction;
