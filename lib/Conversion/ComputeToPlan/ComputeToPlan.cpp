@@ -63,7 +63,7 @@ LogicalResult checkCollective(Operation &op, int64_t worldSize) {
       r && r.getValue() != mlir::shard::ReductionKind::Sum)
     return op.emitError("only sum reductions are supported");
   for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
-    if (cast<RankedTensorType>(v.getType()).getRank() != 1)
+    if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && t.getRank() != 1)
       return op.emitError("collectives work on flat (1-D) tensors");
   return success();
 }
@@ -248,7 +248,8 @@ struct ConvertComputeToPlanPass
         return op.emitError("cannot lower '")
                << op.getName()
                << "' to the plan: only compute ops and shard collectives are supported";
-      if (isCollective && !isStart && failed(checkCollective(op, worldSize)))
+      // Every collective, split or not, must be one the runtime runs.
+      if (isCollective && failed(checkCollective(op, worldSize)))
         return failure();
       if (isa<compute::ConstantOp>(op) || source.count(op.getResult(0)))
         continue;

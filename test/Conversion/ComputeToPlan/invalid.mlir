@@ -28,3 +28,35 @@ func.func @main(%x: tensor<4xf32> {compute.param = "x"}) -> (tensor<4xf32> {comp
   %0 = compute.relu %x : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Split-phase collectives keep their contract, and the lowering checks it: the
+// runtime only sums, over the one 1-D grid of the ranks.
+// CHECK: error: only sum reductions are supported
+shard.grid @zero(shape = 1)
+func.func @main(%x: tensor<4xf32> {compute.input = 0 : i64}) -> tensor<4xf32> {
+  %p, %t = zero.reduce_scatter_start %x on @zero grid_axes = [0] reduction = max : tensor<4xf32> -> tensor<4xf32>
+  %0 = zero.wait %t, %p : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK: error: collective on grid @other, which is not a 1-D grid of the 1 ranks the plan is compiled for
+shard.grid @zero(shape = 1)
+shard.grid @other(shape = 2)
+func.func @main(%x: tensor<4xf32> {compute.input = 0 : i64}) -> tensor<8xf32> {
+  %p, %t = zero.all_gather_start %x on @other grid_axes = [0] : tensor<4xf32> -> tensor<8xf32>
+  %0 = zero.wait %t, %p : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// CHECK: error: only sum reductions are supported
+shard.grid @zero(shape = 1)
+func.func @main(%x: tensor<4xf32> {compute.input = 0 : i64}) -> tensor<4xf32> {
+  %0 = shard.all_reduce %x on @zero grid_axes = [0] reduction = max : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -50,6 +50,36 @@ static LogicalResult verifyFlat(Operation *op, Value in, Value out, bool gather,
   return success();
 }
 
+/// The grid exists, and the axes are distinct axes of it.
+static LogicalResult verifyGrid(Operation *op, FlatSymbolRefAttr gridSymbol,
+                                ArrayRef<int16_t> axes,
+                                SymbolTableCollection &symbols) {
+  auto grid = mlir::shard::getGridOrNull(op, gridSymbol, symbols);
+  if (!grid)
+    return op->emitOpError("grid ") << gridSymbol << " is not a shard.grid in scope";
+  int64_t rank = grid.getShape().size();
+  SmallVector<bool> seen(rank, false);
+  for (int16_t a : axes) {
+    if (a < 0 || a >= rank)
+      return op->emitOpError("grid axis ") << a << " is not an axis of grid "
+                                           << gridSymbol << " (rank " << rank << ")";
+    if (seen[a])
+      return op->emitOpError("grid axis ") << a << " appears twice";
+    seen[a] = true;
+  }
+  return success();
+}
+
+LogicalResult AllGatherStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyGrid(*this, getGridAttr(), getGridAxes(), symbols);
+}
+LogicalResult ReduceScatterStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyGrid(*this, getGridAttr(), getGridAxes(), symbols);
+}
+LogicalResult AllReduceStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyGrid(*this, getGridAttr(), getGridAxes(), symbols);
+}
+
 LogicalResult AllGatherStartOp::verify() {
   return verifyFlat(*this, getInput(), getPending(), true, false);
 }

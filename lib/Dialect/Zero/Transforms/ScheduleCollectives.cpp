@@ -76,6 +76,17 @@ struct ScheduleCollectivesPass
     return isa<mlir::shard::AllGatherOp>(op) ? op->getResult(0) : op->getOperand(0);
   }
 
+  /// A collective on grid @zero along axis 0, summing if it reduces: what
+  /// fusePair builds, so what it may fuse.
+  static bool isZeroContract(Operation *op) {
+    auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+    auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+    auto reduction = op->getAttrOfType<mlir::shard::ReductionKindAttr>("reduction");
+    return grid && grid.getValue() == "zero" && axes &&
+           axes.asArrayRef() == ArrayRef<int16_t>{0} &&
+           (!reduction || reduction.getValue() == mlir::shard::ReductionKind::Sum);
+  }
+
   /// Fuses collectives `a` and `b` (a first) into one, placed at `at`.
   void fusePair(Operation *a, Operation *b, Operation *at, int64_t n) {
     bool isGather = isa<mlir::shard::AllGatherOp>(a);
@@ -164,7 +175,10 @@ struct ScheduleCollectivesPass
         int64_t cap = limit;
         if (isa<mlir::shard::AllGatherOp>(op) && maxLiveMb > 0)
           cap = std::min(cap, (int64_t)(maxLiveMb * 1024 * 1024));
-        if (!a || a->getName() != op.getName() ||
+        // Only ZeRO's own collectives fuse (the fused one is built on that
+        // contract); any other is split as it is, and the lowering judges it.
+        if (!a || a->getName() != op.getName() || !isZeroContract(a) ||
+            !isZeroContract(&op) ||
             a->getAttr("zero.phase") != op.getAttr("zero.phase") ||
             bytesOf(fullTensor(a)) + bytesOf(fullTensor(&op)) > cap ||
             cast<RankedTensorType>(a->getOperand(0).getType()).getElementType() !=
@@ -203,13 +217,20 @@ struct ScheduleCollectivesPass
       Location loc = op->getLoc();
       Value in = op->getOperand(0);
       Type type = op->getResult(0).getType();
+      // The start keeps the collective's contract: grid, axes, reduction kind.
       Operation *start;
-      if (isa<mlir::shard::AllGatherOp>(op))
-        start = AllGatherStartOp::create(b, loc, type, TokenType::get(b.getContext()), in);
-      else if (isa<mlir::shard::ReduceScatterOp>(op))
-        start = ReduceScatterStartOp::create(b, loc, type, TokenType::get(b.getContext()), in);
-      else
-        start = AllReduceStartOp::create(b, loc, type, TokenType::get(b.getContext()), in);
+      Type token = TokenType::get(b.getContext());
+      if (auto g = dyn_cast<mlir::shard::AllGatherOp>(op))
+        start = AllGatherStartOp::create(b, loc, type, token, in, g.getGridAttr(),
+                                         g.getGridAxesAttr());
+      else if (auto r = dyn_cast<mlir::shard::ReduceScatterOp>(op))
+        start = ReduceScatterStartOp::create(b, loc, type, token, in, r.getGridAttr(),
+                                             r.getGridAxesAttr(), r.getReductionAttr());
+      else {
+        auto a = cast<mlir::shard::AllReduceOp>(op);
+        start = AllReduceStartOp::create(b, loc, type, token, in, a.getGridAttr(),
+                                         a.getGridAxesAttr(), a.getReductionAttr());
+      }
       if (Attribute phase = op->getAttr("zero.phase"))
         start->setAttr("zero.phase", phase);
       auto wait = WaitOp::create(b, loc, type, start->getResult(1), start->getResult(0));

@@ -10,6 +10,8 @@
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Dialect/Shard/IR/ShardBase.td"
 
 def Zero_Dialect : Dialect {
   let name = "zero";
@@ -23,6 +25,7 @@ def Zero_Dialect : Dialect {
     merges or drops them.
   }];
   let useDefaultTypePrinterParser = 1;
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
 
 class Zero_Type<string name, string typeMnemonic> : TypeDef<Zero_Dialect, name> {
@@ -41,32 +44,58 @@ class Zero_Op<string mnemonic, list<Trait> traits = []>
 
 // Starts and waits read and write the communication channel: that orders them
 // among themselves (the same order on every rank) without ordering compute.
-class Zero_StartOp<string mnemonic, string what, string shapes>
-    : Zero_Op<mnemonic, [MemoryEffects<[MemRead, MemWrite]>]> {
+// A start keeps the contract of the `shard` collective it replaces: the grid, its
+// axes and, for reductions, the kind; verifySymbolUses checks them against the
+// grid, and the plan lowering accepts only what the runtime does (the 1-D grid of
+// the world, axis 0, sum).
+class Zero_StartOp<string mnemonic, string what, string example, dag extraArgs = (ins)>
+    : Zero_Op<mnemonic, [MemoryEffects<[MemRead, MemWrite]>,
+                         DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Starts " # what # "; the result is valid only after the wait.";
   let description = [{
-    Begins }] # what # [{ of a flat tensor over every rank (sum for reductions). The
-    transfer proceeds while the ops between the start and its `zero.wait` run; the
-    input must not change and the result must not be read before the wait.
+    Begins }] # what # [{ of a flat tensor over the ranks of `grid` along
+    `grid_axes`. The transfer proceeds while the ops between the start and its
+    `zero.wait` run; the input must not change and the result must not be read
+    before the wait.
 
     ```mlir
-    %pending, %token = zero.}] # mnemonic # [{ %x : }] # shapes # [{
+    shard.grid @zero(shape = 4)
+    %pending, %token = zero.}] # mnemonic # [{ }] # example # [{
 
     %r = zero.wait %token, %pending : tensor<...>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32, F64]>:$input);
+  let arguments = !con((ins RankedTensorOf<[F32, F64]>:$input,
+                            FlatSymbolRefAttr:$grid,
+                            DefaultValuedAttr<Shard_GridAxesAttr, "{}">:$grid_axes),
+                       extraArgs);
   let results = (outs RankedTensorOf<[F32, F64]>:$pending, Zero_TokenType:$token);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($pending)";
   let hasVerifier = 1;
 }
 
 def Zero_AllGatherStartOp : Zero_StartOp<"all_gather_start", "an all-gather",
-    "tensor<4xf32> -> tensor<16xf32>">;
-def Zero_ReduceScatterStartOp : Zero_StartOp<"reduce_scatter_start",
-    "a reduce-scatter (sum)", "tensor<16xf32> -> tensor<4xf32>">;
-def Zero_AllReduceStartOp : Zero_StartOp<"all_reduce_start", "an all-reduce (sum)",
-    "tensor<16xf32> -> tensor<16xf32>">;
+    "%x on @zero grid_axes = [0] : tensor<4xf32> -> tensor<16xf32>"> {
+  let assemblyFormat = [{
+    $input `on` $grid (`grid_axes` `=` $grid_axes^)? attr-dict `:` type($input) `->`
+    type($pending)
+  }];
+}
+
+class Zero_ReductionStartOp<string mnemonic, string what, string example>
+    : Zero_StartOp<mnemonic, what, example,
+        (ins DefaultValuedAttr<Shard_ReductionKindAttr,
+                               "::mlir::shard::ReductionKind::Sum">:$reduction)> {
+  let assemblyFormat = [{
+    $input `on` $grid (`grid_axes` `=` $grid_axes^)? (`reduction` `=` $reduction^)?
+    attr-dict `:` type($input) `->` type($pending)
+  }];
+}
+
+def Zero_ReduceScatterStartOp : Zero_ReductionStartOp<"reduce_scatter_start",
+    "a reduce-scatter",
+    "%x on @zero grid_axes = [0] : tensor<16xf32> -> tensor<4xf32>">;
+def Zero_AllReduceStartOp : Zero_ReductionStartOp<"all_reduce_start", "an all-reduce",
+    "%x on @zero grid_axes = [0] : tensor<16xf32> -> tensor<16xf32>">;
 
 def Zero_WaitOp : Zero_Op<"wait", [MemoryEffects<[MemRead, MemWrite]>,
                                    AllTypesMatch<["pending", "result"]>]> {
