@@ -34,7 +34,14 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
-static cl::OptionCategory zeroCategory("zero-opt compilation options");
+// zero-opt's own options, in the groups --help shows (in this order); LLVM's and
+// MLIR's many others stay reachable through --help-hidden.
+static cl::OptionCategory inputCategory("Input");
+static cl::OptionCategory trainingCategory("Training");
+static cl::OptionCategory zeroCategory("ZeRO");
+static cl::OptionCategory scheduleCategory("Schedule");
+static cl::OptionCategory reportCategory("Report");
+static cl::OptionCategory outputCategory("Output");
 
 static cl::opt<std::string>
     emitLevel("emit",
@@ -43,7 +50,7 @@ static cl::opt<std::string>
                        "(the plan file). Default: zplan when -o ends in .zplan, "
                        "graph for other ONNX input"),
               cl::value_desc("graph|step|plan|zplan"), cl::init(""),
-              cl::cat(zeroCategory));
+              cl::cat(outputCategory));
 
 static cl::opt<std::string>
     mode("mode",
@@ -51,45 +58,45 @@ static cl::opt<std::string>
                   "inference (the forward computation) or gradients (the loss and "
                   "the gradients, for checks)"),
          cl::value_desc("train|inference|gradients"), cl::init("train"),
-         cl::cat(zeroCategory));
+         cl::cat(inputCategory));
 
 static cl::opt<std::string> lossName("loss",
                                      cl::desc("Output to minimize (default: the only "
                                               "scalar float output)"),
-                                     cl::init(""), cl::cat(zeroCategory));
+                                     cl::init(""), cl::cat(inputCategory));
 static cl::opt<std::string> freeze("freeze",
                                    cl::desc("Regular expression: parameters whose "
                                             "names match are not trained"),
-                                   cl::init(""), cl::cat(zeroCategory));
+                                   cl::init(""), cl::cat(trainingCategory));
 static cl::opt<std::string> optimizer("optimizer", cl::desc("adamw or sgd"),
-                                      cl::init("adamw"), cl::cat(zeroCategory));
+                                      cl::init("adamw"), cl::cat(trainingCategory));
 static cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(1e-3),
-                          cl::cat(zeroCategory));
+                          cl::cat(trainingCategory));
 static cl::opt<double> beta1("beta1", cl::desc("AdamW beta1"), cl::init(0.9),
-                             cl::cat(zeroCategory));
+                             cl::cat(trainingCategory));
 static cl::opt<double> beta2("beta2", cl::desc("AdamW beta2"), cl::init(0.999),
-                             cl::cat(zeroCategory));
+                             cl::cat(trainingCategory));
 static cl::opt<double> eps("eps", cl::desc("AdamW epsilon"), cl::init(1e-8),
-                           cl::cat(zeroCategory));
+                           cl::cat(trainingCategory));
 static cl::opt<double>
     weightDecay("weight-decay",
                 cl::desc("Weight decay (default: 0.01 for adamw, 0 for sgd)"),
-                cl::init(-1.0), cl::cat(zeroCategory));
+                cl::init(-1.0), cl::cat(trainingCategory));
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
-                                cl::cat(zeroCategory));
+                                cl::cat(trainingCategory));
 
 static cl::list<std::string>
     inputShapes("input-shape",
                 cl::desc("Static shape for a graph input with symbolic "
                          "dimensions, e.g. --input-shape tokens=2x32"),
-                cl::value_desc("NAME=DxD..."), cl::cat(zeroCategory));
+                cl::value_desc("NAME=DxD..."), cl::cat(inputCategory));
 
 static cl::list<std::string> constantInputs(
     "constant-input",
     cl::desc("Treat a graph input as a compile-time constant read from a "
              "TensorProto file, e.g. --constant-input shape=shape.pb (for inputs "
              "that set shapes: Reshape's shape, Slice's starts, axes)"),
-    cl::value_desc("NAME=FILE.pb"), cl::cat(zeroCategory));
+    cl::value_desc("NAME=FILE.pb"), cl::cat(inputCategory));
 
 static cl::opt<int64_t> worldSize("world-size",
                                   cl::desc("Number of ranks to compile for"),
@@ -99,7 +106,7 @@ static cl::opt<std::string>
            cl::desc("Print what each rank holds and moves per step: --report for a "
                     "table, --report=json for one JSON object"),
            cl::value_desc("table|json"), cl::ValueOptional, cl::init(""),
-           cl::cat(zeroCategory));
+           cl::cat(reportCategory));
 
 static cl::opt<int64_t> zeroStage("zero-stage",
                                   cl::desc("ZeRO stage: 0 (replicated), 1 (optimizer "
@@ -108,32 +115,32 @@ static cl::opt<int64_t> zeroStage("zero-stage",
                                   cl::init(0), cl::cat(zeroCategory));
 static cl::opt<int64_t> prefetchBuckets(
     "prefetch-buckets", cl::desc("Stage 3: how many gathers ahead a gather may start"),
-    cl::init(2), cl::cat(zeroCategory));
+    cl::init(2), cl::cat(scheduleCategory));
 static cl::opt<double> maxLiveMb("max-live-mb",
                                  cl::desc("MiB of gathered parameter buckets alive at "
                                           "once (0: no limit)"),
-                                 cl::init(0.0), cl::cat(zeroCategory));
+                                 cl::init(0.0), cl::cat(scheduleCategory));
 static cl::opt<double> fuseBelowKb(
     "fuse-below-kb",
     cl::desc("Fuse neighbouring collectives while the fused tensor is under this "
              "(0: off)"),
-    cl::init(256.0), cl::cat(zeroCategory));
+    cl::init(256.0), cl::cat(scheduleCategory));
 static cl::opt<bool> noOverlap("no-overlap",
                                cl::desc("Keep every collective synchronous, for "
                                         "comparison"),
-                               cl::init(false), cl::cat(zeroCategory));
+                               cl::init(false), cl::cat(scheduleCategory));
 
 static cl::opt<std::string>
     machine("machine",
             cl::desc("Machine for the predicted step time in --report and for "
                      "--auto-tune: h100-nvlink, cpu, or a JSON file (zero-run "
                      "--calibrate writes one)"),
-            cl::value_desc("name|file.json"), cl::init("cpu"), cl::cat(zeroCategory));
+            cl::value_desc("name|file.json"), cl::init("cpu"), cl::cat(reportCategory));
 static cl::opt<bool>
     autoTune("auto-tune",
              cl::desc("Choose --bucket-size-mb and --prefetch-buckets by the predicted "
                       "step time on --machine (within --max-live-mb)"),
-             cl::init(false), cl::cat(zeroCategory));
+             cl::init(false), cl::cat(scheduleCategory));
 
 static cl::opt<double> bucketSizeMb("bucket-size-mb",
                                     cl::desc("Target size of a parameter bucket, MiB"),
@@ -403,10 +410,56 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
   return success();
 }
 
+/// `zero-opt --help`: zero-opt's own options by group, in a screen or two.
+/// (`--help-hidden` is LLVM's full list: every LLVM and MLIR option and pass.)
+void printHelp() {
+  llvm::outs()
+      << "OVERVIEW: zero-opt: ZeRO training compiler\n\n"
+         "USAGE: zero-opt MODEL.onnx [options] -o STEP.zplan\n"
+         "       zero-opt MODEL.onnx --report [options]\n"
+         "       zero-opt FILE.mlir [--pass ...]   (as mlir-opt, with zero-opt's "
+         "dialects and passes)\n";
+  std::vector<cl::OptionCategory *> order = {&inputCategory, &trainingCategory,
+                                             &zeroCategory, &scheduleCategory,
+                                             &reportCategory, &outputCategory};
+  auto &registered = cl::getRegisteredOptions();
+  size_t width = 0;
+  std::vector<std::vector<cl::Option *>> groups(order.size());
+  for (auto &entry : registered) {
+    cl::Option *o = entry.second;
+    for (size_t g = 0; g < order.size(); ++g)
+      if (llvm::is_contained(o->Categories, order[g]) &&
+          !llvm::is_contained(groups[g], o)) {
+        groups[g].push_back(o);
+        width = std::max(width, o->getOptionWidth());
+      }
+  }
+  for (size_t g = 0; g < order.size(); ++g) {
+    llvm::sort(groups[g], [](cl::Option *a, cl::Option *b) {
+      return a->ArgStr < b->ArgStr;
+    });
+    llvm::outs() << "\n" << order[g]->getName() << ":\n";
+    if (order[g] == &outputCategory)
+      llvm::outs() << "  -o <filename>" << std::string(width > 17 ? width - 17 : 1, ' ')
+                   << "- Output file: a .zplan plan, or IR for --emit (default: stdout)\n";
+    for (cl::Option *o : groups[g])
+      o->printOptionInfo(width);
+  }
+  llvm::outs() << "\nEvery LLVM and MLIR option (passes for .mlir input, --mlir-*): "
+                  "--help-hidden\n";
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
+  for (int i = 1; i < argc; ++i) {
+    StringRef a(argv[i]);
+    if (a == "--help" || a == "-help" || a == "-h") {
+      printHelp();
+      return 0;
+    }
+  }
   DialectRegistry registry;
   zero::registerAllDialects(registry);
   zero::registerAllPasses();
