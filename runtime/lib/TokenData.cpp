@@ -7,7 +7,10 @@
 #include "zrt/TokenData.h"
 #include "zrt/Error.h"
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <sys/stat.h>
 #include <sstream>
 
 using namespace zrt;
@@ -15,6 +18,11 @@ using namespace zrt;
 TokenData TokenData::load(const std::string &path, const std::string &format) {
   int width = format == "u8" ? 1 : format == "u16" ? 2 : format == "u32" ? 4 : 0;
   ZRT_CHECK(width, "--data-format=" << format << " is not one of u8, u16, u32");
+  struct stat st;
+  ZRT_CHECK(::stat(path.c_str(), &st) == 0,
+            "cannot open data file '" << path << "': " << std::strerror(errno));
+  ZRT_CHECK(S_ISREG(st.st_mode), "data file '" << path << "' is not a regular file"
+                                               << (S_ISDIR(st.st_mode) ? " (a folder)" : ""));
   std::ifstream in(path, std::ios::binary);
   ZRT_CHECK(in, "cannot open data file '" << path << "'");
   std::ostringstream ss;
