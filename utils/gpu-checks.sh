@@ -125,6 +125,8 @@ PY
       ldd "$ZR" | grep "not found" >&2
       exit 1
     fi
+    # cuBLAS is opened at run time, not linked: check it loads before any test.
+    "$ZR" --check-cuda-libraries || exit 1
     nvidia-smi -L || true
   fi
   export OPENBLAS_NUM_THREADS=4

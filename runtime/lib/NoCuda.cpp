@@ -17,3 +17,6 @@ std::unique_ptr<Device> zrt::makeCudaDevice(int, Communicator &) {
 std::vector<std::unique_ptr<Device>> zrt::makeCudaDevicesForThreads(int) {
   ZRT_FAIL("this zero-run was built without the CUDA backend");
 }
+std::string zrt::loadCudaLibraries() {
+  ZRT_FAIL("this zero-run was built without the CUDA backend");
+}

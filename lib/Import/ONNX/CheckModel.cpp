@@ -17,6 +17,7 @@
 #include <onnx/checker.h>
 
 #include <map>
+#include <vector>
 #include <set>
 
 using namespace mlir;
@@ -207,12 +208,26 @@ LogicalResult zero::onnx_import::checkModelStructure(MLIRContext &ctx, StringRef
     for (int64_t d : t.dims())
       shape->add_dim()->set_dim_value(d);
   }
+  // ONNX 1.12's checker also insists on a shape field for graph outputs, which
+  // onnx.helper models often leave out (make_tensor_value_info(name, type, None))
+  // and later ONNX releases accept: outputs get their shapes from inference, so
+  // for the check a missing one counts as present.
+  std::vector<int> shapeless;
+  for (int i = 0; i < graph->output_size(); ++i) {
+    auto *type = graph->mutable_output(i)->mutable_type();
+    if (type->has_tensor_type() && !type->tensor_type().has_shape()) {
+      type->mutable_tensor_type()->mutable_shape();
+      shapeless.push_back(i);
+    }
+  }
   std::string error;
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
     error = e.what();
   }
+  for (int i : shapeless)
+    graph->mutable_output(i)->mutable_type()->mutable_tensor_type()->clear_shape();
   graph->mutable_input()->DeleteSubrange(inputs, graph->input_size() - inputs);
   initializers.Swap(graph->mutable_initializer());
   if (!error.empty())

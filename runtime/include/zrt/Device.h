@@ -48,6 +48,9 @@ std::unique_ptr<Device> makeCpuDevice();
 /// backend is absent or no driver/GPU is present).
 bool cudaBackendBuilt();
 int cudaDeviceCount();
+/// Loads the CUDA libraries the backend opens at run time (cuBLAS) and says where
+/// each was found; throws zrt::Error naming what is missing. No GPU needed.
+std::string loadCudaLibraries();
 /// GPU `ordinal` (cuBLAS GEMM, the project's kernels, a compute and a
 /// communication stream), with an NCCL communicator over the ranks of `host` for the
 /// plan's collectives (its unique id broadcast through `host`). Throws zrt::Error

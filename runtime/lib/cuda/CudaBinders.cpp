@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CublasLoader.h"
 #include "CudaContext.h"
 #include "CudaLaunch.h"
 
@@ -134,13 +135,13 @@ void gemm(bool ta, bool tb, Elem t, const void *a, int64_t strideA, const void *
   int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
   if (t == Elem::F64) {
     double one = 1, zero = 0;
-    ZERO_CUBLAS_CHECK(cublasDgemmStridedBatched(
+    ZERO_CUBLAS_CHECK(cublas().dgemmStridedBatched(
         context().blas, opB, opA, (int)n, (int)m, (int)k, &one, (const double *)b, ldb,
         strideB, (const double *)a, lda, strideA, &zero, (double *)c, (int)n, m * n,
         (int)batch));
   } else {
     float one = 1, zero = 0;
-    ZERO_CUBLAS_CHECK(cublasSgemmStridedBatched(
+    ZERO_CUBLAS_CHECK(cublas().sgemmStridedBatched(
         context().blas, opB, opA, (int)n, (int)m, (int)k, &one, (const float *)b, ldb,
         strideB, (const float *)a, lda, strideA, &zero, (float *)c, (int)n, m * n,
         (int)batch));

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CublasLoader.h"
 #include "CudaContext.h"
 #include "CudaLaunch.h"
 
@@ -32,10 +33,10 @@ public:
     ZERO_CUDA_CHECK(cudaSetDevice(ordinal));
     ZERO_CUDA_CHECK(cudaStreamCreate(&ctx_.compute));
     ZERO_CUDA_CHECK(cudaStreamCreate(&ctx_.comm));
-    ZERO_CUBLAS_CHECK(cublasCreate(&ctx_.blas));
-    ZERO_CUBLAS_CHECK(cublasSetStream(ctx_.blas, ctx_.compute));
+    ZERO_CUBLAS_CHECK(cublas().create(&ctx_.blas));
+    ZERO_CUBLAS_CHECK(cublas().setStream(ctx_.blas, ctx_.compute));
     // fp32 GEMMs stay fp32 (no TF32): parity with the CPU backend comes first.
-    ZERO_CUBLAS_CHECK(cublasSetMathMode(ctx_.blas, CUBLAS_DEFAULT_MATH));
+    ZERO_CUBLAS_CHECK(cublas().setMathMode(ctx_.blas, CUBLAS_DEFAULT_MATH));
     ZERO_CUDA_CHECK(cudaMalloc(&ctx_.errorFlag, sizeof(int)));
     ZERO_CUDA_CHECK(cudaMemset(ctx_.errorFlag, 0, sizeof(int)));
     ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&ctx_.ready, cudaEventDisableTiming));
@@ -55,7 +56,7 @@ public:
     cudaEventDestroy(ctx_.doneSync);
     if (ctx_.nccl && !aborted_)
       ncclCommDestroy(ctx_.nccl);
-    cublasDestroy(ctx_.blas);
+    cublas().destroy(ctx_.blas);
     cudaFree(ctx_.errorFlag);
     cudaStreamDestroy(ctx_.comm);
     cudaStreamDestroy(ctx_.compute);
@@ -131,6 +132,8 @@ Context &zrt::cuda::context() {
 }
 
 bool zrt::cudaBackendBuilt() { return true; }
+
+std::string zrt::loadCudaLibraries() { return "cuBLAS: " + cublas().library; }
 
 int zrt::cudaDeviceCount() {
   int n = 0;

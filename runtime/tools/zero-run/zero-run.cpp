@@ -48,6 +48,8 @@ namespace {
 const char *kUsage =
     "usage: zero-run PLAN.zplan --init MODEL.onnx [options]\n"
     "       zero-run --list-devices              (cpu, and cuda:N for each GPU)\n"
+    "       zero-run --check-cuda-libraries      (loads the CUDA libraries opened at\n"
+    "                                           run time, cuBLAS, and says where)\n"
     "       zero-run --calibrate MACHINE.json   (measures this machine for\n"
     "                                           zero-opt --machine; under mpirun\n"
     "                                           the network too)\n"
@@ -145,6 +147,9 @@ Options parseArgs(int argc, char **argv) {
         std::printf("cuda:%d\n", g);
       if (!cudaBackendBuilt())
         std::printf("(this zero-run was built without the CUDA backend)\n");
+      std::exit(0);
+    } else if (a == "--check-cuda-libraries") {
+      std::printf("%s\n", loadCudaLibraries().c_str());
       std::exit(0);
     } else if (is("--init")) {
       o.init = value("--init");
