@@ -15,6 +15,7 @@
 #include "zero/Dialect/Plan/Analysis/ZeroReport.h"
 #include "zero/Import/ONNX/ImportOnnx.h"
 #include "zero/InitAll.h"
+#include "zero/Pipeline/ZeroPipeline.h"
 #include "zero/Target/Zplan/ExportZplan.h"
 #include "zrt/AtomicFile.h"
 
@@ -234,53 +235,33 @@ LogicalResult parseInputShapes(zero::OnnxImportOptions &options) {
   return success();
 }
 
-/// The passes from the imported graph (or the module's level) down to `level`.
+/// The passes from the imported graph (or the module's level) down to `level`, as
+/// zero-opt's flags choose them.
 void buildPipeline(PassManager &pm, bool isGraph, StringRef level, double bucketMb,
                    int64_t prefetch) {
-  // The training step first: it needs the forward graph as imported. Then drop what
-  // the loss does not need (canonicalize removes dead pure ops, CSE merges the
-  // constants the gradient rules repeat).
-  if (isGraph && level != "graph" && mode != "inference") {
-    zero::BuildTrainingStepPassOptions train;
-    train.loss = lossName;
-    train.freeze = freeze;
-    train.optimizer = optimizer;
-    train.lr = lr;
-    train.beta1 = beta1;
-    train.beta2 = beta2;
-    train.eps = eps;
-    train.weightDecay = weightDecay;
-    train.momentum = momentum;
-    train.gradientsOnly = mode == "gradients";
-    pm.addPass(zero::createBuildTrainingStepPass(train));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-    // ZeRO sharding rewrites the optimizer of the step; stage 0 on one rank would
-    // only add copies.
-    if (mode == "train" && (zeroStage != 0 || worldSize != 1)) {
-      zero::ShardZeroPassOptions zopts;
-      zopts.stage = zeroStage;
-      zopts.worldSize = worldSize;
-      zopts.bucketSizeMb = bucketMb;
-      zopts.persistenceThreshold = persistenceThreshold;
-      pm.addPass(zero::createShardZeroPass(zopts));
-      pm.addPass(createCanonicalizerPass());
-      pm.addPass(createCSEPass());
-      // Last: the split-phase ops it places have side effects, and nothing after
-      // it may move them.
-      zero::ScheduleCollectivesPassOptions sopts;
-      sopts.prefetchBuckets = prefetch;
-      sopts.maxLiveMb = maxLiveMb;
-      sopts.noOverlap = noOverlap;
-      sopts.fuseBelowKb = fuseBelowKb;
-      pm.addPass(zero::createScheduleCollectivesPass(sopts));
-    }
-  }
-  if (isGraph && (level == "plan" || level == "zplan")) {
-    zero::ConvertComputeToPlanPassOptions opts;
-    opts.worldSize = worldSize;
-    pm.addPass(zero::createConvertComputeToPlanPass(opts));
-  }
+  if (!isGraph)
+    return; // a module already at the plan level is written as it is
+  zero::ZeroPipelineOptions o;
+  o.mode = mode;
+  o.level = level.str();
+  o.loss = lossName;
+  o.freeze = freeze;
+  o.optimizer = optimizer;
+  o.lr = lr;
+  o.beta1 = beta1;
+  o.beta2 = beta2;
+  o.eps = eps;
+  o.weightDecay = weightDecay;
+  o.momentum = momentum;
+  o.zeroStage = zeroStage;
+  o.worldSize = worldSize;
+  o.bucketSizeMb = bucketMb;
+  o.persistenceThreshold = persistenceThreshold;
+  o.prefetchBuckets = prefetch;
+  o.maxLiveMb = maxLiveMb;
+  o.fuseBelowKb = fuseBelowKb;
+  o.noOverlap = noOverlap;
+  zero::buildZeroPipeline(pm, o);
 }
 
 /// A model without `zero.trainable` metadata trains every float initializer,

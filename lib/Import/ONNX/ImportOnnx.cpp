@@ -660,10 +660,16 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
 
 OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context, StringRef path,
                                             const OnnxImportOptions &options) {
-  context.loadDialect<compute::ComputeDialect, func::FuncDialect>();
   onnx::ModelProto model;
   if (failed(readModel(context, path, model)))
     return nullptr;
+  return importOnnxModel(context, std::move(model), path, options);
+}
+
+OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context,
+                                            onnx::ModelProto &&model, StringRef path,
+                                            const OnnxImportOptions &options) {
+  context.loadDialect<compute::ComputeDialect, func::FuncDialect>();
   auto opset = defaultOpset(context, path, model);
   if (failed(opset) || failed(checkModelStructure(context, path, model, *opset)))
     return nullptr;

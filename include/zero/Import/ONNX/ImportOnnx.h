@@ -15,6 +15,10 @@
 #include <string>
 #include <vector>
 
+namespace onnx {
+class ModelProto;
+} // namespace onnx
+
 namespace zero {
 
 struct OnnxImportOptions {
@@ -31,6 +35,13 @@ struct OnnxImportOptions {
 /// `compute.param` arguments), then graph inputs. Only initializers' shapes and
 /// types are read, never their bytes. Returns null after emitting a diagnostic.
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &context,
+                                                  llvm::StringRef path,
+                                                  const OnnxImportOptions &options);
+
+/// The same for a model already in memory (consumed); `path` names it in messages
+/// and its folder is where external data is read from.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &context,
+                                                  onnx::ModelProto &&model,
                                                   llvm::StringRef path,
                                                   const OnnxImportOptions &options);
 
