@@ -14,6 +14,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin
   libopenblas-dev libgtest-dev
+  clang-22 libfuzzer-22-dev libclang-rt-22-dev
   python3-onnx python3-torch python3-numpy python3-protobuf
 )
 missing=()

@@ -133,6 +133,11 @@ FailureOr<RankedTensorType> OnnxImporter::typeOf(const onnx::NodeProto &node,
                   << ")";
       return failure();
     }
+    if (d.dim_value() < 0 || shape.size() >= 64) {
+      error(node) << "value '" << name << "' has a negative dimension or a rank "
+                  << "above 64";
+      return failure();
+    }
     shape.push_back(d.dim_value());
   }
   return RankedTensorType::get(shape, et);

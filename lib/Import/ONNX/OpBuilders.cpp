@@ -319,8 +319,16 @@ LogicalResult buildSplit(OnnxImporter &imp, const NodeProto &node) {
     auto type = imp.outputType(node, i);
     if (failed(type))
       return failure();
+    // Each part is the input but along the axis (inference says how long).
+    bool fits = type->getRank() == xt.getRank();
+    for (int64_t d = 0; fits && d < xt.getRank(); ++d)
+      fits = d == axis || type->getDimSize(d) == xt.getDimSize(d);
+    if (!fits)
+      return imp.error(node) << "output " << i << " of type " << *type
+                             << " is not a part of the input " << xt,
+             failure();
     SmallVector<int64_t> st(xt.getRank(), 0), sp(xt.getRank(), 1);
-    st[axis] = std::min(start, xt.getDimSize(axis) - 1);
+    st[axis] = std::max<int64_t>(0, std::min(start, xt.getDimSize(axis) - 1));
     imp.define(node.output(i), createSlice(imp, imp.locOf(node), *x, *type, st, sp));
     start += type->getDimSize(axis);
   }
