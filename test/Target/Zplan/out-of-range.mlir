@@ -5,7 +5,7 @@
 // RUN: zero-opt %s --emit=zplan -o %t/ok.zplan
 // RUN: zero-run %t/ok.zplan | FileCheck %s --check-prefix=OK
 // RUN: protoc --python_out=%t -I %S/../../../runtime/proto zplan.proto
-// RUN: %python %S/Inputs/patch-plan.py %t %t/ok.zplan %t/bad.zplan
+// RUN: %python %S/Inputs/edit-plan.py %t %t/ok.zplan %t/bad.zplan "buffer(1).offset = 4096"
 // RUN: not zero-run %t/bad.zplan 2>&1 | FileCheck %s
 // OK: output_0: f32[4] = 0 0 0 0
 // CHECK: zero-run: error: {{.*}}bad.zplan: buffer 1 at offset 4096 with 16 bytes lies outside the arena of 128 bytes
