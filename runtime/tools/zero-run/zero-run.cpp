@@ -283,26 +283,32 @@ void drawBar(int64_t done, int64_t total) {
   std::fflush(stdout);
 }
 
-/// Chrome trace-event JSON: one complete event per kernel (track 0, compute) and per
-/// collective (track 1, communication); the process is the rank.
+/// The trace file of `rank`: FILE for rank 0, FILE.rankN for the others.
 std::string traceFile(const std::string &path, int rank) {
   return rank == 0 ? path : path + ".rank" + std::to_string(rank);
 }
 
+/// Chrome trace-event JSON: one complete event per kernel (track 0, compute) and per
+/// collective (track 1, communication); the process is the rank. Built in memory,
+/// written whole.
 void writeTrace(const std::string &path, int rank, const std::vector<TraceEvent> &events) {
-  AtomicFile f(traceFile(path, rank));
-  f.printf("{\"traceEvents\": [\n");
-  f.printf("{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, "
-           "\"args\": {\"name\": \"compute\"}},\n"
-           "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 1, "
-           "\"args\": {\"name\": \"communication\"}}",
-           rank, rank);
+  std::string json;
+  char line[512];
+  auto add = [&](int n) { json.append(line, std::min<size_t>(n, sizeof(line) - 1)); };
+  add(std::snprintf(line, sizeof(line),
+                    "{\"traceEvents\": [\n"
+                    "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, "
+                    "\"args\": {\"name\": \"compute\"}},\n"
+                    "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 1, "
+                    "\"args\": {\"name\": \"communication\"}}",
+                    rank, rank));
   for (const TraceEvent &e : events)
-    f.printf(",\n{\"name\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, "
-             "\"ts\": %.3f, \"dur\": %.3f}",
-             e.name.c_str(), rank, e.track, e.beginUs, e.durationUs);
-  f.printf("\n]}\n");
-  f.commit();
+    add(std::snprintf(line, sizeof(line),
+                      ",\n{\"name\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, "
+                      "\"ts\": %.3f, \"dur\": %.3f}",
+                      e.name.c_str(), rank, e.track, e.beginUs, e.durationUs));
+  json += "\n]}\n";
+  writeFileAtomically(traceFile(path, rank), json);
 }
 
 /// Kernel kinds by total time, per step.
