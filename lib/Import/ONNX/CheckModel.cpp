@@ -13,6 +13,7 @@
 #include "OnnxImporter.h"
 
 #include "mlir/IR/Location.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <onnx/checker.h>
 
@@ -230,7 +231,13 @@ LogicalResult zero::onnx_import::checkModelStructure(MLIRContext &ctx, StringRef
     graph->mutable_output(i)->mutable_type()->mutable_tensor_type()->clear_shape();
   graph->mutable_input()->DeleteSubrange(inputs, graph->input_size() - inputs);
   initializers.Swap(graph->mutable_initializer());
-  if (!error.empty())
-    return emitError(loc) << "the ONNX checker rejects the model: " << error, failure();
+  if (!error.empty()) {
+    // One line: the checker's messages span several ("...\n\n==> Context: ...").
+    std::string line;
+    for (StringRef part : llvm::split(StringRef(error).trim(), '\n'))
+      if (!part.trim().empty())
+        line += (line.empty() ? "" : " ") + part.trim().str();
+    return emitError(loc) << "the ONNX checker rejects the model: " << line, failure();
+  }
   return success();
 }
