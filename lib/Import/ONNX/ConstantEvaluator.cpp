@@ -44,10 +44,16 @@ bool isSupportedType(int32_t t) {
   }
 }
 
+/// The element count; 0 for any shape with a zero dimension, however large the
+/// others (the evaluator only builds shapes that checkedNumel accepts).
 int64_t product(const std::vector<int64_t> &s) {
+  for (int64_t d : s)
+    if (d == 0)
+      return 0;
   int64_t n = 1;
   for (int64_t d : s)
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      return INT64_MAX;
   return n;
 }
 
@@ -65,10 +71,13 @@ bool fitsFolding(const std::vector<int64_t> &shape, std::string &error) {
   return false;
 }
 
+/// Row-major strides. An empty tensor may have huge other dimensions: a stride that
+/// would overflow saturates (nothing is ever read through it).
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   std::vector<int64_t> st(shape.size(), 1);
   for (int i = (int)shape.size() - 2; i >= 0; --i)
-    st[i] = st[i + 1] * shape[i + 1];
+    if (__builtin_mul_overflow(st[i + 1], shape[i + 1], &st[i]))
+      st[i] = INT64_MAX;
   return st;
 }
 

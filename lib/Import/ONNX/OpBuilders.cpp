@@ -73,6 +73,8 @@ LogicalResult buildGemm(OnnxImporter &imp, const NodeProto &node) {
   auto type = imp.outputType(node, 0);
   if (failed(a) || failed(b) || failed(type))
     return failure();
+  if (rankOf(*a) != 2 || rankOf(*b) != 2)
+    return imp.error(node) << "A and B must be matrices", failure();
   auto transpose = [&](Value v) -> Value {
     auto t = cast<RankedTensorType>(v.getType());
     auto tt = RankedTensorType::get({t.getDimSize(1), t.getDimSize(0)},
@@ -82,8 +84,6 @@ LogicalResult buildGemm(OnnxImporter &imp, const NodeProto &node) {
   };
   Value lhs = OnnxImporter::intAttr(node, "transA", 0) ? transpose(*a) : *a;
   Value rhs = OnnxImporter::intAttr(node, "transB", 0) ? transpose(*b) : *b;
-  if (rankOf(lhs) != 2 || rankOf(rhs) != 2)
-    return imp.error(node) << "A and B must be matrices", failure();
   Value y = MatMulOp::create(imp.builder, loc, *type, lhs, rhs);
   Type et = type->getElementType();
   auto scalar = [&](float v) {
