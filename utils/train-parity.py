@@ -110,9 +110,9 @@ def compare(a, model, trainable, exported, log, trained, torch_losses, stage, wo
         print("compared %d weights, the model has %d parameters" % (compared, n_params))
         ok = False
     print("stage %d, %d ranks: worst loss error %.2e, worst weight error %.2e over %d "
-          "tensors (rtol %g), %d untrained initializers bit-identical: %s"
-          % (stage, world, worst_loss, worst_weight, compared, a.rtol,
-             buffers if ok else -1, "ok" if ok else "MISMATCH"))
+          "tensors (rtol %g), %d untrained initializers compared bit for bit: %s"
+          % (stage, world, worst_loss, worst_weight, compared, a.rtol, buffers,
+             "ok" if ok else "MISMATCH"))
     return ok
 
 

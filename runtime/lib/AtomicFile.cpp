@@ -46,9 +46,14 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   ZRT_CHECK(fd_ >= 0, "cannot write '" << path_ << "': cannot create a temporary file in '"
                                        << folder << "': " << std::strerror(errno));
   temp_ = name.data();
-  // mkstemp makes it 0600; a finished file gets the usual permissions.
-  mode_t mask = ::umask(0);
-  ::umask(mask);
+  // mkstemp makes it 0600; a finished file gets the usual permissions. umask can
+  // only be read by setting it, so that is done once (ranks as threads write
+  // their traces at the same time).
+  static const mode_t mask = [] {
+    mode_t m = ::umask(0);
+    ::umask(m);
+    return m;
+  }();
   ::fchmod(fd_, 0666 & ~mask);
 }
 

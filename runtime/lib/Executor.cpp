@@ -51,24 +51,8 @@ void Executor::bindKernels() {
     async_ = std::make_unique<AsyncCollectives>(requests, comm_.rank(),
                                                 options_.commDelayNsPerByte);
 
-  for (int k = 0; k < plan_.kernels_size(); ++k) {
-    const auto &pk = plan_.kernels(k);
-    auto it = table.find(pk.name());
-    ZRT_CHECK(it != table.end(), "kernel " << k << " '" << pk.name() << "'"
-                                           << (pk.loc().empty() ? "" : " at " + pk.loc())
-                                           << " is not implemented by this runtime");
-    KernelCall call;
-    call.name = pk.name();
-    call.loc = pk.loc();
-    call.attrs = &pk.attrs();
-    call.comm = &comm_;
-    call.async = async_.get();
-    for (int idx : pk.inputs())
-      call.ins.push_back(buffer(idx));
-    for (int idx : pk.outputs())
-      call.outs.push_back(buffer(idx));
-    kernels_.push_back(it->second(call));
-  }
+  for (int k = 0; k < plan_.kernels_size(); ++k)
+    kernels_.push_back(bindPlanKernel(table, plan_, k, arena_, &comm_, async_.get()));
 
   // Gathered buckets: alive from the gather to the last kernel reading its result
   // (after binding, which checked each gather's one output).

@@ -49,29 +49,8 @@ std::string zrt::checkPlanKernels(const zero::zplan::Plan &plan, const std::stri
     // Binding computes addresses inside the arena but never reads or writes them:
     // an address range that no allocation will ever have stands in for it.
     char *arena = reinterpret_cast<char *>(uintptr_t(1) << 46);
-    const KernelTable &table = cpuKernels();
-    for (int k = 0; k < plan.kernels_size(); ++k) {
-      const auto &pk = plan.kernels(k);
-      auto it = table.find(pk.name());
-      ZRT_CHECK(it != table.end(), what << ": kernel " << k << " '" << pk.name()
-                                        << "' is not implemented by the runtime");
-      KernelCall call;
-      call.name = pk.name();
-      call.loc = pk.loc();
-      call.attrs = &pk.attrs();
-      call.comm = &comm;
-      call.async = &async;
-      auto view = [&](int i) {
-        const auto &b = plan.buffers(i);
-        return TensorView{arena + b.offset(), b.dtype(),
-                          std::vector<int64_t>(b.shape().begin(), b.shape().end())};
-      };
-      for (int i : pk.inputs())
-        call.ins.push_back(view(i));
-      for (int i : pk.outputs())
-        call.outs.push_back(view(i));
-      it->second(call);
-    }
+    for (int k = 0; k < plan.kernels_size(); ++k)
+      bindPlanKernel(cpuKernels(), plan, k, arena, &comm, &async);
   } catch (const Error &e) {
     return e.what();
   }

@@ -14,6 +14,7 @@
 #include "zero/Dialect/Plan/Analysis/CostModel.h"
 #include "zero/Dialect/Plan/Analysis/ZeroReport.h"
 #include "zero/Import/ONNX/ImportOnnx.h"
+#include "zero/Dialect/Compute/Transforms/Passes.h"
 #include "zero/InitAll.h"
 #include "zero/Pipeline/ZeroPipeline.h"
 #include "zero/Target/Zplan/ExportZplan.h"
@@ -274,12 +275,9 @@ void noteTrainableSet(ModuleOp module, StringRef input) {
   llvm::Regex frozen(freeze);
   int64_t all = 0, trained = 0;
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-    auto name = func.getArgAttrOfType<StringAttr>(i, "compute.param");
-    auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
-    if (!name || !type || !isa<FloatType>(type.getElementType()))
-      continue;
-    ++all;
-    trained += freeze.empty() || !frozen.match(name.getValue());
+    all += !zero::trainedParameterName(func, i, nullptr).empty();
+    trained += !zero::trainedParameterName(func, i, freeze.empty() ? nullptr : &frozen)
+                    .empty();
   }
   llvm::errs() << input << ": note: no zero.trainable metadata: training every float "
                << "initializer (" << trained << " of " << all

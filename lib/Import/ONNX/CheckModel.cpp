@@ -114,6 +114,15 @@ LogicalResult checkOps(Location loc, const onnx::GraphProto &g, int64_t opset) {
   return success();
 }
 
+/// Rank within kMaxRank, dimensions non-negative, element count within int64.
+bool shapeInBounds(const std::vector<int64_t> &dims) {
+  int64_t n = 1;
+  bool ok = (int64_t)dims.size() <= kMaxRank;
+  for (int64_t d : dims)
+    ok &= d >= 0 && !__builtin_mul_overflow(n, d, &n);
+  return ok;
+}
+
 /// Axes and permutations within kMaxRank, tensor shapes with non-negative
 /// dimensions whose element count fits int64.
 LogicalResult checkBounds(Location loc, const onnx::GraphProto &g) {
@@ -137,32 +146,23 @@ LogicalResult checkBounds(Location loc, const onnx::GraphProto &g) {
                               << " are not supported)",
                failure();
     }
-  for (const auto &t : g.initializer()) {
-    int64_t n = 1;
-    bool ok = t.dims_size() <= kMaxRank;
-    for (int64_t d : t.dims())
-      ok &= d >= 0 && !__builtin_mul_overflow(n, d, &n);
-    if (!ok)
-      return emitError(loc) << "initializer '" << t.name()
-                            << "' has a bad shape (a negative dimension, rank above "
-                            << kMaxRank << ", or more elements than int64 counts)",
-             failure();
-  }
+  auto badShape = [&](StringRef what, const std::string &name) {
+    return emitError(loc) << what << " '" << name
+                          << "' has a bad shape (a negative dimension, rank above "
+                          << kMaxRank << ", or more elements than int64 counts)",
+           failure();
+  };
+  for (const auto &t : g.initializer())
+    if (!shapeInBounds(std::vector<int64_t>(t.dims().begin(), t.dims().end())))
+      return badShape("initializer", t.name());
   auto checkValue = [&](const onnx::ValueInfoProto &v) -> LogicalResult {
     if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
       return success();
-    const auto &shape = v.type().tensor_type().shape();
-    int64_t n = 1;
-    bool ok = shape.dim_size() <= kMaxRank;
-    for (const auto &d : shape.dim())
-      if (d.has_dim_value())
-        ok &= d.dim_value() >= 0 && !__builtin_mul_overflow(n, d.dim_value(), &n);
-    if (!ok)
-      return emitError(loc) << "value '" << v.name()
-                            << "' has a bad shape (a negative dimension, rank above "
-                            << kMaxRank << ", or more elements than int64 counts)",
-             failure();
-    return success();
+    // Symbolic dimensions count as 1 here; --input-shape or inference fixes them.
+    std::vector<int64_t> dims;
+    for (const auto &d : v.type().tensor_type().shape().dim())
+      dims.push_back(d.has_dim_value() ? d.dim_value() : 1);
+    return shapeInBounds(dims) ? success() : badShape("value", v.name());
   };
   for (const auto &v : g.input())
     if (failed(checkValue(v)))

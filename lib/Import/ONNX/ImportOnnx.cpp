@@ -686,16 +686,14 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context,
                               "with do_constant_folding=False so that weights keep "
                               "their names and tied weights stay one tensor";
   // Graph inputs keep the positions they had in the file, whatever is bound.
+  std::set<std::string> inits;
+  for (const auto &t : model.graph().initializer())
+    inits.insert(t.name());
   std::map<std::string, int64_t> inputPositions;
-  {
-    std::set<std::string> inits;
-    for (const auto &t : model.graph().initializer())
-      inits.insert(t.name());
-    int64_t position = 0;
-    for (const auto &in : model.graph().input())
-      if (!inits.count(in.name()))
-        inputPositions[in.name()] = position++;
-  }
+  int64_t position = 0;
+  for (const auto &in : model.graph().input())
+    if (!inits.count(in.name()))
+      inputPositions[in.name()] = position++;
   if (failed(bindConstantInputs(context, path, model, options)) ||
       failed(pinInputShapes(context, path, model, options)))
     return nullptr;
@@ -707,14 +705,10 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context,
   imp.modelDir = llvm::sys::path::parent_path(path).str();
   if (imp.modelDir.empty())
     imp.modelDir = ".";
-  {
-    std::set<std::string> inits;
-    for (const auto &t : model.graph().initializer())
-      inits.insert(t.name());
-    for (const auto &in : model.graph().input())
-      if (!inits.count(in.name()))
-        imp.graphInputs.insert(in.name());
-  }
+  // The graph inputs left once --constant-input has bound some.
+  for (const auto &in : model.graph().input())
+    if (!inits.count(in.name()))
+      imp.graphInputs.insert(in.name());
   if (failed(foldIntegerInitializers(context, path, model, imp)))
     return nullptr;
   for (const auto &t : model.graph().initializer()) {

@@ -54,6 +54,12 @@ using KernelTable = std::map<std::string, KernelBinder>;
 /// The CPU implementation of every kernel the compiler emits.
 const KernelTable &cpuKernels();
 
+/// Binds kernel `k` of `plan` from `table`, its buffers at their offsets in
+/// `arena` (binding computes addresses there but touches none). Throws zrt::Error
+/// when the table lacks the kernel or binding finds a problem.
+BoundKernel bindPlanKernel(const KernelTable &table, const zero::zplan::Plan &plan, int k,
+                           char *arena, Communicator *comm, AsyncCollectives *async);
+
 // Families, each in its own file under lib/cpu.
 void addElementwiseKernels(KernelTable &table);
 void addLinearAlgebraKernels(KernelTable &table);

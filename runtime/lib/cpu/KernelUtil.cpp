@@ -204,3 +204,29 @@ const KernelTable &zrt::cpuKernels() {
   }();
   return table;
 }
+
+BoundKernel zrt::bindPlanKernel(const KernelTable &table, const zero::zplan::Plan &plan,
+                                int k, char *arena, Communicator *comm,
+                                AsyncCollectives *async) {
+  const auto &pk = plan.kernels(k);
+  auto it = table.find(pk.name());
+  ZRT_CHECK(it != table.end(), "kernel " << k << " '" << pk.name() << "'"
+                                         << (pk.loc().empty() ? "" : " at " + pk.loc())
+                                         << " is not implemented by this runtime");
+  KernelCall call;
+  call.name = pk.name();
+  call.loc = pk.loc();
+  call.attrs = &pk.attrs();
+  call.comm = comm;
+  call.async = async;
+  auto view = [&](int i) {
+    const auto &b = plan.buffers(i);
+    return TensorView{arena + b.offset(), b.dtype(),
+                      std::vector<int64_t>(b.shape().begin(), b.shape().end())};
+  };
+  for (int i : pk.inputs())
+    call.ins.push_back(view(i));
+  for (int i : pk.outputs())
+    call.outs.push_back(view(i));
+  return it->second(call);
+}

@@ -30,6 +30,19 @@ bool isFloatTensor(Value v) {
   return t && isa<FloatType>(t.getElementType());
 }
 
+} // namespace
+
+StringRef zero::trainedParameterName(func::FuncOp func, unsigned i,
+                                     const llvm::Regex *freeze) {
+  auto name = func.getArgAttrOfType<StringAttr>(i, "compute.param");
+  if (!name || !isFloatTensor(func.getArgument(i)) || func.getArgAttr(i, "compute.frozen") ||
+      (freeze && freeze->match(name.getValue())))
+    return "";
+  return name.getValue();
+}
+
+namespace {
+
 struct BuildTrainingStepPass
     : public zero::impl::BuildTrainingStepPassBase<BuildTrainingStepPass> {
   using Base::Base;
@@ -107,14 +120,12 @@ struct BuildTrainingStepPass
     SmallVector<BlockArgument> params;
     SmallVector<StringRef> paramNames;
     for (BlockArgument arg : entry.getArguments()) {
-      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "compute.param");
-      if (!name || !isFloatTensor(arg) ||
-          func.getArgAttr(arg.getArgNumber(), "compute.frozen"))
-        continue;
-      if (!freeze.empty() && frozen.match(name.getValue()))
+      StringRef name =
+          trainedParameterName(func, arg.getArgNumber(), freeze.empty() ? nullptr : &frozen);
+      if (name.empty())
         continue;
       params.push_back(arg);
-      paramNames.push_back(name.getValue());
+      paramNames.push_back(name);
     }
     if (params.empty())
       return func.emitError("no trainable parameters (float initializers that are "
