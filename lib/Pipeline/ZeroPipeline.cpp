@@ -19,6 +19,12 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
   // the loss does not need (canonicalize removes dead pure ops, CSE merges the
   // constants the gradient rules repeat).
   if (o.level != "graph" && o.mode != "inference") {
+    if (o.precision != "fp32") {
+      AutocastPassOptions cast;
+      cast.precision = o.precision;
+      cast.freeze = o.freeze;
+      pm.addPass(createAutocastPass(cast));
+    }
     BuildTrainingStepPassOptions train;
     train.loss = o.loss;
     train.freeze = o.freeze;
@@ -41,6 +47,7 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
       zopts.worldSize = o.worldSize;
       zopts.bucketSizeMb = o.bucketSizeMb;
       zopts.persistenceThreshold = o.persistenceThreshold;
+      zopts.reduceDtype = o.reduceDtype;
       pm.addPass(createShardZeroPass(zopts));
       pm.addPass(createCanonicalizerPass());
       pm.addPass(createCSEPass());

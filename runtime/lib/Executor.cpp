@@ -7,6 +7,7 @@
 #include "zrt/Executor.h"
 #include "zrt/AsyncCollectives.h"
 #include "zrt/Error.h"
+#include "zrt/Float16.h"
 #include "zrt/OnnxTensors.h"
 
 #include <chrono>
@@ -116,6 +117,32 @@ TensorView Executor::buffer(int i) const {
                     std::vector<int64_t>(b.shape().begin(), b.shape().end())};
 }
 
+namespace {
+
+/// Parameters and master copies both come from the model's initializers.
+bool isWeight(const zero::zplan::Buffer &b) {
+  return b.role() == zero::zplan::PARAM || b.role() == zero::zplan::MASTER;
+}
+
+/// Fills `dst` from an initializer; a 16-bit buffer (mixed precision) takes the
+/// f32 initializer rounded to its dtype.
+void loadInitializer(const onnx::TensorProto &t, const TensorView &dst,
+                     const std::string &what, const std::string &modelDir) {
+  bool half = dst.dtype == zero::zplan::BF16 || dst.dtype == zero::zplan::F16;
+  if (!half || dtypeFromOnnx(t.data_type()) != zero::zplan::F32)
+    return copyTensorInto(t, dst, what, modelDir);
+  std::vector<float> wide(dst.numel());
+  copyTensorInto(t, TensorView{wide.data(), zero::zplan::F32, dst.shape}, what, modelDir);
+  for (size_t i = 0; i < wide.size(); ++i) {
+    if (dst.dtype == zero::zplan::BF16)
+      dst.as<bf16>()[i] = bf16(wide[i]);
+    else
+      dst.as<f16>()[i] = f16(wide[i]);
+  }
+}
+
+} // namespace
+
 void Executor::loadParameters(const onnx::ModelProto &model,
                               const std::string &modelDir) {
   std::map<std::string, const onnx::TensorProto *> inits;
@@ -129,13 +156,13 @@ void Executor::loadParameters(const onnx::ModelProto &model,
   };
   for (int i = 0; i < plan_.buffers_size(); ++i) {
     const auto &b = plan_.buffers(i);
-    if (b.role() != zero::zplan::PARAM)
+    if (!isWeight(b))
       continue;
     TensorView dst = buffer(i);
     std::vector<char> staging(dst.bytes());
     TensorView host{staging.data(), dst.dtype, dst.shape};
     if (!b.has_bucket()) {
-      copyTensorInto(*find(b.name()), host, "initializer '" + b.name() + "'", modelDir);
+      loadInitializer(*find(b.name()), host, "initializer '" + b.name() + "'", modelDir);
       write(i, staging.data(), staging.size());
       continue;
     }
@@ -150,7 +177,7 @@ void Executor::loadParameters(const onnx::ModelProto &model,
         continue;
       std::vector<char> bytes(whole.bytes());
       whole.data = bytes.data();
-      copyTensorInto(*find(m.name()), whole, "initializer '" + m.name() + "'", modelDir);
+      loadInitializer(*find(m.name()), whole, "initializer '" + m.name() + "'", modelDir);
       std::memcpy(host.as<char>() + (lo - first) * size,
                   bytes.data() + (lo - m.offset()) * size, (hi - lo) * size);
     }
@@ -173,31 +200,49 @@ std::vector<std::string> Executor::parameterNames() const {
 
 std::vector<char> Executor::gatherParameter(const std::string &name, DType &dtype,
                                             std::vector<int64_t> &shape) {
+  // Mixed precision: the f32 master copy is the trained value, not its 16-bit
+  // rounding; it lives in MASTER buffers (whole, or this rank's bucket slice).
+  for (auto role : {zero::zplan::MASTER, zero::zplan::PARAM})
+    for (int i = 0; i < plan_.buffers_size(); ++i) {
+      const auto &b = plan_.buffers(i);
+      if (b.role() != role)
+        continue;
+      TensorView v = buffer(i);
+      if (!b.has_bucket() && b.name() == name) {
+        dtype = v.dtype;
+        shape = v.shape;
+        return read(i).bytes;
+      }
+      for (const auto &m : b.bucket().members()) {
+        if (m.name() != name)
+          continue;
+        std::vector<char> full(v.bytes() * comm_.size());
+        HostTensor slice = read(i);
+        comm_.gatherToRoot(slice.bytes.data(), full.data(), v.numel(), v.dtype);
+        dtype = v.dtype;
+        shape.assign(m.shape().begin(), m.shape().end());
+        TensorView whole{nullptr, v.dtype, shape};
+        int64_t size = dtypeSize(v.dtype);
+        return std::vector<char>(full.begin() + m.offset() * size,
+                                 full.begin() + (m.offset() + whole.numel()) * size);
+      }
+    }
+  ZRT_FAIL("the plan has no parameter '" << name << "'");
+}
+
+bool Executor::hasLossScale() const {
+  for (const auto &b : plan_.buffers())
+    if (b.role() == zero::zplan::RUNTIME && b.name() == "loss_scale")
+      return true;
+  return false;
+}
+
+void Executor::setLossScale(float scale) {
   for (int i = 0; i < plan_.buffers_size(); ++i) {
     const auto &b = plan_.buffers(i);
-    if (b.role() != zero::zplan::PARAM)
-      continue;
-    TensorView v = buffer(i);
-    if (!b.has_bucket() && b.name() == name) {
-      dtype = v.dtype;
-      shape = v.shape;
-      return read(i).bytes;
-    }
-    for (const auto &m : b.bucket().members()) {
-      if (m.name() != name)
-        continue;
-      std::vector<char> full(v.bytes() * comm_.size());
-      HostTensor slice = read(i);
-      comm_.gatherToRoot(slice.bytes.data(), full.data(), v.numel(), v.dtype);
-      dtype = v.dtype;
-      shape.assign(m.shape().begin(), m.shape().end());
-      TensorView whole{nullptr, v.dtype, shape};
-      int64_t size = dtypeSize(v.dtype);
-      return std::vector<char>(full.begin() + m.offset() * size,
-                               full.begin() + (m.offset() + whole.numel()) * size);
-    }
+    if (b.role() == zero::zplan::RUNTIME && b.name() == "loss_scale")
+      write(i, &scale, sizeof scale);
   }
-  ZRT_FAIL("the plan has no parameter '" << name << "'");
 }
 
 std::vector<int> Executor::inputIndices() const {

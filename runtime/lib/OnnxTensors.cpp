@@ -34,6 +34,10 @@ DType zrt::dtypeFromOnnx(int32_t t) {
     return zero::zplan::U8;
   case TensorProto::BOOL:
     return zero::zplan::BOOL;
+  case TensorProto::BFLOAT16:
+    return zero::zplan::BF16;
+  case TensorProto::FLOAT16:
+    return zero::zplan::F16;
   default:
     return zero::zplan::DTYPE_INVALID;
   }
@@ -55,6 +59,10 @@ int32_t zrt::onnxFromDtype(DType t) {
     return TensorProto::UINT8;
   case zero::zplan::BOOL:
     return TensorProto::BOOL;
+  case zero::zplan::BF16:
+    return TensorProto::BFLOAT16;
+  case zero::zplan::F16:
+    return TensorProto::FLOAT16;
   default:
     return TensorProto::UNDEFINED;
   }

@@ -67,7 +67,12 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
     case zero::zplan::TEMP:
       break;
     case zero::zplan::PARAM:
+    case zero::zplan::MASTER:
       ZRT_CHECK(!b.name().empty(), what << ": " << name << " is a parameter with no name");
+      ZRT_CHECK(b.role() == zero::zplan::PARAM || b.dtype() == zero::zplan::F32 ||
+                    b.dtype() == zero::zplan::F64,
+                what << ": " << name << " is a master copy of dtype " << dtypeName(b.dtype())
+                     << ", not f32");
       if (b.has_bucket()) {
         const auto &layout = b.bucket();
         ZRT_CHECK(b.shape_size() == 1 &&
@@ -91,6 +96,11 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
     case zero::zplan::STATE:
       ZRT_CHECK(!b.name().empty(),
                 what << ": " << name << " is optimizer state with no name");
+      break;
+    case zero::zplan::RUNTIME:
+      ZRT_CHECK(b.name() == "loss_scale" && b.dtype() == zero::zplan::F32 && numel == 1,
+                what << ": " << name << " is a runtime value other than the one f32 "
+                     << "loss_scale");
       break;
     case zero::zplan::INPUT:
       ZRT_CHECK(b.index() >= 0 && b.index() < 4096,
@@ -120,9 +130,9 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
       checkIndex(idx, where);
       auto role = plan.buffers(idx).role();
       ZRT_CHECK(role == zero::zplan::TEMP || role == zero::zplan::PARAM ||
-                    role == zero::zplan::STATE,
+                    role == zero::zplan::STATE || role == zero::zplan::MASTER,
                 what << ": " << where << " writes buffer " << idx
-                     << ", which is not a temporary, parameter or state");
+                     << ", which is not a temporary, parameter, master copy or state");
     }
   }
   for (int i = 0; i < plan.outputs_size(); ++i)

@@ -16,6 +16,9 @@ int64_t zrt::dtypeSize(DType t) {
   case zero::zplan::F64:
   case zero::zplan::I64:
     return 8;
+  case zero::zplan::BF16:
+  case zero::zplan::F16:
+    return 2;
   case zero::zplan::I8:
   case zero::zplan::U8:
   case zero::zplan::BOOL:
@@ -41,6 +44,10 @@ const char *zrt::dtypeName(DType t) {
     return "u8";
   case zero::zplan::BOOL:
     return "bool";
+  case zero::zplan::BF16:
+    return "bf16";
+  case zero::zplan::F16:
+    return "f16";
   default:
     return "invalid";
   }

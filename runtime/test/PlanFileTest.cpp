@@ -122,7 +122,7 @@ TEST(PlanFile, KernelAndOutputIndices) {
             std::string::npos);
   p = validPlan();
   p.mutable_kernels(0)->set_outputs(0, 0); // writes the input
-  EXPECT_NE(loadError(fileOf(p)).find("not a temporary, parameter or state"),
+  EXPECT_NE(loadError(fileOf(p)).find("not a temporary, parameter, master copy or state"),
             std::string::npos);
   p = validPlan();
   p.mutable_outputs(0)->set_buffer(-1);

@@ -87,6 +87,37 @@ static cl::opt<double>
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
                                 cl::cat(trainingCategory));
 
+static cl::OptionCategory precisionCategory("Mixed precision");
+static cl::opt<std::string>
+    precision("precision",
+              cl::desc("fp32, or bf16/fp16: 16-bit parameters, gradients and matrix "
+                       "products, f32 master weights and optimizer state, f32 "
+                       "norms, softmax and loss"),
+              cl::value_desc("fp32|bf16|fp16"), cl::init("fp32"),
+              cl::cat(precisionCategory));
+static cl::opt<std::string>
+    reduceDtype("reduce-dtype",
+                cl::desc("Reduce gradients in fp32 instead of their 16-bit type "
+                         "(DeepSpeed's communication_data_type)"),
+                cl::value_desc("fp32"), cl::init(""), cl::cat(precisionCategory));
+static cl::opt<double> lossScale("loss-scale",
+                                 cl::desc("fp16: a fixed loss scale (0: dynamic)"),
+                                 cl::init(0.0), cl::cat(precisionCategory));
+static cl::opt<int> initialScalePower(
+    "initial-scale-power", cl::desc("fp16: the first dynamic loss scale is 2^N"),
+    cl::init(16), cl::cat(precisionCategory));
+static cl::opt<int64_t> lossScaleWindow(
+    "loss-scale-window",
+    cl::desc("fp16: good steps after which the dynamic scale doubles"), cl::init(1000),
+    cl::cat(precisionCategory));
+static cl::opt<int> hysteresis(
+    "hysteresis", cl::desc("fp16: overflows tolerated before the dynamic scale halves"),
+    cl::init(2), cl::cat(precisionCategory));
+static cl::opt<double> minLossScale(
+    "min-loss-scale",
+    cl::desc("fp16: the smallest dynamic scale; an overflow there stops training"),
+    cl::init(1.0), cl::cat(precisionCategory));
+
 static cl::list<std::string>
     inputShapes("input-shape",
                 cl::desc("Static shape for a graph input with symbolic "
@@ -254,6 +285,8 @@ void buildPipeline(PassManager &pm, bool isGraph, StringRef level, double bucket
   o.eps = eps;
   o.weightDecay = weightDecay;
   o.momentum = momentum;
+  o.precision = precision;
+  o.reduceDtype = reduceDtype;
   o.zeroStage = zeroStage;
   o.worldSize = worldSize;
   o.bucketSizeMb = bucketMb;
@@ -325,6 +358,25 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
   return success();
 }
 
+/// Mixed precision: the settings zero-run needs (the loss scaler's), on the module
+/// for the plan writer.
+void recordPrecision(ModuleOp module) {
+  if (precision == "fp32" || mode != "train")
+    return;
+  Builder b(module.getContext());
+  module->setAttr("zero.precision", b.getStringAttr(precision));
+  if (precision != "fp16")
+    return;
+  module->setAttr("zero.loss_scaling",
+                  b.getDictionaryAttr(
+                      {b.getNamedAttr("scale", b.getF64FloatAttr(lossScale)),
+                       b.getNamedAttr("initial_scale_power",
+                                      b.getF64FloatAttr(initialScalePower)),
+                       b.getNamedAttr("window", b.getF64FloatAttr(lossScaleWindow)),
+                       b.getNamedAttr("hysteresis", b.getF64FloatAttr(hysteresis)),
+                       b.getNamedAttr("min_scale", b.getF64FloatAttr(minLossScale))}));
+}
+
 /// Compiles from the module's current level down to `level` and writes it.
 LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
                              StringRef output) {
@@ -351,6 +403,7 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
   buildPipeline(pm, isGraph, level, bucketMb, prefetch);
   if (failed(pm.run(module)))
     return failure();
+  recordPrecision(module);
   if (report.getNumOccurrences()) {
     auto r = zero::computeZeroReport(module, zeroStage);
     if (failed(r))
@@ -399,6 +452,7 @@ void printHelp() {
          "       zero-opt FILE.mlir [--pass ...]   (as mlir-opt, with zero-opt's "
          "dialects and passes)\n";
   std::vector<cl::OptionCategory *> order = {&inputCategory, &trainingCategory,
+                                             &precisionCategory,
                                              &zeroCategory, &scheduleCategory,
                                              &reportCategory, &outputCategory};
   auto &registered = cl::getRegisteredOptions();
@@ -494,6 +548,25 @@ int main(int argc, char **argv) {
   }
   if (level == "zplan" && outputFile == "-") {
     llvm::errs() << "zero-opt: error: a plan file is binary; name it with -o\n";
+    return 1;
+  }
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
+    llvm::errs() << "zero-opt: error: --precision=" << precision
+                 << " is not one of fp32, bf16, fp16\n";
+    return 1;
+  }
+  if (!reduceDtype.empty() && (reduceDtype != "fp32" || precision == "fp32")) {
+    llvm::errs() << "zero-opt: error: --reduce-dtype=" << reduceDtype
+                 << (reduceDtype != "fp32" ? " is not fp32"
+                                           : " needs --precision=bf16 or fp16")
+                 << "\n";
+    return 1;
+  }
+  if (lossScale < 0 || initialScalePower < 0 || initialScalePower > 120 ||
+      lossScaleWindow < 1 || hysteresis < 1 || minLossScale <= 0) {
+    llvm::errs() << "zero-opt: error: --loss-scale must be >= 0, --initial-scale-power "
+                    "0..120, --loss-scale-window and --hysteresis >= 1, "
+                    "--min-loss-scale > 0\n";
     return 1;
   }
 

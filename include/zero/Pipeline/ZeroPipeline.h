@@ -25,6 +25,9 @@ struct ZeroPipelineOptions {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double weightDecay = -1; // -1: the optimizer's default
   double momentum = 0;
+  // Mixed precision: fp32, bf16 or fp16; reduceDtype "fp32" reduces 16-bit
+  // gradients in f32.
+  std::string precision = "fp32", reduceDtype;
   // ZeRO.
   int64_t zeroStage = 0, worldSize = 1, persistenceThreshold = 0;
   double bucketSizeMb = 25;

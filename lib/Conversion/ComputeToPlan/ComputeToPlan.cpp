@@ -184,6 +184,20 @@ struct ConvertComputeToPlanPass
         attrs.append("bucket_members", func.getArgAttr(i, "compute.bucket_members"));
         attrs.append("bucket_elements", func.getArgAttr(i, "compute.bucket_elements"));
         makeBuffer(arg, "param", attrs);
+      } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.master")) {
+        // Mixed precision: the f32 master copy of a parameter, loaded from the
+        // same initializer.
+        attrs.append("name", name);
+        makeBuffer(arg, "master", attrs);
+      } else if (auto name =
+                     func.getArgAttrOfType<StringAttr>(i, "compute.master_bucket")) {
+        attrs.append("name", name);
+        attrs.append("bucket_members", func.getArgAttr(i, "compute.bucket_members"));
+        attrs.append("bucket_elements", func.getArgAttr(i, "compute.bucket_elements"));
+        makeBuffer(arg, "master", attrs);
+      } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.runtime")) {
+        attrs.append("name", name); // set by the runtime before each step
+        makeBuffer(arg, "runtime", attrs);
       } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.state")) {
         attrs.append("name", name);
         makeBuffer(arg, "state", attrs);
@@ -195,7 +209,8 @@ struct ConvertComputeToPlanPass
         makeBuffer(arg, "input", attrs);
       } else {
         return func.emitError("argument ")
-               << i << " is not a compute.param, compute.state or compute.input";
+               << i << " is not a compute.param, compute.master, compute.state, "
+               << "compute.runtime or compute.input";
       }
     }
 
@@ -275,7 +290,8 @@ struct ConvertComputeToPlanPass
       NamedAttrList kernelAttrs;
       if (!isCollective) // a collective's attributes are all implied (checked above)
         for (NamedAttribute a : op.getAttrs())
-          kernelAttrs.append(a);
+          if (a.getName() != "operandSegmentSizes") // implied by the input count
+            kernelAttrs.append(a);
       if (isStart) {
         int64_t id = requestOf.size();
         requestOf[&op] = id;

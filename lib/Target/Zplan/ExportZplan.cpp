@@ -23,6 +23,10 @@ FailureOr<zero::zplan::DType> dtypeOf(Location loc, Type t) {
     return zero::zplan::F32;
   if (t.isF64())
     return zero::zplan::F64;
+  if (t.isBF16())
+    return zero::zplan::BF16;
+  if (t.isF16())
+    return zero::zplan::F16;
   if (t.isInteger(1))
     return zero::zplan::BOOL;
   if (t.isUnsignedInteger(8))
@@ -45,6 +49,8 @@ std::string constantBytes(ElementsAttr value) {
       if (ft.isF32()) {
         float x = f.convertToFloat();
         out.append(reinterpret_cast<const char *>(&x), sizeof(x));
+      } else if (ft.getWidth() == 16) { // bf16, f16: their own bits
+        zrt::putLE(out, f.bitcastToAPInt().getZExtValue(), 2);
       } else {
         double x = f.convertToDouble();
         out.append(reinterpret_cast<const char *>(&x), sizeof(x));
@@ -91,6 +97,22 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
   out.set_world_size(program.getWorldSize());
   out.set_arena_bytes(program.getArenaBytes());
   out.set_source(source.str());
+  // Mixed precision: what zero-opt recorded on the module (--precision and the
+  // loss-scaling flags), for zero-run's loss scaler.
+  if (auto p = module->getAttrOfType<StringAttr>("zero.precision"))
+    out.set_precision(p.str());
+  if (auto ls = module->getAttrOfType<DictionaryAttr>("zero.loss_scaling")) {
+    auto num = [&](StringRef key) {
+      auto a = ls.getAs<FloatAttr>(key);
+      return a ? a.getValueAsDouble() : 0.0;
+    };
+    zplan::LossScaling *l = out.mutable_loss_scaling();
+    l->set_scale(num("scale"));
+    l->set_initial_scale_power((int)num("initial_scale_power"));
+    l->set_window((int64_t)num("window"));
+    l->set_hysteresis((int)num("hysteresis"));
+    l->set_min_scale(num("min_scale"));
+  }
   DenseMap<Value, int> index;
   for (Operation &op : program.getBody().front()) {
     if (auto buf = dyn_cast<plan::BufferOp>(op)) {
@@ -110,6 +132,8 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
                    : role == "state"    ? zplan::STATE
                    : role == "input"    ? zplan::INPUT
                    : role == "constant" ? zplan::CONSTANT
+                   : role == "master"   ? zplan::MASTER
+                   : role == "runtime"  ? zplan::RUNTIME
                                         : zplan::TEMP);
       if (auto name = buf.getName())
         pb->set_name(name->str());

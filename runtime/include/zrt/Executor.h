@@ -71,9 +71,14 @@ public:
   /// a ZeRO-3 bucket buffer gets this rank's slice of its members.
   void loadParameters(const onnx::ModelProto &model, const std::string &modelDir);
   /// The full value of parameter `name` after training, on rank 0 (gathered from
-  /// the shards where it is one); every rank must call it, in the same order.
+  /// the shards where it is one; the f32 master copy where the plan keeps one);
+  /// every rank must call it, in the same order.
   std::vector<char> gatherParameter(const std::string &name, DType &dtype,
                                     std::vector<int64_t> &shape);
+  /// Mixed precision: whether the plan starts its gradients from a loss scale, and
+  /// setting it (before each step; a plan without one ignores it).
+  bool hasLossScale() const;
+  void setLossScale(float scale);
   /// Every parameter name, in plan order (bucket members expanded).
   std::vector<std::string> parameterNames() const;
   Communicator &comm() { return comm_; }

@@ -60,6 +60,9 @@ const KernelTable &cpuKernels();
 BoundKernel bindPlanKernel(const KernelTable &table, const zero::zplan::Plan &plan, int k,
                            char *arena, Communicator *comm, AsyncCollectives *async);
 
+/// How the CPU runs bf16 matrix products, for zero-run to say.
+const char *bf16MatmulPath();
+
 // Families, each in its own file under lib/cpu.
 void addElementwiseKernels(KernelTable &table);
 void addLinearAlgebraKernels(KernelTable &table);

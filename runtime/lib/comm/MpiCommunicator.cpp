@@ -11,6 +11,7 @@
 
 #include "zrt/Communicator.h"
 #include "zrt/Error.h"
+#include "zrt/Float16.h"
 #include "zrt/Watchdog.h"
 
 // The C API only: the deprecated MPI C++ bindings would need libmpi_cxx.
@@ -47,9 +48,35 @@ MPI_Datatype mpiType(DType t) {
     return MPI_INT64_T;
   case zero::zplan::I32:
     return MPI_INT32_T;
+  case zero::zplan::BF16:
+  case zero::zplan::F16:
+    return MPI_UINT16_T; // moved as bits; summed by sum16Op below
   default:
     ZRT_FAIL("no MPI datatype for " << dtypeName(t));
   }
+}
+
+/// MPI has no 16-bit float types: their sums are user-defined operations that
+/// widen each pair to f32, add and round once.
+template <typename H> void sum16(void *in, void *inout, int *len, MPI_Datatype *) {
+  const H *a = static_cast<const H *>(in);
+  H *b = static_cast<H *>(inout);
+  for (int i = 0; i < *len; ++i)
+    b[i] = H((float)a[i] + (float)b[i]);
+}
+MPI_Op sumOp(DType t) {
+  static MPI_Op bf16Sum = MPI_OP_NULL, f16Sum = MPI_OP_NULL;
+  if (t == zero::zplan::BF16) {
+    if (bf16Sum == MPI_OP_NULL)
+      ZERO_MPI_CHECK(MPI_Op_create(&sum16<bf16>, /*commute=*/1, &bf16Sum));
+    return bf16Sum;
+  }
+  if (t == zero::zplan::F16) {
+    if (f16Sum == MPI_OP_NULL)
+      ZERO_MPI_CHECK(MPI_Op_create(&sum16<f16>, /*commute=*/1, &f16Sum));
+    return f16Sum;
+  }
+  return MPI_SUM;
 }
 
 /// MPI counts are int: large buckets are split into pieces that fit.
@@ -86,7 +113,7 @@ public:
     ZRT_CHECK(count <= kMaxCount, "reduce-scatter of " << count << " elements per "
                                                        << "rank exceeds MPI's int counts");
     MPI_Request request;
-    ZERO_MPI_CHECK(MPI_Ireduce_scatter_block(in, out, (int)count, mpiType(t), MPI_SUM,
+    ZERO_MPI_CHECK(MPI_Ireduce_scatter_block(in, out, (int)count, mpiType(t), sumOp(t),
                                              MPI_COMM_WORLD, &request));
     wait(request, "a reduce-scatter");
     reduceScatterElements += count * size_;
@@ -99,7 +126,7 @@ public:
       char *dst = static_cast<char *>(out) + done * size;
       MPI_Request request;
       ZERO_MPI_CHECK(MPI_Iallreduce(src == dst ? MPI_IN_PLACE : src, dst, n, mpiType(t),
-                                    MPI_SUM, MPI_COMM_WORLD, &request));
+                                    sumOp(t), MPI_COMM_WORLD, &request));
       wait(request, "an all-reduce");
     }
     allReduceElements += count;

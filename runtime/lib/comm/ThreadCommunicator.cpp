@@ -11,6 +11,7 @@
 
 #include "zrt/Communicator.h"
 #include "zrt/Error.h"
+#include "zrt/Float16.h"
 #include "zrt/Watchdog.h"
 
 #include <condition_variable>
@@ -83,6 +84,31 @@ void addTo(void *acc, const void *x, int64_t count, DType t) {
   }
 }
 
+/// The sum over ranks of `count` elements at byte `offset` of each rank's posted
+/// buffer, into `sum`: 16-bit floats add in f32 and round once at the end.
+template <typename H>
+void sum16(const std::vector<const void *> &from, size_t offset, int64_t count,
+           std::vector<char> &sum) {
+  std::vector<float> acc(count, 0.0f);
+  for (const void *p : from) {
+    const H *x = reinterpret_cast<const H *>(static_cast<const char *>(p) + offset);
+    for (int64_t i = 0; i < count; ++i)
+      acc[i] += (float)x[i];
+  }
+  H *out = reinterpret_cast<H *>(sum.data());
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = H(acc[i]);
+}
+void sumOverRanks(const std::vector<const void *> &from, size_t offset, int64_t count,
+                  DType t, std::vector<char> &sum) {
+  if (t == zero::zplan::BF16)
+    return sum16<bf16>(from, offset, count, sum);
+  if (t == zero::zplan::F16)
+    return sum16<f16>(from, offset, count, sum);
+  for (const void *p : from)
+    addTo(sum.data(), static_cast<const char *>(p) + offset, count, t);
+}
+
 class ThreadCommunicator final : public Communicator {
 public:
   ThreadCommunicator(std::shared_ptr<Group> group, int rank)
@@ -108,17 +134,14 @@ public:
     size_t bytes = count * dtypeSize(t);
     std::vector<char> sum(bytes, 0);
     post(in);
-    for (int r = 0; r < size(); ++r)
-      addTo(sum.data(), static_cast<const char *>(group_->pointers[r]) + rank_ * bytes,
-            count, t);
+    sumOverRanks(group_->pointers, rank_ * bytes, count, t, sum);
     finish(out, sum);
   }
   void allReduceSum(const void *in, void *out, int64_t count, DType t) override {
     allReduceElements += count;
     std::vector<char> sum(count * dtypeSize(t), 0);
     post(in);
-    for (int r = 0; r < size(); ++r)
-      addTo(sum.data(), group_->pointers[r], count, t);
+    sumOverRanks(group_->pointers, 0, count, t, sum);
     finish(out, sum);
   }
   void gatherToRoot(const void *in, void *out, int64_t count, DType t) override {

@@ -41,8 +41,8 @@ template <BinaryKind K> BoundKernel bindBinary(const KernelCall &call) {
   expectShape(call, out, shape, "result");
   std::array<Shape, 2> strides = {broadcastStrides(a.shape, shape),
                                   broadcastStrides(b.shape, shape)};
-  bool intDiv = K == BinaryKind::Div && a.dtype != zero::zplan::F32 &&
-                a.dtype != zero::zplan::F64;
+  bool intDiv = K == BinaryKind::Div &&
+                dispatchAny(a.dtype, call, [](auto tag) { return !isFloat<decltype(tag)>; });
   std::string where = call.where();
   return dispatchAny(a.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
@@ -84,7 +84,7 @@ template <UnaryKind K> BoundKernel bindUnary(const KernelCall &call) {
         T v = in[i];
         if constexpr (K == UnaryKind::Neg)
           o[i] = (T)-v;
-        else if constexpr (std::is_floating_point_v<T>) {
+        else if constexpr (isFloat<T>) {
           if constexpr (K == UnaryKind::Sqrt)
             o[i] = std::sqrt(v);
           else if constexpr (K == UnaryKind::Reciprocal)

@@ -8,6 +8,7 @@
 #define ZRT_LIB_CPU_KERNELUTIL_H
 
 #include "zrt/Error.h"
+#include "zrt/Float16.h"
 #include "zrt/Kernels.h"
 
 #include <array>
@@ -28,6 +29,10 @@ template <typename Fn> auto dispatchAny(DType t, const KernelCall &call, Fn &&fn
     return fn(float{});
   case zero::zplan::F64:
     return fn(double{});
+  case zero::zplan::BF16:
+    return fn(bf16{});
+  case zero::zplan::F16:
+    return fn(f16{});
   case zero::zplan::I32:
     return fn(int32_t{});
   case zero::zplan::I64:
@@ -42,15 +47,20 @@ template <typename Fn> auto dispatchAny(DType t, const KernelCall &call, Fn &&fn
   }
 }
 
-/// Calls fn(T{}) for the floating-point dtypes; other dtypes are an error.
+/// Calls fn(T{}) for the floating-point dtypes (16-bit ones compute in f32); other
+/// dtypes are an error.
 template <typename Fn> auto dispatchFloat(DType t, const KernelCall &call, Fn &&fn) {
   switch (t) {
   case zero::zplan::F32:
     return fn(float{});
   case zero::zplan::F64:
     return fn(double{});
+  case zero::zplan::BF16:
+    return fn(bf16{});
+  case zero::zplan::F16:
+    return fn(f16{});
   default:
-    ZRT_FAIL(call.where() << ": needs f32 or f64, got " << dtypeName(t));
+    ZRT_FAIL(call.where() << ": needs a float dtype, got " << dtypeName(t));
   }
 }
 

@@ -43,7 +43,7 @@ template <bool Mean> BoundKernel bindReduce(const KernelCall &call) {
   std::array<Shape, 1> strides = {broadcastStrides(kept, x.shape)};
   return dispatchAny(x.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
-    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+    using Acc = std::conditional_t<isFloat<T>, double, int64_t>;
     return [=] {
       int64_t n = out.numel();
       std::vector<Acc> acc(n, Acc(0));

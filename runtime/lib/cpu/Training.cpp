@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 using namespace zrt;
 using namespace zrt::cpu;
@@ -181,8 +182,8 @@ BoundKernel bindGatherGrad(const KernelCall &call) {
           ZRT_CHECK(k >= 0 && k < dim, where << ": index " << at << " out of range");
           T *dst = o + (i * dim + k) * inner;
           const T *src = pg + (i * n + j) * inner;
-          for (int64_t e = 0; e < inner; ++e)
-            dst[e] += src[e];
+          for (int64_t e = 0; e < inner; ++e) // 16-bit: in f32, rounded per add
+            dst[e] = (T)((ComputeType<T>)dst[e] + (ComputeType<T>)src[e]);
         }
     };
   });
@@ -204,7 +205,8 @@ BoundKernel bindSliceGrad(const KernelCall &call) {
   };
 }
 
-/// Checks that every listed view has `p`'s dtype and shape.
+/// Checks that every listed view has `p`'s shape, and its dtype unless it is the
+/// gradient (mixed precision: a 16-bit gradient updates an f32 master copy).
 void expectLike(const KernelCall &call, const TensorView &p,
                 std::initializer_list<const TensorView *> views) {
   for (const TensorView *v : views) {
@@ -213,30 +215,96 @@ void expectLike(const KernelCall &call, const TensorView &p,
   }
 }
 
+/// The optimizer's mixed-precision operands, after its own: the loss scale the
+/// gradient is divided by, and the overflow count (the step is skipped, nothing
+/// written, when it is not zero). Absent in f32 training.
+struct GradControl {
+  bool present = false;
+  TensorView scale, found;
+};
+GradControl gradControl(const KernelCall &call, size_t own, const TensorView &p,
+                        const TensorView &g) {
+  ZRT_CHECK((call.ins.size() == own || call.ins.size() == own + 2),
+            call.where() << ": takes " << own << " or " << own + 2 << " inputs, got "
+                         << call.ins.size());
+  ZRT_CHECK(p.dtype == zero::zplan::F32 || p.dtype == zero::zplan::F64,
+            call.where() << ": the parameter it updates must be f32 or f64, got "
+                         << dtypeName(p.dtype));
+  expectShape(call, g, p.shape, "grad");
+  GradControl c;
+  if (call.ins.size() == own) {
+    ZRT_CHECK(g.dtype == p.dtype, call.where() << ": dtypes differ");
+    return c;
+  }
+  c.present = true;
+  c.scale = call.ins[own];
+  c.found = call.ins[own + 1];
+  for (const TensorView *v : {&c.scale, &c.found})
+    ZRT_CHECK(v->dtype == zero::zplan::F32 && v->numel() == 1,
+              call.where() << ": the loss scale and overflow count must be one f32 each");
+  return c;
+}
+
+/// A skipped step leaves every output as its input was (outputs written in place
+/// are untouched; others get a copy).
+void keepInputs(const std::vector<std::pair<TensorView, TensorView>> &pairs) {
+  for (const auto &[in, out] : pairs)
+    if (in.data != out.data)
+      std::memcpy(out.data, in.data, in.bytes());
+}
+
+/// Calls fn(T{}, G{}) for the master dtype T (f32, f64) and the gradient dtype G.
+template <typename Fn>
+BoundKernel dispatchOptimizer(const KernelCall &call, const TensorView &p,
+                              const TensorView &g, Fn &&fn) {
+  auto withGrad = [&](auto pTag) -> BoundKernel {
+    return dispatchFloat(g.dtype, call, [&](auto gTag) -> BoundKernel {
+      if constexpr (std::is_same_v<decltype(gTag), double> &&
+                    !std::is_same_v<decltype(pTag), double>)
+        ZRT_FAIL(call.where() << ": an f64 gradient for an f32 parameter");
+      else
+        return fn(pTag, gTag);
+    });
+  };
+  if (p.dtype == zero::zplan::F64)
+    return withGrad(double{});
+  return withGrad(float{});
+}
+
 BoundKernel bindAdamW(const KernelCall &call) {
-  call.expectArity(5, 3);
+  ZRT_CHECK(call.outs.size() == 3 && call.ins.size() >= 5,
+            call.where() << ": takes 5 or 7 inputs and 3 outputs");
   const TensorView p = call.ins[0], g = call.ins[1], m = call.ins[2], v = call.ins[3],
                    step = call.ins[4];
   const TensorView po = call.outs[0], mo = call.outs[1], vo = call.outs[2];
-  expectLike(call, p, {&g, &m, &v, &po, &mo, &vo});
+  GradControl ctl = gradControl(call, 5, p, g);
+  expectLike(call, p, {&m, &v, &po, &mo, &vo});
   ZRT_CHECK(step.dtype == zero::zplan::I64 && step.shape.empty(),
             call.where() << ": step must be a scalar i64");
   double lr = call.floatAttr("lr"), b1 = call.floatAttr("beta1"),
          b2 = call.floatAttr("beta2"), eps = call.floatAttr("eps"),
          wd = call.floatAttr("weight_decay");
-  return dispatchFloat(p.dtype, call, [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
+  return dispatchOptimizer(call, p, g, [=](auto pTag, auto gTag) -> BoundKernel {
+    using T = decltype(pTag);
+    using G = decltype(gTag);
     return [=] {
+      T unscale = T(1);
+      if (ctl.present) {
+        if (ctl.found.as<float>()[0] != 0.0f)
+          return keepInputs({{p, po}, {m, mo}, {v, vo}});
+        unscale = T(1) / T(ctl.scale.as<float>()[0]);
+      }
       int64_t t = step.as<int64_t>()[0];
       // Scalars in double, as Python computes them in torch.optim.AdamW.
       double bc1 = 1.0 - std::pow(b1, (double)t), bc2 = 1.0 - std::pow(b2, (double)t);
       T decay = T(1.0 - lr * wd), stepSize = T(-(lr / bc1)), bc2Sqrt = T(std::sqrt(bc2));
       T beta1 = T(b1), beta2 = T(b2), oneMinusB1 = T(1.0 - b1), oneMinusB2 = T(1.0 - b2);
       T epsT = T(eps);
-      const T *pg = g.as<T>(), *pp = p.as<T>(), *pm = m.as<T>(), *pv = v.as<T>();
+      const G *pg = g.as<G>();
+      const T *pp = p.as<T>(), *pm = m.as<T>(), *pv = v.as<T>();
       T *opp = po.as<T>(), *opm = mo.as<T>(), *opv = vo.as<T>();
       for (int64_t i = 0, n = p.numel(); i < n; ++i) {
-        T gi = pg[i];
+        T gi = ctl.present ? T(pg[i]) * unscale : T(pg[i]);
         T param = pp[i] * decay;
         T mi = pm[i] * beta1 + gi * oneMinusB1;
         T vi = pv[i] * beta2 + oneMinusB2 * gi * gi;
@@ -250,25 +318,55 @@ BoundKernel bindAdamW(const KernelCall &call) {
 }
 
 BoundKernel bindSgd(const KernelCall &call) {
-  call.expectArity(3, 2);
+  ZRT_CHECK(call.outs.size() == 2 && call.ins.size() >= 3,
+            call.where() << ": takes 3 or 5 inputs and 2 outputs");
   const TensorView p = call.ins[0], g = call.ins[1], buf = call.ins[2];
   const TensorView po = call.outs[0], bo = call.outs[1];
-  expectLike(call, p, {&g, &buf, &po, &bo});
+  GradControl ctl = gradControl(call, 3, p, g);
+  expectLike(call, p, {&buf, &po, &bo});
   double lr = call.floatAttr("lr"), mom = call.floatAttr("momentum"),
          wd = call.floatAttr("weight_decay");
-  return dispatchFloat(p.dtype, call, [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
+  return dispatchOptimizer(call, p, g, [=](auto pTag, auto gTag) -> BoundKernel {
+    using T = decltype(pTag);
+    using G = decltype(gTag);
     return [=] {
+      T unscale = T(1);
+      if (ctl.present) {
+        if (ctl.found.as<float>()[0] != 0.0f)
+          return keepInputs({{p, po}, {buf, bo}});
+        unscale = T(1) / T(ctl.scale.as<float>()[0]);
+      }
       T lrT = T(-lr), momT = T(mom), wdT = T(wd);
-      const T *pg = g.as<T>(), *pp = p.as<T>(), *pb = buf.as<T>();
+      const G *pg = g.as<G>();
+      const T *pp = p.as<T>(), *pb = buf.as<T>();
       T *opp = po.as<T>(), *opb = bo.as<T>();
       for (int64_t i = 0, n = p.numel(); i < n; ++i) {
-        T d = wd != 0.0 ? pg[i] + pp[i] * wdT : pg[i];
+        T gi = ctl.present ? T(pg[i]) * unscale : T(pg[i]);
+        T d = wd != 0.0 ? gi + pp[i] * wdT : gi;
         // The buffer starts at zero, so the first step gives d, as PyTorch's clone.
         T b = mom != 0.0 ? pb[i] * momT + d : d;
         opp[i] = pp[i] + b * lrT;
         opb[i] = b;
       }
+    };
+  });
+}
+
+/// The number of elements that are inf or NaN, as one f32: the overflow check of
+/// mixed-precision training (gradients of any float dtype).
+BoundKernel bindNonfiniteCount(const KernelCall &call) {
+  call.expectArity(1, 1);
+  const TensorView x = call.ins[0], out = call.outs[0];
+  ZRT_CHECK(out.dtype == zero::zplan::F32 && out.numel() == 1,
+            call.where() << ": the result must be one f32");
+  return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      const T *px = x.as<T>();
+      int64_t count = 0;
+      for (int64_t i = 0, n = x.numel(); i < n; ++i)
+        count += !std::isfinite((ComputeType<T>)px[i]);
+      out.as<float>()[0] = (float)count;
     };
   });
 }
@@ -283,4 +381,5 @@ void zrt::addTrainingKernels(KernelTable &t) {
   t["slice_grad"] = bindSliceGrad;
   t["adamw"] = bindAdamW;
   t["sgd"] = bindSgd;
+  t["nonfinite_count"] = bindNonfiniteCount;
 }

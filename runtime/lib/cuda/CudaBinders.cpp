@@ -38,8 +38,13 @@ Elem elemOf(DType t) {
     return Elem::I64;
   case zero::zplan::I8:
     return Elem::I8;
-  default:
+  case zero::zplan::U8:
+  case zero::zplan::BOOL:
     return Elem::U8;
+  default:
+    // bf16 and f16 (mixed precision) have CPU kernels only, so far.
+    ZRT_FAIL("the CUDA backend has no " << dtypeName(t) << " kernels; mixed-precision "
+             "plans run with --device cpu");
   }
 }
 
@@ -438,8 +443,25 @@ BoundKernel bindReluGrad(const KernelCall &call) {
   return [=] { reluGrad(context().compute, t, x.data, g.data, out.data, n); };
 }
 
+/// The optimizers' mixed-precision form (16-bit gradients, loss scale, overflow
+/// skip) is CPU-only so far.
+void expectFullPrecision(const KernelCall &call, size_t inputs) {
+  ZRT_CHECK(call.ins.size() == inputs,
+            call.where() << ": the CUDA backend has no mixed-precision optimizer step; "
+                            "mixed-precision plans run with --device cpu");
+}
+
+BoundKernel bindNonfiniteCount(const KernelCall &call) {
+  validate(call);
+  TensorView x = call.ins[0], out = call.outs[0];
+  Elem t = elemOf(x.dtype);
+  int64_t n = x.numel();
+  return [=] { nonfiniteCount(context().compute, t, x.data, out.as<float>(), n); };
+}
+
 BoundKernel bindAdamW(const KernelCall &call) {
   validate(call);
+  expectFullPrecision(call, 5);
   std::vector<TensorView> in = call.ins, out = call.outs;
   double lr = call.floatAttr("lr"), b1 = call.floatAttr("beta1"),
          b2 = call.floatAttr("beta2"), eps = call.floatAttr("eps"),
@@ -455,6 +477,7 @@ BoundKernel bindAdamW(const KernelCall &call) {
 
 BoundKernel bindSgd(const KernelCall &call) {
   validate(call);
+  expectFullPrecision(call, 3);
   std::vector<TensorView> in = call.ins, out = call.outs;
   double lr = call.floatAttr("lr"), mom = call.floatAttr("momentum"),
          wd = call.floatAttr("weight_decay");
@@ -478,8 +501,10 @@ ncclDataType_t ncclTypeOf(DType t) {
     return ncclFloat64;
   case zero::zplan::I64:
     return ncclInt64;
-  default:
+  case zero::zplan::I32:
     return ncclInt32;
+  default:
+    ZRT_FAIL("the CUDA backend has no " << dtypeName(t) << " collectives");
   }
 }
 
@@ -612,6 +637,7 @@ const KernelTable &zrt::cuda::cudaKernels() {
     add("relu_grad", bindReluGrad);
     add("adamw", bindAdamW);
     add("sgd", bindSgd);
+    add("nonfinite_count", bindNonfiniteCount);
     add("all_gather", [](const KernelCall &c) { return bindCollective(c, Kind::AllGather); });
     add("reduce_scatter",
         [](const KernelCall &c) { return bindCollective(c, Kind::ReduceScatter); });

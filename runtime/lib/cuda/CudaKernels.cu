@@ -551,6 +551,14 @@ __global__ void sgdKernel(const T *p, const T *g, const T *buf, T *po, T *bo, in
   bo[i] = b;
 }
 
+/// Adds the number of inf/NaN elements to *count (zeroed before the launch).
+template <typename T>
+__global__ void nonfiniteCountKernel(const T *x, float *count, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n && !(x[i] - x[i] == T(0))) // inf - inf and NaN - NaN are NaN
+    atomicAdd(count, 1.0f);
+}
+
 } // namespace
 
 void binary(cudaStream_t s, BinaryOp op, Elem t, const void *a, Strided sa, const void *b,
@@ -752,6 +760,14 @@ void adamw(cudaStream_t s, Elem t, const void *p, const void *g, const void *m,
     launchN("adamw", adamwKernel<T>, n, s, (const T *)p, (const T *)g, (const T *)m,
                                     (const T *)v, step, (T *)po, (T *)mo, (T *)vo, n, lr,
                                     beta1, beta2, eps, weightDecay);
+  });
+}
+
+void nonfiniteCount(cudaStream_t s, Elem t, const void *x, float *count, int64_t n) {
+  checkCuda(cudaMemsetAsync(count, 0, sizeof(float), s), "cudaMemsetAsync");
+  dispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    launchN("nonfiniteCount", nonfiniteCountKernel<T>, n, s, (const T *)x, count, n);
   });
 }
 

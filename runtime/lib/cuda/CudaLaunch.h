@@ -91,6 +91,8 @@ void adamw(cudaStream_t s, Elem t, const void *p, const void *g, const void *m,
            double lr, double beta1, double beta2, double eps, double weightDecay);
 void sgd(cudaStream_t s, Elem t, const void *p, const void *g, const void *buf, void *po,
          void *bo, int64_t n, double lr, double momentum, double weightDecay);
+/// *count = the number of inf/NaN elements of x.
+void nonfiniteCount(cudaStream_t s, Elem t, const void *x, float *count, int64_t n);
 
 } // namespace zrt::cuda
 

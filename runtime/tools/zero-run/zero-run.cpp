@@ -20,6 +20,7 @@
 #include "zrt/Error.h"
 #include "zrt/Executor.h"
 #include "zrt/Kernels.h"
+#include "zrt/LossScaler.h"
 #include "zrt/OnnxTensors.h"
 #include "zrt/PlanFile.h"
 #include "zrt/SaveWeights.h"
@@ -69,7 +70,9 @@ const char *kUsage =
     "  --steps K              number of steps (default 1)\n"
     "  --shuffle --seed S     random sample starts instead, reproducible from S\n"
     "  --log-json FILE        one JSON object per step: step, loss (mean over ranks),\n"
-    "                         ms, tokens_per_s, peak_bytes (per rank), comm_elements\n"
+    "                         ms, tokens_per_s, peak_bytes (per rank), comm_elements;\n"
+    "                         mixed-precision plans add loss_scale (the scale the step\n"
+    "                         used) and skipped (gradients overflowed: no update)\n"
     "  --print-every N        a terminal line every N steps (default 1; the JSON log\n"
     "                         still has every step)\n"
     "  --profile              at the end, time spent per kernel kind\n"
@@ -357,6 +360,26 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
                 (long long)seqLen, (long long)data.size());
   double totalMs = 0;
   std::map<std::string, double> msByKernel;
+  // Mixed precision: the loss scale each step starts its gradients from, and the
+  // plan's overflow count (summed over the ranks by the plan, so every rank skips
+  // the same steps).
+  LossScaler scaler = LossScaler::forPlan(exec.plan());
+  int overflowOutput = -1;
+  for (int i = 0; i < exec.numOutputs(); ++i)
+    if (exec.outputName(i) == "overflow")
+      overflowOutput = i;
+  bool mixed = exec.hasLossScale();
+  ZRT_CHECK(mixed == (overflowOutput >= 0),
+            "the plan has a loss scale but no overflow output, or the other way round");
+  if (mixed && !quiet) {
+    std::printf("mixed precision %s: f32 master weights; loss scale %s",
+                exec.plan().precision().c_str(),
+                scaler.dynamic() ? "dynamic, starting at " : "fixed at ");
+    std::printf("%g\n", scaler.scale());
+    if (exec.plan().precision() == "bf16" && exec.device().name() == "cpu")
+      std::printf("bf16 matrix products: %s\n", bf16MatmulPath());
+  }
+  int64_t skippedSteps = 0;
   try {
     for (int64_t step = 0; step < o.steps; ++step) {
       if (o.testFail.rank == comm.rank() && o.testFail.step == step + 1)
@@ -370,6 +393,9 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
       exec.write(targetBuffer, hostTargets.data(), hostTargets.size() * sizeof(int64_t));
       int64_t ag = comm.allGatherElements, rs = comm.reduceScatterElements,
               ar = comm.allReduceElements;
+      double scaleUsed = scaler.scale();
+      if (mixed)
+        exec.setLossScale((float)scaleUsed);
       auto start = std::chrono::steady_clock::now();
       if (o.profile)
         exec.runProfiled(msByKernel);
@@ -385,13 +411,19 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
       // Each rank's loss is the mean over its micro-batch; the global batch's loss
       // is their mean.
       double loss = comm.meanOf(scalarOf(exec.readOutput(0).view()));
+      bool skipped = mixed && scalarOf(exec.readOutput(overflowOutput).view()) != 0.0;
+      skippedSteps += skipped;
       double tps = globalBatch * seqLen / (ms / 1000.0);
       bool print = (step + 1) % o.printEvery == 0 || step == 0 || step + 1 == o.steps;
       if (tty)
         std::printf("\r\033[K");
-      if (!quiet && print)
-        std::printf("step %lld/%lld  loss %.6f  %.2f ms/step  %.0f tokens/s\n",
+      if (!quiet && (print || skipped)) {
+        std::printf("step %lld/%lld  loss %.6f  %.2f ms/step  %.0f tokens/s",
                     (long long)step + 1, (long long)o.steps, loss, ms, tps);
+        if (skipped)
+          std::printf("  skipped: gradients overflow at loss scale %g", scaleUsed);
+        std::printf("\n");
+      }
       if (tty && step + 1 < o.steps)
         drawBar(step + 1, o.steps);
       if (log) {
@@ -401,13 +433,21 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
         log->printf("{\"step\": %lld, \"loss\": %.9g, \"ms\": %.4f, \"tokens_per_s\": "
                     "%.1f, \"peak_bytes\": [%s], \"gathered_peak_bytes\": %lld, "
                     "\"comm_elements\": {\"all_gather\": %lld, \"reduce_scatter\": %lld, "
-                    "\"all_reduce\": %lld, \"volume\": %lld}}\n",
+                    "\"all_reduce\": %lld, \"volume\": %lld}",
                     (long long)step + 1, loss, ms, tps, peaks.c_str(),
                     (long long)exec.gatheredPeakBytes(), (long long)ag, (long long)rs,
                     (long long)ar, (long long)(ag + rs + 2 * ar));
+        if (mixed)
+          log->printf(", \"loss_scale\": %.17g, \"skipped\": %s", scaleUsed,
+                      skipped ? "true" : "false");
+        log->printf("}\n");
       }
-      ZRT_CHECK(std::isfinite(loss), "the loss is " << loss << " at step " << step + 1
-                                                    << "; stopping");
+      // A skipped step's loss may be inf (fp16 logits overflowed): the scale goes
+      // down and training goes on, as in DeepSpeed.
+      ZRT_CHECK(skipped || std::isfinite(loss),
+                "the loss is " << loss << " at step " << step + 1 << "; stopping");
+      if (mixed)
+        scaler.update(skipped);
     }
   } catch (const Error &) {
     // Training stopped (a bad token, a NaN loss): keep the log of the steps that
@@ -425,6 +465,9 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
   if (!quiet && o.steps)
     std::printf("%lld steps, %.2f ms/step on average\n", (long long)o.steps,
                 totalMs / o.steps);
+  if (!quiet && skippedSteps)
+    std::printf("%lld of %lld steps skipped (gradient overflow)\n",
+                (long long)skippedSteps, (long long)o.steps);
   if (o.profile && root)
     printProfile(msByKernel, o.steps);
   if (!o.trace.empty())

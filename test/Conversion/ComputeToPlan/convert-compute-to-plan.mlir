@@ -74,7 +74,7 @@ func.func @main(%p: tensor<4xf32> {compute.param = "p"}, %g: tensor<4xf32> {comp
   %l = compute.reduce_sum %p {axes = array<i64: 0>, keepdims = false} : tensor<4xf32> -> tensor<f32>
   %one = compute.constant dense<1> : tensor<i64>
   %t1 = compute.add %t, %one : tensor<i64>, tensor<i64> -> tensor<i64>
-  %p1, %m1, %v1 = compute.adamw %p, %g, %m, %v, %t1 {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<4xf32>, tensor<i64> -> tensor<4xf32>
+  %p1, %m1, %v1 = compute.adamw %p, %g, %m, %v, %t1 {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<i64> -> tensor<4xf32>
   return %l, %p1, %m1, %v1, %t1 : tensor<f32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i64>
 }
 

@@ -7,7 +7,7 @@ func.func @other(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// CHECK: error: argument 0 is not a compute.param, compute.state or compute.input
+// CHECK: error: argument 0 is not a compute.param, compute.master, compute.state, compute.runtime or compute.input
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = compute.relu %x : tensor<4xf32>
   return %0 : tensor<4xf32>

@@ -377,7 +377,7 @@ func.func @trilu_rank(%x: tensor<4xf32>) {
 // -----
 
 func.func @unary_float_only(%x: tensor<4xi64>) {
-  // expected-error@+1 {{must be ranked tensor of 32-bit float or 64-bit float values}}
+  // expected-error@+1 {{must be ranked tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float values}}
   %0 = compute.exp %x : tensor<4xi64>
   return
 }
@@ -514,6 +514,6 @@ func.func @slice_grad_step(%g: tensor<3xf32>) {
 
 func.func @adamw_step(%p: tensor<4xf32>, %t: tensor<1xi64>) {
   // expected-error@+1 {{operand #4 must be 0D tensor of 64-bit signless integer values}}
-  %p1, %m1, %v1 = compute.adamw %p, %p, %p, %p, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<4xf32>, tensor<1xi64> -> tensor<4xf32>
+  %p1, %m1, %v1 = compute.adamw %p, %p, %p, %p, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<1xi64> -> tensor<4xf32>
   return
 }

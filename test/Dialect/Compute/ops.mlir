@@ -104,9 +104,9 @@ func.func @training(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %m: tensor<2x4x1xf
   // CHECK: compute.slice_grad %{{.+}} {starts = array<i64: 0, 4>, steps = array<i64: 1, 2>} : tensor<8x2xf32> -> tensor<8x16xf32>
   %s = compute.slice %lp {starts = array<i64: 0, 4>, steps = array<i64: 1, 2>} : tensor<8x16xf32> -> tensor<8x2xf32>
   %3 = compute.slice_grad %s {starts = array<i64: 0, 4>, steps = array<i64: 1, 2>} : tensor<8x2xf32> -> tensor<8x16xf32>
-  // CHECK: compute.adamw {{.+}} : tensor<16xf32>, tensor<i64> -> tensor<16xf32>
-  %p1, %m1, %v1 = compute.adamw %p, %p, %p, %p, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16xf32>, tensor<i64> -> tensor<16xf32>
-  // CHECK: compute.sgd {{.+}} : tensor<16xf32> -> tensor<16xf32>
-  %p2, %b2 = compute.sgd %p, %p, %p {lr = 0.1 : f64, momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<16xf32> -> tensor<16xf32>
+  // CHECK: compute.adamw {{.+}} : tensor<16xf32>, tensor<16xf32>, tensor<i64> -> tensor<16xf32>
+  %p1, %m1, %v1 = compute.adamw %p, %p, %p, %p, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<16xf32>, tensor<16xf32>, tensor<i64> -> tensor<16xf32>
+  // CHECK: compute.sgd {{.+}} : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+  %p2, %b2 = compute.sgd %p, %p, %p {lr = 0.1 : f64, momentum = 0.9 : f64, weight_decay = 0.0 : f64} : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
   return
 }

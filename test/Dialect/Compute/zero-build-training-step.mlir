@@ -31,7 +31,7 @@
 // SGD-SAME: {compute.state = "w.momentum_buffer"}
 // SGD-SAME: {compute.state = "b.momentum_buffer"}
 // SGD-NOT: optimizer.step
-// SGD: compute.sgd {{.+}} {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<3x2xf32> -> tensor<3x2xf32>
+// SGD: compute.sgd {{.+}} {lr = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<3x2xf32>, tensor<3x2xf32> -> tensor<3x2xf32>
 //
 // Gradients only: the loss, then one gradient per parameter; no state.
 // GRAD-LABEL: func.func @main

@@ -27,7 +27,7 @@
 // S1: shard.all_slice {{.+}} : tensor<24xf32> -> tensor<6xf32>
 // S1: shard.reduce_scatter {{.+}} : tensor<20xf32> -> tensor<5xf32>
 // S1: shard.reduce_scatter {{.+}} : tensor<16xf32> -> tensor<4xf32>
-// S1: compute.adamw {{.+}} : tensor<6xf32>, tensor<i64> -> tensor<6xf32>
+// S1: compute.adamw {{.+}} : tensor<6xf32>, tensor<6xf32>, tensor<i64> -> tensor<6xf32>
 // S1: shard.all_gather {{.+}} : tensor<6xf32> -> tensor<24xf32>
 
 // Stage 2: a bucket is reduce-scattered as soon as backward completes it: wo's

@@ -16,7 +16,7 @@ plan.program @main attributes {arena_bytes = 32 : i64, world_size = 0 : i64} {
 // -----
 
 plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
-  // expected-error@+1 {{role must be temp, param, state, input or constant, not 'scratch'}}
+  // expected-error@+1 {{role must be temp, param, master, state, runtime, input or constant, not 'scratch'}}
   %x = plan.buffer "scratch" at 0 : memref<4xf32>
   plan.return
 }

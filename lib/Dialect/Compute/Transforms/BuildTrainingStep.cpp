@@ -47,6 +47,10 @@ struct BuildTrainingStepPass
     : public zero::impl::BuildTrainingStepPassBase<BuildTrainingStepPass> {
   using Base::Base;
 
+  // Mixed precision: the loss-scale argument and the overflow count.
+  bool mixed = false;
+  Value lossScale, overflow;
+
   void runOnOperation() override {
     auto func = getOperation().lookupSymbol<func::FuncOp>("main");
     if (!func) {
@@ -149,9 +153,29 @@ struct BuildTrainingStepPass
     Location loc = func.getLoc();
     DenseMap<Value, Value> adjoint;
     auto lossType = cast<RankedTensorType>(lossValue.getType());
-    adjoint[lossValue] = ConstantOp::create(
-        b, lossValue.getLoc(),
-        DenseElementsAttr::get(lossType, b.getFloatAttr(lossType.getElementType(), 1.0)));
+    // Mixed precision (after --zero-autocast): the loss gradient starts from the
+    // loss scale the runtime sets before each step, so that small 16-bit gradients
+    // do not flush to zero; the optimizer divides it out.
+    mixed = func->hasAttr("compute.precision") && !gradientsOnly;
+    if (mixed) {
+      auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
+      unsigned index = func.getNumArguments();
+      if (failed(func.insertArgument(
+              index, scalarF32,
+              b.getDictionaryAttr(
+                  b.getNamedAttr("compute.runtime", b.getStringAttr("loss_scale"))),
+              loc)))
+        return failure();
+      lossScale = entry.getArgument(index);
+      Value seed = lossScale;
+      if (lossType != scalarF32)
+        seed = CastOp::create(b, loc, lossType, seed);
+      adjoint[lossValue] = seed;
+    } else {
+      adjoint[lossValue] = ConstantOp::create(
+          b, lossValue.getLoc(),
+          DenseElementsAttr::get(lossType, b.getFloatAttr(lossType.getElementType(), 1.0)));
+    }
 
     // Reverse sweep: each op's rule turns its results' adjoints into its operands';
     // a value used several times (a tied weight) sums the contributions.
@@ -189,6 +213,18 @@ struct BuildTrainingStepPass
 
     SmallVector<Value> results = {lossValue};
     SmallVector<Attribute> resultNames = {b.getStringAttr(names[*lossIndex])};
+    if (mixed) {
+      // The overflow check: inf/NaN gradient elements, counted over every tensor.
+      auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
+      for (Value g : grads) {
+        if (!g)
+          continue;
+        Value n = NonfiniteCountOp::create(b, loc, scalarF32, g);
+        overflow = overflow ? AddOp::create(b, loc, scalarF32, overflow, n).getResult() : n;
+      }
+      results.push_back(overflow);
+      resultNames.push_back(b.getStringAttr("overflow"));
+    }
     SmallVector<std::pair<unsigned, unsigned>> updates; // result -> argument
     if (gradientsOnly) {
       for (auto [p, g, name] : llvm::zip(params, grads, paramNames)) {
@@ -241,6 +277,27 @@ struct BuildTrainingStepPass
       results.push_back(newValue);
       resultNames.push_back(b.getStringAttr(name));
     };
+    // Mixed precision: the optimizer updates an f32 master copy of each 16-bit
+    // parameter (initialized from the same initializer) and casts the result back.
+    auto masterOf = [&](BlockArgument p, StringRef name) -> BlockArgument {
+      if (!mixed)
+        return p;
+      auto t = cast<RankedTensorType>(p.getType()).clone(b.getF32Type());
+      unsigned index = func.getNumArguments();
+      if (failed(func.insertArgument(
+              index, t,
+              b.getDictionaryAttr(b.getNamedAttr("compute.master", b.getStringAttr(name))),
+              loc)))
+        return BlockArgument();
+      return entry.getArgument(index);
+    };
+    auto updateParam = [&](Value newMaster, BlockArgument master, BlockArgument p,
+                           StringRef name) {
+      if (!mixed)
+        return update(newMaster, p, name);
+      update(newMaster, master, name);
+      update(CastOp::create(b, loc, p.getType(), newMaster), p, name);
+    };
 
     if (optimizer == "adamw") {
       double wd = weightDecay < 0 ? 0.01 : weightDecay;
@@ -255,27 +312,42 @@ struct BuildTrainingStepPass
       for (auto [p, name, g] : llvm::zip(params, paramNames, grads)) {
         if (!g) // PyTorch skips a parameter whose gradient is None
           continue;
-        BlockArgument m = addState(p.getType(), (name + ".exp_avg").str());
-        BlockArgument v = addState(p.getType(), (name + ".exp_avg_sq").str());
+        BlockArgument master = masterOf(p, name);
+        if (!master)
+          return failure();
+        BlockArgument m = addState(master.getType(), (name + ".exp_avg").str());
+        BlockArgument v = addState(master.getType(), (name + ".exp_avg_sq").str());
         if (!m || !v)
           return failure();
-        auto op = AdamWOp::create(b, p.getLoc(), p, g, m, v, t, lr, beta1, beta2, eps, wd);
-        update(op.getNewParam(), p, name);
+        auto op = AdamWOp::create(b, p.getLoc(), master, g, m, v, t, lossScale, overflow,
+                                  lr, beta1, beta2, eps, wd);
+        updateParam(op.getNewParam(), master, p, name);
         update(op.getNewExpAvg(), m, (name + ".exp_avg").str());
         update(op.getNewExpAvgSq(), v, (name + ".exp_avg_sq").str());
       }
-      update(t, step, "optimizer.step");
+      Value newStep = t;
+      if (mixed) { // a skipped step does not count: step + 1 - (overflow != 0)
+        Value skipped = CastOp::create(
+            b, loc, stepType,
+            CastOp::create(b, loc, RankedTensorType::get({}, b.getI1Type()), overflow));
+        newStep = SubOp::create(b, loc, stepType, t, skipped);
+      }
+      update(newStep, step, "optimizer.step");
       return success();
     }
     double wd = weightDecay < 0 ? 0.0 : weightDecay;
     for (auto [p, name, g] : llvm::zip(params, paramNames, grads)) {
       if (!g) // PyTorch skips a parameter whose gradient is None
         continue;
-      BlockArgument buf = addState(p.getType(), (name + ".momentum_buffer").str());
+      BlockArgument master = masterOf(p, name);
+      if (!master)
+        return failure();
+      BlockArgument buf = addState(master.getType(), (name + ".momentum_buffer").str());
       if (!buf)
         return failure();
-      auto op = SgdOp::create(b, p.getLoc(), p, g, buf, lr, momentum, wd);
-      update(op.getNewParam(), p, name);
+      auto op = SgdOp::create(b, p.getLoc(), master, g, buf, lossScale, overflow, lr,
+                              momentum, wd);
+      updateParam(op.getNewParam(), master, p, name);
       update(op.getNewMomentumBuffer(), buf, (name + ".momentum_buffer").str());
     }
     return success();

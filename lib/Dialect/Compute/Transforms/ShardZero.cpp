@@ -34,7 +34,8 @@ RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 /// One trainable parameter and where it sits in its bucket.
 struct Member {
-  BlockArgument param;
+  BlockArgument param;  // what forward and backward read
+  BlockArgument master; // what the optimizer updates: `param`, or its f32 master copy
   std::string name;
   Operation *optimizer; // the per-parameter adamw or sgd op being replaced
   int64_t offset = 0;   // in elements, in the bucket's flat tensor
@@ -83,16 +84,16 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
   /// The members' values, flattened and concatenated, padded with zeros.
   Value flatten(OpBuilder &b, Location loc, const Bucket &bucket,
                 ArrayRef<Value> values) {
+    Type et = typeOf(values.front()).getElementType();
     SmallVector<Value> parts;
     for (auto [m, v] : llvm::zip(bucket.members, values))
-      parts.push_back(ReshapeOp::create(
-          b, loc, RankedTensorType::get({m.numel}, bucket.elementType), v));
+      parts.push_back(ReshapeOp::create(b, loc, RankedTensorType::get({m.numel}, et), v));
     if (int64_t pad = bucket.padded - bucket.elements) {
-      auto t = RankedTensorType::get({pad}, bucket.elementType);
-      parts.push_back(ConstantOp::create(
-          b, loc, DenseElementsAttr::get(t, b.getFloatAttr(bucket.elementType, 0.0))));
+      auto t = RankedTensorType::get({pad}, et);
+      parts.push_back(
+          ConstantOp::create(b, loc, DenseElementsAttr::get(t, b.getFloatAttr(et, 0.0))));
     }
-    auto t = RankedTensorType::get({bucket.padded}, bucket.elementType);
+    auto t = RankedTensorType::get({bucket.padded}, et);
     if (parts.size() == 1)
       return parts[0];
     return ConcatOp::create(b, loc, t, parts, b.getI64IntegerAttr(0));
@@ -104,7 +105,7 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     Value s = SliceOp::create(b, loc, RankedTensorType::get({m.numel}, et), flat,
                               b.getDenseI64ArrayAttr({m.offset}),
                               b.getDenseI64ArrayAttr({1}));
-    return ReshapeOp::create(b, loc, m.param.getType(), s);
+    return ReshapeOp::create(b, loc, typeOf(m.param).clone(et), s);
   }
 
   /// Collectives: one grid axis, flat tensors, axis 0.
@@ -144,13 +145,28 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
   /// Parameters in first-use order, grouped into buckets of about bucket-size-mb.
   FailureOr<SmallVector<Bucket>> makeBuckets(func::FuncOp func,
                                              ArrayRef<Operation *> optimizers) {
+    // Mixed precision: the optimizer updates the master copy; the bucket is laid
+    // out by the 16-bit parameter of the same name, which forward reads.
+    DenseMap<StringRef, BlockArgument> paramNamed;
+    for (BlockArgument a : func.getArguments())
+      if (auto n = func.getArgAttrOfType<StringAttr>(a.getArgNumber(), "compute.param"))
+        paramNamed[n.getValue()] = a;
     DenseMap<BlockArgument, Operation *> optimizerOf;
+    DenseMap<BlockArgument, BlockArgument> masterOf;
     for (Operation *op : optimizers) {
       auto p = dyn_cast<BlockArgument>(op->getOperand(0));
-      if (!p || !func.getArgAttrOfType<StringAttr>(p.getArgNumber(), "compute.param"))
+      BlockArgument param = p;
+      if (p) {
+        if (auto n = func.getArgAttrOfType<StringAttr>(p.getArgNumber(), "compute.master"))
+          param = paramNamed.lookup(n.getValue());
+        else if (!func.getArgAttrOfType<StringAttr>(p.getArgNumber(), "compute.param"))
+          param = BlockArgument();
+      }
+      if (!param)
         return op->emitOpError("updates a value that is not a parameter argument"),
                failure();
-      optimizerOf[p] = op;
+      optimizerOf[param] = op;
+      masterOf[param] = p;
     }
     SmallVector<BlockArgument> order;
     DenseSet<BlockArgument> seen;
@@ -162,9 +178,10 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
           if (optimizerOf.count(arg) && seen.insert(arg).second)
             order.push_back(arg);
     }
-    for (auto &[arg, op] : optimizerOf) // parameters only the optimizer reads
-      if (seen.insert(arg).second)
-        order.push_back(arg);
+    for (Operation *op : optimizers) // parameters only the optimizer reads
+      for (auto &[arg, o] : optimizerOf)
+        if (o == op && seen.insert(arg).second)
+          order.push_back(arg);
 
     int64_t capBytes = std::max<int64_t>(1, (int64_t)(bucketSizeMb * 1024 * 1024));
     SmallVector<Bucket> buckets;
@@ -176,7 +193,7 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
            (list.back().elements * (t.getElementTypeBitWidth() / 8) + bytes > capBytes)))
         list.push_back(Bucket{{}, 0, 0, replicated, t.getElementType()});
       Bucket &bk = list.back();
-      Member m{p,
+      Member m{p, masterOf[p],
                func.getArgAttrOfType<StringAttr>(p.getArgNumber(), "compute.param").str(),
                optimizerOf[p], bk.elements, t.getNumElements()};
       bk.members.push_back(m);
@@ -245,6 +262,25 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     OpBuilder b(ret);
     Operation *first = optimizers.front();
     Value step = isa<AdamWOp>(first) ? cast<AdamWOp>(first).getStep() : Value();
+    // Mixed precision: gradients are summed, not averaged; the optimizer divides
+    // them by loss_scale * N. The overflow count is rebuilt from the reduced
+    // gradients, then summed over the ranks, so that every rank skips together.
+    Value lossScale = optimizerOperand(first, 5, 3);
+    Value oldOverflow = optimizerOperand(first, 6, 4);
+    bool mixed = bool(lossScale);
+    Value divisor;
+    if (mixed) {
+      OpBuilder fb(first);
+      divisor = lossScale;
+      if (worldSize > 1)
+        divisor = MulOp::create(fb, first->getLoc(), lossScale.getType(), lossScale,
+                                constantScalar(fb, first->getLoc(), fb.getF32Type(),
+                                               (double)worldSize));
+    }
+    if (!mixed && reduceDtype == "fp32")
+      return func.emitError("--reduce-dtype=fp32 needs a mixed-precision step "
+                            "(--precision=bf16 or fp16)");
+    SmallVector<Value> reduced; // what the overflow check reads, per bucket
 
     for (auto [bi, bucket] : llvm::enumerate(*buckets)) {
       Location loc = bucket.members.front().param.getLoc();
@@ -264,28 +300,45 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       else
         b.setInsertionPointAfter(lastGrad);
       Value gflat = flatten(b, loc, bucket, grads);
+      if (mixed && reduceDtype == "fp32") // DeepSpeed's communication_data_type
+        gflat = CastOp::create(b, loc, typeOf(gflat).clone(b.getF32Type()), gflat);
 
       if (stage == 0) {
-        Value gavg = average(b, loc, allReduce(b, loc, gflat));
-        for (auto [m, g] : llvm::zip(bucket.members, grads))
+        Value sum = allReduce(b, loc, gflat);
+        Value gavg = mixed ? sum : average(b, loc, sum);
+        reduced.push_back(sum);
+        for (auto [m, g] : llvm::zip(bucket.members, grads)) {
           m.optimizer->setOperand(1, unflatten(b, loc, gavg, m));
+          if (mixed)
+            m.optimizer->setOperand(optimizerOperandIndex(m.optimizer, 5, 3), divisor);
+        }
         continue;
       }
 
       int64_t part = bucket.padded / worldSize;
-      Value gavg = average(b, loc, reduceScatter(b, loc, gflat, part));
+      Value gsum = reduceScatter(b, loc, gflat, part);
+      Value gavg = mixed ? gsum : average(b, loc, gsum);
+      reduced.push_back(gsum);
+      Type masterType = typeOf(bucket.members.front().master).getElementType();
       auto shardType = RankedTensorType::get({part}, bucket.elementType);
+      auto masterShardType = RankedTensorType::get({part}, masterType);
       std::string bname = "bucket" + std::to_string(bi);
 
-      // The owned slice of the parameters.
+      // The owned slice of the parameters (mixed precision: of the master copies,
+      // kept sharded from the start at every stage above 0).
       Value pshard;
-      BlockArgument pArg;
+      BlockArgument pArg, masterArg;
       bool sharded = stage == 3 && !bucket.replicated;
       if (sharded) {
         pArg = addArg(func, shardType, "compute.param_bucket", bname);
         setBucketLayout(func, pArg.getArgNumber(), bucket);
         pshard = pArg;
-      } else {
+      }
+      if (mixed) {
+        masterArg = addArg(func, masterShardType, "compute.master_bucket", bname);
+        setBucketLayout(func, masterArg.getArgNumber(), bucket);
+        pshard = masterArg;
+      } else if (!sharded) {
         OpBuilder pb(first);
         SmallVector<Value> params;
         for (Member &m : bucket.members)
@@ -298,9 +351,11 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       b.setInsertionPoint(ret);
       Value newShard;
       if (auto adam = dyn_cast<AdamWOp>(first)) {
-        BlockArgument m = addArg(func, shardType, "compute.state", bname + ".exp_avg");
-        BlockArgument v = addArg(func, shardType, "compute.state", bname + ".exp_avg_sq");
-        auto op = AdamWOp::create(b, loc, pshard, gavg, m, v, step,
+        BlockArgument m =
+            addArg(func, masterShardType, "compute.state", bname + ".exp_avg");
+        BlockArgument v =
+            addArg(func, masterShardType, "compute.state", bname + ".exp_avg_sq");
+        auto op = AdamWOp::create(b, loc, pshard, gavg, m, v, step, divisor, oldOverflow,
                                   adam.getLr().convertToDouble(),
                                   adam.getBeta1().convertToDouble(),
                                   adam.getBeta2().convertToDouble(),
@@ -312,12 +367,17 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       } else {
         auto sgd = cast<SgdOp>(first);
         BlockArgument buf =
-            addArg(func, shardType, "compute.state", bname + ".momentum_buffer");
-        auto op = SgdOp::create(b, loc, pshard, gavg, buf, sgd.getLr().convertToDouble(),
+            addArg(func, masterShardType, "compute.state", bname + ".momentum_buffer");
+        auto op = SgdOp::create(b, loc, pshard, gavg, buf, divisor, oldOverflow,
+                                sgd.getLr().convertToDouble(),
                                 sgd.getMomentum().convertToDouble(),
                                 sgd.getWeightDecay().convertToDouble());
         newShard = op.getNewParam();
         updates.push_back({buf.getArgNumber(), op.getNewMomentumBuffer()});
+      }
+      if (mixed) { // the master slice is kept; the parameters get its rounding
+        updates.push_back({masterArg.getArgNumber(), newShard});
+        newShard = CastOp::create(b, loc, shardType, newShard);
       }
 
       if (sharded) {
@@ -329,16 +389,38 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
         for (Member &m : bucket.members)
           updates.push_back({m.param.getArgNumber(), unflatten(b, loc, full, m)});
       }
-      // The per-parameter optimizer and its state go.
+      // The per-parameter optimizer, its state and (mixed precision) its whole
+      // master copies and casts go.
       for (Member &m : bucket.members) {
-        for (Value r : m.optimizer->getResults())
+        for (Value r : m.optimizer->getResults()) {
+          for (Operation *user : r.getUsers())
+            if (isa<CastOp>(user))
+              deadOps.push_back(user);
           if (resultIndexOf.count(r))
             if (auto a = func.getResultAttrOfType<IntegerAttr>(resultIndexOf[r],
                                                                "compute.updates"))
               if (a.getInt() != m.param.getArgNumber())
                 deadArgs.set(a.getInt());
+        }
         deadOps.push_back(m.optimizer);
       }
+    }
+
+    Value overflow;
+    if (mixed) {
+      OpBuilder fb(first);
+      Location loc = first->getLoc();
+      auto scalarF32 = RankedTensorType::get({}, fb.getF32Type());
+      for (Value r : reduced) {
+        Value n = NonfiniteCountOp::create(fb, loc, scalarF32, r);
+        overflow = overflow ? AddOp::create(fb, loc, scalarF32, overflow, n).getResult() : n;
+      }
+      if (worldSize > 1) {
+        auto flat = RankedTensorType::get({1}, fb.getF32Type());
+        overflow = ReshapeOp::create(
+            fb, loc, scalarF32, allReduce(fb, loc, ReshapeOp::create(fb, loc, flat, overflow)));
+      }
+      oldOverflow.replaceAllUsesWith(overflow);
     }
 
     if (stage == 0)
@@ -347,8 +429,13 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     // The step counter's update stays; everything else updates what we built.
     for (auto [k, v] : llvm::enumerate(ret.getOperands()))
       if (auto a = func.getResultAttrOfType<IntegerAttr>(k, "compute.updates"))
-        if (step && v == step)
+        if (step && argName(func, a.getInt()) == "optimizer.step")
           updates.push_back({(unsigned)a.getInt(), v});
+    if (mixed) {
+      newResults.push_back(overflow);
+      newNames.push_back(StringAttr::get(func.getContext(), "overflow"));
+    }
+    unsigned firstUpdate = newResults.size();
     for (auto [arg, v] : updates) {
       newResults.push_back(v);
       newNames.push_back(StringAttr::get(func.getContext(), argName(func, arg)));
@@ -385,10 +472,20 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     if (failed(func.eraseArguments(erase)))
       return failure();
     for (auto [k, a] : llvm::enumerate(updateArgs))
-      func.setResultAttr(k + 1, "compute.updates",
+      func.setResultAttr(firstUpdate + k, "compute.updates",
                          IntegerAttr::get(IntegerType::get(func.getContext(), 64),
                                           a.getArgNumber()));
     return success();
+  }
+
+  /// The optimizer's mixed-precision operand at position `adam` (AdamW) or `sgd`
+  /// (SGD) among its operands: null when absent.
+  static Value optimizerOperand(Operation *op, unsigned adam, unsigned sgd) {
+    unsigned i = optimizerOperandIndex(op, adam, sgd);
+    return i < op->getNumOperands() ? op->getOperand(i) : Value();
+  }
+  static unsigned optimizerOperandIndex(Operation *op, unsigned adam, unsigned sgd) {
+    return isa<AdamWOp>(op) ? adam : sgd;
   }
 
   static bool isTrainedAway(ArrayRef<Bucket> buckets, BlockArgument a) {
@@ -401,7 +498,8 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
   }
 
   std::string argName(func::FuncOp func, unsigned arg) {
-    for (StringRef key : {"compute.param", "compute.state", "compute.param_bucket"})
+    for (StringRef key : {"compute.param", "compute.state", "compute.param_bucket",
+                          "compute.master", "compute.master_bucket"})
       if (auto n = func.getArgAttrOfType<StringAttr>(arg, key))
         return n.str();
     return "";

@@ -63,7 +63,9 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
     int64_t bytes = buf.getSizeInBytes();
     if (role != "temp")
       persistent += bytes;
-    if (role == "state")
+    // Optimizer state: moments, momentum, and (mixed precision) the f32 master
+    // copy of the parameters: K = 12 bytes per parameter for AdamW.
+    if (role == "state" || role == "master")
       r.optimizerState += bytes;
     if (role != "param")
       continue;

@@ -30,13 +30,15 @@ int64_t BufferOp::getSizeInBytes() {
 LogicalResult BufferOp::verify() {
   StringRef role = getRole();
   if (role != "temp" && role != "param" && role != "state" && role != "input" &&
-      role != "constant")
-    return emitOpError("role must be temp, param, state, input or constant, not '")
+      role != "constant" && role != "master" && role != "runtime")
+    return emitOpError("role must be temp, param, master, state, runtime, input or "
+                       "constant, not '")
            << role << "'";
   // I64Attr accessors return uint64_t: compare the signed value.
   if (getOffsetAttr().getInt() < 0)
     return emitOpError("offset must be non-negative");
-  if ((role == "param" || role == "state") && !getName())
+  if ((role == "param" || role == "state" || role == "master" || role == "runtime") &&
+      !getName())
     return emitOpError("a ") << role << " buffer needs a name";
   if (role == "input" && !getIndex())
     return emitOpError("an input buffer needs its input index");

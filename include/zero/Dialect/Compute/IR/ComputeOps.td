@@ -12,8 +12,9 @@ include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Compute_Tensor : RankedTensorOf<[F32, F64, I1, I8, UI8, I32, I64]>;
-def Compute_FloatTensor : RankedTensorOf<[F32, F64]>;
+// bf16 and f16 appear only in mixed-precision training steps (--zero-autocast).
+def Compute_Tensor : RankedTensorOf<[F32, F64, BF16, F16, I1, I8, UI8, I32, I64]>;
+def Compute_FloatTensor : RankedTensorOf<[F32, F64, BF16, F16]>;
 def Compute_IndexTensor : RankedTensorOf<[I32, I64]>;
 def Compute_BoolTensor : RankedTensorOf<[I1]>;
 

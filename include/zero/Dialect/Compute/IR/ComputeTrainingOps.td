@@ -121,9 +121,9 @@ def Compute_SliceGradOp : Compute_Op<"slice_grad", [Pure]> {
 // Optimizers
 //===----------------------------------------------------------------------===//
 
-def Compute_AdamWOp : Compute_Op<"adamw", [Pure,
-    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
-                   "new_exp_avg", "new_exp_avg_sq"]>]> {
+def Compute_AdamWOp : Compute_Op<"adamw", [Pure, AttrSizedOperandSegments,
+    AllTypesMatch<["param", "exp_avg", "exp_avg_sq", "new_param", "new_exp_avg",
+                   "new_exp_avg_sq"]>, AllShapesMatch<["param", "grad"]>]> {
   let summary = "One AdamW step, as torch.optim.AdamW computes it.";
   let description = [{
     With `t` the step number (1 on the first step):
@@ -135,38 +135,55 @@ def Compute_AdamWOp : Compute_Op<"adamw", [Pure,
 
     Returns the new parameter and moments; the lowering writes them in place.
 
+    Mixed precision: `param` is the f32 master copy and `grad` may be 16-bit;
+    `scale` and `skip_if` come together: `g` is `grad / loss_scale` in f32, and a
+    non-zero `found_inf` (the overflow count) skips the step: every result is its
+    operand.
+
     ```mlir
     %p1, %m1, %v1 = compute.adamw %p, %g, %m, %v, %t {beta1 = 0.9 : f64,
         beta2 = 0.999 : f64, eps = 1.0e-08 : f64, lr = 1.0e-03 : f64,
         weight_decay = 0.01 : f64}
-        : tensor<64xf32>, tensor<i64> -> tensor<64xf32>
+        : tensor<64xf32>, tensor<64xf32>, tensor<i64> -> tensor<64xf32>
+    %q1, %n1, %w1 = compute.adamw %q, %h, %n, %w, %t scale %s skip_if %found {
+        beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64,
+        lr = 1.0e-03 : f64, weight_decay = 0.01 : f64}
+        : tensor<64xf32>, tensor<64xbf16>, tensor<i64>, tensor<f32>, tensor<f32>
+          -> tensor<64xf32>
     ```
   }];
   let arguments = (ins Compute_FloatTensor:$param, Compute_FloatTensor:$grad,
                        Compute_FloatTensor:$exp_avg, Compute_FloatTensor:$exp_avg_sq,
-                       0DTensorOf<[I64]>:$step, F64Attr:$lr, F64Attr:$beta1,
-                       F64Attr:$beta2, F64Attr:$eps, F64Attr:$weight_decay);
+                       0DTensorOf<[I64]>:$step,
+                       Optional<0DTensorOf<[F32]>>:$loss_scale,
+                       Optional<0DTensorOf<[F32]>>:$found_inf, F64Attr:$lr,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
+                       F64Attr:$weight_decay);
   let results = (outs Compute_FloatTensor:$new_param, Compute_FloatTensor:$new_exp_avg,
                       Compute_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:`
-    type($param) `,` type($step) `->` type($new_param)
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step
+    (`scale` $loss_scale^ `skip_if` $found_inf)? attr-dict `:`
+    type($param) `,` type($grad) `,` type($step)
+    (`,` type($loss_scale)^ `,` type($found_inf))? `->` type($new_param)
   }];
   let builders = [OpBuilder<(ins "mlir::Value":$param, "mlir::Value":$grad,
       "mlir::Value":$exp_avg, "mlir::Value":$exp_avg_sq, "mlir::Value":$step,
+      "mlir::Value":$loss_scale, "mlir::Value":$found_inf,
       "double":$lr, "double":$beta1, "double":$beta2, "double":$eps,
       "double":$weight_decay), [{
     mlir::Type t = param.getType();
     build($_builder, $_state, t, t, t, param, grad, exp_avg, exp_avg_sq, step,
+          loss_scale, found_inf,
           $_builder.getF64FloatAttr(lr), $_builder.getF64FloatAttr(beta1),
           $_builder.getF64FloatAttr(beta2), $_builder.getF64FloatAttr(eps),
           $_builder.getF64FloatAttr(weight_decay));
   }]>];
 }
 
-def Compute_SgdOp : Compute_Op<"sgd", [Pure,
-    AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
-                   "new_momentum_buffer"]>]> {
+def Compute_SgdOp : Compute_Op<"sgd", [Pure, AttrSizedOperandSegments,
+    AllTypesMatch<["param", "momentum_buffer", "new_param", "new_momentum_buffer"]>,
+    AllShapesMatch<["param", "grad"]>]> {
   let summary = "One SGD-with-momentum step, as torch.optim.SGD computes it.";
   let description = [{
     With dampening 0 and no Nesterov term:
@@ -175,28 +192,49 @@ def Compute_SgdOp : Compute_Op<"sgd", [Pure,
         buf = momentum * buf + g        (buf starts at 0, so the first step gives g)
         p = p - lr * buf
 
+    `scale` and `skip_if` as for `compute.adamw` (mixed precision).
+
     ```mlir
     %p1, %b1 = compute.sgd %p, %g, %buf {lr = 0.1 : f64, momentum = 0.9 : f64,
-        weight_decay = 0.0 : f64} : tensor<64xf32> -> tensor<64xf32>
+        weight_decay = 0.0 : f64} : tensor<64xf32>, tensor<64xf32> -> tensor<64xf32>
     ```
   }];
   let arguments = (ins Compute_FloatTensor:$param, Compute_FloatTensor:$grad,
-                       Compute_FloatTensor:$momentum_buffer, F64Attr:$lr,
+                       Compute_FloatTensor:$momentum_buffer,
+                       Optional<0DTensorOf<[F32]>>:$loss_scale,
+                       Optional<0DTensorOf<[F32]>>:$found_inf, F64Attr:$lr,
                        F64Attr:$momentum, F64Attr:$weight_decay);
   let results = (outs Compute_FloatTensor:$new_param,
                       Compute_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = [{
-    $param `,` $grad `,` $momentum_buffer attr-dict `:` type($param) `->`
-    type($new_param)
+    $param `,` $grad `,` $momentum_buffer (`scale` $loss_scale^ `skip_if` $found_inf)?
+    attr-dict `:` type($param) `,` type($grad)
+    (`,` type($loss_scale)^ `,` type($found_inf))? `->` type($new_param)
   }];
   let builders = [OpBuilder<(ins "mlir::Value":$param, "mlir::Value":$grad,
-      "mlir::Value":$momentum_buffer, "double":$lr, "double":$momentum,
+      "mlir::Value":$momentum_buffer, "mlir::Value":$loss_scale,
+      "mlir::Value":$found_inf, "double":$lr, "double":$momentum,
       "double":$weight_decay), [{
     mlir::Type t = param.getType();
-    build($_builder, $_state, t, t, param, grad, momentum_buffer,
+    build($_builder, $_state, t, t, param, grad, momentum_buffer, loss_scale, found_inf,
           $_builder.getF64FloatAttr(lr), $_builder.getF64FloatAttr(momentum),
           $_builder.getF64FloatAttr(weight_decay));
   }]>];
-  }
+}
+
+def Compute_NonfiniteCountOp : Compute_Op<"nonfinite_count", [Pure]> {
+  let summary = "How many elements are inf or NaN, as one f32.";
+  let description = [{
+    The overflow check of mixed-precision training: the optimizer skips a step
+    whose gradients (summed over the tensors and the ranks) hold any.
+
+    ```mlir
+    %n = compute.nonfinite_count %g : tensor<64xbf16> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$input);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
 
 #endif // ZERO_DIALECT_COMPUTE_IR_COMPUTETRAININGOPS_TD

@@ -9,6 +9,37 @@
 
 include "mlir/Pass/PassBase.td"
 
+def AutocastPass : Pass<"zero-autocast", "mlir::ModuleOp"> {
+  let summary = "Mixed precision: 16-bit parameters and matrix products, f32 where "
+                "torch.autocast keeps it.";
+  let description = [{
+    Runs on the forward function @main, before `--zero-build-training-step`. The
+    trainable parameters become bf16 or f16 (the training step then keeps an f32
+    master copy of each and updates it); `compute.matmul` takes 16-bit operands and
+    gives a 16-bit result (its kernels accumulate in f32); layer_norm, softmax,
+    log_softmax, softmax_cross_entropy, reduce_sum, reduce_mean, pow, exp, log,
+    reciprocal and sqrt take f32 operands; every other op runs in its operands'
+    common type, widening to f32 when a 16-bit tensor meets an f32 tensor (a
+    one-element operand takes the tensor's type instead, as PyTorch's scalars do).
+    Casts are inserted where a value changes type. @main gets
+    `compute.precision`.
+
+    ```mlir
+    // before
+    %y = compute.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    // after (%w is now a bf16 argument)
+    %xh = compute.cast %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+    %y = compute.matmul %xh, %w : tensor<4x8xbf16>, tensor<8x8xbf16> -> tensor<4x8xbf16>
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"", "bf16 or fp16.">,
+    Option<"freeze", "freeze", "std::string", "\"\"",
+           "Regular expression: parameters whose names match are not trained (and "
+           "stay f32).">,
+  ];
+}
+
 def BuildTrainingStepPass : Pass<"zero-build-training-step", "mlir::ModuleOp"> {
   let summary = "Turns the forward function @main into one training step: forward, "
                 "backward and optimizer update.";
@@ -24,6 +55,14 @@ def BuildTrainingStepPass : Pass<"zero-build-training-step", "mlir::ModuleOp"> {
     momentum buffers, the step counter) becomes extra `compute.state` arguments.
     With `gradients-only`, @main returns the loss and the gradients instead (for
     gradient checks).
+
+    Mixed precision (after `--zero-autocast`, 16-bit parameters): each parameter
+    gets an f32 master copy (`compute.master`), which the optimizer updates and
+    casts back into the parameter; the loss gradient starts from the runtime value
+    `loss_scale` (a `compute.runtime` argument), the optimizer divides by it, and
+    the number of inf/NaN gradient elements (`compute.nonfinite_count`, summed) is
+    returned as `overflow`: when it is not zero the optimizer skips the step and
+    the step counter stays.
 
     Before:
     ```mlir
@@ -88,6 +127,13 @@ def ShardZeroPass : Pass<"zero-shard", "mlir::ModuleOp"> {
       fewer than `persistence-threshold` elements stay replicated and are handled as
       in stage 2.
 
+    Mixed precision (16-bit parameters with f32 master copies): gradients are
+    reduced in 16 bits (or f32 with `reduce-dtype=fp32`) and summed, the optimizer
+    divides them by `loss_scale * N`; above stage 0 the master copies are stored
+    as bucket slices (`compute.master_bucket`) and the updated 16-bit slices are
+    all-gathered (stage 3: kept as the parameter slice). The overflow count is
+    taken on the reduced gradients and, above stage 0, summed over the ranks.
+
     Communication per step in elements (Ψ trainable parameters, up to padding):
     stages 0-2 move 2Ψ (an all-reduce counts twice), stage 3 moves 3Ψ.
 
@@ -109,6 +155,9 @@ def ShardZeroPass : Pass<"zero-shard", "mlir::ModuleOp"> {
            "Target bucket size in MiB.">,
     Option<"persistenceThreshold", "persistence-threshold", "int64_t", "0",
            "Stage 3: parameters with fewer elements stay replicated (0: off).">,
+    Option<"reduceDtype", "reduce-dtype", "std::string", "\"\"",
+           "Mixed precision: fp32 reduces the 16-bit gradients in f32 (default: in "
+           "their own type).">,
   ];
 }
 

@@ -11,7 +11,7 @@ include "zero/Dialect/Plan/IR/PlanDialect.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 
-def Plan_BufferType : MemRefOf<[F32, F64, I1, I8, UI8, I32, I64]>;
+def Plan_BufferType : MemRefOf<[F32, F64, BF16, F16, I1, I8, UI8, I32, I64]>;
 
 def Plan_ProgramOp : Plan_Op<"program",
     [Symbol, SingleBlockImplicitTerminator<"ReturnOp">, IsolatedFromAbove]> {
@@ -39,8 +39,11 @@ def Plan_BufferOp : Plan_Op<"buffer", [HasParent<"ProgramOp">]> {
   let description = [{
     `role` is `temp` (produced and consumed inside the step), `param` (loaded from the
     ONNX initializer `name`; the optimizer updates it in place), `state` (optimizer
-    state `name`, zero at the start, kept across steps), `input` (graph input number
-    `index`) or `constant` (initialized from `value`). The buffer occupies bytes
+    state `name`, zero at the start, kept across steps), `master` (mixed precision:
+    the f32 master copy of parameter `name`, loaded from the same initializer),
+    `runtime` (a scalar the runtime sets before each step: `loss_scale`), `input`
+    (graph input number `index`) or `constant` (initialized from `value`). The
+    buffer occupies bytes
     `[offset, offset + size)`.
 
     ```mlir

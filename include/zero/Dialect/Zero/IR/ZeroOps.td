@@ -65,11 +65,11 @@ class Zero_StartOp<string mnemonic, string what, string example, dag extraArgs =
     %r = zero.wait %token, %pending : tensor<...>
     ```
   }];
-  let arguments = !con((ins RankedTensorOf<[F32, F64]>:$input,
+  let arguments = !con((ins RankedTensorOf<[F32, F64, BF16, F16]>:$input,
                             FlatSymbolRefAttr:$grid,
                             DefaultValuedAttr<Shard_GridAxesAttr, "{}">:$grid_axes),
                        extraArgs);
-  let results = (outs RankedTensorOf<[F32, F64]>:$pending, Zero_TokenType:$token);
+  let results = (outs RankedTensorOf<[F32, F64, BF16, F16]>:$pending, Zero_TokenType:$token);
   let hasVerifier = 1;
 }
 
@@ -105,8 +105,8 @@ def Zero_WaitOp : Zero_Op<"wait", [MemoryEffects<[MemRead, MemWrite]>,
     %full = zero.wait %token, %pending : tensor<16xf32>
     ```
   }];
-  let arguments = (ins Zero_TokenType:$token, RankedTensorOf<[F32, F64]>:$pending);
-  let results = (outs RankedTensorOf<[F32, F64]>:$result);
+  let arguments = (ins Zero_TokenType:$token, RankedTensorOf<[F32, F64, BF16, F16]>:$pending);
+  let results = (outs RankedTensorOf<[F32, F64, BF16, F16]>:$result);
   let assemblyFormat = "$token `,` $pending attr-dict `:` type($result)";
   let hasVerifier = 1;
 }

@@ -1,0 +1,167 @@
+//===- Autocast.cpp - Mixed precision for the forward graph ---------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Rewrites the forward function @main the way torch.autocast runs a model: the
+// trainable parameters become 16-bit, matrix products take 16-bit operands (f32
+// accumulation in the kernels) and give 16-bit results, the ops autocast keeps in
+// f32 (normalization, softmax, the loss, reductions, exp/log/pow) take f32 operands,
+// and every other op runs in its operands' type, the wider one when they differ
+// (a scalar does not widen a tensor, as in PyTorch's type promotion). The backward
+// built afterwards follows the types: gradients of 16-bit values are 16-bit, and a
+// cast's gradient is the cast back.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Dialect/Compute/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/Regex.h"
+
+namespace zero {
+#define GEN_PASS_DEF_AUTOCASTPASS
+#include "zero/Dialect/Compute/Transforms/Passes.h.inc"
+} // namespace zero
+
+using namespace mlir;
+using namespace zero;
+using namespace zero::compute;
+
+namespace {
+
+enum class Policy {
+  Half,     // 16-bit operands and results
+  Float32,  // f32 operands; results as declared (f32)
+  Promote,  // the operands' common type; the wider one when they differ
+  Keep,     // explicit casts and ops without float operands: as they are
+};
+
+Policy policyOf(Operation *op) {
+  if (isa<MatMulOp>(op))
+    return Policy::Half;
+  if (isa<LayerNormOp, SoftmaxOp, LogSoftmaxOp, SoftmaxCrossEntropyOp, ReduceSumOp,
+          ReduceMeanOp, PowOp, ExpOp, LogOp, ReciprocalOp, SqrtOp>(op))
+    return Policy::Float32;
+  if (isa<CastOp, ConstantOp>(op))
+    return Policy::Keep;
+  return Policy::Promote;
+}
+
+RankedTensorType tensorType(Value v) { return dyn_cast<RankedTensorType>(v.getType()); }
+
+bool isFloat(Value v) {
+  auto t = tensorType(v);
+  return t && isa<FloatType>(t.getElementType());
+}
+
+/// One element: it takes the other operands' type instead of widening them.
+bool isScalarLike(Value v) { return tensorType(v).getNumElements() == 1; }
+
+struct AutocastPass : public zero::impl::AutocastPassBase<AutocastPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    auto func = getOperation().lookupSymbol<func::FuncOp>("main");
+    if (!func) {
+      getOperation().emitError("no func.func @main to autocast");
+      return signalPassFailure();
+    }
+    if (precision != "bf16" && precision != "fp16") {
+      func.emitError("--precision=") << precision << " is not bf16 or fp16";
+      return signalPassFailure();
+    }
+    Builder builder(&getContext());
+    half = precision == "bf16" ? (Type)builder.getBF16Type() : builder.getF16Type();
+    f32 = builder.getF32Type();
+    if (failed(rewrite(func)))
+      signalPassFailure();
+  }
+
+  Type half, f32;
+
+  Value castTo(OpBuilder &b, Value v, Type et) {
+    auto t = tensorType(v);
+    if (t.getElementType() == et)
+      return v;
+    return CastOp::create(b, v.getLoc(), t.clone(et), v);
+  }
+
+  void setFloatResults(Operation *op, Type et) {
+    for (Value r : op->getResults())
+      if (isFloat(r))
+        r.setType(tensorType(r).clone(et));
+  }
+
+  LogicalResult rewrite(func::FuncOp func) {
+    std::string regexError;
+    llvm::Regex frozen(freeze);
+    if (!freeze.empty() && !frozen.isValid(regexError))
+      return func.emitError("--freeze '") << freeze << "' is not a valid regular "
+                                          << "expression: " << regexError;
+    Block &entry = func.getBody().front();
+    // Trainable parameters are held in 16 bits; the training step adds their f32
+    // master copies. Frozen ones stay as they are (constants of the model).
+    for (BlockArgument arg : entry.getArguments()) {
+      if (trainedParameterName(func, arg.getArgNumber(), freeze.empty() ? nullptr : &frozen)
+              .empty())
+        continue;
+      auto t = tensorType(arg);
+      if (!t.getElementType().isF32())
+        return func.emitError("parameter ")
+               << func.getArgAttr(arg.getArgNumber(), "compute.param") << " is "
+               << t.getElementType() << "; mixed precision starts from f32 weights";
+      arg.setType(t.clone(half));
+    }
+
+    for (Operation &op : llvm::make_early_inc_range(entry.without_terminator())) {
+      Policy policy = policyOf(&op);
+      if (policy == Policy::Keep)
+        continue;
+      OpBuilder b(&op);
+      SmallVector<OpOperand *> floats;
+      for (OpOperand &use : op.getOpOperands())
+        if (isFloat(use.get()))
+          floats.push_back(&use);
+      if (floats.empty())
+        continue;
+      if (policy == Policy::Half) {
+        for (OpOperand *use : floats)
+          use->set(castTo(b, use->get(), half));
+        setFloatResults(&op, half);
+        continue;
+      }
+      if (policy == Policy::Float32) {
+        for (OpOperand *use : floats)
+          if (tensorType(use->get()).getElementType() == half)
+            use->set(castTo(b, use->get(), f32));
+        continue;
+      }
+      // Promote. Only 16-bit values are new here; f32 against f64 is the model's.
+      bool anyHalf = false, wideTensor = false;
+      for (OpOperand *use : floats) {
+        Type et = tensorType(use->get()).getElementType();
+        anyHalf |= et == half;
+        wideTensor |= et != half && !isScalarLike(use->get());
+      }
+      if (!anyHalf)
+        continue;
+      Type et = wideTensor ? f32 : half;
+      for (OpOperand *use : floats) {
+        Type have = tensorType(use->get()).getElementType();
+        if (have == half || have == f32)
+          use->set(castTo(b, use->get(), et));
+      }
+      setFloatResults(&op, et);
+    }
+
+    Operation *ret = entry.getTerminator();
+    func.setFunctionType(FunctionType::get(func.getContext(), entry.getArgumentTypes(),
+                                           ret->getOperandTypes()));
+    func->setAttr("compute.precision", StringAttr::get(func.getContext(), precision));
+    return success();
+  }
+};
+
+} // namespace
