@@ -1,16 +1,19 @@
 #!/usr/bin/python3
-# Checks zero-opt's --report against DESIGN.md's arithmetic for fp32 Adam (P = G = 4,
-# K = 8 bytes per parameter) and against what zero-run measures.
+# Checks zero-opt's --report against the ZeRO paper's arithmetic for Adam: fp32 (P = G
+# = 4, K = 8 bytes per parameter) or, with --precision bf16|fp16, mixed precision (P =
+# G = 2, K = 12: the f32 master copy, m and v), and against what zero-run measures.
 #
-#   check-report.py --bin BUILD/bin --work DIR --stage S --world-size N
+#   check-report.py --bin BUILD/bin --work DIR --stage S --world-size N [--precision P]
 #
 # With Ψ the trainable parameters and Ψp the same after padding each bucket to a
 # multiple of N, per-rank model states must be, in bytes (plus the 8-byte step count):
-#   stage 0: params 4Ψ,  grads 4Ψp (one rank: 4Ψ), optimizer 8Ψ
-#   stage 1: params 4Ψ,  grads 4Ψp,   optimizer 8Ψp/N
-#   stage 2: params 4Ψ,  grads 4Ψp/N, optimizer 8Ψp/N
-#   stage 3: params 4Ψp/N, grads 4Ψp/N, optimizer 8Ψp/N
-# and the volume 2Ψp for stages 0-2 (0 on one rank at stage 0), 3Ψp for stage 3.
+#   stage 0: params PΨ,  grads GΨp (one rank: GΨ), optimizer KΨ
+#   stage 1: params PΨ,  grads GΨp,   optimizer KΨp/N
+#   stage 2: params PΨ,  grads GΨp/N, optimizer KΨp/N
+#   stage 3: params PΨp/N, grads GΨp/N, optimizer KΨp/N
+# and the volume 2Ψp for stages 0-2 (0 on one rank at stage 0), 3Ψp for stage 3, in
+# elements; mixed precision adds the overflow count's all-reduce (1 element, counted
+# twice) on more than one rank.
 # Then zero-run trains 2 steps under mpirun and its --log-json must report, per step,
 # the predicted collective elements and, per rank, peak_bytes = total_peak.
 # Run with Debian's /usr/bin/python3 (python3-onnx, numpy).
@@ -31,6 +34,7 @@ def main():
     p.add_argument("--max-live-mb", type=float, default=0.0,
                    help="also check that gathered buckets alive at once stay within it")
     p.add_argument("--prefetch-buckets", type=int, default=2)
+    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
@@ -42,19 +46,22 @@ def main():
                    check=True, stdout=subprocess.DEVNULL)
     flags = ["--zero-stage=%d" % a.stage, "--world-size=%d" % a.world_size,
              "--bucket-size-mb=%r" % a.bucket_size_mb, "--max-live-mb=%r" % a.max_live_mb,
-             "--prefetch-buckets=%d" % a.prefetch_buckets]
+             "--prefetch-buckets=%d" % a.prefetch_buckets, "--precision=" + a.precision]
     r = json.loads(subprocess.run([os.path.join(a.bin, "zero-opt"), model, "--report=json"]
                                   + flags, check=True, capture_output=True,
                                   text=True).stdout)
     psi, psip, n, s = r["parameters"], r["padded_parameters"], a.world_size, a.stage
     step = 8
+    P, K = (4, 8) if a.precision == "fp32" else (2, 12)
+    G = P
     expect = {
-        0: (4 * psi, 4 * (psip if n > 1 else psi), 8 * psi + step),
-        1: (4 * psi, 4 * psip, 8 * psip // n + step),
-        2: (4 * psi, 4 * psip // n, 8 * psip // n + step),
-        3: (4 * psip // n, 4 * psip // n, 8 * psip // n + step),
+        0: (P * psi, G * (psip if n > 1 else psi), K * psi + step),
+        1: (P * psi, G * psip, K * psip // n + step),
+        2: (P * psi, G * psip // n, K * psip // n + step),
+        3: (P * psip // n, G * psip // n, K * psip // n + step),
     }[s]
-    volume = 0 if (s == 0 and n == 1) else (3 if s == 3 else 2) * psip
+    flag = 2 if (a.precision != "fp32" and n > 1) else 0
+    volume = 0 if (s == 0 and n == 1) else (3 if s == 3 else 2) * psip + flag
     got = r["per_rank_bytes"]
     ok = True
 
@@ -64,7 +71,7 @@ def main():
         ok &= have == want
         print("  %-34s %12d  expected %12d  %s" % (what, have, want, flag))
 
-    print("stage %d on %d ranks: Ψ = %d, Ψp = %d" % (s, n, psi, psip))
+    print("%s, stage %d on %d ranks: Ψ = %d, Ψp = %d" % (a.precision, s, n, psi, psip))
     # The bool mask is a constant of the plan, not a parameter.
     check("params", got["params"], expect[0])
     check("grads", got["grads"], expect[1])
@@ -74,7 +81,7 @@ def main():
     if s == 3 and a.bucket_size_mb < 25.0:
         # With small buckets, one that backward never reads (the position
         # embedding's) is not gathered again: between 2 and 3 Ψp.
-        in_range = 2 * psip < have_volume <= 3 * psip
+        in_range = 2 * psip + flag < have_volume <= 3 * psip + flag
         ok &= in_range
         print("  %-34s %12d  in (2Ψp, 3Ψp] = (%d, %d]  %s" % (
             "volume", have_volume, 2 * psip, 3 * psip, "ok" if in_range else "MISMATCH"))

@@ -88,6 +88,10 @@ const char *kUsage =
     "  --test-fail-rank R:S, --test-stall-rank R:S\n"
     "                         test only: rank R fails (or stops and waits forever)\n"
     "                         before step S, as a crashed or hung rank would\n"
+    "  --test-overflow-rank R:S\n"
+    "                         test only (mixed precision): rank R's gradients of step S\n"
+    "                         overflow (its loss scale is inf), as if only its data\n"
+    "                         overflowed\n"
     "  --save-weights OUT     the model with its trained initializers, as ONNX\n"
     "One run on given inputs:\n"
     "  --inputs DIR           graph inputs as DIR/input_K.pb (ONNX TensorProto)\n"
@@ -103,7 +107,7 @@ struct Options {
   std::string plan, init, inputs, saveOutputs, data, dataFormat = "u8", logJson,
       saveWeights, trace, calibrate, device;
   double commDelayNsPerByte = 0, collectiveTimeoutS = 600;
-  RankAtStep testFail, testStall;
+  RankAtStep testFail, testStall, testOverflow;
   int64_t steps = 1, printEvery = 1;
   bool shuffle = false, quiet = false, profile = false;
   uint64_t seed = 0;
@@ -193,6 +197,9 @@ Options parseArgs(int argc, char **argv) {
                     << v << "'");
     } else if (is("--test-fail-rank")) {
       o.testFail = parseRankAtStep("--test-fail-rank", value("--test-fail-rank"));
+    } else if (is("--test-overflow-rank")) {
+      o.testOverflow =
+          parseRankAtStep("--test-overflow-rank", value("--test-overflow-rank"));
     } else if (is("--test-stall-rank")) {
       o.testStall = parseRankAtStep("--test-stall-rank", value("--test-stall-rank"));
     } else if (is("--seed")) {
@@ -394,8 +401,12 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
       int64_t ag = comm.allGatherElements, rs = comm.reduceScatterElements,
               ar = comm.allReduceElements;
       double scaleUsed = scaler.scale();
+      bool forceOverflow =
+          o.testOverflow.rank == comm.rank() && o.testOverflow.step == step + 1;
+      ZRT_CHECK(!forceOverflow || mixed,
+                "--test-overflow-rank needs a mixed-precision plan");
       if (mixed)
-        exec.setLossScale((float)scaleUsed);
+        exec.setLossScale(forceOverflow ? INFINITY : (float)scaleUsed);
       auto start = std::chrono::steady_clock::now();
       if (o.profile)
         exec.runProfiled(msByKernel);

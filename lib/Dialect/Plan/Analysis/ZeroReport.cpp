@@ -33,10 +33,29 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
   r.totalPeak = program.getArenaBytesAttr().getInt();
   int64_t persistent = 0, optimizerGrads = 0;
   DenseSet<Value> written;
+  // Mixed precision: the overflow count's all-reduce (fed by nonfinite_count,
+  // through adds and reshapes) is communication, not a gradient.
+  DenseMap<Value, plan::KernelOp> producer;
+  auto isOverflowCount = [&](Value v) {
+    SmallVector<Value> work = {v};
+    while (!work.empty()) {
+      plan::KernelOp k = producer.lookup(work.pop_back_val());
+      if (!k)
+        return false;
+      if (k.getKernel() == "nonfinite_count")
+        return true;
+      if (k.getKernel() != "reshape" && k.getKernel() != "add")
+        return false;
+      llvm::append_range(work, k.getInputs());
+    }
+    return false;
+  };
   for (Operation &op : program.getBody().front())
     if (auto k = dyn_cast<plan::KernelOp>(op)) {
-      for (Value v : k.getOutputs())
+      for (Value v : k.getOutputs()) {
         written.insert(v);
+        producer[v] = k;
+      }
       // A started collective counts like its synchronous form.
       StringRef name = k.getKernel();
       name.consume_back("_start");
@@ -47,7 +66,10 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
         r.grads += stage >= 2 ? bytesOf(k.getOutputs()[0]) : bytesOf(k.getInputs()[0]);
       } else if (name == "all_reduce") {
         r.allReduce += elementsOf(k.getInputs()[0]);
-        r.grads += bytesOf(k.getInputs()[0]);
+        if (isOverflowCount(k.getInputs()[0]))
+          r.overflowCheck += elementsOf(k.getInputs()[0]);
+        else
+          r.grads += bytesOf(k.getInputs()[0]);
       } else if (name == "adamw" || name == "sgd") {
         optimizerGrads += bytesOf(k.getInputs()[1]);
       }
@@ -110,7 +132,7 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
     live -= until[i];
   }
   // Every gradient bucket is reduced exactly once (one rank: no reduction).
-  r.paddedParameters = r.reduceScatter + r.allReduce;
+  r.paddedParameters = r.reduceScatter + r.allReduce - r.overflowCheck;
   if (r.paddedParameters == 0)
     r.paddedParameters = r.parameters;
   return r;
