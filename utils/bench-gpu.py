@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-# Times the training step (forward, backward, AdamW; fp32) of GPT-2 small (12 layers,
+# Times the training step (forward, backward, AdamW) of GPT-2 small (12 layers,
 # hidden 768, 12 heads, vocab 50257, sequence 1024, micro-batch 8: 124M parameters)
 # in zero-run on the GPU and in PyTorch eager on the same GPU, and prints both and
 # their ratio. Runs on the GPU machine, with its python3 (PyTorch, onnx, numpy); the
 # plan comes compiled (utils/gpu-checks.sh bundle), the weights are made here.
+# With --precision bf16 (a plan compiled with zero-opt --precision=bf16), PyTorch
+# runs its forward under torch.autocast("cuda", torch.bfloat16).
 #
 #   bench-gpu.py --zero-run BUNDLE/bin/zero-run --plan BUNDLE/bench/step.zplan
+#                [--precision fp32|bf16|fp16]
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -20,6 +24,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
+
+AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 MODELS = {
     "small": dict(layers=12, hidden=768, heads=12, vocab=50257, seq=1024, batch=8),
@@ -37,6 +43,8 @@ def main():
     p.add_argument("--model", choices=sorted(MODELS), default="small",
                    help="the plan's model (tiny: rehearsals only)")
     p.add_argument("--torch-device", default="cuda", help="cuda, or cpu in a rehearsal")
+    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
+                   help="the plan's precision; PyTorch autocasts to the same")
     a = p.parse_args()
     CFG = MODELS[a.model]
     dev = torch.device(a.torch_device)
@@ -74,7 +82,15 @@ def main():
         sync()
         start = time.perf_counter()
         opt.zero_grad()
-        gpt(tokens, targets).backward()
+        with (torch.autocast(dev.type, dtype=AUTOCAST[a.precision])
+              if a.precision != "fp32" else contextlib.nullcontext()):
+            loss = gpt(tokens, targets)
+        if a.precision == "fp16":
+            (loss * 65536.0).backward()  # a fixed loss scale, as a scaler's
+            for p_ in gpt.parameters():
+                p_.grad.div_(65536.0)
+        else:
+            loss.backward()
         opt.step()
         sync()
         if step >= a.warmup:
@@ -82,11 +98,13 @@ def main():
     torch_ms = statistics.median(times)
     where = torch.cuda.get_device_name() if dev.type == "cuda" else "PyTorch on the CPU"
     if a.model == "small":
-        print("GPT-2 small (124M), seq 1024, micro-batch 8, fp32 AdamW, %s" % where)
+        print("GPT-2 small (124M), seq 1024, micro-batch 8, %s AdamW, %s" % (
+            a.precision, where))
     else:
         print("REHEARSAL, model %s, %s: the figures mean nothing" % (a.model, where))
     print("  zero-run       %8.1f ms/step" % zero_ms)
-    print("  PyTorch eager  %8.1f ms/step" % torch_ms)
+    print("  PyTorch eager  %8.1f ms/step%s" % (
+        torch_ms, "" if a.precision == "fp32" else " (torch.autocast %s)" % a.precision))
     print("  zero-run / PyTorch: %.2f" % (zero_ms / torch_ms))
     return 0
 

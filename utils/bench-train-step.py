@@ -5,6 +5,10 @@
 #
 #   bench-train-step.py --bin BUILD/bin [--threads N] [--layers 4 --hidden 256
 #                       --heads 8 --vocab 256 --seq 128 --batch 8] [--steps 20 --warmup 3]
+#                       [--precision bf16|fp16]
+#
+# With --precision, zero-run also runs the step compiled with zero-opt --precision
+# (and, for bf16, PyTorch under torch.autocast("cpu", torch.bfloat16)), next to fp32.
 #
 # Both train the same model on the same batches (DESIGN.md's data order); the figure
 # is the median step time after the warm-up steps. Both get N threads (default: every
@@ -13,6 +17,7 @@
 # torch.set_num_threads alone would leave that pool at every core.
 # Run with Debian's /usr/bin/python3.
 import argparse
+import copy
 import json
 import os
 import statistics
@@ -55,6 +60,8 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=int(THREADS),
                    help="threads for both (default: every core)")
+    p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
+                   help="also time the step in this mixed precision")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
 
@@ -69,29 +76,39 @@ def main():
         zero_models.export(model, onnx_path, a.batch, a.seq, a.vocab)
         data_path = os.path.join(tmp, "tokens.u8")
         data.tofile(data_path)
-        plan = os.path.join(tmp, "step.zplan")
-        subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "--optimizer=adamw",
-                        "-o", plan], check=True)
-        log = os.path.join(tmp, "log.json")
-        subprocess.run([os.path.join(a.bin, "zero-run"), plan, "--init", onnx_path,
-                        "--data", data_path, "--steps", str(total), "--log-json", log,
-                        "--quiet"], check=True)
-        zero_ms = [json.loads(line)["ms"] for line in open(log)][a.warmup:]
+        def zero_run(precision):
+            plan = os.path.join(tmp, precision + ".zplan")
+            subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "--optimizer=adamw",
+                            "--precision=" + precision, "-o", plan], check=True)
+            log = os.path.join(tmp, precision + ".json")
+            subprocess.run([os.path.join(a.bin, "zero-run"), plan, "--init", onnx_path,
+                            "--data", data_path, "--steps", str(total), "--log-json", log,
+                            "--quiet"], check=True)
+            return statistics.median(
+                [json.loads(line)["ms"] for line in open(log)][a.warmup:])
 
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    torch_ms = []
-    model.train()
-    for step in range(total):
-        tokens, targets = zero_models.make_batch(tdata, step, a.batch, a.seq)
-        start = time.perf_counter()
-        opt.zero_grad()
-        loss = model(tokens, targets)
-        loss.backward()
-        opt.step()
-        if step >= a.warmup:
-            torch_ms.append((time.perf_counter() - start) * 1000.0)
+        z = zero_run("fp32")
+        zmixed = zero_run(a.precision) if a.precision != "fp32" else None
 
-    z, t = statistics.median(zero_ms), statistics.median(torch_ms)
+    def torch_step_ms(autocast):
+        m = copy.deepcopy(model)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        times = []
+        m.train()
+        for step in range(total):
+            tokens, targets = zero_models.make_batch(tdata, step, a.batch, a.seq)
+            start = time.perf_counter()
+            opt.zero_grad()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                loss = m(tokens, targets)
+            loss.backward()
+            opt.step()
+            if step >= a.warmup:
+                times.append((time.perf_counter() - start) * 1000.0)
+        return statistics.median(times)
+
+    t = torch_step_ms(False)
+    tmixed = torch_step_ms(True) if a.precision == "bf16" else None
     tokens_per_step = a.batch * a.seq
     print("GPT: %d layers, hidden %d, %d heads, vocab %d, sequence %d, micro-batch %d: "
           "%.2fM parameters" % (a.layers, a.hidden, a.heads, a.vocab, a.seq, a.batch,
@@ -101,6 +118,13 @@ def main():
     print("  zero-run        %8.1f ms/step  %8.0f tokens/s" % (z, tokens_per_step / z * 1000))
     print("  PyTorch eager   %8.1f ms/step  %8.0f tokens/s" % (t, tokens_per_step / t * 1000))
     print("  zero-run / PyTorch step time: %.2f" % (z / t))
+    if zmixed is not None:
+        print("  zero-run %s    %8.1f ms/step  %8.0f tokens/s  (%.2f x its fp32 step)" % (
+            a.precision, zmixed, tokens_per_step / zmixed * 1000, zmixed / z))
+    if tmixed is not None:
+        print("  PyTorch autocast bf16 %6.1f ms/step  %8.0f tokens/s  (%.2f x its fp32 step)"
+              % (tmixed, tokens_per_step / tmixed * 1000, tmixed / t))
+        print("  zero-run bf16 / PyTorch autocast bf16 step time: %.2f" % (zmixed / tmixed))
     return 0
 
 

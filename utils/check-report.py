@@ -35,6 +35,10 @@ def main():
                    help="also check that gathered buckets alive at once stay within it")
     p.add_argument("--prefetch-buckets", type=int, default=2)
     p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32")
+    p.add_argument("--zero-run", help="the zero-run to measure with (default: BIN/zero-run)")
+    p.add_argument("--device", help="zero-run --device (default: zero-run's choice)")
+    p.add_argument("--launcher", choices=["mpirun", "threads"], default="mpirun",
+                   help="ranks as mpirun processes, or as threads of one zero-run")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
@@ -106,13 +110,14 @@ def main():
         f.write(bytes(i % 61 for i in range(2000)))
     log = os.path.join(a.work, "log.json")
     launch = []
-    if n > 1:
+    if n > 1 and a.launcher == "mpirun":
         launch = ["mpirun", "-np", str(n), "--oversubscribe"]
         if os.geteuid() == 0:
             launch.append("--allow-run-as-root")
-    subprocess.run(launch + [os.path.join(a.bin, "zero-run"), plan, "--init", model,
-                             "--data", data, "--steps", "2", "--log-json", log, "--quiet"],
-                   check=True)
+    zero_run = a.zero_run or os.path.join(a.bin, "zero-run")
+    subprocess.run(launch + [zero_run, plan, "--init", model, "--data", data, "--steps", "2",
+                             "--log-json", log, "--quiet"]
+                   + (["--device", a.device] if a.device else []), check=True)
     for line in open(log):
         m = json.loads(line)
         for kind in ("all_gather", "reduce_scatter", "all_reduce", "volume"):

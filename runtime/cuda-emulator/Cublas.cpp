@@ -9,10 +9,12 @@
 
 #include "Emulator.h"
 #include "cublas_v2.h"
+#include "zrt/Float16.h"
 
 #include <cblas.h>
 
 #include <algorithm>
+#include <vector>
 
 using namespace zero_cuda_emulator::detail;
 
@@ -125,3 +127,70 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cublasOperation_
               c, ldc, strideC, batch, cblas_dgemm);
 }
 
+namespace {
+
+/// Column-major [rows x cols] with leading dimension ld, widened to f32.
+template <typename H>
+std::vector<float> widen(const void *p, int rows, int cols, int ld) {
+  std::vector<float> out((size_t)ld * cols);
+  const H *h = static_cast<const H *>(p);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = (float)h[i];
+  (void)rows;
+  return out;
+}
+
+template <typename H>
+cublasStatus_t gemm16(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb,
+                      int m, int n, int k, float al, float be, const void *a, int lda,
+                      long long strideA, const void *b, int ldb, long long strideB, void *c,
+                      int ldc, long long strideC, int batch) {
+  bool na = ta == CUBLAS_OP_N, nb = tb == CUBLAS_OP_N;
+  if (!operandOk("A", a, na ? m : k, na ? k : m, lda, strideA, batch, sizeof(H)) ||
+      !operandOk("B", b, nb ? k : n, nb ? n : k, ldb, strideB, batch, sizeof(H)) ||
+      !operandOk("C", c, m, n, ldc, strideC, batch, sizeof(H)))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  enqueue(handle->stream, [=] {
+    for (int i = 0; i < batch; ++i) {
+      const H *ai = static_cast<const H *>(a) + i * strideA;
+      const H *bi = static_cast<const H *>(b) + i * strideB;
+      H *ci = static_cast<H *>(c) + i * strideC;
+      std::vector<float> af = widen<H>(ai, na ? m : k, na ? k : m, lda);
+      std::vector<float> bf = widen<H>(bi, nb ? k : n, nb ? n : k, ldb);
+      std::vector<float> cf = widen<H>(ci, m, n, ldc);
+      cblas_sgemm(CblasColMajor, na ? CblasNoTrans : CblasTrans, nb ? CblasNoTrans : CblasTrans,
+                  m, n, k, al, af.data(), lda, bf.data(), ldb, be, cf.data(), ldc);
+      for (int col = 0; col < n; ++col) // only the matrix, not the gaps between columns
+        for (int row = 0; row < m; ++row)
+          ci[(size_t)col * ldc + row] = H(cf[(size_t)col * ldc + row]);
+    }
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+} // namespace
+
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                          cublasOperation_t transb, int m, int n, int k,
+                                          const void *alpha, const void *a,
+                                          cudaDataType aType, int lda, long long strideA,
+                                          const void *b, cudaDataType bType, int ldb,
+                                          long long strideB, const void *beta, void *c,
+                                          cudaDataType cType, int ldc, long long strideC,
+                                          int batch, cublasComputeType_t computeType,
+                                          cublasGemmAlgo_t) {
+  if (!handle)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (m < 0 || n < 0 || k < 0 || batch < 0 || strideA < 0 || strideB < 0 || strideC < 0 ||
+      aType != bType || aType != cType || computeType != CUBLAS_COMPUTE_32F ||
+      (aType != CUDA_R_16BF && aType != CUDA_R_16F))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (!m || !n || !batch)
+    return CUBLAS_STATUS_SUCCESS;
+  float al = *static_cast<const float *>(alpha), be = *static_cast<const float *>(beta);
+  if (aType == CUDA_R_16BF)
+    return gemm16<zrt::bf16>(handle, transa, transb, m, n, k, al, be, a, lda, strideA, b,
+                             ldb, strideB, c, ldc, strideC, batch);
+  return gemm16<zrt::f16>(handle, transa, transb, m, n, k, al, be, a, lda, strideA, b, ldb,
+                          strideB, c, ldc, strideC, batch);
+}

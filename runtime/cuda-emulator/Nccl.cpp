@@ -9,6 +9,7 @@
 
 #include "Emulator.h"
 #include "nccl.h"
+#include "zrt/Float16.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -72,6 +73,7 @@ size_t typeSize(ncclDataType_t t) {
   case ncclUint8:
     return 1;
   case ncclFloat16:
+  case ncclBfloat16:
     return 2;
   case ncclInt32:
   case ncclUint32:
@@ -82,15 +84,16 @@ size_t typeSize(ncclDataType_t t) {
   }
 }
 
-template <typename T>
+/// Sums in Acc (16-bit floats in f32, rounded once, as NCCL's kernels do).
+template <typename T, typename Acc = T>
 void sumInto(std::vector<char> &out, const std::vector<Post> &posts, size_t offset,
              size_t count) {
   T *o = reinterpret_cast<T *>(out.data());
   for (size_t i = 0; i < count; ++i) {
-    T acc = static_cast<const T *>(posts[0].send)[offset + i];
+    Acc acc = static_cast<const T *>(posts[0].send)[offset + i];
     for (size_t r = 1; r < posts.size(); ++r)
       acc += static_cast<const T *>(posts[r].send)[offset + i];
-    o[i] = acc;
+    o[i] = T(acc);
   }
 }
 
@@ -105,6 +108,10 @@ void sumInto(std::vector<char> &out, const std::vector<Post> &posts, size_t offs
     return sumInto<int32_t>(out, posts, offset, count);
   case ncclInt64:
     return sumInto<int64_t>(out, posts, offset, count);
+  case ncclBfloat16:
+    return sumInto<zrt::bf16, float>(out, posts, offset, count);
+  case ncclFloat16:
+    return sumInto<zrt::f16, float>(out, posts, offset, count);
   default:
     fatal("NCCL sums of type " + std::to_string((int)type) + " are not emulated");
   }

@@ -97,6 +97,13 @@ inline double atomicAdd(double *address, double value) {
   *address = old + value;
   return old;
 }
+inline unsigned short atomicCAS(unsigned short *address, unsigned short compare,
+                                unsigned short value) {
+  unsigned short old = *address;
+  if (old == compare)
+    *address = value;
+  return old;
+}
 
 namespace zero_cuda_emulator {
 /// Queues `thread` on `stream`, to run for every thread of a grid of `grid`

@@ -35,6 +35,7 @@ enum ncclDataType_t {
   ncclFloat = 7,
   ncclFloat64 = 8,
   ncclDouble = 8,
+  ncclBfloat16 = 9,
 };
 enum ncclRedOp_t { ncclSum = 0 };
 

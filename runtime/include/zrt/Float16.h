@@ -6,6 +6,9 @@
 // computes in f32 and rounds once when it stores (round to nearest, ties to even,
 // as PyTorch and the hardware conversions do). The types convert implicitly to and
 // from float, so a kernel templated on its element type computes in f32 with them.
+// The CUDA kernels use the same types (the layout of __nv_bfloat16 and __half, the
+// rounding of __float2bfloat16_rn and __float2half_rn): one definition for both
+// backends and the emulator.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,32 +19,46 @@
 #include <cstring>
 #include <type_traits>
 
+#ifdef __CUDACC__
+#define ZRT_HOST_DEVICE __host__ __device__
+#else
+#define ZRT_HOST_DEVICE
+#endif
+
 namespace zrt {
 
-inline uint32_t floatBits(float f) {
+ZRT_HOST_DEVICE inline uint32_t floatBits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(f);
+#else
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
+#endif
 }
-inline float bitsFloat(uint32_t u) {
+ZRT_HOST_DEVICE inline float bitsFloat(uint32_t u) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+#endif
 }
 
 /// f32 -> bf16 bits, round to nearest even; NaN stays a (quiet) NaN.
-inline uint16_t bf16FromFloat(float f) {
+ZRT_HOST_DEVICE inline uint16_t bf16FromFloat(float f) {
   uint32_t u = floatBits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u)
     return (uint16_t)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
-inline float floatFromBf16(uint16_t h) { return bitsFloat((uint32_t)h << 16); }
+ZRT_HOST_DEVICE inline float floatFromBf16(uint16_t h) { return bitsFloat((uint32_t)h << 16); }
 
 /// f32 -> IEEE binary16 bits, round to nearest even (overflow gives inf,
 /// underflow subnormals and zero, as a hardware conversion does).
-inline uint16_t f16FromFloat(float f) {
+ZRT_HOST_DEVICE inline uint16_t f16FromFloat(float f) {
   uint32_t u = floatBits(f);
   uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
   uint32_t a = u & 0x7fffffffu;
@@ -58,7 +75,7 @@ inline uint16_t f16FromFloat(float f) {
   uint32_t r = a + ((uint32_t)(15 - 127) << 23) + 0xfffu + ((a >> 13) & 1u);
   return sign | (uint16_t)(r >> 13);
 }
-inline float floatFromF16(uint16_t h) {
+ZRT_HOST_DEVICE inline float floatFromF16(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
   if (exp == 0x1f) // inf, NaN
@@ -71,15 +88,15 @@ inline float floatFromF16(uint16_t h) {
 struct bf16 {
   uint16_t bits = 0;
   bf16() = default;
-  bf16(float f) : bits(bf16FromFloat(f)) {}
-  operator float() const { return floatFromBf16(bits); }
+  ZRT_HOST_DEVICE bf16(float f) : bits(bf16FromFloat(f)) {}
+  ZRT_HOST_DEVICE operator float() const { return floatFromBf16(bits); }
 };
 
 struct f16 {
   uint16_t bits = 0;
   f16() = default;
-  f16(float f) : bits(f16FromFloat(f)) {}
-  operator float() const { return floatFromF16(bits); }
+  ZRT_HOST_DEVICE f16(float f) : bits(f16FromFloat(f)) {}
+  ZRT_HOST_DEVICE operator float() const { return floatFromF16(bits); }
 };
 
 static_assert(sizeof(bf16) == 2 && sizeof(f16) == 2);

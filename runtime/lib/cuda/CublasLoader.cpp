@@ -24,7 +24,7 @@ CublasApi load() {
   return {&cublasCreate,      &cublasDestroy,
           &cublasSetStream,   &cublasSetMathMode,
           &cublasSgemmStridedBatched, &cublasDgemmStridedBatched,
-          "linked (emulated)"};
+          &cublasGemmStridedBatchedEx, "linked (emulated)"};
 }
 #else
 /// The soname of the CUDA 13 cuBLAS the backend was built against.
@@ -50,6 +50,7 @@ CublasApi load() {
   resolve(handle, "cublasSetMathMode", api.setMathMode);
   resolve(handle, "cublasSgemmStridedBatched", api.sgemmStridedBatched);
   resolve(handle, "cublasDgemmStridedBatched", api.dgemmStridedBatched);
+  resolve(handle, "cublasGemmStridedBatchedEx", api.gemmStridedBatchedEx);
   Dl_info info;
   api.library = ::dladdr(reinterpret_cast<void *>(api.create), &info) && info.dli_fname
                     ? info.dli_fname

@@ -19,6 +19,14 @@
 
 namespace zrt::cuda {
 
+/// cublasGemmStridedBatchedEx's C signature (cublas_api.h overloads the name in
+/// C++, so decltype cannot name it).
+using GemmStridedBatchedExFn = cublasStatus_t (*)(
+    cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+    const void *, cudaDataType, int, long long, const void *, cudaDataType, int, long long,
+    const void *, void *, cudaDataType, int, long long, int, cublasComputeType_t,
+    cublasGemmAlgo_t);
+
 /// The cuBLAS entry points the backend uses.
 struct CublasApi {
   decltype(&cublasCreate) create;
@@ -27,6 +35,7 @@ struct CublasApi {
   decltype(&cublasSetMathMode) setMathMode;
   decltype(&cublasSgemmStridedBatched) sgemmStridedBatched;
   decltype(&cublasDgemmStridedBatched) dgemmStridedBatched;
+  GemmStridedBatchedExFn gemmStridedBatchedEx; // 16-bit operands
   /// Where they were found, for messages ("linked" in the emulated build).
   std::string library;
 };

@@ -38,13 +38,15 @@ Elem elemOf(DType t) {
     return Elem::I64;
   case zero::zplan::I8:
     return Elem::I8;
+  case zero::zplan::BF16:
+    return Elem::BF16;
+  case zero::zplan::F16:
+    return Elem::F16;
   case zero::zplan::U8:
   case zero::zplan::BOOL:
     return Elem::U8;
   default:
-    // bf16 and f16 (mixed precision) have CPU kernels only, so far.
-    ZRT_FAIL("the CUDA backend has no " << dtypeName(t) << " kernels; mixed-precision "
-             "plans run with --device cpu");
+    ZRT_FAIL("the CUDA backend has no " << dtypeName(t) << " kernels");
   }
 }
 
@@ -138,7 +140,15 @@ void gemm(bool ta, bool tb, Elem t, const void *a, int64_t strideA, const void *
   cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
-  if (t == Elem::F64) {
+  if (t == Elem::BF16 || t == Elem::F16) {
+    // 16-bit operands and result, f32 accumulation (tensor cores on a GPU).
+    cudaDataType type = t == Elem::BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    float one = 1, zero = 0;
+    ZERO_CUBLAS_CHECK(cublas().gemmStridedBatchedEx(
+        context().blas, opB, opA, (int)n, (int)m, (int)k, &one, b, type, ldb, strideB, a,
+        type, lda, strideA, &zero, c, type, (int)n, m * n, (int)batch, CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT));
+  } else if (t == Elem::F64) {
     double one = 1, zero = 0;
     ZERO_CUBLAS_CHECK(cublas().dgemmStridedBatched(
         context().blas, opB, opA, (int)n, (int)m, (int)k, &one, (const double *)b, ldb,
@@ -443,14 +453,6 @@ BoundKernel bindReluGrad(const KernelCall &call) {
   return [=] { reluGrad(context().compute, t, x.data, g.data, out.data, n); };
 }
 
-/// The optimizers' mixed-precision form (16-bit gradients, loss scale, overflow
-/// skip) is CPU-only so far.
-void expectFullPrecision(const KernelCall &call, size_t inputs) {
-  ZRT_CHECK(call.ins.size() == inputs,
-            call.where() << ": the CUDA backend has no mixed-precision optimizer step; "
-                            "mixed-precision plans run with --device cpu");
-}
-
 BoundKernel bindNonfiniteCount(const KernelCall &call) {
   validate(call);
   TensorView x = call.ins[0], out = call.outs[0];
@@ -459,33 +461,41 @@ BoundKernel bindNonfiniteCount(const KernelCall &call) {
   return [=] { nonfiniteCount(context().compute, t, x.data, out.as<float>(), n); };
 }
 
+/// Mixed precision: the optimizer's loss scale and overflow count (after its `own`
+/// inputs), or nulls.
+std::pair<const float *, const float *> gradControl(const KernelCall &call, size_t own) {
+  if (call.ins.size() == own)
+    return {nullptr, nullptr};
+  return {call.ins[own].as<float>(), call.ins[own + 1].as<float>()};
+}
+
 BoundKernel bindAdamW(const KernelCall &call) {
   validate(call);
-  expectFullPrecision(call, 5);
   std::vector<TensorView> in = call.ins, out = call.outs;
   double lr = call.floatAttr("lr"), b1 = call.floatAttr("beta1"),
          b2 = call.floatAttr("beta2"), eps = call.floatAttr("eps"),
          wd = call.floatAttr("weight_decay");
-  Elem t = elemOf(in[0].dtype);
+  Elem t = elemOf(in[0].dtype), gt = elemOf(in[1].dtype);
+  auto [scale, found] = gradControl(call, 5);
   int64_t n = in[0].numel();
   return [=] {
-    adamw(context().compute, t, in[0].data, in[1].data, in[2].data, in[3].data,
-          in[4].as<int64_t>(), out[0].data, out[1].data, out[2].data, n, lr, b1, b2, eps,
-          wd);
+    adamw(context().compute, t, gt, in[0].data, in[1].data, in[2].data, in[3].data,
+          in[4].as<int64_t>(), scale, found, out[0].data, out[1].data, out[2].data, n, lr,
+          b1, b2, eps, wd);
   };
 }
 
 BoundKernel bindSgd(const KernelCall &call) {
   validate(call);
-  expectFullPrecision(call, 3);
   std::vector<TensorView> in = call.ins, out = call.outs;
   double lr = call.floatAttr("lr"), mom = call.floatAttr("momentum"),
          wd = call.floatAttr("weight_decay");
-  Elem t = elemOf(in[0].dtype);
+  Elem t = elemOf(in[0].dtype), gt = elemOf(in[1].dtype);
+  auto [scale, found] = gradControl(call, 3);
   int64_t n = in[0].numel();
   return [=] {
-    sgd(context().compute, t, in[0].data, in[1].data, in[2].data, out[0].data, out[1].data,
-        n, lr, mom, wd);
+    sgd(context().compute, t, gt, in[0].data, in[1].data, in[2].data, scale, found,
+        out[0].data, out[1].data, n, lr, mom, wd);
   };
 }
 
@@ -503,6 +513,10 @@ ncclDataType_t ncclTypeOf(DType t) {
     return ncclInt64;
   case zero::zplan::I32:
     return ncclInt32;
+  case zero::zplan::BF16:
+    return ncclBfloat16;
+  case zero::zplan::F16:
+    return ncclFloat16;
   default:
     ZRT_FAIL("the CUDA backend has no " << dtypeName(t) << " collectives");
   }

@@ -9,6 +9,8 @@
 
 #include "CudaLaunch.h"
 
+#include "zrt/Float16.h"
+
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -119,6 +121,10 @@ template <typename F> void dispatch(Elem t, F f) {
     return f(float{});
   case Elem::F64:
     return f(double{});
+  case Elem::BF16:
+    return f(bf16{});
+  case Elem::F16:
+    return f(f16{});
   case Elem::I32:
     return f(int32_t{});
   case Elem::I64:
@@ -132,9 +138,28 @@ template <typename F> void dispatch(Elem t, F f) {
 template <typename F> void dispatchFloat(Elem t, F f) {
   if (t == Elem::F64)
     f(double{});
+  else if (t == Elem::BF16)
+    f(bf16{});
+  else if (t == Elem::F16)
+    f(f16{});
   else
     f(float{});
 }
+
+/// *p += v for the atomics CUDA has (f32, f64), and for 16-bit floats by
+/// compare-and-swap of their bits (added in f32, rounded once).
+template <typename T> __device__ void atomicAddTo(T *p, T v) { atomicAdd(p, v); }
+template <typename H> __device__ void atomicAdd16(H *p, H v) {
+  unsigned short *bits = reinterpret_cast<unsigned short *>(p);
+  unsigned short old = *bits, seen;
+  do {
+    seen = old;
+    H sum = H((float)*reinterpret_cast<const H *>(&seen) + (float)v);
+    old = atomicCAS(bits, seen, sum.bits);
+  } while (old != seen);
+}
+template <> __device__ void atomicAddTo(bf16 *p, bf16 v) { atomicAdd16(p, v); }
+template <> __device__ void atomicAddTo(f16 *p, f16 v) { atomicAdd16(p, v); }
 template <typename F> void dispatchSize(int size, F f) {
   switch (size) {
   case 1:
@@ -305,7 +330,7 @@ __global__ void gatherGradKernel(const void *idx, bool idx64, const T *g, T *out
     *error = kIndexOutOfRange;
     return;
   }
-  atomicAdd(&out[(o * dim + k) * inner + x], g[e]); // repeated tokens accumulate
+  atomicAddTo(&out[(o * dim + k) * inner + x], g[e]); // repeated tokens accumulate
 }
 
 /// Softmax along a strided axis (inner > 1): one thread per (outer, inner) pair,
@@ -518,18 +543,37 @@ __global__ void reluGradKernel(const T *x, const T *g, T *out, int64_t n) {
     out[i] = x[i] > T(0) ? g[i] : T(0);
 }
 
+/// The gradient in the parameter's type T: divided by the loss scale when there
+/// is one (mixed precision). False when the step is skipped (an overflow): then
+/// every output keeps its input (copied when not written in place).
+template <typename T, typename G>
+__device__ bool gradientOf(const G *g, int64_t i, const float *scale, const float *found,
+                           T &gi) {
+  if (found && *found != 0.0f)
+    return false;
+  gi = scale ? T(g[i]) * (T(1) / T(*scale)) : T(g[i]);
+  return true;
+}
+
 /// torch.optim.AdamW's arithmetic, element by element, in the parameter's type.
-template <typename T>
-__global__ void adamwKernel(const T *p, const T *g, const T *m, const T *v,
-                            const int64_t *step, T *po, T *mo, T *vo, int64_t n, double lr,
-                            double b1, double b2, double eps, double wd) {
+template <typename T, typename G>
+__global__ void adamwKernel(const T *p, const G *g, const T *m, const T *v,
+                            const int64_t *step, const float *scale, const float *found,
+                            T *po, T *mo, T *vo, int64_t n, double lr, double b1, double b2,
+                            double eps, double wd) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i >= n)
     return;
+  T gi;
+  if (!gradientOf(g, i, scale, found, gi)) {
+    po[i] = p[i];
+    mo[i] = m[i];
+    vo[i] = v[i];
+    return;
+  }
   double t = (double)*step;
   double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
   T decay = T(1.0 - lr * wd), stepSize = T(-(lr / bc1)), bc2Sqrt = T(sqrt(bc2));
-  T gi = g[i];
   T param = p[i] * decay;
   T mi = m[i] * T(b1) + gi * T(1.0 - b1);
   T vi = v[i] * T(b2) + T(1.0 - b2) * gi * gi;
@@ -539,13 +583,20 @@ __global__ void adamwKernel(const T *p, const T *g, const T *m, const T *v,
   vo[i] = vi;
 }
 
-template <typename T>
-__global__ void sgdKernel(const T *p, const T *g, const T *buf, T *po, T *bo, int64_t n,
-                          double lr, double mom, double wd) {
+template <typename T, typename G>
+__global__ void sgdKernel(const T *p, const G *g, const T *buf, const float *scale,
+                          const float *found, T *po, T *bo, int64_t n, double lr,
+                          double mom, double wd) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i >= n)
     return;
-  T d = wd != 0.0 ? g[i] + p[i] * T(wd) : g[i];
+  T gi;
+  if (!gradientOf(g, i, scale, found, gi)) {
+    po[i] = p[i];
+    bo[i] = buf[i];
+    return;
+  }
+  T d = wd != 0.0 ? gi + p[i] * T(wd) : gi;
   T b = mom != 0.0 ? buf[i] * T(mom) + d : d;
   po[i] = p[i] + b * T(-lr);
   bo[i] = b;
@@ -752,14 +803,31 @@ void reluGrad(cudaStream_t s, Elem t, const void *x, const void *g, void *out, i
   });
 }
 
-void adamw(cudaStream_t s, Elem t, const void *p, const void *g, const void *m,
-           const void *v, const int64_t *step, void *po, void *mo, void *vo, int64_t n,
-           double lr, double beta1, double beta2, double eps, double weightDecay) {
-  dispatchFloat(t, [&](auto tag) {
-    using T = decltype(tag);
-    launchN("adamw", adamwKernel<T>, n, s, (const T *)p, (const T *)g, (const T *)m,
-                                    (const T *)v, step, (T *)po, (T *)mo, (T *)vo, n, lr,
-                                    beta1, beta2, eps, weightDecay);
+/// Calls f(T{}, G{}) for an f32/f64 parameter T and a gradient G of any float type.
+template <typename F> void dispatchOptimizer(Elem t, Elem gt, F f) {
+  auto withGrad = [&](auto pt) {
+    dispatchFloat(gt, [&](auto g) {
+      if constexpr (!std::is_same_v<decltype(g), double> ||
+                    std::is_same_v<decltype(pt), double>)
+        f(pt, g);
+    });
+  };
+  if (t == Elem::F64)
+    withGrad(double{});
+  else
+    withGrad(float{});
+}
+
+void adamw(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *m,
+           const void *v, const int64_t *step, const float *scale, const float *found,
+           void *po, void *mo, void *vo, int64_t n, double lr, double beta1, double beta2,
+           double eps, double weightDecay) {
+  dispatchOptimizer(t, gt, [&](auto pt, auto g16) {
+    using T = decltype(pt);
+    using G = decltype(g16);
+    launchN("adamw", adamwKernel<T, G>, n, s, (const T *)p, (const G *)g, (const T *)m,
+            (const T *)v, step, scale, found, (T *)po, (T *)mo, (T *)vo, n, lr, beta1, beta2,
+            eps, weightDecay);
   });
 }
 
@@ -771,12 +839,14 @@ void nonfiniteCount(cudaStream_t s, Elem t, const void *x, float *count, int64_t
   });
 }
 
-void sgd(cudaStream_t s, Elem t, const void *p, const void *g, const void *buf, void *po,
-         void *bo, int64_t n, double lr, double momentum, double weightDecay) {
-  dispatchFloat(t, [&](auto tag) {
-    using T = decltype(tag);
-    launchN("sgd", sgdKernel<T>, n, s, (const T *)p, (const T *)g, (const T *)buf, (T *)po,
-                                  (T *)bo, n, lr, momentum, weightDecay);
+void sgd(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *buf,
+         const float *scale, const float *found, void *po, void *bo, int64_t n, double lr,
+         double momentum, double weightDecay) {
+  dispatchOptimizer(t, gt, [&](auto pt, auto g16) {
+    using T = decltype(pt);
+    using G = decltype(g16);
+    launchN("sgd", sgdKernel<T, G>, n, s, (const T *)p, (const G *)g, (const T *)buf, scale,
+            found, (T *)po, (T *)bo, n, lr, momentum, weightDecay);
   });
 }
 

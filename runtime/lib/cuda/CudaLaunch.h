@@ -27,8 +27,8 @@ struct Strided {
   bool contiguous = false; // stride is shape's row-major strides: offset == position
 };
 
-/// Storage types; bool is U8.
-enum class Elem { F32, F64, I32, I64, I8, U8 };
+/// Storage types; bool is U8. BF16 and F16 compute in f32 (zrt/Float16.h).
+enum class Elem { F32, F64, BF16, F16, I32, I64, I8, U8 };
 
 enum class BinaryOp { Add, Sub, Mul, Div, Equal };
 enum class UnaryOp { Neg, Sqrt, Reciprocal, Exp, Log, Relu, Tanh, Sigmoid, Erf };
@@ -86,11 +86,16 @@ void crossEntropyGrad(cudaStream_t s, Elem t, const void *logp, const void *labe
 void reduce(cudaStream_t s, Elem t, bool mean, const void *in, Strided keep, Strided red,
             int64_t count, void *out, int64_t n);
 void reluGrad(cudaStream_t s, Elem t, const void *x, const void *g, void *out, int64_t n);
-void adamw(cudaStream_t s, Elem t, const void *p, const void *g, const void *m,
-           const void *v, const int64_t *step, void *po, void *mo, void *vo, int64_t n,
-           double lr, double beta1, double beta2, double eps, double weightDecay);
-void sgd(cudaStream_t s, Elem t, const void *p, const void *g, const void *buf, void *po,
-         void *bo, int64_t n, double lr, double momentum, double weightDecay);
+/// The optimizers on parameters (or f32 master copies) of type `t` with gradients
+/// of type `gt`. Mixed precision: `scale` (device, one f32) divides the gradient and
+/// a non-zero `found` (device, one f32) skips the step; both null otherwise.
+void adamw(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *m,
+           const void *v, const int64_t *step, const float *scale, const float *found,
+           void *po, void *mo, void *vo, int64_t n, double lr, double beta1, double beta2,
+           double eps, double weightDecay);
+void sgd(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *buf,
+         const float *scale, const float *found, void *po, void *bo, int64_t n, double lr,
+         double momentum, double weightDecay);
 /// *count = the number of inf/NaN elements of x.
 void nonfiniteCount(cudaStream_t s, Elem t, const void *x, float *count, int64_t n);
 
