@@ -205,8 +205,8 @@ BoundKernel bindSliceGrad(const KernelCall &call) {
   };
 }
 
-/// Checks that every listed view has `p`'s shape, and its dtype unless it is the
-/// gradient (mixed precision: a 16-bit gradient updates an f32 master copy).
+/// Checks that every listed view has `p`'s dtype and shape (the gradient is
+/// checked by gradControl: in mixed precision it is 16-bit).
 void expectLike(const KernelCall &call, const TensorView &p,
                 std::initializer_list<const TensorView *> views) {
   for (const TensorView *v : views) {
@@ -216,8 +216,8 @@ void expectLike(const KernelCall &call, const TensorView &p,
 }
 
 /// The optimizer's mixed-precision operands, after its own: the loss scale the
-/// gradient is divided by, and the overflow count (the step is skipped, nothing
-/// written, when it is not zero). Absent in f32 training.
+/// gradient is divided by, and the overflow count (when it is not zero the step is
+/// skipped and every output keeps its input). Absent in f32 training.
 struct GradControl {
   bool present = false;
   TensorView scale, found;

@@ -378,6 +378,8 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
   bool mixed = exec.hasLossScale();
   ZRT_CHECK(mixed == (overflowOutput >= 0),
             "the plan has a loss scale but no overflow output, or the other way round");
+  ZRT_CHECK(o.testOverflow.rank < 0 || mixed,
+            "--test-overflow-rank needs a mixed-precision plan");
   if (mixed && !quiet) {
     std::printf("mixed precision %s: f32 master weights; loss scale %s",
                 exec.plan().precision().c_str(),
@@ -403,8 +405,6 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
       double scaleUsed = scaler.scale();
       bool forceOverflow =
           o.testOverflow.rank == comm.rank() && o.testOverflow.step == step + 1;
-      ZRT_CHECK(!forceOverflow || mixed,
-                "--test-overflow-rank needs a mixed-precision plan");
       if (mixed)
         exec.setLossScale(forceOverflow ? INFINITY : (float)scaleUsed);
       auto start = std::chrono::steady_clock::now();

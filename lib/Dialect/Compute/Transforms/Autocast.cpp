@@ -138,21 +138,21 @@ struct AutocastPass : public zero::impl::AutocastPassBase<AutocastPass> {
             use->set(castTo(b, use->get(), f32));
         continue;
       }
-      // Promote. Only 16-bit values are new here; f32 against f64 is the model's.
-      bool anyHalf = false, wideTensor = false;
+      // Promote: to the widest type among tensor operands (16-bit when only
+      // one-element operands are wider). Ops without 16-bit operands are the model's.
+      bool anyHalf = false;
+      Type et = half;
       for (OpOperand *use : floats) {
-        Type et = tensorType(use->get()).getElementType();
-        anyHalf |= et == half;
-        wideTensor |= et != half && !isScalarLike(use->get());
+        Type have = tensorType(use->get()).getElementType();
+        anyHalf |= have == half;
+        if (have != half && !isScalarLike(use->get()) &&
+            (et == half || have.getIntOrFloatBitWidth() > et.getIntOrFloatBitWidth()))
+          et = have;
       }
       if (!anyHalf)
         continue;
-      Type et = wideTensor ? f32 : half;
-      for (OpOperand *use : floats) {
-        Type have = tensorType(use->get()).getElementType();
-        if (have == half || have == f32)
-          use->set(castTo(b, use->get(), et));
-      }
+      for (OpOperand *use : floats)
+        use->set(castTo(b, use->get(), et));
       setFloatResults(&op, et);
     }
 
