@@ -7,6 +7,15 @@
 #                   --optimizer adamw|sgd [--steps 20] [--rtol 1e-4]
 #                   [--world-size N[,N...] --zero-stage S[,S...]
 #                   --bucket-size-mb M --persistence-threshold E]
+#                   [--clip-grad-norm C] [--lr-schedule warmup|warmup-decay|
+#                   warmup-cosine --warmup-steps W --warmup-type log|linear
+#                   --total-steps T --warmup-min-lr L --cos-min-ratio R
+#                   --warmup-min-ratio R]
+#
+# Clipping and schedules follow torch.nn.utils.clip_grad_norm_ and DeepSpeed's
+# WarmupLR / WarmupDecayLR / WarmupCosineLR formulas, written out below; the logged
+# lr must be within 1e-9 of the formula and grad_norm within --rtol of PyTorch's
+# total norm.
 #
 # With N ranks, zero-run runs under `mpirun -np N` (or, --launcher threads, as N
 # threads of one process) with micro-batch B each, and
@@ -24,6 +33,7 @@
 import argparse
 import copy
 import json
+import math
 import os
 import subprocess
 import sys
@@ -48,31 +58,80 @@ def int_list(text):
     return [int(v) for v in text.split(",")]
 
 
-def torch_reference(model, optimizer, lr, momentum, wd, data, steps, global_batch, seq):
-    """Trains `model` (in place) single-process on the global batch; per-step losses."""
+def scheduled_lr(a, lr, t):
+    """DeepSpeed's WarmupLR, WarmupDecayLR, WarmupCosineLR at iteration t."""
+    n = max(2, a.warmup_steps)
+
+    def gamma():
+        return math.log(t + 1) / math.log(n) if a.warmup_type == "log" else t / n
+
+    if a.lr_schedule == "warmup-cosine":
+        if t < n:
+            ratio = a.warmup_min_ratio + (1 - a.warmup_min_ratio) * gamma()
+        else:
+            p = min(1.0, (t - n + 1) / max(1, a.total_steps - n))
+            ratio = max(0.0, a.cos_min_ratio + (1 - a.cos_min_ratio) *
+                        (1 + math.cos(math.pi * p)) / 2)
+        return lr * ratio
+    if t < n:
+        g = gamma()
+    elif a.lr_schedule == "warmup":
+        g = 1.0
+    else:
+        g = max(0.0, (a.total_steps - t) / max(1, a.total_steps - n))
+    return a.warmup_min_lr + (lr - a.warmup_min_lr) * g
+
+
+def torch_reference(a, model, optimizer, lr, momentum, wd, data, steps, global_batch, seq):
+    """Trains `model` (in place) single-process on the global batch; per-step losses,
+    learning rates and gradient norms (before clipping)."""
     params = list(model.parameters())
     if optimizer == "adamw":
         opt = torch.optim.AdamW(params, lr=lr, weight_decay=wd)
     else:
         opt = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=wd)
     tdata = torch.from_numpy(data.astype(np.int64))
-    losses = []
+    losses, lrs, norms = [], [], []
     model.train()
     for step in range(steps):
         tokens, targets = zero_models.make_batch(tdata, step, global_batch, seq)
+        if a.lr_schedule != "constant":
+            step_lr = scheduled_lr(a, lr, step)  # step k uses iteration k - 1
+            for group in opt.param_groups:
+                group["lr"] = step_lr
+            lrs.append(step_lr)
         opt.zero_grad()
         loss = model(tokens, targets)
         loss.backward()
+        if a.clip_grad_norm > 0:
+            norms.append(float(torch.nn.utils.clip_grad_norm_(params, a.clip_grad_norm)))
         opt.step()
         losses.append(loss.item())
-    return losses
+    return losses, lrs, norms
 
 
-def compare(a, model, trainable, exported, log, trained, torch_losses, stage, world):
-    """Losses and trained weights against PyTorch's; initializers outside the
-    trainable set (buffers) must come back bit-identical. True when all agree."""
-    zero_losses = [json.loads(line)["loss"] for line in open(log)]
+def compare(a, model, trainable, exported, log, trained, reference, stage, world):
+    """Losses, learning rates, gradient norms and trained weights against PyTorch's;
+    initializers outside the trainable set (buffers) must come back bit-identical.
+    True when all agree."""
+    torch_losses, torch_lrs, torch_norms = reference
+    entries = [json.loads(line) for line in open(log)]
+    zero_losses = [e["loss"] for e in entries]
     ok = True
+    if torch_lrs:
+        worst_lr = max(abs(e.get("lr", float("nan")) - l) for e, l in zip(entries, torch_lrs))
+        good = worst_lr <= 1e-9
+        print("learning rates: worst difference from the formula %.2e (limit 1e-9): %s"
+              % (worst_lr, "ok" if good else "MISMATCH"))
+        ok &= good
+    if torch_norms:
+        worst_norm = max(abs(e.get("grad_norm", float("nan")) - n) / n
+                         for e, n in zip(entries, torch_norms))
+        clipped = sum(n > a.clip_grad_norm for n in torch_norms)
+        good = worst_norm < a.rtol
+        print("gradient norms: worst relative error %.2e (rtol %g); %d of %d steps clipped: %s"
+              % (worst_norm, a.rtol, clipped, len(torch_norms), "ok" if good else "MISMATCH"))
+        ok &= good
     worst_loss = 0.0
     print("%s + %s, %d steps, ZeRO stage %d on %d ranks" % (
         a.model, a.optimizer, a.steps, stage, world))
@@ -141,6 +200,15 @@ def main():
     p.add_argument("--device", help="zero-run --device (default: zero-run's choice)")
     p.add_argument("--launcher", choices=["mpirun", "threads"], default="mpirun",
                    help="ranks as mpirun processes, or as threads of one zero-run")
+    p.add_argument("--clip-grad-norm", type=float, default=0.0)
+    p.add_argument("--lr-schedule", default="constant",
+                   choices=["constant", "warmup", "warmup-decay", "warmup-cosine"])
+    p.add_argument("--warmup-steps", type=int, default=5)
+    p.add_argument("--warmup-type", choices=["log", "linear"], default="log")
+    p.add_argument("--total-steps", type=int, default=20)
+    p.add_argument("--warmup-min-lr", type=float, default=0.0)
+    p.add_argument("--cos-min-ratio", type=float, default=0.0001)
+    p.add_argument("--warmup-min-ratio", type=float, default=0.0)
     a = p.parse_args()
     zero_run = a.zero_run or os.path.join(a.bin, "zero-run")
     os.makedirs(a.work, exist_ok=True)
@@ -162,8 +230,8 @@ def main():
     for world in a.world_size:
         # PyTorch on the same batches: the global batch of `world` ranks.
         model = copy.deepcopy(initial)
-        torch_losses = torch_reference(model, a.optimizer, lr, a.momentum, wd, data,
-                                       a.steps, world * batch, seq)
+        reference = torch_reference(a, model, a.optimizer, lr, a.momentum, wd, data,
+                                    a.steps, world * batch, seq)
         for stage in a.zero_stage:
             work = os.path.join(a.work, "s%d-w%d" % (stage, world))
             os.makedirs(work, exist_ok=True)
@@ -176,6 +244,16 @@ def main():
                      "--max-live-mb=%r" % a.max_live_mb]
             if a.no_overlap:
                 flags.append("--no-overlap")
+            if a.clip_grad_norm > 0:
+                flags.append("--clip-grad-norm=%r" % a.clip_grad_norm)
+            if a.lr_schedule != "constant":
+                flags += ["--lr-schedule=" + a.lr_schedule,
+                          "--warmup-steps=%d" % a.warmup_steps,
+                          "--warmup-type=" + a.warmup_type,
+                          "--total-steps=%d" % a.total_steps,
+                          "--warmup-min-lr=%r" % a.warmup_min_lr,
+                          "--cos-min-ratio=%r" % a.cos_min_ratio,
+                          "--warmup-min-ratio=%r" % a.warmup_min_ratio]
             if a.optimizer == "sgd":
                 flags.append("--momentum=%r" % a.momentum)
             subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "-o", plan] + flags,
@@ -191,7 +269,7 @@ def main():
                                      "--data", data_path, "--steps", str(a.steps),
                                      "--log-json", log, "--save-weights", trained, "--quiet"]
                            + (["--device", a.device] if a.device else []), check=True)
-            ok &= compare(a, model, trainable, onnx_path, log, trained, torch_losses,
+            ok &= compare(a, model, trainable, onnx_path, log, trained, reference,
                           stage, world)
     return 0 if ok else 1
 

@@ -36,6 +36,8 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
     train.weightDecay = o.weightDecay;
     train.momentum = o.momentum;
     train.gradientsOnly = o.mode == "gradients";
+    train.clipGradNorm = o.clipGradNorm;
+    train.runtimeLr = o.runtimeLr;
     pm.addPass(createBuildTrainingStepPass(train));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());

@@ -230,18 +230,24 @@ std::vector<char> Executor::gatherParameter(const std::string &name, DType &dtyp
   ZRT_FAIL("the plan has no parameter '" << name << "'");
 }
 
-bool Executor::hasLossScale() const {
+bool Executor::hasRuntimeValue(const std::string &name) const {
   for (const auto &b : plan_.buffers())
-    if (b.role() == zero::zplan::RUNTIME && b.name() == "loss_scale")
+    if (b.role() == zero::zplan::RUNTIME && b.name() == name)
       return true;
   return false;
 }
 
-void Executor::setLossScale(float scale) {
+void Executor::setRuntimeValue(const std::string &name, double value) {
   for (int i = 0; i < plan_.buffers_size(); ++i) {
     const auto &b = plan_.buffers(i);
-    if (b.role() == zero::zplan::RUNTIME && b.name() == "loss_scale")
-      write(i, &scale, sizeof scale);
+    if (b.role() != zero::zplan::RUNTIME || b.name() != name)
+      continue;
+    if (b.dtype() == zero::zplan::F64) {
+      write(i, &value, sizeof value);
+    } else {
+      float f = (float)value;
+      write(i, &f, sizeof f);
+    }
   }
 }
 

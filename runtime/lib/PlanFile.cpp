@@ -98,9 +98,10 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
                 what << ": " << name << " is optimizer state with no name");
       break;
     case zero::zplan::RUNTIME:
-      ZRT_CHECK(b.name() == "loss_scale" && b.dtype() == zero::zplan::F32 && numel == 1,
-                what << ": " << name << " is a runtime value other than the one f32 "
-                     << "loss_scale");
+      ZRT_CHECK(numel == 1 && ((b.name() == "loss_scale" && b.dtype() == zero::zplan::F32) ||
+                               (b.name() == "lr" && b.dtype() == zero::zplan::F64)),
+                what << ": " << name << " is a runtime value other than the f32 "
+                     << "loss_scale and the f64 lr");
       break;
     case zero::zplan::INPUT:
       ZRT_CHECK(b.index() >= 0 && b.index() < 4096,

@@ -87,6 +87,41 @@ static cl::opt<double>
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
                                 cl::cat(trainingCategory));
 
+static cl::opt<double> clipGradNorm(
+    "clip-grad-norm",
+    cl::desc("Clip the global L2 norm of the gradients to this, as "
+             "torch.nn.utils.clip_grad_norm_ (0: off)"),
+    cl::init(0.0), cl::cat(trainingCategory));
+static cl::opt<std::string> lrSchedule(
+    "lr-schedule",
+    cl::desc("DeepSpeed's schedules: WarmupLR, WarmupDecayLR, WarmupCosineLR; the "
+             "learning rate becomes a runtime value"),
+    cl::value_desc("constant|warmup|warmup-decay|warmup-cosine"), cl::init("constant"),
+    cl::cat(trainingCategory));
+static cl::opt<double> warmupMinLr("warmup-min-lr",
+                                   cl::desc("Schedules: the first learning rate"),
+                                   cl::init(0.0), cl::cat(trainingCategory));
+static cl::opt<double> warmupMaxLr("warmup-max-lr",
+                                   cl::desc("Schedules: the rate after warm-up (default: "
+                                            "--lr)"),
+                                   cl::init(-1.0), cl::cat(trainingCategory));
+static cl::opt<int64_t> warmupSteps("warmup-steps",
+                                    cl::desc("Schedules: warm-up steps"), cl::init(1000),
+                                    cl::cat(trainingCategory));
+static cl::opt<std::string> warmupType("warmup-type",
+                                       cl::desc("Schedules: the warm-up's shape"),
+                                       cl::value_desc("log|linear"), cl::init("log"),
+                                       cl::cat(trainingCategory));
+static cl::opt<int64_t> totalSteps(
+    "total-steps", cl::desc("warmup-decay, warmup-cosine: the steps of the whole run"),
+    cl::init(0), cl::cat(trainingCategory));
+static cl::opt<double> cosMinRatio("cos-min-ratio",
+                                   cl::desc("warmup-cosine: the final ratio of --lr"),
+                                   cl::init(0.0001), cl::cat(trainingCategory));
+static cl::opt<double> warmupMinRatio(
+    "warmup-min-ratio", cl::desc("warmup-cosine: the first ratio of --lr"),
+    cl::init(0.0), cl::cat(trainingCategory));
+
 static cl::OptionCategory precisionCategory("Mixed precision");
 static cl::opt<std::string>
     precision("precision",
@@ -287,6 +322,8 @@ void buildPipeline(PassManager &pm, bool isGraph, StringRef level, double bucket
   o.momentum = momentum;
   o.precision = precision;
   o.reduceDtype = reduceDtype;
+  o.clipGradNorm = clipGradNorm;
+  o.runtimeLr = lrSchedule != "constant";
   o.zeroStage = zeroStage;
   o.worldSize = worldSize;
   o.bucketSizeMb = bucketMb;
@@ -358,12 +395,28 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
   return success();
 }
 
-/// Mixed precision: the settings zero-run needs (the loss scaler's), on the module
-/// for the plan writer.
-void recordPrecision(ModuleOp module) {
-  if (precision == "fp32" || mode != "train")
+/// The settings zero-run needs (the loss scaler's, the learning-rate schedule's),
+/// on the module for the plan writer.
+void recordRuntimeSettings(ModuleOp module) {
+  if (mode != "train")
     return;
   Builder b(module.getContext());
+  if (lrSchedule != "constant")
+    module->setAttr(
+        "zero.lr_schedule",
+        b.getDictionaryAttr(
+            {b.getNamedAttr("kind", b.getStringAttr(lrSchedule)),
+             b.getNamedAttr("min_lr", b.getF64FloatAttr(warmupMinLr)),
+             b.getNamedAttr("max_lr",
+                            b.getF64FloatAttr(warmupMaxLr < 0 ? (double)lr : warmupMaxLr)),
+             b.getNamedAttr("warmup_steps", b.getF64FloatAttr((double)warmupSteps)),
+             b.getNamedAttr("warmup_type", b.getStringAttr(warmupType)),
+             b.getNamedAttr("total_steps", b.getF64FloatAttr((double)totalSteps)),
+             b.getNamedAttr("base_lr", b.getF64FloatAttr(lr)),
+             b.getNamedAttr("cos_min_ratio", b.getF64FloatAttr(cosMinRatio)),
+             b.getNamedAttr("warmup_min_ratio", b.getF64FloatAttr(warmupMinRatio))}));
+  if (precision == "fp32")
+    return;
   module->setAttr("zero.precision", b.getStringAttr(precision));
   if (precision != "fp16")
     return;
@@ -403,7 +456,7 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
   buildPipeline(pm, isGraph, level, bucketMb, prefetch);
   if (failed(pm.run(module)))
     return failure();
-  recordPrecision(module);
+  recordRuntimeSettings(module);
   if (report.getNumOccurrences()) {
     auto r = zero::computeZeroReport(module, zeroStage);
     if (failed(r))
@@ -560,6 +613,30 @@ int main(int argc, char **argv) {
                  << (reduceDtype != "fp32" ? " is not fp32"
                                            : " needs --precision=bf16 or fp16")
                  << "\n";
+    return 1;
+  }
+  if (clipGradNorm < 0) {
+    llvm::errs() << "zero-opt: error: --clip-grad-norm must be >= 0\n";
+    return 1;
+  }
+  if (lrSchedule != "constant" && lrSchedule != "warmup" && lrSchedule != "warmup-decay" &&
+      lrSchedule != "warmup-cosine") {
+    llvm::errs() << "zero-opt: error: --lr-schedule=" << lrSchedule
+                 << " is not one of constant, warmup, warmup-decay, warmup-cosine\n";
+    return 1;
+  }
+  if (warmupType != "log" && warmupType != "linear") {
+    llvm::errs() << "zero-opt: error: --warmup-type=" << warmupType
+                 << " is not log or linear\n";
+    return 1;
+  }
+  if (warmupSteps < 0 || totalSteps < 0) {
+    llvm::errs() << "zero-opt: error: --warmup-steps and --total-steps must be >= 0\n";
+    return 1;
+  }
+  if ((lrSchedule == "warmup-decay" || lrSchedule == "warmup-cosine") && totalSteps <= 0) {
+    llvm::errs() << "zero-opt: error: --lr-schedule=" << lrSchedule
+                 << " needs --total-steps (the steps of the whole run)\n";
     return 1;
   }
   if (lossScale < 0 || initialScalePower < 0 || initialScalePower > 120 ||

@@ -28,6 +28,9 @@ struct ZeroPipelineOptions {
   // Mixed precision: fp32, bf16 or fp16; reduceDtype "fp32" reduces 16-bit
   // gradients in f32.
   std::string precision = "fp32", reduceDtype;
+  // Gradient clipping (0: off) and a runtime learning rate (for a schedule).
+  double clipGradNorm = 0;
+  bool runtimeLr = false;
   // ZeRO.
   int64_t zeroStage = 0, worldSize = 1, persistenceThreshold = 0;
   double bucketSizeMb = 25;

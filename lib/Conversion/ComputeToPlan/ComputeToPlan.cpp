@@ -289,9 +289,16 @@ struct ConvertComputeToPlanPass
       }
       NamedAttrList kernelAttrs;
       if (!isCollective) // a collective's attributes are all implied (checked above)
-        for (NamedAttribute a : op.getAttrs())
-          if (a.getName() != "operandSegmentSizes") // implied by the input count
-            kernelAttrs.append(a);
+        for (NamedAttribute a : op.getAttrs()) {
+          // Which optional operands are there (the optimizers' runtime values).
+          if (auto seg = dyn_cast<DenseI32ArrayAttr>(a.getValue());
+              seg && a.getName() == "operandSegmentSizes") {
+            SmallVector<int64_t> sizes(seg.asArrayRef().begin(), seg.asArrayRef().end());
+            kernelAttrs.append("operand_segments", b.getDenseI64ArrayAttr(sizes));
+            continue;
+          }
+          kernelAttrs.append(a);
+        }
       if (isStart) {
         int64_t id = requestOf.size();
         requestOf[&op] = id;

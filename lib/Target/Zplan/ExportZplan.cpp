@@ -113,6 +113,26 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
     l->set_hysteresis((int)num("hysteresis"));
     l->set_min_scale(num("min_scale"));
   }
+  if (auto ls = module->getAttrOfType<DictionaryAttr>("zero.lr_schedule")) {
+    auto num = [&](StringRef key) {
+      auto a = ls.getAs<FloatAttr>(key);
+      return a ? a.getValueAsDouble() : 0.0;
+    };
+    auto str = [&](StringRef key) {
+      auto a = ls.getAs<StringAttr>(key);
+      return a ? a.str() : std::string();
+    };
+    zplan::LrSchedule *l = out.mutable_lr_schedule();
+    l->set_kind(str("kind"));
+    l->set_min_lr(num("min_lr"));
+    l->set_max_lr(num("max_lr"));
+    l->set_warmup_steps((int64_t)num("warmup_steps"));
+    l->set_warmup_type(str("warmup_type"));
+    l->set_total_steps((int64_t)num("total_steps"));
+    l->set_base_lr(num("base_lr"));
+    l->set_cos_min_ratio(num("cos_min_ratio"));
+    l->set_warmup_min_ratio(num("warmup_min_ratio"));
+  }
   DenseMap<Value, int> index;
   for (Operation &op : program.getBody().front()) {
     if (auto buf = dyn_cast<plan::BufferOp>(op)) {

@@ -75,10 +75,11 @@ public:
   /// every rank must call it, in the same order.
   std::vector<char> gatherParameter(const std::string &name, DType &dtype,
                                     std::vector<int64_t> &shape);
-  /// Mixed precision: whether the plan starts its gradients from a loss scale, and
-  /// setting it (before each step; a plan without one ignores it).
-  bool hasLossScale() const;
-  void setLossScale(float scale);
+  /// The scalars the runtime sets before each step (`RUNTIME` buffers): whether the
+  /// plan has the one named `name` ("loss_scale", "lr"), and setting it (a plan
+  /// without it ignores it).
+  bool hasRuntimeValue(const std::string &name) const;
+  void setRuntimeValue(const std::string &name, double value);
   /// Every parameter name, in plan order (bucket members expanded).
   std::vector<std::string> parameterNames() const;
   Communicator &comm() { return comm_; }

@@ -11,6 +11,7 @@
 
 #include "KernelUtil.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -206,7 +207,7 @@ BoundKernel bindSliceGrad(const KernelCall &call) {
 }
 
 /// Checks that every listed view has `p`'s dtype and shape (the gradient is
-/// checked by gradControl: in mixed precision it is 16-bit).
+/// checked by optimizerRuntime: in mixed precision it is 16-bit).
 void expectLike(const KernelCall &call, const TensorView &p,
                 std::initializer_list<const TensorView *> views) {
   for (const TensorView *v : views) {
@@ -215,34 +216,50 @@ void expectLike(const KernelCall &call, const TensorView &p,
   }
 }
 
-/// The optimizer's mixed-precision operands, after its own: the loss scale the
-/// gradient is divided by, and the overflow count (when it is not zero the step is
-/// skipped and every output keeps its input). Absent in f32 training.
-struct GradControl {
-  bool present = false;
-  TensorView scale, found;
+/// An optimizer's optional runtime operands, after its `own` inputs, as the plan's
+/// `operand_segments` lists them: `scale` (one f32 the gradient is multiplied by:
+/// mixed precision's 1 / (loss scale * ranks), clipping's coefficient), `found`
+/// (one f32: when not zero the step is skipped and every output keeps its input)
+/// and `lr` (one f64: this step's learning rate, in place of the attribute).
+struct OptimizerRuntime {
+  TensorView scale, found, lr;
+  bool hasScale = false, hasFound = false, hasLr = false;
 };
-GradControl gradControl(const KernelCall &call, size_t own, const TensorView &p,
-                        const TensorView &g) {
-  ZRT_CHECK((call.ins.size() == own || call.ins.size() == own + 2),
-            call.where() << ": takes " << own << " or " << own + 2 << " inputs, got "
-                         << call.ins.size());
+OptimizerRuntime optimizerRuntime(const KernelCall &call, size_t own, const TensorView &p,
+                                  const TensorView &g) {
+  std::vector<int64_t> seg(own, 1);
+  seg.resize(own + 3, 0);
+  if (call.hasAttr("operand_segments"))
+    seg = call.intsAttr("operand_segments");
+  size_t present = 0;
+  bool wellFormed = seg.size() == own + 3;
+  for (size_t i = 0; wellFormed && i < seg.size(); ++i) {
+    wellFormed = seg[i] == 1 || (i >= own && seg[i] == 0);
+    present += seg[i];
+  }
+  ZRT_CHECK(wellFormed && present == call.ins.size(),
+            call.where() << ": its operand_segments do not describe its "
+                         << call.ins.size() << " inputs");
   ZRT_CHECK(p.dtype == zero::zplan::F32 || p.dtype == zero::zplan::F64,
             call.where() << ": the parameter it updates must be f32 or f64, got "
                          << dtypeName(p.dtype));
   expectShape(call, g, p.shape, "grad");
-  GradControl c;
-  if (call.ins.size() == own) {
-    ZRT_CHECK(g.dtype == p.dtype, call.where() << ": dtypes differ");
-    return c;
-  }
-  c.present = true;
-  c.scale = call.ins[own];
-  c.found = call.ins[own + 1];
-  for (const TensorView *v : {&c.scale, &c.found})
-    ZRT_CHECK(v->dtype == zero::zplan::F32 && v->numel() == 1,
-              call.where() << ": the loss scale and overflow count must be one f32 each");
-  return c;
+  OptimizerRuntime r;
+  size_t next = own;
+  auto take = [&](int64_t flag, TensorView &v, bool &has, DType dt, const char *what) {
+    if (!flag)
+      return;
+    v = call.ins[next++];
+    has = true;
+    ZRT_CHECK(v.dtype == dt && v.numel() == 1,
+              call.where() << ": " << what << " must be one " << dtypeName(dt));
+  };
+  take(seg[own], r.scale, r.hasScale, zero::zplan::F32, "the gradient scale");
+  take(seg[own + 1], r.found, r.hasFound, zero::zplan::F32, "the overflow count");
+  take(seg[own + 2], r.lr, r.hasLr, zero::zplan::F64, "the learning rate");
+  // A gradient of another dtype (16-bit, for an f32 master copy) comes with its scale.
+  ZRT_CHECK(g.dtype == p.dtype || r.hasScale, call.where() << ": dtypes differ");
+  return r;
 }
 
 /// A skipped step leaves every output as its input was (outputs written in place
@@ -273,27 +290,25 @@ BoundKernel dispatchOptimizer(const KernelCall &call, const TensorView &p,
 
 BoundKernel bindAdamW(const KernelCall &call) {
   ZRT_CHECK(call.outs.size() == 3 && call.ins.size() >= 5,
-            call.where() << ": takes 5 or 7 inputs and 3 outputs");
+            call.where() << ": takes 5 to 8 inputs and 3 outputs");
   const TensorView p = call.ins[0], g = call.ins[1], m = call.ins[2], v = call.ins[3],
                    step = call.ins[4];
   const TensorView po = call.outs[0], mo = call.outs[1], vo = call.outs[2];
-  GradControl ctl = gradControl(call, 5, p, g);
+  OptimizerRuntime rt = optimizerRuntime(call, 5, p, g);
   expectLike(call, p, {&m, &v, &po, &mo, &vo});
   ZRT_CHECK(step.dtype == zero::zplan::I64 && step.shape.empty(),
             call.where() << ": step must be a scalar i64");
-  double lr = call.floatAttr("lr"), b1 = call.floatAttr("beta1"),
+  double lrAttr = call.floatAttr("lr"), b1 = call.floatAttr("beta1"),
          b2 = call.floatAttr("beta2"), eps = call.floatAttr("eps"),
          wd = call.floatAttr("weight_decay");
   return dispatchOptimizer(call, p, g, [=](auto pTag, auto gTag) -> BoundKernel {
     using T = decltype(pTag);
     using G = decltype(gTag);
     return [=] {
-      T unscale = T(1);
-      if (ctl.present) {
-        if (ctl.found.as<float>()[0] != 0.0f)
-          return keepInputs({{p, po}, {m, mo}, {v, vo}});
-        unscale = T(1) / T(ctl.scale.as<float>()[0]);
-      }
+      if (rt.hasFound && rt.found.as<float>()[0] != 0.0f)
+        return keepInputs({{p, po}, {m, mo}, {v, vo}});
+      T mult = rt.hasScale ? T(rt.scale.as<float>()[0]) : T(1);
+      double lr = rt.hasLr ? rt.lr.as<double>()[0] : lrAttr;
       int64_t t = step.as<int64_t>()[0];
       // Scalars in double, as Python computes them in torch.optim.AdamW.
       double bc1 = 1.0 - std::pow(b1, (double)t), bc2 = 1.0 - std::pow(b2, (double)t);
@@ -304,7 +319,7 @@ BoundKernel bindAdamW(const KernelCall &call) {
       const T *pp = p.as<T>(), *pm = m.as<T>(), *pv = v.as<T>();
       T *opp = po.as<T>(), *opm = mo.as<T>(), *opv = vo.as<T>();
       for (int64_t i = 0, n = p.numel(); i < n; ++i) {
-        T gi = ctl.present ? T(pg[i]) * unscale : T(pg[i]);
+        T gi = rt.hasScale ? T(pg[i]) * mult : T(pg[i]);
         T param = pp[i] * decay;
         T mi = pm[i] * beta1 + gi * oneMinusB1;
         T vi = pv[i] * beta2 + oneMinusB2 * gi * gi;
@@ -319,29 +334,27 @@ BoundKernel bindAdamW(const KernelCall &call) {
 
 BoundKernel bindSgd(const KernelCall &call) {
   ZRT_CHECK(call.outs.size() == 2 && call.ins.size() >= 3,
-            call.where() << ": takes 3 or 5 inputs and 2 outputs");
+            call.where() << ": takes 3 to 6 inputs and 2 outputs");
   const TensorView p = call.ins[0], g = call.ins[1], buf = call.ins[2];
   const TensorView po = call.outs[0], bo = call.outs[1];
-  GradControl ctl = gradControl(call, 3, p, g);
+  OptimizerRuntime rt = optimizerRuntime(call, 3, p, g);
   expectLike(call, p, {&buf, &po, &bo});
-  double lr = call.floatAttr("lr"), mom = call.floatAttr("momentum"),
+  double lrAttr = call.floatAttr("lr"), mom = call.floatAttr("momentum"),
          wd = call.floatAttr("weight_decay");
   return dispatchOptimizer(call, p, g, [=](auto pTag, auto gTag) -> BoundKernel {
     using T = decltype(pTag);
     using G = decltype(gTag);
     return [=] {
-      T unscale = T(1);
-      if (ctl.present) {
-        if (ctl.found.as<float>()[0] != 0.0f)
-          return keepInputs({{p, po}, {buf, bo}});
-        unscale = T(1) / T(ctl.scale.as<float>()[0]);
-      }
+      if (rt.hasFound && rt.found.as<float>()[0] != 0.0f)
+        return keepInputs({{p, po}, {buf, bo}});
+      T mult = rt.hasScale ? T(rt.scale.as<float>()[0]) : T(1);
+      double lr = rt.hasLr ? rt.lr.as<double>()[0] : lrAttr;
       T lrT = T(-lr), momT = T(mom), wdT = T(wd);
       const G *pg = g.as<G>();
       const T *pp = p.as<T>(), *pb = buf.as<T>();
       T *opp = po.as<T>(), *opb = bo.as<T>();
       for (int64_t i = 0, n = p.numel(); i < n; ++i) {
-        T gi = ctl.present ? T(pg[i]) * unscale : T(pg[i]);
+        T gi = rt.hasScale ? T(pg[i]) * mult : T(pg[i]);
         T d = wd != 0.0 ? gi + pp[i] * wdT : gi;
         // The buffer starts at zero, so the first step gives d, as PyTorch's clone.
         T b = mom != 0.0 ? pb[i] * momT + d : d;
@@ -350,6 +363,44 @@ BoundKernel bindSgd(const KernelCall &call) {
       }
     };
   });
+}
+
+/// Gradient clipping: the sum of squares of a tensor (in f64), as one f32.
+BoundKernel bindSumSquares(const KernelCall &call) {
+  call.expectArity(1, 1);
+  const TensorView x = call.ins[0], out = call.outs[0];
+  ZRT_CHECK(out.dtype == zero::zplan::F32 && out.numel() == 1,
+            call.where() << ": the result must be one f32");
+  return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      const T *px = x.as<T>();
+      double sum = 0;
+      for (int64_t i = 0, n = x.numel(); i < n; ++i)
+        sum += (double)px[i] * (double)px[i];
+      out.as<float>()[0] = (float)sum;
+    };
+  });
+}
+
+/// torch.nn.utils.clip_grad_norm_'s coefficient, folded into the optimizer's
+/// gradient scale: norm = sqrt(sum of squares) * scale.
+BoundKernel bindClipGradScale(const KernelCall &call) {
+  call.expectArity(2, 2);
+  for (const TensorView *v : {&call.ins[0], &call.ins[1], &call.outs[0], &call.outs[1]})
+    ZRT_CHECK(v->dtype == zero::zplan::F32 && v->numel() == 1,
+              call.where() << ": operands and results must be one f32 each");
+  double maxNorm = call.floatAttr("max_norm");
+  ZRT_CHECK(maxNorm > 0, call.where() << ": max_norm must be positive");
+  const TensorView sumSq = call.ins[0], scale = call.ins[1], out = call.outs[0],
+                   norm = call.outs[1];
+  return [=] {
+    double s = scale.as<float>()[0];
+    double n = std::sqrt((double)sumSq.as<float>()[0]) * s;
+    double coef = std::min(1.0, maxNorm / (n + 1e-6));
+    out.as<float>()[0] = (float)(s * coef);
+    norm.as<float>()[0] = (float)n;
+  };
 }
 
 /// The number of elements that are inf or NaN, as one f32: the overflow check of
@@ -382,4 +433,6 @@ void zrt::addTrainingKernels(KernelTable &t) {
   t["adamw"] = bindAdamW;
   t["sgd"] = bindSgd;
   t["nonfinite_count"] = bindNonfiniteCount;
+  t["sum_squares"] = bindSumSquares;
+  t["clip_grad_scale"] = bindClipGradScale;
 }

@@ -461,12 +461,45 @@ BoundKernel bindNonfiniteCount(const KernelCall &call) {
   return [=] { nonfiniteCount(context().compute, t, x.data, out.as<float>(), n); };
 }
 
-/// Mixed precision: the optimizer's loss scale and overflow count (after its `own`
-/// inputs), or nulls.
-std::pair<const float *, const float *> gradControl(const KernelCall &call, size_t own) {
-  if (call.ins.size() == own)
-    return {nullptr, nullptr};
-  return {call.ins[own].as<float>(), call.ins[own + 1].as<float>()};
+/// An optimizer's optional runtime operands (after its `own` inputs, as the plan's
+/// operand_segments say; validate checked them): gradient scale, overflow count,
+/// learning rate; null when absent.
+struct OptimizerRuntime {
+  const float *scale = nullptr, *found = nullptr;
+  const double *lr = nullptr;
+};
+OptimizerRuntime optimizerRuntime(const KernelCall &call, size_t own) {
+  OptimizerRuntime r;
+  if (!call.hasAttr("operand_segments"))
+    return r;
+  std::vector<int64_t> seg = call.intsAttr("operand_segments");
+  size_t next = own;
+  if (seg[own])
+    r.scale = call.ins[next++].as<float>();
+  if (seg[own + 1])
+    r.found = call.ins[next++].as<float>();
+  if (seg[own + 2])
+    r.lr = call.ins[next++].as<double>();
+  return r;
+}
+
+BoundKernel bindSumSquares(const KernelCall &call) {
+  validate(call);
+  TensorView x = call.ins[0], out = call.outs[0];
+  Elem t = elemOf(x.dtype);
+  int64_t n = x.numel();
+  return [=] { sumSquares(context().compute, t, x.data, out.as<float>(), n); };
+}
+
+BoundKernel bindClipGradScale(const KernelCall &call) {
+  validate(call);
+  TensorView sumSq = call.ins[0], scale = call.ins[1], out = call.outs[0],
+             norm = call.outs[1];
+  double maxNorm = call.floatAttr("max_norm");
+  return [=] {
+    clipGradScale(context().compute, sumSq.as<float>(), scale.as<float>(), out.as<float>(),
+                  norm.as<float>(), maxNorm);
+  };
 }
 
 BoundKernel bindAdamW(const KernelCall &call) {
@@ -476,12 +509,12 @@ BoundKernel bindAdamW(const KernelCall &call) {
          b2 = call.floatAttr("beta2"), eps = call.floatAttr("eps"),
          wd = call.floatAttr("weight_decay");
   Elem t = elemOf(in[0].dtype), gt = elemOf(in[1].dtype);
-  auto [scale, found] = gradControl(call, 5);
+  OptimizerRuntime rt = optimizerRuntime(call, 5);
   int64_t n = in[0].numel();
   return [=] {
     adamw(context().compute, t, gt, in[0].data, in[1].data, in[2].data, in[3].data,
-          in[4].as<int64_t>(), scale, found, out[0].data, out[1].data, out[2].data, n, lr,
-          b1, b2, eps, wd);
+          in[4].as<int64_t>(), rt.scale, rt.found, rt.lr, out[0].data, out[1].data,
+          out[2].data, n, lr, b1, b2, eps, wd);
   };
 }
 
@@ -491,11 +524,11 @@ BoundKernel bindSgd(const KernelCall &call) {
   double lr = call.floatAttr("lr"), mom = call.floatAttr("momentum"),
          wd = call.floatAttr("weight_decay");
   Elem t = elemOf(in[0].dtype), gt = elemOf(in[1].dtype);
-  auto [scale, found] = gradControl(call, 3);
+  OptimizerRuntime rt = optimizerRuntime(call, 3);
   int64_t n = in[0].numel();
   return [=] {
-    sgd(context().compute, t, gt, in[0].data, in[1].data, in[2].data, scale, found,
-        out[0].data, out[1].data, n, lr, mom, wd);
+    sgd(context().compute, t, gt, in[0].data, in[1].data, in[2].data, rt.scale, rt.found,
+        rt.lr, out[0].data, out[1].data, n, lr, mom, wd);
   };
 }
 
@@ -652,6 +685,8 @@ const KernelTable &zrt::cuda::cudaKernels() {
     add("adamw", bindAdamW);
     add("sgd", bindSgd);
     add("nonfinite_count", bindNonfiniteCount);
+    add("sum_squares", bindSumSquares);
+    add("clip_grad_scale", bindClipGradScale);
     add("all_gather", [](const KernelCall &c) { return bindCollective(c, Kind::AllGather); });
     add("reduce_scatter",
         [](const KernelCall &c) { return bindCollective(c, Kind::ReduceScatter); });

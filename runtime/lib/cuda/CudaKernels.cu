@@ -543,15 +543,15 @@ __global__ void reluGradKernel(const T *x, const T *g, T *out, int64_t n) {
     out[i] = x[i] > T(0) ? g[i] : T(0);
 }
 
-/// The gradient in the parameter's type T: divided by the loss scale when there
-/// is one (mixed precision). False when the step is skipped (an overflow): then
-/// every output keeps its input (copied when not written in place).
+/// The gradient in the parameter's type T, multiplied by `scale` when there is one
+/// (mixed precision's 1 / (loss scale * ranks), clipping's coefficient). False when
+/// the step is skipped (an overflow): then every output keeps its input.
 template <typename T, typename G>
 __device__ bool gradientOf(const G *g, int64_t i, const float *scale, const float *found,
                            T &gi) {
   if (found && *found != 0.0f)
     return false;
-  gi = scale ? T(g[i]) * (T(1) / T(*scale)) : T(g[i]);
+  gi = scale ? T(g[i]) * T(*scale) : T(g[i]);
   return true;
 }
 
@@ -559,8 +559,8 @@ __device__ bool gradientOf(const G *g, int64_t i, const float *scale, const floa
 template <typename T, typename G>
 __global__ void adamwKernel(const T *p, const G *g, const T *m, const T *v,
                             const int64_t *step, const float *scale, const float *found,
-                            T *po, T *mo, T *vo, int64_t n, double lr, double b1, double b2,
-                            double eps, double wd) {
+                            const double *lrValue, T *po, T *mo, T *vo, int64_t n,
+                            double lr, double b1, double b2, double eps, double wd) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i >= n)
     return;
@@ -571,6 +571,8 @@ __global__ void adamwKernel(const T *p, const G *g, const T *m, const T *v,
     vo[i] = v[i];
     return;
   }
+  if (lrValue)
+    lr = *lrValue;
   double t = (double)*step;
   double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
   T decay = T(1.0 - lr * wd), stepSize = T(-(lr / bc1)), bc2Sqrt = T(sqrt(bc2));
@@ -585,8 +587,8 @@ __global__ void adamwKernel(const T *p, const G *g, const T *m, const T *v,
 
 template <typename T, typename G>
 __global__ void sgdKernel(const T *p, const G *g, const T *buf, const float *scale,
-                          const float *found, T *po, T *bo, int64_t n, double lr,
-                          double mom, double wd) {
+                          const float *found, const double *lrValue, T *po, T *bo,
+                          int64_t n, double lr, double mom, double wd) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i >= n)
     return;
@@ -596,10 +598,32 @@ __global__ void sgdKernel(const T *p, const G *g, const T *buf, const float *sca
     bo[i] = buf[i];
     return;
   }
+  if (lrValue)
+    lr = *lrValue;
   T d = wd != 0.0 ? gi + p[i] * T(wd) : gi;
   T b = mom != 0.0 ? buf[i] * T(mom) + d : d;
   po[i] = p[i] + b * T(-lr);
   bo[i] = b;
+}
+
+/// One block: the sum of squares (f64) of all of x, as one f32.
+template <typename T>
+__global__ void sumSquaresKernel(const T *x, float *out, int64_t n) {
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads)
+    sum += (double)x[i] * (double)x[i];
+  sum = blockReduce(sum, Add{});
+  if (threadIdx.x == 0)
+    *out = (float)sum;
+}
+
+/// torch.nn.utils.clip_grad_norm_'s coefficient folded into the gradient scale.
+__global__ void clipGradScaleKernel(const float *sumSq, const float *scale, float *out,
+                                    float *norm, double maxNorm) {
+  double s = *scale, total = sqrt((double)*sumSq) * s;
+  double coef = fmin(1.0, maxNorm / (total + 1e-6));
+  *out = (float)(s * coef);
+  *norm = (float)total;
 }
 
 /// Adds the number of inf/NaN elements to *count (zeroed before the launch).
@@ -820,14 +844,14 @@ template <typename F> void dispatchOptimizer(Elem t, Elem gt, F f) {
 
 void adamw(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *m,
            const void *v, const int64_t *step, const float *scale, const float *found,
-           void *po, void *mo, void *vo, int64_t n, double lr, double beta1, double beta2,
-           double eps, double weightDecay) {
+           const double *lrValue, void *po, void *mo, void *vo, int64_t n, double lr,
+           double beta1, double beta2, double eps, double weightDecay) {
   dispatchOptimizer(t, gt, [&](auto pt, auto g16) {
     using T = decltype(pt);
     using G = decltype(g16);
     launchN("adamw", adamwKernel<T, G>, n, s, (const T *)p, (const G *)g, (const T *)m,
-            (const T *)v, step, scale, found, (T *)po, (T *)mo, (T *)vo, n, lr, beta1, beta2,
-            eps, weightDecay);
+            (const T *)v, step, scale, found, lrValue, (T *)po, (T *)mo, (T *)vo, n, lr,
+            beta1, beta2, eps, weightDecay);
   });
 }
 
@@ -840,14 +864,26 @@ void nonfiniteCount(cudaStream_t s, Elem t, const void *x, float *count, int64_t
 }
 
 void sgd(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *buf,
-         const float *scale, const float *found, void *po, void *bo, int64_t n, double lr,
-         double momentum, double weightDecay) {
+         const float *scale, const float *found, const double *lrValue, void *po, void *bo,
+         int64_t n, double lr, double momentum, double weightDecay) {
   dispatchOptimizer(t, gt, [&](auto pt, auto g16) {
     using T = decltype(pt);
     using G = decltype(g16);
     launchN("sgd", sgdKernel<T, G>, n, s, (const T *)p, (const G *)g, (const T *)buf, scale,
-            found, (T *)po, (T *)bo, n, lr, momentum, weightDecay);
+            found, lrValue, (T *)po, (T *)bo, n, lr, momentum, weightDecay);
   });
+}
+
+void sumSquares(cudaStream_t s, Elem t, const void *x, float *out, int64_t n) {
+  dispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    launchRows("sumSquares", sumSquaresKernel<T>, 1, s, (const T *)x, out, n);
+  });
+}
+
+void clipGradScale(cudaStream_t s, const float *sumSq, const float *scale, float *out,
+                   float *norm, double maxNorm) {
+  launch("clipGradScale", clipGradScaleKernel, 1, 1, s, sumSq, scale, out, norm, maxNorm);
 }
 
 } // namespace zrt::cuda

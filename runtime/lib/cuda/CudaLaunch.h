@@ -87,15 +87,20 @@ void reduce(cudaStream_t s, Elem t, bool mean, const void *in, Strided keep, Str
             int64_t count, void *out, int64_t n);
 void reluGrad(cudaStream_t s, Elem t, const void *x, const void *g, void *out, int64_t n);
 /// The optimizers on parameters (or f32 master copies) of type `t` with gradients
-/// of type `gt`. Mixed precision: `scale` (device, one f32) divides the gradient and
-/// a non-zero `found` (device, one f32) skips the step; both null otherwise.
+/// of type `gt`. Optional device scalars (null when absent): `scale` multiplies the
+/// gradient, a non-zero `found` skips the step, `lrValue` replaces `lr`.
 void adamw(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *m,
            const void *v, const int64_t *step, const float *scale, const float *found,
-           void *po, void *mo, void *vo, int64_t n, double lr, double beta1, double beta2,
-           double eps, double weightDecay);
+           const double *lrValue, void *po, void *mo, void *vo, int64_t n, double lr,
+           double beta1, double beta2, double eps, double weightDecay);
 void sgd(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *buf,
-         const float *scale, const float *found, void *po, void *bo, int64_t n, double lr,
-         double momentum, double weightDecay);
+         const float *scale, const float *found, const double *lrValue, void *po, void *bo,
+         int64_t n, double lr, double momentum, double weightDecay);
+/// *out = the sum of squares of x (f64 accumulation).
+void sumSquares(cudaStream_t s, Elem t, const void *x, float *out, int64_t n);
+/// Gradient clipping's scale and norm from the summed squares and the scale.
+void clipGradScale(cudaStream_t s, const float *sumSq, const float *scale, float *out,
+                   float *norm, double maxNorm);
 /// *count = the number of inf/NaN elements of x.
 void nonfiniteCount(cudaStream_t s, Elem t, const void *x, float *count, int64_t n);
 

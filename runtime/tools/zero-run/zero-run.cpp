@@ -21,6 +21,7 @@
 #include "zrt/Executor.h"
 #include "zrt/Kernels.h"
 #include "zrt/LossScaler.h"
+#include "zrt/LrSchedule.h"
 #include "zrt/OnnxTensors.h"
 #include "zrt/PlanFile.h"
 #include "zrt/SaveWeights.h"
@@ -72,7 +73,9 @@ const char *kUsage =
     "  --log-json FILE        one JSON object per step: step, loss (mean over ranks),\n"
     "                         ms, tokens_per_s, peak_bytes (per rank), comm_elements;\n"
     "                         mixed-precision plans add loss_scale (the scale the step\n"
-    "                         used) and skipped (gradients overflowed: no update)\n"
+    "                         used) and skipped (gradients overflowed: no update); a\n"
+    "                         schedule adds lr, gradient clipping grad_norm (before\n"
+    "                         clipping)\n"
     "  --print-every N        a terminal line every N steps (default 1; the JSON log\n"
     "                         still has every step)\n"
     "  --profile              at the end, time spent per kernel kind\n"
@@ -97,6 +100,16 @@ const char *kUsage =
     "  --inputs DIR           graph inputs as DIR/input_K.pb (ONNX TensorProto)\n"
     "  --save-outputs DIR     writes graph outputs as DIR/output_K.pb\n"
     "  --quiet                prints nothing but errors\n";
+
+/// A number for the JSON log: JSON has no inf or NaN (a skipped step's loss or
+/// gradient norm may be either), so those are null.
+std::string jsonNumber(double v) {
+  if (!std::isfinite(v))
+    return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
 
 /// A rank and a step (--test-fail-rank R:S); rank -1: none.
 struct RankAtStep {
@@ -375,7 +388,20 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
   for (int i = 0; i < exec.numOutputs(); ++i)
     if (exec.outputName(i) == "overflow")
       overflowOutput = i;
-  bool mixed = exec.hasLossScale();
+  bool mixed = exec.hasRuntimeValue("loss_scale");
+  // A learning-rate schedule: the optimizers read `lr`, set before each step from
+  // the schedule's iteration, the number of steps that were not skipped.
+  bool scheduled = exec.plan().has_lr_schedule();
+  ZRT_CHECK(scheduled == exec.hasRuntimeValue("lr"),
+            "the plan has a learning-rate schedule but no runtime lr, or the other way "
+            "round");
+  if (scheduled)
+    checkLrSchedule(exec.plan().lr_schedule());
+  int64_t scheduleIter = 0;
+  int gradNormOutput = -1;
+  for (int i = 0; i < exec.numOutputs(); ++i)
+    if (exec.outputName(i) == "grad_norm")
+      gradNormOutput = i;
   ZRT_CHECK(mixed == (overflowOutput >= 0),
             "the plan has a loss scale but no overflow output, or the other way round");
   ZRT_CHECK(o.testOverflow.rank < 0 || mixed,
@@ -406,7 +432,12 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
       bool forceOverflow =
           o.testOverflow.rank == comm.rank() && o.testOverflow.step == step + 1;
       if (mixed)
-        exec.setLossScale(forceOverflow ? INFINITY : (float)scaleUsed);
+        exec.setRuntimeValue("loss_scale", forceOverflow ? INFINITY : scaleUsed);
+      double lrUsed = 0;
+      if (scheduled) {
+        lrUsed = scheduledLr(exec.plan().lr_schedule(), scheduleIter);
+        exec.setRuntimeValue("lr", lrUsed);
+      }
       auto start = std::chrono::steady_clock::now();
       if (o.profile)
         exec.runProfiled(msByKernel);
@@ -424,6 +455,9 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
       double loss = comm.meanOf(scalarOf(exec.readOutput(0).view()));
       bool skipped = mixed && scalarOf(exec.readOutput(overflowOutput).view()) != 0.0;
       skippedSteps += skipped;
+      scheduleIter += !skipped; // DeepSpeed's scheduler steps only with the optimizer
+      double gradNorm =
+          gradNormOutput >= 0 ? scalarOf(exec.readOutput(gradNormOutput).view()) : 0.0;
       double tps = globalBatch * seqLen / (ms / 1000.0);
       bool print = (step + 1) % o.printEvery == 0 || step == 0 || step + 1 == o.steps;
       if (tty)
@@ -441,16 +475,20 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
         std::string peaks;
         for (size_t r = 0; r < peakBytes.size(); ++r)
           peaks += (r ? ", " : "") + std::to_string(peakBytes[r]);
-        log->printf("{\"step\": %lld, \"loss\": %.9g, \"ms\": %.4f, \"tokens_per_s\": "
+        log->printf("{\"step\": %lld, \"loss\": %s, \"ms\": %.4f, \"tokens_per_s\": "
                     "%.1f, \"peak_bytes\": [%s], \"gathered_peak_bytes\": %lld, "
                     "\"comm_elements\": {\"all_gather\": %lld, \"reduce_scatter\": %lld, "
                     "\"all_reduce\": %lld, \"volume\": %lld}",
-                    (long long)step + 1, loss, ms, tps, peaks.c_str(),
+                    (long long)step + 1, jsonNumber(loss).c_str(), ms, tps, peaks.c_str(),
                     (long long)exec.gatheredPeakBytes(), (long long)ag, (long long)rs,
                     (long long)ar, (long long)(ag + rs + 2 * ar));
         if (mixed)
           log->printf(", \"loss_scale\": %.17g, \"skipped\": %s", scaleUsed,
                       skipped ? "true" : "false");
+        if (scheduled)
+          log->printf(", \"lr\": %.17g", lrUsed);
+        if (gradNormOutput >= 0)
+          log->printf(", \"grad_norm\": %s", jsonNumber(gradNorm).c_str());
         log->printf("}\n");
       }
       // A skipped step's loss may be inf (fp16 logits overflowed): the scale goes

@@ -22,14 +22,15 @@
 
 // The training step: f32 master copies, the loss scale the runtime sets, an
 // overflow count over the 16-bit gradients, the optimizer on the master copy
-// (divided by the scale, skipped on overflow), the parameter its f16 rounding, and
+// (multiplied by 1 / scale, skipped on overflow), the parameter its f16 rounding, and
 // a step counter that does not count skipped steps.
 // STEP-LABEL: func.func @main
 // STEP-SAME: tensor<f32> {compute.runtime = "loss_scale"}
 // STEP-SAME: tensor<7x3xf32> {compute.master = "emb"}
 // STEP-SAME: compute.output_names = ["loss", "overflow", "emb", "emb"
 // STEP-COUNT-4: compute.nonfinite_count {{.+}}xf16> -> tensor<f32>
-// STEP: compute.adamw %{{.+}} scale %[[SCALE:.+]] skip_if %[[OVF:[0-9]+]] {{.+}} : tensor<7x3xf32>, tensor<7x3xf16>, tensor<i64>, tensor<f32>, tensor<f32> -> tensor<7x3xf32>
+// STEP: %[[SCALE:.+]] = compute.reciprocal %arg6 : tensor<f32>
+// STEP: compute.adamw %{{.+}} scale %[[SCALE]] skip_if %[[OVF:[0-9]+]] {{.+}} : tensor<7x3xf32>, tensor<7x3xf16>, tensor<i64> -> tensor<7x3xf32>
 // STEP: compute.cast %new_param : tensor<7x3xf32> -> tensor<7x3xf16>
 // STEP: %[[SKIP:.+]] = compute.cast %[[OVF]] : tensor<f32> -> tensor<i1>
 // STEP: compute.sub
@@ -45,7 +46,7 @@
 // S2: shard.reduce_scatter {{.+}} : tensor<44xbf16> -> tensor<11xbf16>
 // S2-COUNT-2: compute.nonfinite_count %reduce_scatter
 // S2: shard.all_reduce {{.+}} : tensor<1xf32> -> tensor<1xf32>
-// S2: compute.adamw {{.+}} : tensor<11xf32>, tensor<11xbf16>, tensor<i64>, tensor<f32>, tensor<f32> -> tensor<11xf32>
+// S2: compute.adamw {{.+}} : tensor<11xf32>, tensor<11xbf16>, tensor<i64> -> tensor<11xf32>
 // S2: compute.cast %new_param : tensor<11xf32> -> tensor<11xbf16>
 // S2: shard.all_gather {{.+}} : tensor<11xbf16> -> tensor<44xbf16>
 
@@ -63,7 +64,7 @@
 // --reduce-dtype=fp32: the bf16 gradient bucket is widened, then reduced in f32.
 // F32RED: compute.cast {{.+}} : tensor<44xbf16> -> tensor<44xf32>
 // F32RED: shard.reduce_scatter {{.+}} : tensor<44xf32> -> tensor<11xf32>
-// F32RED: compute.adamw {{.+}} : tensor<11xf32>, tensor<11xf32>, tensor<i64>, tensor<f32>, tensor<f32> -> tensor<11xf32>
+// F32RED: compute.adamw {{.+}} : tensor<11xf32>, tensor<11xf32>, tensor<i64> -> tensor<11xf32>
 func.func @main(%emb: tensor<7x3xf32> {compute.param = "emb"}, %w1: tensor<3x5xf32> {compute.param = "w1"},
                 %g1: tensor<5xf32> {compute.param = "g1"}, %wo: tensor<5x3xf32> {compute.param = "wo"},
                 %t: tensor<2xi64> {compute.input = 0 : i64}, %l: tensor<2xi64> {compute.input = 1 : i64})

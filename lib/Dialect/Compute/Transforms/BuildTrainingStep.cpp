@@ -50,6 +50,21 @@ struct BuildTrainingStepPass
   // Mixed precision: the loss-scale argument and the overflow count.
   bool mixed = false;
   Value lossScale, overflow;
+  // The optimizers' runtime operands: the factor gradients are multiplied by (mixed
+  // precision's 1 / loss scale, clipping's coefficient) and the learning rate.
+  Value gradScale, lrValue;
+
+  /// A scalar argument the runtime sets before each step (`compute.runtime`).
+  BlockArgument addRuntimeArg(func::FuncOp func, Type elementType, StringRef name) {
+    Builder b(func.getContext());
+    unsigned index = func.getNumArguments();
+    if (failed(func.insertArgument(
+            index, RankedTensorType::get({}, elementType),
+            b.getDictionaryAttr(b.getNamedAttr("compute.runtime", b.getStringAttr(name))),
+            func.getLoc())))
+      return BlockArgument();
+    return func.getBody().front().getArgument(index);
+  }
 
   void runOnOperation() override {
     auto func = getOperation().lookupSymbol<func::FuncOp>("main");
@@ -159,14 +174,9 @@ struct BuildTrainingStepPass
     mixed = func->hasAttr("compute.precision") && !gradientsOnly;
     if (mixed) {
       auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
-      unsigned index = func.getNumArguments();
-      if (failed(func.insertArgument(
-              index, scalarF32,
-              b.getDictionaryAttr(
-                  b.getNamedAttr("compute.runtime", b.getStringAttr("loss_scale"))),
-              loc)))
+      lossScale = addRuntimeArg(func, b.getF32Type(), "loss_scale");
+      if (!lossScale)
         return failure();
-      lossScale = entry.getArgument(index);
       Value seed = lossScale;
       if (lossType != scalarF32)
         seed = CastOp::create(b, loc, lossType, seed);
@@ -224,6 +234,34 @@ struct BuildTrainingStepPass
       }
       results.push_back(overflow);
       resultNames.push_back(b.getStringAttr("overflow"));
+      gradScale = ReciprocalOp::create(b, loc, scalarF32, lossScale);
+    }
+    if (clipGradNorm < 0)
+      return func.emitError("--clip-grad-norm must be >= 0");
+    if (clipGradNorm > 0 && !gradientsOnly) {
+      // torch.nn.utils.clip_grad_norm_ over every gradient, as the optimizer reads
+      // them (ZeRO rebuilds the sum from the reduced slices).
+      auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
+      Value sumSq;
+      for (Value g : grads) {
+        if (!g)
+          continue;
+        Value s = SumSquaresOp::create(b, loc, scalarF32, g);
+        sumSq = sumSq ? AddOp::create(b, loc, scalarF32, sumSq, s).getResult() : s;
+      }
+      if (!gradScale)
+        gradScale = ConstantOp::create(
+            b, loc, DenseElementsAttr::get(scalarF32, b.getF32FloatAttr(1.0f)));
+      auto clip = ClipGradScaleOp::create(b, loc, scalarF32, scalarF32, sumSq, gradScale,
+                                          b.getF64FloatAttr(clipGradNorm));
+      gradScale = clip.getClippedScale();
+      results.push_back(clip.getNorm());
+      resultNames.push_back(b.getStringAttr("grad_norm"));
+    }
+    if (runtimeLr && !gradientsOnly) {
+      lrValue = addRuntimeArg(func, b.getF64Type(), "lr");
+      if (!lrValue)
+        return failure();
     }
     SmallVector<std::pair<unsigned, unsigned>> updates; // result -> argument
     if (gradientsOnly) {
@@ -319,8 +357,8 @@ struct BuildTrainingStepPass
         BlockArgument v = addState(master.getType(), (name + ".exp_avg_sq").str());
         if (!m || !v)
           return failure();
-        auto op = AdamWOp::create(b, p.getLoc(), master, g, m, v, t, lossScale, overflow,
-                                  lr, beta1, beta2, eps, wd);
+        auto op = AdamWOp::create(b, p.getLoc(), master, g, m, v, t, gradScale, overflow,
+                                  lrValue, lr, beta1, beta2, eps, wd);
         updateParam(op.getNewParam(), master, p, name);
         update(op.getNewExpAvg(), m, (name + ".exp_avg").str());
         update(op.getNewExpAvgSq(), v, (name + ".exp_avg_sq").str());
@@ -345,7 +383,7 @@ struct BuildTrainingStepPass
       BlockArgument buf = addState(master.getType(), (name + ".momentum_buffer").str());
       if (!buf)
         return failure();
-      auto op = SgdOp::create(b, p.getLoc(), master, g, buf, lossScale, overflow, lr,
+      auto op = SgdOp::create(b, p.getLoc(), master, g, buf, gradScale, overflow, lrValue, lr,
                               momentum, wd);
       updateParam(op.getNewParam(), master, p, name);
       update(op.getNewMomentumBuffer(), buf, (name + ".momentum_buffer").str());

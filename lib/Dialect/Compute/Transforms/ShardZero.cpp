@@ -251,9 +251,15 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     for (auto [k, v] : llvm::enumerate(ret.getOperands()))
       resultIndexOf[v] = k;
 
-    SmallVector<Value> newResults = {ret.getOperand(0)};
-    SmallVector<Attribute> newNames = {
-        cast<ArrayAttr>(func->getAttr("compute.output_names"))[0]};
+    // Results that update nothing (the loss, the overflow count, the gradient norm)
+    // stay first, in order.
+    SmallVector<Value> newResults;
+    SmallVector<Attribute> newNames;
+    for (auto [k, v] : llvm::enumerate(ret.getOperands()))
+      if (!func.getResultAttr(k, "compute.updates")) {
+        newResults.push_back(v);
+        newNames.push_back(cast<ArrayAttr>(func->getAttr("compute.output_names"))[k]);
+      }
     SmallVector<std::pair<unsigned, Value>> updates; // (arg, new value)
     SmallVector<std::pair<Value, StringRef>> newUpdateNames;
     llvm::BitVector deadArgs(entry.getNumArguments() + 4 * buckets->size() + 4);
@@ -262,21 +268,34 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     OpBuilder b(ret);
     Operation *first = optimizers.front();
     Value step = isa<AdamWOp>(first) ? cast<AdamWOp>(first).getStep() : Value();
-    // Mixed precision: gradients are summed, not averaged; the optimizer divides
-    // them by loss_scale * N. The overflow count is rebuilt from the reduced
+    // Mixed precision: gradients are summed, not averaged; the optimizer multiplies
+    // them by 1 / (loss_scale * N). The overflow count is rebuilt from the reduced
     // gradients, then summed over the ranks, so that every rank skips together.
-    Value lossScale = optimizerOperand(first, 5, 3);
-    Value oldOverflow = optimizerOperand(first, 6, 4);
-    bool mixed = bool(lossScale);
-    Value divisor;
+    // Clipping: the sum of squares likewise, from the reduced gradients.
+    Value oldOverflow = runtimeOperand(first, /*found=*/true);
+    Value lrValue = runtimeOperand(first, /*found=*/false, /*lr=*/true);
+    bool mixed = bool(oldOverflow);
+    ClipGradScaleOp clip;
+    func.walk([&](ClipGradScaleOp op) { clip = op; });
+    Value baseScale; // mixed: 1 / (loss_scale * N)
     if (mixed) {
+      BlockArgument lossScale;
+      for (BlockArgument a : entry.getArguments())
+        if (auto n = func.getArgAttrOfType<StringAttr>(a.getArgNumber(), "compute.runtime");
+            n && n.getValue() == "loss_scale")
+          lossScale = a;
+      if (!lossScale)
+        return func.emitError("internal: a mixed-precision step without loss_scale");
       OpBuilder fb(first);
-      divisor = lossScale;
+      Value divisor = lossScale;
       if (worldSize > 1)
         divisor = MulOp::create(fb, first->getLoc(), lossScale.getType(), lossScale,
                                 constantScalar(fb, first->getLoc(), fb.getF32Type(),
                                                (double)worldSize));
+      baseScale = ReciprocalOp::create(fb, first->getLoc(), divisor.getType(), divisor);
     }
+    // What the new optimizers multiply the gradients by.
+    Value gradScale = clip ? clip.getClippedScale() : baseScale;
     if (!mixed && reduceDtype == "fp32")
       return func.emitError("--reduce-dtype=fp32 needs a mixed-precision step "
                             "(--precision=bf16 or fp16)");
@@ -306,11 +325,11 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       if (stage == 0) {
         Value sum = allReduce(b, loc, gflat);
         Value gavg = mixed ? sum : average(b, loc, sum);
-        reduced.push_back(sum);
+        reduced.push_back(gavg);
         for (auto [m, g] : llvm::zip(bucket.members, grads)) {
           m.optimizer->setOperand(1, unflatten(b, loc, gavg, m));
-          if (mixed)
-            m.optimizer->setOperand(optimizerOperandIndex(m.optimizer, 5, 3), divisor);
+          if (mixed && !clip)
+            setGradScale(m.optimizer, baseScale);
         }
         continue;
       }
@@ -318,7 +337,7 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       int64_t part = bucket.padded / worldSize;
       Value gsum = reduceScatter(b, loc, gflat, part);
       Value gavg = mixed ? gsum : average(b, loc, gsum);
-      reduced.push_back(gsum);
+      reduced.push_back(gavg);
       Type masterType = typeOf(bucket.members.front().master).getElementType();
       auto shardType = RankedTensorType::get({part}, bucket.elementType);
       auto masterShardType = RankedTensorType::get({part}, masterType);
@@ -355,8 +374,8 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
             addArg(func, masterShardType, "compute.state", bname + ".exp_avg");
         BlockArgument v =
             addArg(func, masterShardType, "compute.state", bname + ".exp_avg_sq");
-        auto op = AdamWOp::create(b, loc, pshard, gavg, m, v, step, divisor, oldOverflow,
-                                  adam.getLr().convertToDouble(),
+        auto op = AdamWOp::create(b, loc, pshard, gavg, m, v, step, gradScale, oldOverflow,
+                                  lrValue, adam.getLr().convertToDouble(),
                                   adam.getBeta1().convertToDouble(),
                                   adam.getBeta2().convertToDouble(),
                                   adam.getEps().convertToDouble(),
@@ -368,7 +387,7 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
         auto sgd = cast<SgdOp>(first);
         BlockArgument buf =
             addArg(func, masterShardType, "compute.state", bname + ".momentum_buffer");
-        auto op = SgdOp::create(b, loc, pshard, gavg, buf, divisor, oldOverflow,
+        auto op = SgdOp::create(b, loc, pshard, gavg, buf, gradScale, oldOverflow, lrValue,
                                 sgd.getLr().convertToDouble(),
                                 sgd.getMomentum().convertToDouble(),
                                 sgd.getWeightDecay().convertToDouble());
@@ -422,6 +441,27 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       }
       oldOverflow.replaceAllUsesWith(overflow);
     }
+    if (clip) {
+      // Each rank's slices are disjoint above stage 0 (padding is zero): their
+      // squares add up over the ranks. At stage 0 every rank has every gradient.
+      OpBuilder fb(first);
+      Location loc = clip.getLoc();
+      auto scalarF32 = RankedTensorType::get({}, fb.getF32Type());
+      Value sumSq;
+      for (Value r : reduced) {
+        Value s = SumSquaresOp::create(fb, loc, scalarF32, r);
+        sumSq = sumSq ? AddOp::create(fb, loc, scalarF32, sumSq, s).getResult() : s;
+      }
+      if (worldSize > 1 && stage != 0) {
+        auto flat = RankedTensorType::get({1}, fb.getF32Type());
+        sumSq = ReshapeOp::create(
+            fb, loc, scalarF32, allReduce(fb, loc, ReshapeOp::create(fb, loc, flat, sumSq)));
+      }
+      clip.getSumSquaresMutable().assign(sumSq);
+      if (mixed)
+        clip.getScaleMutable().assign(baseScale);
+      clip->moveBefore(first);
+    }
 
     if (stage == 0)
       return success(); // the optimizer and its results are unchanged
@@ -431,10 +471,6 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       if (auto a = func.getResultAttrOfType<IntegerAttr>(k, "compute.updates"))
         if (step && argName(func, a.getInt()) == "optimizer.step")
           updates.push_back({(unsigned)a.getInt(), v});
-    if (mixed) {
-      newResults.push_back(overflow);
-      newNames.push_back(StringAttr::get(func.getContext(), "overflow"));
-    }
     unsigned firstUpdate = newResults.size();
     for (auto [arg, v] : updates) {
       newResults.push_back(v);
@@ -478,14 +514,19 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     return success();
   }
 
-  /// The optimizer's mixed-precision operand at position `adam` (AdamW) or `sgd`
-  /// (SGD) among its operands: null when absent.
-  static Value optimizerOperand(Operation *op, unsigned adam, unsigned sgd) {
-    unsigned i = optimizerOperandIndex(op, adam, sgd);
-    return i < op->getNumOperands() ? op->getOperand(i) : Value();
+  /// An optimizer's runtime operand: the overflow count (`found`), the learning
+  /// rate (`lr`); null when absent.
+  static Value runtimeOperand(Operation *op, bool found, bool lr = false) {
+    if (auto a = dyn_cast<AdamWOp>(op))
+      return found ? a.getFoundInf() : lr ? a.getLrValue() : a.getGradScale();
+    auto s = cast<SgdOp>(op);
+    return found ? s.getFoundInf() : lr ? s.getLrValue() : s.getGradScale();
   }
-  static unsigned optimizerOperandIndex(Operation *op, unsigned adam, unsigned sgd) {
-    return isa<AdamWOp>(op) ? adam : sgd;
+  static void setGradScale(Operation *op, Value v) {
+    if (auto a = dyn_cast<AdamWOp>(op))
+      a.getGradScaleMutable().assign(v);
+    else
+      cast<SgdOp>(op).getGradScaleMutable().assign(v);
   }
 
   static bool isTrainedAway(ArrayRef<Bucket> buckets, BlockArgument a) {

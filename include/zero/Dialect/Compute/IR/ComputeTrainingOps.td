@@ -121,6 +121,12 @@ def Compute_SliceGradOp : Compute_Op<"slice_grad", [Pure]> {
 // Optimizers
 //===----------------------------------------------------------------------===//
 
+// Runtime scalars of the optimizers (buildable, so the assembly needs no types).
+def Compute_F32Scalar : 0DTensorOf<[F32]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+def Compute_F64Scalar : 0DTensorOf<[F64]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF64Type())">;
+
 def Compute_AdamWOp : Compute_Op<"adamw", [Pure, AttrSizedOperandSegments,
     AllTypesMatch<["param", "exp_avg", "exp_avg_sq", "new_param", "new_exp_avg",
                    "new_exp_avg_sq"]>, AllShapesMatch<["param", "grad"]>]> {
@@ -135,46 +141,47 @@ def Compute_AdamWOp : Compute_Op<"adamw", [Pure, AttrSizedOperandSegments,
 
     Returns the new parameter and moments; the lowering writes them in place.
 
-    Mixed precision: `param` is the f32 master copy and `grad` may be 16-bit;
-    `scale` and `skip_if` come together: `g` is `grad / loss_scale` in f32, and a
-    non-zero `found_inf` (the overflow count) skips the step: every result is its
-    operand.
+    Optional runtime operands: `scale`, a factor `g` is multiplied by first (in the
+    parameter's type: mixed precision's 1 / (loss scale * ranks), gradient
+    clipping's coefficient); `skip_if`, a count that skips the step when it is not
+    zero (every result is its operand: the overflow check); `lr`, the learning rate
+    of this step (a schedule), in place of the `lr` attribute. With `scale`, `grad`
+    may be 16-bit while `param` is the f32 master copy.
 
     ```mlir
     %p1, %m1, %v1 = compute.adamw %p, %g, %m, %v, %t {beta1 = 0.9 : f64,
         beta2 = 0.999 : f64, eps = 1.0e-08 : f64, lr = 1.0e-03 : f64,
         weight_decay = 0.01 : f64}
         : tensor<64xf32>, tensor<64xf32>, tensor<i64> -> tensor<64xf32>
-    %q1, %n1, %w1 = compute.adamw %q, %h, %n, %w, %t scale %s skip_if %found {
+    %q1, %n1, %w1 = compute.adamw %q, %h, %n, %w, %t scale %s skip_if %found lr %lr {
         beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64,
         lr = 1.0e-03 : f64, weight_decay = 0.01 : f64}
-        : tensor<64xf32>, tensor<64xbf16>, tensor<i64>, tensor<f32>, tensor<f32>
-          -> tensor<64xf32>
+        : tensor<64xf32>, tensor<64xbf16>, tensor<i64> -> tensor<64xf32>
     ```
   }];
   let arguments = (ins Compute_FloatTensor:$param, Compute_FloatTensor:$grad,
                        Compute_FloatTensor:$exp_avg, Compute_FloatTensor:$exp_avg_sq,
                        0DTensorOf<[I64]>:$step,
-                       Optional<0DTensorOf<[F32]>>:$loss_scale,
-                       Optional<0DTensorOf<[F32]>>:$found_inf, F64Attr:$lr,
+                       Optional<Compute_F32Scalar>:$grad_scale,
+                       Optional<Compute_F32Scalar>:$found_inf,
+                       Optional<Compute_F64Scalar>:$lr_value, F64Attr:$lr,
                        F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
                        F64Attr:$weight_decay);
   let results = (outs Compute_FloatTensor:$new_param, Compute_FloatTensor:$new_exp_avg,
                       Compute_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step
-    (`scale` $loss_scale^ `skip_if` $found_inf)? attr-dict `:`
-    type($param) `,` type($grad) `,` type($step)
-    (`,` type($loss_scale)^ `,` type($found_inf))? `->` type($new_param)
+    (`scale` $grad_scale^)? (`skip_if` $found_inf^)? (`lr` $lr_value^)? attr-dict `:`
+    type($param) `,` type($grad) `,` type($step) `->` type($new_param)
   }];
   let builders = [OpBuilder<(ins "mlir::Value":$param, "mlir::Value":$grad,
       "mlir::Value":$exp_avg, "mlir::Value":$exp_avg_sq, "mlir::Value":$step,
-      "mlir::Value":$loss_scale, "mlir::Value":$found_inf,
+      "mlir::Value":$grad_scale, "mlir::Value":$found_inf, "mlir::Value":$lr_value,
       "double":$lr, "double":$beta1, "double":$beta2, "double":$eps,
       "double":$weight_decay), [{
     mlir::Type t = param.getType();
     build($_builder, $_state, t, t, t, param, grad, exp_avg, exp_avg_sq, step,
-          loss_scale, found_inf,
+          grad_scale, found_inf, lr_value,
           $_builder.getF64FloatAttr(lr), $_builder.getF64FloatAttr(beta1),
           $_builder.getF64FloatAttr(beta2), $_builder.getF64FloatAttr(eps),
           $_builder.getF64FloatAttr(weight_decay));
@@ -192,7 +199,7 @@ def Compute_SgdOp : Compute_Op<"sgd", [Pure, AttrSizedOperandSegments,
         buf = momentum * buf + g        (buf starts at 0, so the first step gives g)
         p = p - lr * buf
 
-    `scale` and `skip_if` as for `compute.adamw` (mixed precision).
+    `scale`, `skip_if` and `lr` as for `compute.adamw`.
 
     ```mlir
     %p1, %b1 = compute.sgd %p, %g, %buf {lr = 0.1 : f64, momentum = 0.9 : f64,
@@ -201,25 +208,59 @@ def Compute_SgdOp : Compute_Op<"sgd", [Pure, AttrSizedOperandSegments,
   }];
   let arguments = (ins Compute_FloatTensor:$param, Compute_FloatTensor:$grad,
                        Compute_FloatTensor:$momentum_buffer,
-                       Optional<0DTensorOf<[F32]>>:$loss_scale,
-                       Optional<0DTensorOf<[F32]>>:$found_inf, F64Attr:$lr,
+                       Optional<Compute_F32Scalar>:$grad_scale,
+                       Optional<Compute_F32Scalar>:$found_inf,
+                       Optional<Compute_F64Scalar>:$lr_value, F64Attr:$lr,
                        F64Attr:$momentum, F64Attr:$weight_decay);
   let results = (outs Compute_FloatTensor:$new_param,
                       Compute_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = [{
-    $param `,` $grad `,` $momentum_buffer (`scale` $loss_scale^ `skip_if` $found_inf)?
-    attr-dict `:` type($param) `,` type($grad)
-    (`,` type($loss_scale)^ `,` type($found_inf))? `->` type($new_param)
+    $param `,` $grad `,` $momentum_buffer (`scale` $grad_scale^)?
+    (`skip_if` $found_inf^)? (`lr` $lr_value^)? attr-dict `:` type($param) `,`
+    type($grad) `->` type($new_param)
   }];
   let builders = [OpBuilder<(ins "mlir::Value":$param, "mlir::Value":$grad,
-      "mlir::Value":$momentum_buffer, "mlir::Value":$loss_scale,
-      "mlir::Value":$found_inf, "double":$lr, "double":$momentum,
-      "double":$weight_decay), [{
+      "mlir::Value":$momentum_buffer, "mlir::Value":$grad_scale,
+      "mlir::Value":$found_inf, "mlir::Value":$lr_value, "double":$lr,
+      "double":$momentum, "double":$weight_decay), [{
     mlir::Type t = param.getType();
-    build($_builder, $_state, t, t, param, grad, momentum_buffer, loss_scale, found_inf,
-          $_builder.getF64FloatAttr(lr), $_builder.getF64FloatAttr(momentum),
+    build($_builder, $_state, t, t, param, grad, momentum_buffer, grad_scale, found_inf,
+          lr_value, $_builder.getF64FloatAttr(lr), $_builder.getF64FloatAttr(momentum),
           $_builder.getF64FloatAttr(weight_decay));
   }]>];
+}
+
+def Compute_SumSquaresOp : Compute_Op<"sum_squares", [Pure]> {
+  let summary = "The sum of the squares of every element, as one f32.";
+  let description = [{
+    Accumulated in f64. Gradient clipping's partial norm: summed over the gradient
+    tensors and (ZeRO) the ranks' slices, it is the squared L2 norm.
+
+    ```mlir
+    %s = compute.sum_squares %g : tensor<64xbf16>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$input);
+  let results = (outs Compute_F32Scalar:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Compute_ClipGradScaleOp : Compute_Op<"clip_grad_scale", [Pure]> {
+  let summary = "Gradient clipping's factor, as torch.nn.utils.clip_grad_norm_.";
+  let description = [{
+    With `sum_squares` the summed squares of the gradients as the optimizer reads
+    them and `scale` the factor it multiplies them by: `norm = sqrt(sum_squares) *
+    scale` is the L2 norm of the true gradient; the results are `scale * min(1,
+    max_norm / (norm + 1e-6))` (the optimizer's new `scale`) and `norm`.
+
+    ```mlir
+    %scale2, %norm = compute.clip_grad_scale %sumsq, %scale {max_norm = 1.0 : f64}
+    ```
+  }];
+  let arguments = (ins Compute_F32Scalar:$sum_squares, Compute_F32Scalar:$scale,
+                       F64Attr:$max_norm);
+  let results = (outs Compute_F32Scalar:$clipped_scale, Compute_F32Scalar:$norm);
+  let assemblyFormat = "$sum_squares `,` $scale attr-dict";
 }
 
 def Compute_NonfiniteCountOp : Compute_Op<"nonfinite_count", [Pure]> {

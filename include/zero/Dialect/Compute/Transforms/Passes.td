@@ -64,6 +64,11 @@ def BuildTrainingStepPass : Pass<"zero-build-training-step", "mlir::ModuleOp"> {
     returned as `overflow`: when it is not zero the optimizer skips the step and
     the step counter stays.
 
+    With `clip-grad-norm`, the gradients' global L2 norm (`compute.sum_squares`,
+    summed, into `compute.clip_grad_scale`) scales them as
+    torch.nn.utils.clip_grad_norm_ does, and is returned as `grad_norm`. With
+    `runtime-lr`, the optimizers read the learning rate from the runtime value `lr`.
+
     Before:
     ```mlir
     func.func @main(%w: tensor<4xf32> {compute.param = "w"},
@@ -104,6 +109,11 @@ def BuildTrainingStepPass : Pass<"zero-build-training-step", "mlir::ModuleOp"> {
     Option<"momentum", "momentum", "double", "0.0", "SGD momentum.">,
     Option<"gradientsOnly", "gradients-only", "bool", "false",
            "Return the loss and the gradients; no optimizer.">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
+           "Clip the global L2 norm of the gradients to this (0: off).">,
+    Option<"runtimeLr", "runtime-lr", "bool", "false",
+           "The learning rate is a runtime value `lr` (a schedule) instead of a "
+           "constant.">,
   ];
 }
 
