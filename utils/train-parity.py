@@ -7,7 +7,8 @@
 #                   --optimizer adamw|sgd [--steps 20] [--rtol 1e-4]
 #                   [--world-size N[,N...] --zero-stage S[,S...]
 #                   --bucket-size-mb M --persistence-threshold E]
-#                   [--clip-grad-norm C] [--lr-schedule warmup|warmup-decay|
+#                   [--grad-accum-steps A] [--clip-grad-norm C]
+#                   [--lr-schedule warmup|warmup-decay|
 #                   warmup-cosine --warmup-steps W --warmup-type log|linear
 #                   --total-steps T --warmup-min-lr L --cos-min-ratio R
 #                   --warmup-min-ratio R]
@@ -18,9 +19,9 @@
 # total norm.
 #
 # With N ranks, zero-run runs under `mpirun -np N` (or, --launcher threads, as N
-# threads of one process) with micro-batch B each, and
-# PyTorch trains single-process on the global batch N*B: ZeRO must give the same
-# training, to float rounding.
+# threads of one process) with micro-batch B each and A micro-batches per step
+# (gradient accumulation), and PyTorch trains single-process on the global batch
+# A*N*B: ZeRO must give the same training, to float rounding.
 #
 # Lists of world sizes and stages run every combination from one export (one
 # PyTorch reference per world size). The model is exported with its zero.trainable
@@ -133,8 +134,8 @@ def compare(a, model, trainable, exported, log, trained, reference, stage, world
               % (worst_norm, a.rtol, clipped, len(torch_norms), "ok" if good else "MISMATCH"))
         ok &= good
     worst_loss = 0.0
-    print("%s + %s, %d steps, ZeRO stage %d on %d ranks" % (
-        a.model, a.optimizer, a.steps, stage, world))
+    print("%s + %s, %d steps, ZeRO stage %d on %d ranks, %d micro-batches per step" % (
+        a.model, a.optimizer, a.steps, stage, world, a.grad_accum_steps))
     print("step  zero-run loss   PyTorch loss   rel. error")
     for i, (z, t) in enumerate(zip(zero_losses, torch_losses)):
         rel = abs(z - t) / abs(t)
@@ -200,6 +201,7 @@ def main():
     p.add_argument("--device", help="zero-run --device (default: zero-run's choice)")
     p.add_argument("--launcher", choices=["mpirun", "threads"], default="mpirun",
                    help="ranks as mpirun processes, or as threads of one zero-run")
+    p.add_argument("--grad-accum-steps", type=int, default=1)
     p.add_argument("--clip-grad-norm", type=float, default=0.0)
     p.add_argument("--lr-schedule", default="constant",
                    choices=["constant", "warmup", "warmup-decay", "warmup-cosine"])
@@ -231,7 +233,7 @@ def main():
         # PyTorch on the same batches: the global batch of `world` ranks.
         model = copy.deepcopy(initial)
         reference = torch_reference(a, model, a.optimizer, lr, a.momentum, wd, data,
-                                    a.steps, world * batch, seq)
+                                    a.steps, a.grad_accum_steps * world * batch, seq)
         for stage in a.zero_stage:
             work = os.path.join(a.work, "s%d-w%d" % (stage, world))
             os.makedirs(work, exist_ok=True)
@@ -246,6 +248,8 @@ def main():
                 flags.append("--no-overlap")
             if a.clip_grad_norm > 0:
                 flags.append("--clip-grad-norm=%r" % a.clip_grad_norm)
+            if a.grad_accum_steps > 1:
+                flags.append("--grad-accum-steps=%d" % a.grad_accum_steps)
             if a.lr_schedule != "constant":
                 flags += ["--lr-schedule=" + a.lr_schedule,
                           "--warmup-steps=%d" % a.warmup_steps,

@@ -38,6 +38,7 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
     train.gradientsOnly = o.mode == "gradients";
     train.clipGradNorm = o.clipGradNorm;
     train.runtimeLr = o.runtimeLr;
+    train.gradAccumSteps = o.gradAccumSteps;
     pm.addPass(createBuildTrainingStepPass(train));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());

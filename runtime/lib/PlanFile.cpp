@@ -13,6 +13,7 @@
 #include "zrt/PlanVerifier.h"
 #include "zrt/Tensor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -106,6 +107,9 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
     case zero::zplan::INPUT:
       ZRT_CHECK(b.index() >= 0 && b.index() < 4096,
                 what << ": " << name << " has input index " << b.index());
+      ZRT_CHECK(b.micro_step() >= 0 && b.micro_step() < std::max(1, plan.grad_accum_steps()),
+                what << ": " << name << " is micro-batch " << b.micro_step() << " of a "
+                     << std::max(1, plan.grad_accum_steps()) << "-micro-batch step");
       maxInput = std::max<int64_t>(maxInput, b.index());
       break;
     case zero::zplan::CONSTANT:

@@ -87,6 +87,11 @@ static cl::opt<double>
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
                                 cl::cat(trainingCategory));
 
+static cl::opt<int64_t> gradAccumSteps(
+    "grad-accum-steps",
+    cl::desc("Micro-batches per optimizer step (gradient accumulation): the global "
+             "batch is A x ranks x the micro-batch"),
+    cl::init(1), cl::cat(trainingCategory));
 static cl::opt<double> clipGradNorm(
     "clip-grad-norm",
     cl::desc("Clip the global L2 norm of the gradients to this, as "
@@ -323,6 +328,7 @@ void buildPipeline(PassManager &pm, bool isGraph, StringRef level, double bucket
   o.precision = precision;
   o.reduceDtype = reduceDtype;
   o.clipGradNorm = clipGradNorm;
+  o.gradAccumSteps = gradAccumSteps;
   o.runtimeLr = lrSchedule != "constant";
   o.zeroStage = zeroStage;
   o.worldSize = worldSize;
@@ -613,6 +619,10 @@ int main(int argc, char **argv) {
                  << (reduceDtype != "fp32" ? " is not fp32"
                                            : " needs --precision=bf16 or fp16")
                  << "\n";
+    return 1;
+  }
+  if (gradAccumSteps < 1 || gradAccumSteps > 4096) {
+    llvm::errs() << "zero-opt: error: --grad-accum-steps must be 1 to 4096\n";
     return 1;
   }
   if (clipGradNorm < 0) {

@@ -31,6 +31,7 @@ struct ZeroPipelineOptions {
   // Gradient clipping (0: off) and a runtime learning rate (for a schedule).
   double clipGradNorm = 0;
   bool runtimeLr = false;
+  int64_t gradAccumSteps = 1;
   // ZeRO.
   int64_t zeroStage = 0, worldSize = 1, persistenceThreshold = 0;
   double bucketSizeMb = 25;

@@ -206,6 +206,8 @@ struct ConvertComputeToPlanPass
         attrs.append("index", index);
         if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.name"))
           attrs.append("name", name);
+        if (auto micro = func.getArgAttrOfType<IntegerAttr>(i, "compute.micro_step"))
+          attrs.append("micro_step", micro);
         makeBuffer(arg, "input", attrs);
       } else {
         return func.emitError("argument ")
@@ -297,6 +299,8 @@ struct ConvertComputeToPlanPass
             kernelAttrs.append("operand_segments", b.getDenseI64ArrayAttr(sizes));
             continue;
           }
+          if (a.getName().strref().starts_with("zero.")) // the passes' marks
+            continue;
           kernelAttrs.append(a);
         }
       if (isStart) {

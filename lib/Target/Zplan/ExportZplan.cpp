@@ -159,6 +159,11 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
         pb->set_name(name->str());
       if (auto idx = buf.getIndex())
         pb->set_index(*idx);
+      if (auto micro = buf->getAttrOfType<IntegerAttr>("micro_step")) {
+        pb->set_micro_step((int32_t)micro.getInt());
+        out.set_grad_accum_steps(std::max<int32_t>(out.grad_accum_steps(),
+                                                   (int32_t)micro.getInt() + 1));
+      }
       if (auto value = buf.getValue())
         pb->set_data(constantBytes(*value));
       if (auto members = buf->getAttrOfType<ArrayAttr>("bucket_members")) {

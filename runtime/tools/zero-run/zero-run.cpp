@@ -280,10 +280,10 @@ double scalarOf(const TensorView &v) {
 }
 
 /// The buffer of graph input `index`, checked to be a [B, T] i64 token tensor.
-int tokenInput(const Executor &exec, int index, const char *what) {
+int tokenInput(const Executor &exec, int index, const char *what, int micro = 0) {
   for (int i = 0; i < exec.plan().buffers_size(); ++i) {
     const auto &b = exec.plan().buffers(i);
-    if (b.role() == zero::zplan::INPUT && b.index() == index) {
+    if (b.role() == zero::zplan::INPUT && b.index() == index && b.micro_step() == micro) {
       TensorView v = exec.buffer(i);
       ZRT_CHECK(v.dtype == zero::zplan::I64 && v.shape.size() == 2,
                 "--data feeds graph input " << index << " (" << what
@@ -350,16 +350,21 @@ void printProfile(const std::map<std::string, double> &msByKernel, int64_t steps
 }
 
 int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
-  int tokenBuffer = tokenInput(exec, 0, "tokens");
-  int targetBuffer = tokenInput(exec, 1, "targets");
-  TensorView tokens = exec.buffer(tokenBuffer), targets = exec.buffer(targetBuffer);
+  // Gradient accumulation: A micro-batches per step, each in its own input buffers.
+  int64_t accum = std::max(1, exec.plan().grad_accum_steps());
+  std::vector<int> tokenBuffers, targetBuffers;
+  for (int m = 0; m < accum; ++m) {
+    tokenBuffers.push_back(tokenInput(exec, 0, "tokens", m));
+    targetBuffers.push_back(tokenInput(exec, 1, "targets", m));
+  }
+  TensorView tokens = exec.buffer(tokenBuffers[0]), targets = exec.buffer(targetBuffers[0]);
   std::vector<int64_t> hostTokens(tokens.numel()), hostTargets(targets.numel());
   ZRT_CHECK(tokens.shape == targets.shape,
             "tokens " << tokens.describe() << " and targets " << targets.describe()
                       << " differ in shape");
   int64_t batch = tokens.shape[0], seqLen = tokens.shape[1];
   Communicator &comm = exec.comm();
-  int64_t ranks = comm.size(), globalBatch = ranks * batch;
+  int64_t ranks = comm.size(), globalBatch = accum * ranks * batch;
   bool root = comm.rank() == 0;
   TokenData data = TokenData::load(o.data, o.dataFormat);
   // The log is renamed into place when the run ends (a failed run's log too, up to
@@ -422,10 +427,15 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
                          << " (--test-fail-rank)");
       while (o.testStall.rank == comm.rank() && o.testStall.step == step + 1)
         std::this_thread::sleep_for(std::chrono::seconds(1)); // a hung rank
-      data.fillBatch(step, globalBatch, comm.rank() * batch, batch, seqLen, o.shuffle,
-                     o.seed, hostTokens.data(), hostTargets.data());
-      exec.write(tokenBuffer, hostTokens.data(), hostTokens.size() * sizeof(int64_t));
-      exec.write(targetBuffer, hostTargets.data(), hostTargets.size() * sizeof(int64_t));
+      // Micro-batch m of rank r: samples (m N + r) B .. (m N + r) B + B - 1 of the
+      // global batch (A = 1: r B .., as before).
+      for (int64_t m = 0; m < accum; ++m) {
+        data.fillBatch(step, globalBatch, (m * ranks + comm.rank()) * batch, batch, seqLen,
+                       o.shuffle, o.seed, hostTokens.data(), hostTargets.data());
+        exec.write(tokenBuffers[m], hostTokens.data(), hostTokens.size() * sizeof(int64_t));
+        exec.write(targetBuffers[m], hostTargets.data(),
+                   hostTargets.size() * sizeof(int64_t));
+      }
       int64_t ag = comm.allGatherElements, rs = comm.reduceScatterElements,
               ar = comm.allReduceElements;
       double scaleUsed = scaler.scale();

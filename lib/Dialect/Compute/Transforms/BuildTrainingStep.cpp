@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Regex.h"
 
@@ -150,76 +151,157 @@ struct BuildTrainingStepPass
       return func.emitError("no trainable parameters (float initializers that are "
                             "not frozen and not matched by --freeze)");
 
-    // Activity analysis: only values that depend on a trainable parameter need
-    // adjoints; integer values never do.
-    DenseSet<Value> varied(params.begin(), params.end());
     SmallVector<Operation *> forward;
-    for (Operation &op : entry.without_terminator()) {
+    for (Operation &op : entry.without_terminator())
       forward.push_back(&op);
-      if (llvm::any_of(op.getOperands(), [&](Value v) { return varied.contains(v); }))
-        for (Value r : op.getResults())
-          if (isFloatTensor(r))
-            varied.insert(r);
-    }
-    if (!varied.contains(lossValue))
-      return func.emitError("the loss does not depend on any trainable parameter");
 
     OpBuilder b(ret);
     Location loc = func.getLoc();
-    DenseMap<Value, Value> adjoint;
     auto lossType = cast<RankedTensorType>(lossValue.getType());
+    if (gradAccumSteps < 1)
+      return func.emitError("--grad-accum-steps must be at least 1");
     // Mixed precision (after --zero-autocast): the loss gradient starts from the
     // loss scale the runtime sets before each step, so that small 16-bit gradients
     // do not flush to zero; the optimizer divides it out.
     mixed = func->hasAttr("compute.precision") && !gradientsOnly;
+    Value seed;
     if (mixed) {
       auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
       lossScale = addRuntimeArg(func, b.getF32Type(), "loss_scale");
       if (!lossScale)
         return failure();
-      Value seed = lossScale;
+      seed = lossScale;
       if (lossType != scalarF32)
         seed = CastOp::create(b, loc, lossType, seed);
-      adjoint[lossValue] = seed;
-    } else {
-      adjoint[lossValue] = ConstantOp::create(
-          b, lossValue.getLoc(),
-          DenseElementsAttr::get(lossType, b.getFloatAttr(lossType.getElementType(), 1.0)));
+    }
+    // Gradient accumulation: each micro-batch's loss is a mean, so each starts its
+    // gradient from 1/A of the seed and the gradients add up to the mean's.
+    double microWeight = 1.0 / (double)gradAccumSteps;
+    if (!seed || gradAccumSteps > 1) {
+      Value w = ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(lossType,
+                                 b.getFloatAttr(lossType.getElementType(), microWeight)));
+      seed = seed ? MulOp::create(b, loc, lossType, seed, w).getResult() : w;
     }
 
-    // Reverse sweep: each op's rule turns its results' adjoints into its operands';
-    // a value used several times (a tied weight) sums the contributions.
-    for (Operation *op : llvm::reverse(forward)) {
-      SmallVector<Value> resultGrads;
-      bool any = false;
-      for (Value r : op->getResults()) {
-        resultGrads.push_back(adjoint.lookup(r));
-        any |= bool(resultGrads.back());
-      }
-      if (!any)
-        continue;
-      SmallVector<bool> need;
-      for (Value v : op->getOperands())
-        need.push_back(varied.contains(v));
-      if (llvm::none_of(need, [](bool x) { return x; }))
-        continue;
+    // One forward and backward per micro-batch, in order, each on its own copy of
+    // the graph inputs; the gradients accumulate after each backward so that no
+    // micro-batch's gradients outlive it. Ops are tagged with their phase (2m for
+    // micro-batch m's forward, 2m + 1 for its backward), for ZeRO-3's gathers.
+    SmallVector<Value> grads(params.size());
+    SmallVector<Value> losses;
+    for (int64_t m = 0; m < gradAccumSteps; ++m) {
+      SmallVector<Operation *> ops;
+      Value microLoss = lossValue;
       b.setInsertionPoint(ret);
-      SmallVector<Value> operandGrads;
-      if (failed(buildGradients(b, op, resultGrads, need, operandGrads)))
-        return failure();
-      for (auto [v, g] : llvm::zip(op->getOperands(), operandGrads)) {
+      if (m == 0) {
+        ops = forward;
+      } else {
+        IRMapping map;
+        for (BlockArgument arg : llvm::to_vector(entry.getArguments())) {
+          if (!func.getArgAttr(arg.getArgNumber(), "compute.input"))
+            continue;
+          unsigned index = func.getNumArguments();
+          NamedAttrList attrs(func.getArgAttrDict(arg.getArgNumber()));
+          attrs.set("compute.micro_step", b.getI64IntegerAttr(m));
+          if (failed(func.insertArgument(index, arg.getType(),
+                                         attrs.getDictionary(func.getContext()),
+                                         arg.getLoc())))
+            return failure();
+          map.map(arg, entry.getArgument(index));
+        }
+        for (Operation *op : forward)
+          ops.push_back(b.clone(*op, map));
+        microLoss = map.lookup(lossValue);
+      }
+      if (m == 0)
+        for (BlockArgument arg : entry.getArguments())
+          if (func.getArgAttr(arg.getArgNumber(), "compute.input") && gradAccumSteps > 1)
+            func.setArgAttr(arg.getArgNumber(), "compute.micro_step", b.getI64IntegerAttr(0));
+      if (gradAccumSteps > 1)
+        for (Operation *op : ops)
+          op->setAttr("zero.micro_phase", b.getI64IntegerAttr(2 * m));
+
+      // Activity analysis: only values that depend on a trainable parameter need
+      // adjoints; integer values never do.
+      DenseSet<Value> varied(params.begin(), params.end());
+      for (Operation *op : ops)
+        if (llvm::any_of(op->getOperands(), [&](Value v) { return varied.contains(v); }))
+          for (Value r : op->getResults())
+            if (isFloatTensor(r))
+              varied.insert(r);
+      if (!varied.contains(microLoss))
+        return func.emitError("the loss does not depend on any trainable parameter");
+
+      DenseMap<Value, Value> adjoint;
+      adjoint[microLoss] = seed;
+      Operation *lastForward = ops.back();
+      // Reverse sweep: each op's rule turns its results' adjoints into its
+      // operands'; a value used several times (a tied weight) sums the
+      // contributions.
+      for (Operation *op : llvm::reverse(ops)) {
+        SmallVector<Value> resultGrads;
+        bool any = false;
+        for (Value r : op->getResults()) {
+          resultGrads.push_back(adjoint.lookup(r));
+          any |= bool(resultGrads.back());
+        }
+        if (!any)
+          continue;
+        SmallVector<bool> need;
+        for (Value v : op->getOperands())
+          need.push_back(varied.contains(v));
+        if (llvm::none_of(need, [](bool x) { return x; }))
+          continue;
+        b.setInsertionPoint(ret);
+        SmallVector<Value> operandGrads;
+        if (failed(buildGradients(b, op, resultGrads, need, operandGrads)))
+          return failure();
+        for (auto [v, g] : llvm::zip(op->getOperands(), operandGrads)) {
+          if (!g)
+            continue;
+          Value &acc = adjoint[v];
+          acc = acc ? AddOp::create(b, op->getLoc(), acc.getType(), acc, g).getResult() : g;
+        }
+      }
+      b.setInsertionPoint(ret);
+      if (gradAccumSteps > 1)
+        for (Operation *op = lastForward->getNextNode(); op != ret; op = op->getNextNode())
+          op->setAttr("zero.micro_phase", b.getI64IntegerAttr(2 * m + 1));
+
+      // Accumulate (mixed precision: in f32). A parameter the loss does not reach
+      // has no gradient (null), as in PyTorch.
+      for (auto [i, p] : llvm::enumerate(params)) {
+        Value g = adjoint.lookup(p);
         if (!g)
           continue;
-        Value &acc = adjoint[v];
-        acc = acc ? AddOp::create(b, op->getLoc(), acc.getType(), acc, g).getResult() : g;
+        if (gradAccumSteps > 1 && mixed) {
+          g = CastOp::create(b, loc, cast<RankedTensorType>(g.getType()).clone(b.getF32Type()),
+                             g);
+          g.getDefiningOp()->setAttr("zero.accumulate", b.getUnitAttr());
+        }
+        if (!grads[i]) {
+          grads[i] = g;
+          continue;
+        }
+        auto add = AddOp::create(b, loc, g.getType(), grads[i], g);
+        add->setAttr("zero.accumulate", b.getUnitAttr());
+        grads[i] = add;
       }
+      losses.push_back(microLoss);
     }
-
     b.setInsertionPoint(ret);
-    // A parameter the loss does not reach has no gradient (null), as in PyTorch.
-    SmallVector<Value> grads;
-    for (BlockArgument p : params)
-      grads.push_back(adjoint.lookup(p));
+    if (gradAccumSteps > 1) { // the logged loss: the mean over the micro-batches
+      Value sum = losses[0];
+      for (Value l : ArrayRef<Value>(losses).drop_front())
+        sum = AddOp::create(b, loc, lossType, sum, l);
+      Value a = ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(lossType, b.getFloatAttr(lossType.getElementType(),
+                                                          (double)gradAccumSteps)));
+      lossValue = DivOp::create(b, loc, lossType, sum, a);
+    }
 
     SmallVector<Value> results = {lossValue};
     SmallVector<Attribute> resultNames = {b.getStringAttr(names[*lossIndex])};

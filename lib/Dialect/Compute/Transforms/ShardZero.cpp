@@ -17,6 +17,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <map>
+
 namespace zero {
 #define GEN_PASS_DEF_SHARDZEROPASS
 #include "zero/Dialect/Compute/Transforms/Passes.h.inc"
@@ -318,9 +320,18 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
         b.setInsertionPoint(first);
       else
         b.setInsertionPointAfter(lastGrad);
-      Value gflat = flatten(b, loc, bucket, grads);
-      if (mixed && reduceDtype == "fp32") // DeepSpeed's communication_data_type
-        gflat = CastOp::create(b, loc, typeOf(gflat).clone(b.getF32Type()), gflat);
+      // The reduction's type: the parameters' (16-bit in mixed precision, whatever
+      // the accumulator's), or f32 with reduce-dtype=fp32 (DeepSpeed's
+      // communication_data_type).
+      Type commType = mixed && reduceDtype == "fp32" ? b.getF32Type() : bucket.elementType;
+      auto toComm = [&](Value flat) -> Value {
+        if (typeOf(flat).getElementType() == commType)
+          return flat;
+        return CastOp::create(b, loc, typeOf(flat).clone(commType), flat);
+      };
+      Value gflat;
+      if (stage < 2 || !accumulating(grads))
+        gflat = toComm(flatten(b, loc, bucket, grads)); // accumulated locally
 
       if (stage == 0) {
         Value sum = allReduce(b, loc, gflat);
@@ -335,7 +346,40 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       }
 
       int64_t part = bucket.padded / worldSize;
-      Value gsum = reduceScatter(b, loc, gflat, part);
+      Value gsum;
+      if (gflat) {
+        gsum = reduceScatter(b, loc, gflat, part);
+      } else {
+        // Gradient accumulation at stages 2-3: each micro-batch's bucket is
+        // reduce-scattered as soon as its backward completes it, into a sharded
+        // accumulator (f32 in mixed precision): no full gradient outlives its
+        // micro-batch.
+        SmallVector<SmallVector<Value>> perMember;
+        for (Value g : grads)
+          perMember.push_back(microContributions(g));
+        for (size_t mi = 0; mi < perMember[0].size(); ++mi) {
+          SmallVector<Value> micro;
+          Operation *last = nullptr;
+          for (auto &c : perMember) {
+            if (c.size() != perMember[0].size())
+              return func.emitError("internal: the members of bucket ")
+                     << bi << " accumulate different numbers of micro-batches";
+            micro.push_back(c[mi]);
+            Operation *def = c[mi].getDefiningOp();
+            if (def && (!last || position[def] > position[last]))
+              last = def;
+          }
+          if (last)
+            b.setInsertionPointAfter(last);
+          else
+            b.setInsertionPoint(first);
+          Value shard = reduceScatter(b, loc, toComm(flatten(b, loc, bucket, micro)), part);
+          if (mixed)
+            shard = CastOp::create(b, loc, typeOf(shard).clone(b.getF32Type()), shard);
+          gsum = gsum ? AddOp::create(b, loc, shard.getType(), gsum, shard).getResult()
+                      : shard;
+        }
+      }
       Value gavg = mixed ? gsum : average(b, loc, gsum);
       reduced.push_back(gavg);
       Type masterType = typeOf(bucket.members.front().master).getElementType();
@@ -572,35 +616,66 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     func.setArgAttr(arg, "compute.bucket_elements", b.getI64IntegerAttr(bucket.padded));
   }
 
+  /// Gradient accumulation: a gradient that is a chain of `zero.accumulate` adds
+  /// gives each micro-batch's contribution, in order (mixed precision: the 16-bit
+  /// gradient under its f32 cast); any other gradient is its own one contribution.
+  static SmallVector<Value> microContributions(Value g) {
+    SmallVector<Value> parts;
+    auto strip = [](Value v) {
+      auto c = v.getDefiningOp<CastOp>();
+      return c && c->hasAttr("zero.accumulate") ? c.getInput() : v;
+    };
+    while (auto add = g.getDefiningOp<AddOp>()) {
+      if (!add->hasAttr("zero.accumulate"))
+        break;
+      parts.push_back(strip(add.getRhs()));
+      g = add.getLhs();
+    }
+    parts.push_back(strip(g));
+    std::reverse(parts.begin(), parts.end());
+    return parts;
+  }
+  static bool accumulating(ArrayRef<Value> grads) {
+    return llvm::any_of(grads, [](Value g) { return microContributions(g).size() > 1; });
+  }
+
+  /// The phase of an op that reads a parameter: 2m for micro-batch m's forward,
+  /// 2m + 1 for its backward (gradient accumulation marks ops with it; without it,
+  /// forward is what comes before the loss).
+  int64_t phaseOf(Operation *op) {
+    if (auto p = op->getAttrOfType<IntegerAttr>("zero.micro_phase"))
+      return p.getInt();
+    return position[op] > position[lossOp] ? 1 : 0;
+  }
+
   /// Stage 3: each use of a member parameter reads a copy sliced out of an
   /// all-gathered bucket: one gather before the first forward use, another before
-  /// the first backward use, so nothing full stays alive in between.
+  /// the first backward use (per micro-batch with accumulation), so nothing full
+  /// stays alive in between.
   LogicalResult gatherForUse(func::FuncOp func, const Bucket &bucket,
                              BlockArgument shardArg) {
-    for (bool backward : {false, true}) {
-      SmallVector<OpOperand *> uses;
+    std::map<int64_t, SmallVector<OpOperand *>> usesByPhase;
+    for (const Member &m : bucket.members)
+      for (OpOperand &use : m.param.getUses()) {
+        Operation *user = use.getOwner();
+        if (user == m.optimizer || !position.count(user))
+          continue; // the optimizer goes; ops this pass built read the shard
+        usesByPhase[phaseOf(user)].push_back(&use);
+      }
+    for (auto &[phase, uses] : usesByPhase) {
       Operation *firstUser = nullptr;
-      for (const Member &m : bucket.members)
-        for (OpOperand &use : m.param.getUses()) {
-          Operation *user = use.getOwner();
-          if (user == m.optimizer || !position.count(user))
-            continue; // the optimizer goes; ops this pass built read the shard
-          bool isBackward = position[user] > position[lossOp];
-          if (isBackward != backward)
-            continue;
-          uses.push_back(&use);
-          if (!firstUser || position[user] < position[firstUser])
-            firstUser = user;
-        }
-      if (uses.empty())
-        continue;
+      for (OpOperand *use : uses)
+        if (!firstUser || position[use->getOwner()] < position[firstUser])
+          firstUser = use->getOwner();
       OpBuilder b(firstUser);
       Location loc = shardArg.getLoc();
       Value full = allGather(b, loc, shardArg, bucket.padded);
-      // Without this the two gathers are identical pure ops and CSE would merge
-      // them, keeping the full bucket alive from forward to backward.
-      full.getDefiningOp()->setAttr("zero.phase",
-                                    b.getStringAttr(backward ? "backward" : "forward"));
+      // Without this the gathers are identical pure ops and CSE would merge them,
+      // keeping the full bucket alive from forward to backward.
+      std::string name = phase % 2 ? "backward" : "forward";
+      if (phase > 1)
+        name += "-" + std::to_string(phase / 2);
+      full.getDefiningOp()->setAttr("zero.phase", b.getStringAttr(name));
       DenseMap<Value, Value> copyOf;
       for (const Member &m : bucket.members)
         copyOf[m.param] = unflatten(b, loc, full, m);

@@ -64,6 +64,13 @@ def BuildTrainingStepPass : Pass<"zero-build-training-step", "mlir::ModuleOp"> {
     returned as `overflow`: when it is not zero the optimizer skips the step and
     the step counter stays.
 
+    With `grad-accum-steps=A`, the forward and backward are built A times, in
+    order, each on its own copy of the graph inputs (`compute.micro_step = m`);
+    each loss gradient starts from 1/A, the gradients are summed after each
+    backward (adds marked `zero.accumulate`; in f32 for mixed precision), and the
+    loss returned is the micro-batches' mean. Ops carry `zero.micro_phase` (2m for
+    micro-batch m's forward, 2m + 1 for its backward).
+
     With `clip-grad-norm`, the gradients' global L2 norm (`compute.sum_squares`,
     summed, into `compute.clip_grad_scale`) scales them as
     torch.nn.utils.clip_grad_norm_ does, and is returned as `grad_norm`. With
@@ -111,6 +118,8 @@ def BuildTrainingStepPass : Pass<"zero-build-training-step", "mlir::ModuleOp"> {
            "Return the loss and the gradients; no optimizer.">,
     Option<"clipGradNorm", "clip-grad-norm", "double", "0.0",
            "Clip the global L2 norm of the gradients to this (0: off).">,
+    Option<"gradAccumSteps", "grad-accum-steps", "int64_t", "1",
+           "Micro-batches per optimizer step (gradient accumulation).">,
     Option<"runtimeLr", "runtime-lr", "bool", "false",
            "The learning rate is a runtime value `lr` (a schedule) instead of a "
            "constant.">,
