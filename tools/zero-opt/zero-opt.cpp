@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeepSpeedConfig.h"
+
 #include "zero/Dialect/Plan/Analysis/CostModel.h"
 #include "zero/Dialect/Plan/Analysis/ZeroReport.h"
 #include "zero/Import/ONNX/ImportOnnx.h"
@@ -87,6 +89,21 @@ static cl::opt<double>
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
                                 cl::cat(trainingCategory));
 
+static cl::opt<std::string> deepspeedConfig(
+    "deepspeed",
+    cl::desc("A DeepSpeed JSON config: its batch sizes, optimizer, scheduler, "
+             "zero_optimization, fp16/bf16 and clipping set the matching flags (flags "
+             "given here win)"),
+    cl::value_desc("ds_config.json"), cl::init(""), cl::cat(inputCategory));
+static cl::opt<int64_t> stepsPerPrint(
+    "steps-per-print",
+    cl::desc("Recorded in the plan: zero-run prints every N steps (its --print-every "
+             "wins)"),
+    cl::init(0), cl::cat(trainingCategory));
+static cl::opt<bool> wallClockBreakdown(
+    "wall-clock-breakdown",
+    cl::desc("Recorded in the plan: zero-run times each kernel kind (--profile)"),
+    cl::init(false), cl::cat(trainingCategory));
 static cl::opt<int64_t> gradAccumSteps(
     "grad-accum-steps",
     cl::desc("Micro-batches per optimizer step (gradient accumulation): the global "
@@ -401,12 +418,16 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
   return success();
 }
 
-/// The settings zero-run needs (the loss scaler's, the learning-rate schedule's),
-/// on the module for the plan writer.
+/// The settings zero-run needs (the loss scaler's, the learning-rate schedule's,
+/// how often to print), on the module for the plan writer.
 void recordRuntimeSettings(ModuleOp module) {
   if (mode != "train")
     return;
   Builder b(module.getContext());
+  if (stepsPerPrint > 0)
+    module->setAttr("zero.print_every", b.getI64IntegerAttr(stepsPerPrint));
+  if (wallClockBreakdown)
+    module->setAttr("zero.profile", b.getUnitAttr());
   if (lrSchedule != "constant")
     module->setAttr(
         "zero.lr_schedule",
@@ -434,6 +455,100 @@ void recordRuntimeSettings(ModuleOp module) {
                        b.getNamedAttr("window", b.getF64FloatAttr(lossScaleWindow)),
                        b.getNamedAttr("hysteresis", b.getF64FloatAttr(hysteresis)),
                        b.getNamedAttr("min_scale", b.getF64FloatAttr(minLossScale))}));
+}
+
+/// Sets flag `name` from the DeepSpeed config's `key`, unless the command line
+/// gave it (then one line says which wins).
+bool applyConfigFlag(StringRef name, StringRef value, StringRef key) {
+  auto &registered = cl::getRegisteredOptions();
+  auto it = registered.find(name);
+  if (it == registered.end()) {
+    llvm::errs() << "zero-opt: error: internal: the config sets --" << name
+                 << ", which zero-opt does not have\n";
+    return false;
+  }
+  cl::Option *o = it->second;
+  if (o->getNumOccurrences()) {
+    llvm::errs() << "zero-opt: note: --" << name << " on the command line overrides "
+                 << key << " (" << value << ") of " << deepspeedConfig << "\n";
+    return true;
+  }
+  if (o->addOccurrence(0, name, value)) {
+    llvm::errs() << "zero-opt: error: " << deepspeedConfig << ": " << key << " (" << value
+                 << ") is not a valid --" << name << "\n";
+    return false;
+  }
+  return true;
+}
+
+/// Reads --deepspeed and sets the flags it implies. The micro-batch it asks for
+/// goes to `microBatch` (checked against the model once imported).
+bool applyDeepSpeedConfig(std::optional<int64_t> &microBatch) {
+  std::string error;
+  zero::DeepSpeedConfig cfg;
+  bool ok = zero::readDeepSpeedConfig(deepspeedConfig, worldSize, cfg, error);
+  for (const std::string &w : cfg.warnings)
+    llvm::errs() << "zero-opt: warning: " << deepspeedConfig << ": " << w << "\n";
+  for (const std::string &n : cfg.notes)
+    llvm::errs() << "zero-opt: note: " << deepspeedConfig << ": " << n << "\n";
+  if (!ok) {
+    llvm::errs() << "zero-opt: error: " << error << "\n";
+    return false;
+  }
+  zero::DeepSpeedConfig *config = &cfg;
+  for (const zero::ConfigFlag &f : config->flags)
+    if (!applyConfigFlag(f.flag, f.value, f.key))
+      return false;
+  // DeepSpeed counts bucket sizes in elements; zero-opt's flags are MiB of the
+  // parameters' type.
+  double bytes = precision == "fp32" ? 4.0 : 2.0;
+  auto mib = [&](double elements) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", elements * bytes / (1024.0 * 1024.0));
+    return std::string(buf);
+  };
+  if (config->reduceBucketElements &&
+      !applyConfigFlag("bucket-size-mb", mib(*config->reduceBucketElements),
+                       "zero_optimization.reduce_bucket_size"))
+    return false;
+  if (config->maxLiveElements &&
+      !applyConfigFlag("max-live-mb", mib(*config->maxLiveElements),
+                       "zero_optimization.stage3_max_live_parameters"))
+    return false;
+  if (config->prefetchElements) {
+    // zero-opt prefetches whole buckets: as many as hold the elements asked for.
+    double bucketElements = bucketSizeMb * 1024.0 * 1024.0 / bytes;
+    int64_t buckets = std::max<int64_t>(
+        1, (int64_t)std::ceil(*config->prefetchElements / bucketElements));
+    if (!applyConfigFlag("prefetch-buckets", std::to_string(buckets),
+                         "zero_optimization.stage3_prefetch_bucket_size"))
+      return false;
+  }
+  microBatch = config->microBatch;
+  return true;
+}
+
+/// The config's micro-batch must be the model's batch: the first dimension of
+/// graph input 0.
+bool checkMicroBatch(ModuleOp module, int64_t micro) {
+  auto func = module.lookupSymbol<func::FuncOp>("main");
+  if (!func)
+    return true;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto index = func.getArgAttrOfType<IntegerAttr>(i, "compute.input");
+    auto t = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+    if (!index || index.getInt() != 0 || !t || t.getRank() == 0)
+      continue;
+    if (t.getDimSize(0) != micro) {
+      llvm::errs() << "zero-opt: error: " << deepspeedConfig
+                   << ": train_micro_batch_size_per_gpu is " << micro
+                   << ", but the model's batch (graph input 0) is " << t.getDimSize(0)
+                   << " (export it with batch " << micro
+                   << ", or give --input-shape for a symbolic batch)\n";
+      return false;
+    }
+  }
+  return true;
 }
 
 /// Compiles from the module's current level down to `level` and writes it.
@@ -584,6 +699,13 @@ int main(int argc, char **argv) {
                  << " is not one of graph, step, plan, zplan\n";
     return 1;
   }
+  std::optional<int64_t> configMicroBatch;
+  if (!deepspeedConfig.empty() && !applyDeepSpeedConfig(configMicroBatch))
+    return 1;
+  if (stepsPerPrint < 0) {
+    llvm::errs() << "zero-opt: error: --steps-per-print must be >= 0\n";
+    return 1;
+  }
   if (mode != "inference" && mode != "train" && mode != "gradients") {
     llvm::errs() << "zero-opt: error: --mode=" << mode
                  << " is not one of train, inference, gradients\n";
@@ -678,6 +800,8 @@ int main(int argc, char **argv) {
       return 1;
     if (mode != "inference" && level != "graph")
       noteTrainableSet(*module, inputFile);
+    if (configMicroBatch && !checkMicroBatch(*module, *configMicroBatch))
+      return 1;
     if (failed(compileAndEmit(*module, level, inputFile, outputFile)))
       return 1;
     return 0;

@@ -14,6 +14,9 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 using namespace mlir;
 
 namespace {
@@ -113,6 +116,10 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
     l->set_hysteresis((int)num("hysteresis"));
     l->set_min_scale(num("min_scale"));
   }
+  if (auto every = module->getAttrOfType<IntegerAttr>("zero.print_every"))
+    out.set_print_every(every.getInt());
+  if (module->hasAttr("zero.profile"))
+    out.set_profile(true);
   if (auto ls = module->getAttrOfType<DictionaryAttr>("zero.lr_schedule")) {
     auto num = [&](StringRef key) {
       auto a = ls.getAs<FloatAttr>(key);
@@ -211,8 +218,15 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
   if (!problem.empty())
     return program.emitError("internal error, the plan fails zero-run's checks: ")
            << problem;
-  if (!out.SerializeToString(&payload))
-    return program.emitError("plan does not serialize (over 2 GiB?)");
+  // Deterministic: the same module gives the same bytes (kernel attributes are a
+  // protobuf map, whose order is otherwise the hash table's).
+  {
+    google::protobuf::io::StringOutputStream stream(&payload);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (out.ByteSizeLong() > (size_t)INT32_MAX || !out.SerializeToCodedStream(&coded))
+      return program.emitError("plan does not serialize (over 2 GiB?)");
+  }
   os << zrt::encodePlanHeader(payload) << payload;
   return success();
 }

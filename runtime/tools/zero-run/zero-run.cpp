@@ -122,6 +122,7 @@ struct Options {
   double commDelayNsPerByte = 0, collectiveTimeoutS = 600;
   RankAtStep testFail, testStall, testOverflow;
   int64_t steps = 1, printEvery = 1;
+  bool printEveryGiven = false; // else the plan's steps_per_print, if it has one
   bool shuffle = false, quiet = false, profile = false;
   uint64_t seed = 0;
 };
@@ -186,6 +187,7 @@ Options parseArgs(int argc, char **argv) {
     } else if (is("--print-every")) {
       o.printEvery = parseInt("--print-every", value("--print-every"));
       ZRT_CHECK(o.printEvery > 0, "--print-every needs a positive integer");
+      o.printEveryGiven = true;
     } else if (is("--device")) {
       o.device = value("--device");
       ZRT_CHECK(o.device == "cuda" || o.device == "cpu",
@@ -420,6 +422,12 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
       std::printf("bf16 matrix products: %s\n", bf16MatmulPath());
   }
   int64_t skippedSteps = 0;
+  // Settings the plan carries (a DeepSpeed config's steps_per_print and
+  // wall_clock_breakdown); zero-run's own flags win.
+  int64_t printEvery =
+      !o.printEveryGiven && exec.plan().print_every() > 0 ? exec.plan().print_every()
+                                                          : o.printEvery;
+  bool profile = o.profile || exec.plan().profile();
   try {
     for (int64_t step = 0; step < o.steps; ++step) {
       if (o.testFail.rank == comm.rank() && o.testFail.step == step + 1)
@@ -449,7 +457,7 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
         exec.setRuntimeValue("lr", lrUsed);
       }
       auto start = std::chrono::steady_clock::now();
-      if (o.profile)
+      if (profile)
         exec.runProfiled(msByKernel);
       else
         exec.run();
@@ -469,7 +477,7 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
       double gradNorm =
           gradNormOutput >= 0 ? scalarOf(exec.readOutput(gradNormOutput).view()) : 0.0;
       double tps = globalBatch * seqLen / (ms / 1000.0);
-      bool print = (step + 1) % o.printEvery == 0 || step == 0 || step + 1 == o.steps;
+      bool print = (step + 1) % printEvery == 0 || step == 0 || step + 1 == o.steps;
       if (tty)
         std::printf("\r\033[K");
       if (!quiet && (print || skipped)) {
@@ -527,7 +535,7 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
   if (!quiet && skippedSteps)
     std::printf("%lld of %lld steps skipped (gradient overflow)\n",
                 (long long)skippedSteps, (long long)o.steps);
-  if (o.profile && root)
+  if (profile && root)
     printProfile(msByKernel, o.steps);
   if (!o.trace.empty())
     writeTrace(o.trace, comm.rank(), exec.takeTrace());

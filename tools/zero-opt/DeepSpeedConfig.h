@@ -1,0 +1,52 @@
+//===- DeepSpeedConfig.h - A DeepSpeed JSON config as zero-opt flags -*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// `zero-opt --deepspeed ds_config.json` reads DeepSpeed's config and turns what it
+// says into zero-opt's own flags (the table in docs/UserGuide.md). Keys zero-opt
+// does not know are warnings (with the nearest known key); keys DeepSpeed knows
+// that change what is computed and zero-opt cannot do are errors; keys that only
+// tune DeepSpeed's own machinery are notes; "auto" (the HF Trainer's placeholder)
+// is an error naming the flag to give instead.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_OPT_DEEPSPEEDCONFIG_H
+#define ZERO_OPT_DEEPSPEEDCONFIG_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zero {
+
+/// One zero-opt flag the config sets, and the config key it comes from.
+struct ConfigFlag {
+  std::string flag;  // without dashes: "lr"
+  std::string value; // as it would be written on the command line
+  std::string key;   // "optimizer.params.lr"
+};
+
+struct DeepSpeedConfig {
+  std::vector<ConfigFlag> flags;
+  /// Sizes DeepSpeed counts in elements; zero-opt turns them into MiB once the
+  /// precision (the element size) is known.
+  std::optional<double> reduceBucketElements, maxLiveElements, prefetchElements;
+  /// The micro-batch the config asks for (the model's batch must be it).
+  std::optional<int64_t> microBatch;
+  /// Messages, each one line: warnings (unknown keys) and notes (keys that do not
+  /// apply); printed before compiling.
+  std::vector<std::string> warnings, notes;
+};
+
+/// Reads `path` for a run on `worldSize` ranks into `config`. On a problem
+/// (unreadable, not JSON, an unsupported or "auto" key, batch sizes that
+/// disagree) returns false with `error` naming it; the warnings and notes found
+/// until then are in `config` either way.
+bool readDeepSpeedConfig(const std::string &path, int64_t worldSize,
+                         DeepSpeedConfig &config, std::string &error);
+
+} // namespace zero
+
+#endif // ZERO_OPT_DEEPSPEEDCONFIG_H
