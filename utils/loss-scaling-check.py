@@ -15,6 +15,9 @@
 # 4. Doubling: fp16 with a small scale and --loss-scale-window=3: the scale doubles
 #    after every 3 good steps, following the rule.
 # 5. A fixed --loss-scale never changes and overflowing steps are still skipped.
+# 6. Skipped steps do not advance the learning-rate schedule (DeepSpeed steps its
+#    scheduler only with the optimizer): the logged lr of each step is the
+#    schedule at the number of steps applied before it.
 # Exit 1 on a mismatch. Run with Debian's /usr/bin/python3.
 import argparse
 import json
@@ -29,25 +32,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
-
-
-def expected_scales(skipped, scale, window, hysteresis, min_scale=1.0, dynamic=True):
-    """DeepSpeed's DynamicLossScaler.update_scale, from the observed overflows."""
-    counter, last, out = hysteresis, -1, []
-    for i, overflow in enumerate(skipped):
-        out.append(scale)
-        if not dynamic:
-            continue
-        if overflow:
-            if hysteresis == 1 or counter == 1:
-                scale = max(scale / 2, min_scale)
-            else:
-                counter -= 1
-            last = i
-        elif (i - last) % window == 0:
-            counter = hysteresis
-            scale *= 2
-    return out
+import deepspeed_rules  # noqa: E402
+from deepspeed_rules import expected_scales  # noqa: E402
 
 
 class Runner:
@@ -108,7 +94,7 @@ def main():
     log, _ = r.run("forced", ["--precision=fp16", "--initial-scale-power=40"], 40)
     skipped = [s["skipped"] for s in log]
     scales = [s["loss_scale"] for s in log]
-    want = expected_scales(skipped, 2.0 ** 40, 1000, 2)
+    want = expected_scales(skipped, 2.0 ** 40, window=1000, hysteresis=2)
     print("step  loss_scale  skipped")
     for i, (sc, sk) in enumerate(zip(scales, skipped)):
         print("%4d  2^%-8g  %s" % (i + 1, np.log2(sc), sk))
@@ -146,12 +132,27 @@ def main():
     print("window 3 from 2^4: " + " ".join("2^%g%s" % (np.log2(s), "*" if k else "")
                                            for s, k in zip(scales, skipped)))
     check("the scale doubles after every 3 good steps", scales == expected_scales(
-        skipped, 16.0, 3, 2) and max(scales) >= 2 ** 6)
+        skipped, 16.0, window=3, hysteresis=2) and max(scales) >= 2 ** 6)
 
     # 5. A fixed scale.
     log, _ = r.run("fixed", ["--precision=fp16", "--loss-scale=1099511627776"], 4)
     check("a fixed scale (2^40) never changes and its overflowing steps are skipped",
           all(s["loss_scale"] == 2.0 ** 40 and s["skipped"] for s in log))
+
+    # 6. The schedule counts applied steps only.
+    log, _ = r.run("schedule", ["--precision=fp16", "--initial-scale-power=40",
+                                "--lr=1e-3", "--lr-schedule=warmup", "--warmup-type=linear",
+                                "--warmup-steps=10"], 30)
+    applied, want = 0, []
+    for s in log:
+        want.append(deepspeed_rules.scheduled_lr("warmup", applied, 1e-3, 10, "linear"))
+        applied += not s["skipped"]
+    got = [s["lr"] for s in log]
+    print("lr: " + " ".join("%g%s" % (l, "*" if s["skipped"] else "") for l, s in zip(got, log)))
+    check("overflow-skipped steps do not advance the schedule (%d of 30 skipped)" % (
+        sum(s["skipped"] for s in log)),
+          any(s["skipped"] for s in log) and not all(s["skipped"] for s in log) and
+          max(abs(g - w) for g, w in zip(got, want)) <= 1e-12)
     return 0 if ok else 1
 
 

@@ -4,6 +4,7 @@
 #   mixed-precision-parity.py --bin BUILD/bin --work DIR [--steps 30]
 #       [--precision bf16,fp16] [--zero-stage 0,1,2,3] [--world-size 1,2,4]
 #       [--zero-run ZERO_RUN --device cuda --launcher threads]
+#       [--grad-accum-steps A --clip-grad-norm C --lr-schedule KIND]
 #
 # The test GPT (utils/zero_models.py) trains 30 AdamW steps in zero-run, compiled
 # with zero-opt --precision, and in PyTorch (python3-torch 1.13, CPU) with the recipe
@@ -35,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import deepspeed_rules  # noqa: E402
 import zero_models  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -110,56 +112,47 @@ class Recipe:
         return F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
 
 
-class LossScaler:
-    """DeepSpeed's DynamicLossScaler.update_scale (fp16); bf16: a fixed 1."""
-
-    def __init__(self, precision, power=16, window=1000, hysteresis=2, min_scale=1.0):
-        self.dynamic = precision == "fp16"
-        self.scale = 2.0 ** power if self.dynamic else 1.0
-        self.window, self.hysteresis, self.min_scale = window, hysteresis, min_scale
-        self.counter, self.iter, self.last_overflow = hysteresis, 0, -1
-
-    def update(self, overflow):
-        if not self.dynamic:
-            return
-        if overflow:
-            if self.hysteresis == 1 or self.counter == 1:
-                if self.scale == self.min_scale:
-                    raise RuntimeError("overflow at the minimum loss scale")
-                self.scale = max(self.scale / 2, self.min_scale)
-            else:
-                self.counter -= 1
-            self.last_overflow = self.iter
-        elif (self.iter - self.last_overflow) % self.window == 0:
-            self.counter = self.hysteresis
-            self.scale *= 2
-        self.iter += 1
-
-
-def reference(model, precision, lr, wd, data, steps, global_batch, seq):
-    """Per-step losses and skipped flags of the recipe, single process."""
+def reference(a, model, precision, lr, wd, data, steps, global_batch, seq):
+    """Per-step losses, skipped flags, learning rates and gradient norms of the
+    recipe, single process on the global batch: the unscaled gradients clipped as
+    torch.nn.utils.clip_grad_norm_ does (--clip-grad-norm), the learning rate from
+    the schedule at the number of steps not skipped so far (--lr-schedule)."""
     recipe = Recipe(DTYPES[precision])
     names = [n for n, _ in model.named_parameters()]
     master = {n: p.detach().clone() for n, p in model.named_parameters()}
     opt = torch.optim.AdamW(list(master.values()), lr=lr, weight_decay=wd)
-    scaler = LossScaler(precision)
+    if precision == "fp16":
+        scaler = deepspeed_rules.DynamicLossScaler(2.0 ** 16)
+    else:
+        scaler = deepspeed_rules.DynamicLossScaler(1.0, dynamic=False)
     tdata = torch.from_numpy(data.astype(np.int64))
-    losses, skipped = [], []
+    losses, skipped, lrs, norms = [], [], [], []
+    applied = 0
     for step in range(steps):
         tokens, targets = zero_models.make_batch(tdata, step, global_batch, seq)
         p16 = {n: master[n].to(recipe.dtype).float().requires_grad_() for n in names}
         loss = recipe.forward(model, p16, tokens, targets)
         (loss * scaler.scale).backward()
-        grads = {n: p16[n].grad.to(recipe.dtype).float() for n in names}
+        grads = {n: p16[n].grad.to(recipe.dtype).float() / scaler.scale for n in names}
         overflow = any(not torch.isfinite(g).all() for g in grads.values())
+        norm = float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads.values())))
+        if a.lr_schedule != "constant":
+            step_lr = deepspeed_rules.scheduled_lr(a.lr_schedule, applied, lr, 5, "linear",
+                                                   steps)
+            for group in opt.param_groups:
+                group["lr"] = step_lr
+            lrs.append(step_lr)
         if not overflow:
+            coef = min(1.0, a.clip_grad_norm / (norm + 1e-6)) if a.clip_grad_norm else 1.0
             for n in names:
-                master[n].grad = grads[n] / scaler.scale
+                master[n].grad = grads[n] * coef
             opt.step()
+            applied += 1
         losses.append(loss.item())
         skipped.append(overflow)
+        norms.append(norm)
         scaler.update(overflow)
-    return losses, skipped
+    return losses, skipped, lrs, norms
 
 
 def run_zero(a, onnx_path, data_path, work, flags, world, steps, save=None):
@@ -199,6 +192,11 @@ def main():
                    help="ranks as mpirun processes, or as threads of one zero-run")
     p.add_argument("--skip-master-check", action="store_true",
                    help="only the parity runs")
+    p.add_argument("--grad-accum-steps", type=int, default=1)
+    p.add_argument("--clip-grad-norm", type=float, default=0.0)
+    p.add_argument("--lr-schedule", default="constant",
+                   choices=["constant", "warmup", "warmup-decay", "warmup-cosine"],
+                   help="with 5 linear warm-up steps over --steps")
     a = p.parse_args()
     a.zero_run = a.zero_run or os.path.join(a.bin, "zero-run")
     os.makedirs(a.work, exist_ok=True)
@@ -214,12 +212,20 @@ def main():
     zero_models.export(initial, onnx_path, batch, seq, vocab)
     common = ["--optimizer=adamw", "--lr=%r" % lr, "--weight-decay=%r" % wd,
               "--bucket-size-mb=0.02"]
+    if a.grad_accum_steps > 1:
+        common.append("--grad-accum-steps=%d" % a.grad_accum_steps)
+    if a.clip_grad_norm > 0:
+        common.append("--clip-grad-norm=%r" % a.clip_grad_norm)
+    if a.lr_schedule != "constant":
+        common += ["--lr-schedule=" + a.lr_schedule, "--warmup-steps=5",
+                   "--warmup-type=linear", "--total-steps=%d" % a.steps]
 
     ok = True
     for world in a.world_size:
         for precision in a.precision.split(","):
-            ref, ref_skipped = reference(copy.deepcopy(initial), precision, lr, wd, data,
-                                         a.steps, world * batch, seq)
+            ref, ref_skipped, ref_lrs, ref_norms = reference(
+                a, copy.deepcopy(initial), precision, lr, wd, data, a.steps,
+                a.grad_accum_steps * world * batch, seq)
             for stage in a.zero_stage:
                 flags = common + ["--world-size=%d" % world, "--zero-stage=%d" % stage]
                 work = os.path.join(a.work, "%s-s%d-w%d" % (precision, stage, world))
@@ -238,6 +244,17 @@ def main():
                         i + 1, g["loss"], r, f["loss"], g["skipped"], ref_skipped[i]))
                 good = (len(got) == a.steps and worst_ref < a.rtol and
                         worst_fp32 < a.fp32_rtol)
+                if ref_lrs: # the same skipped steps give the same rates, exactly
+                    same = [g["skipped"] for g in got] == ref_skipped
+                    worst_lr = max(abs(g["lr"] - l) for g, l in zip(got, ref_lrs))
+                    print("learning rates: worst difference %.2e (limit 1e-9)" % worst_lr)
+                    good &= same and worst_lr <= 1e-9
+                if a.clip_grad_norm > 0:
+                    worst_norm = max(abs(g["grad_norm"] - n) / n for g, n, k in
+                                     zip(got, ref_norms, ref_skipped) if not k)
+                    print("gradient norms: worst relative error %.2e (rtol %g)" % (
+                        worst_norm, a.rtol))
+                    good &= worst_norm < a.rtol
                 print("%s stage %d, %d ranks: worst loss error %.2e vs the reference "
                       "(rtol %g), %.2e vs fp32 (rtol %g): %s" % (
                           precision, stage, world, worst_ref, a.rtol, worst_fp32,

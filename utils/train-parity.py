@@ -34,7 +34,6 @@
 import argparse
 import copy
 import json
-import math
 import os
 import subprocess
 import sys
@@ -45,6 +44,7 @@ import onnx.numpy_helper as nh
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import deepspeed_rules  # noqa: E402
 import zero_models  # noqa: E402
 
 
@@ -60,27 +60,10 @@ def int_list(text):
 
 
 def scheduled_lr(a, lr, t):
-    """DeepSpeed's WarmupLR, WarmupDecayLR, WarmupCosineLR at iteration t."""
-    n = max(2, a.warmup_steps)
-
-    def gamma():
-        return math.log(t + 1) / math.log(n) if a.warmup_type == "log" else t / n
-
-    if a.lr_schedule == "warmup-cosine":
-        if t < n:
-            ratio = a.warmup_min_ratio + (1 - a.warmup_min_ratio) * gamma()
-        else:
-            p = min(1.0, (t - n + 1) / max(1, a.total_steps - n))
-            ratio = max(0.0, a.cos_min_ratio + (1 - a.cos_min_ratio) *
-                        (1 + math.cos(math.pi * p)) / 2)
-        return lr * ratio
-    if t < n:
-        g = gamma()
-    elif a.lr_schedule == "warmup":
-        g = 1.0
-    else:
-        g = max(0.0, (a.total_steps - t) / max(1, a.total_steps - n))
-    return a.warmup_min_lr + (lr - a.warmup_min_lr) * g
+    """The schedule --lr-schedule and its flags ask for, at iteration t."""
+    return deepspeed_rules.scheduled_lr(
+        a.lr_schedule, t, lr, a.warmup_steps, a.warmup_type, a.total_steps,
+        a.warmup_min_lr, None, a.cos_min_ratio, a.warmup_min_ratio)
 
 
 def torch_reference(a, model, optimizer, lr, momentum, wd, data, steps, global_batch, seq):

@@ -253,15 +253,8 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     for (auto [k, v] : llvm::enumerate(ret.getOperands()))
       resultIndexOf[v] = k;
 
-    // Results that update nothing (the loss, the overflow count, the gradient norm)
-    // stay first, in order.
     SmallVector<Value> newResults;
     SmallVector<Attribute> newNames;
-    for (auto [k, v] : llvm::enumerate(ret.getOperands()))
-      if (!func.getResultAttr(k, "compute.updates")) {
-        newResults.push_back(v);
-        newNames.push_back(cast<ArrayAttr>(func->getAttr("compute.output_names"))[k]);
-      }
     SmallVector<std::pair<unsigned, Value>> updates; // (arg, new value)
     SmallVector<std::pair<Value, StringRef>> newUpdateNames;
     llvm::BitVector deadArgs(entry.getNumArguments() + 4 * buckets->size() + 4);
@@ -515,6 +508,13 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       if (auto a = func.getResultAttrOfType<IntegerAttr>(k, "compute.updates"))
         if (step && argName(func, a.getInt()) == "optimizer.step")
           updates.push_back({(unsigned)a.getInt(), v});
+    // Results that update nothing (the loss, the overflow count, the gradient norm)
+    // stay first, in order: read from the return now, after the rewiring above.
+    for (auto [k, v] : llvm::enumerate(ret.getOperands()))
+      if (!func.getResultAttr(k, "compute.updates")) {
+        newResults.push_back(v);
+        newNames.push_back(cast<ArrayAttr>(func->getAttr("compute.output_names"))[k]);
+      }
     unsigned firstUpdate = newResults.size();
     for (auto [arg, v] : updates) {
       newResults.push_back(v);
