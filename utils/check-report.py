@@ -35,6 +35,10 @@ def main():
                    help="also check that gathered buckets alive at once stay within it")
     p.add_argument("--prefetch-buckets", type=int, default=2)
     p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32")
+    p.add_argument("--grad-accum-steps", type=int, default=1,
+                   help="A micro-batches per step: stages 2-3 reduce-scatter each, into "
+                        "sharded accumulators (f32 in mixed precision); stage 3 gathers "
+                        "for each")
     p.add_argument("--zero-run", help="the zero-run to measure with (default: BIN/zero-run)")
     p.add_argument("--device", help="zero-run --device (default: zero-run's choice)")
     p.add_argument("--launcher", choices=["mpirun", "threads"], default="mpirun",
@@ -50,7 +54,8 @@ def main():
                    check=True, stdout=subprocess.DEVNULL)
     flags = ["--zero-stage=%d" % a.stage, "--world-size=%d" % a.world_size,
              "--bucket-size-mb=%r" % a.bucket_size_mb, "--max-live-mb=%r" % a.max_live_mb,
-             "--prefetch-buckets=%d" % a.prefetch_buckets, "--precision=" + a.precision]
+             "--prefetch-buckets=%d" % a.prefetch_buckets, "--precision=" + a.precision,
+             "--grad-accum-steps=%d" % a.grad_accum_steps]
     r = json.loads(subprocess.run([os.path.join(a.bin, "zero-opt"), model, "--report=json"]
                                   + flags, check=True, capture_output=True,
                                   text=True).stdout)
@@ -58,14 +63,20 @@ def main():
     step = 8
     P, K = (4, 8) if a.precision == "fp32" else (2, 12)
     G = P
+    A = a.grad_accum_steps
+    # Accumulated slices (stages 2-3, A > 1) are f32 in mixed precision.
+    Gs = 4 if A > 1 and a.precision != "fp32" else G
     expect = {
         0: (P * psi, G * (psip if n > 1 else psi), K * psi + step),
         1: (P * psi, G * psip, K * psip // n + step),
-        2: (P * psi, G * psip // n, K * psip // n + step),
-        3: (P * psip // n, G * psip // n, K * psip // n + step),
+        2: (P * psi, Gs * psip // n, K * psip // n + step),
+        3: (P * psip // n, Gs * psip // n, K * psip // n + step),
     }[s]
     flag = 2 if (a.precision != "fp32" and n > 1) else 0
-    volume = 0 if (s == 0 and n == 1) else (3 if s == 3 else 2) * psip + flag
+    # Stages 0-1 reduce once per step; 2-3 reduce-scatter per micro-batch, and
+    # stage 3 gathers before each micro-batch's forward and backward.
+    volume = {0: 0 if n == 1 else 2 * psip, 1: 2 * psip, 2: (A + 1) * psip,
+              3: 3 * A * psip}[s] + flag
     got = r["per_rank_bytes"]
     ok = True
 
@@ -75,7 +86,8 @@ def main():
         ok &= have == want
         print("  %-34s %12d  expected %12d  %s" % (what, have, want, flag))
 
-    print("%s, stage %d on %d ranks: Ψ = %d, Ψp = %d" % (a.precision, s, n, psi, psip))
+    print("%s, stage %d on %d ranks, %d micro-batches per step: Ψ = %d, Ψp = %d" % (
+        a.precision, s, n, A, psi, psip))
     # The bool mask is a constant of the plan, not a parameter.
     check("params", got["params"], expect[0])
     check("grads", got["grads"], expect[1])
@@ -85,10 +97,11 @@ def main():
     if s == 3 and a.bucket_size_mb < 25.0:
         # With small buckets, one that backward never reads (the position
         # embedding's) is not gathered again: between 2 and 3 Ψp.
-        in_range = 2 * psip + flag < have_volume <= 3 * psip + flag
+        in_range = 2 * A * psip + flag < have_volume <= 3 * A * psip + flag
         ok &= in_range
-        print("  %-34s %12d  in (2Ψp, 3Ψp] = (%d, %d]  %s" % (
-            "volume", have_volume, 2 * psip, 3 * psip, "ok" if in_range else "MISMATCH"))
+        print("  %-34s %12d  in (2AΨp, 3AΨp] = (%d, %d]  %s" % (
+            "volume", have_volume, 2 * A * psip + flag, 3 * A * psip + flag,
+            "ok" if in_range else "MISMATCH"))
     else:
         check("volume", have_volume, volume)
     buckets = max(1, round(4 * psi / (a.bucket_size_mb * 1024 * 1024)) + 1)

@@ -31,10 +31,11 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
   r.stage = stage;
   r.worldSize = program.getWorldSizeAttr().getInt();
   r.totalPeak = program.getArenaBytesAttr().getInt();
-  int64_t persistent = 0, optimizerGrads = 0;
+  int64_t persistent = 0, optimizerGrads = 0, optimizerElements = 0;
   DenseSet<Value> written;
-  // Mixed precision: the overflow count's all-reduce (fed by nonfinite_count,
-  // through adds and reshapes) is communication, not a gradient.
+  // The overflow count's and the clipping norm's all-reduces (fed by
+  // nonfinite_count or sum_squares, through adds and reshapes) are communication,
+  // not gradients.
   DenseMap<Value, plan::KernelOp> producer;
   auto isOverflowCount = [&](Value v) {
     SmallVector<Value> work = {v};
@@ -42,7 +43,7 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
       plan::KernelOp k = producer.lookup(work.pop_back_val());
       if (!k)
         return false;
-      if (k.getKernel() == "nonfinite_count")
+      if (k.getKernel() == "nonfinite_count" || k.getKernel() == "sum_squares")
         return true;
       if (k.getKernel() != "reshape" && k.getKernel() != "add")
         return false;
@@ -63,7 +64,7 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
         r.allGather += elementsOf(k.getOutputs()[0]);
       else if (name == "reduce_scatter") {
         r.reduceScatter += elementsOf(k.getInputs()[0]);
-        r.grads += stage >= 2 ? bytesOf(k.getOutputs()[0]) : bytesOf(k.getInputs()[0]);
+        r.grads += bytesOf(k.getInputs()[0]); // stages 2-3: replaced below
       } else if (name == "all_reduce") {
         r.allReduce += elementsOf(k.getInputs()[0]);
         if (isOverflowCount(k.getInputs()[0]))
@@ -72,10 +73,14 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
           r.grads += bytesOf(k.getInputs()[0]);
       } else if (name == "adamw" || name == "sgd") {
         optimizerGrads += bytesOf(k.getInputs()[1]);
+        optimizerElements += elementsOf(k.getInputs()[0]);
       }
     }
   // One rank, stage 0: no collective; the optimizer reads the full gradients.
-  if (r.reduceScatter == 0 && r.allReduce == 0)
+  // Stages 2-3: what the optimizer reads, the reduced slices (with gradient
+  // accumulation, the sharded accumulators: each micro-batch's reduce-scatter
+  // output lives only until it is added in).
+  if ((r.reduceScatter == 0 && r.allReduce == 0) || stage >= 2)
     r.grads = optimizerGrads;
   for (Operation &op : program.getBody().front()) {
     auto buf = dyn_cast<plan::BufferOp>(op);
@@ -131,8 +136,10 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
     r.gatheredPeak = std::max(r.gatheredPeak, live);
     live -= until[i];
   }
-  // Every gradient bucket is reduced exactly once (one rank: no reduction).
-  r.paddedParameters = r.reduceScatter + r.allReduce - r.overflowCheck;
+  // Above stage 0 each optimizer updates one bucket's slice; at stage 0 every
+  // gradient bucket is all-reduced once (one rank: no reduction, no padding).
+  r.paddedParameters = stage >= 1 ? optimizerElements * r.worldSize
+                                  : r.allReduce - r.overflowCheck;
   if (r.paddedParameters == 0)
     r.paddedParameters = r.parameters;
   return r;

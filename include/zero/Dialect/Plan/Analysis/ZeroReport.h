@@ -38,7 +38,8 @@ struct ZeroReport {
   /// Full-tensor elements per step: an all-gather counts its output, a
   /// reduce-scatter its input; the volume counts an all-reduce twice.
   int64_t allGather = 0, reduceScatter = 0, allReduce = 0;
-  /// Mixed precision: the elements of allReduce that sum the overflow count.
+  /// The elements of allReduce that sum the overflow count (mixed precision) and
+  /// the gradients' squared norm (clipping).
   int64_t overflowCheck = 0;
   int64_t volume() const { return allGather + reduceScatter + 2 * allReduce; }
   /// The cost model's prediction, when a machine is given.
