@@ -543,8 +543,7 @@ bool checkMicroBatch(ModuleOp module, int64_t micro) {
       llvm::errs() << "zero-opt: error: " << deepspeedConfig
                    << ": train_micro_batch_size_per_gpu is " << micro
                    << ", but the model's batch (graph input 0) is " << t.getDimSize(0)
-                   << " (export it with batch " << micro
-                   << ", or give --input-shape for a symbolic batch)\n";
+                   << " (export it with batch " << micro << ")\n";
       return false;
     }
   }
@@ -795,6 +794,7 @@ int main(int argc, char **argv) {
     zero::OnnxImportOptions options;
     if (failed(parseInputShapes(options)))
       return 1;
+    options.batch = configMicroBatch; // pins a symbolic batch; a fixed one is checked
     module = zero::importOnnxModel(context, inputFile, options);
     if (!module)
       return 1;

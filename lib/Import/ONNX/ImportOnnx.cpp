@@ -316,6 +316,11 @@ LogicalResult pinInputShapes(MLIRContext &ctx, StringRef path,
       return emitError(loc) << "graph input '" << in.name()
                             << "' has no shape; give one with --input-shape "
                             << in.name() << "=DxDx...";
+    // A symbolic batch (the first dimension) takes the batch size asked for (a
+    // DeepSpeed config's micro-batch).
+    if (options.batch && tt->shape().dim_size() > 0 &&
+        !tt->shape().dim(0).has_dim_value())
+      tt->mutable_shape()->mutable_dim(0)->set_dim_value(*options.batch);
     for (int i = 0; i < tt->shape().dim_size(); ++i) {
       const auto &d = tt->shape().dim(i);
       if (!d.has_dim_value() || d.dim_value() < 0)

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct OnnxImportOptions {
   /// file (`--constant-input`): for inputs that set shapes, such as Reshape's shape
   /// or Slice's starts. The other inputs keep their original positions.
   std::map<std::string, std::string> constantInputs;
+  /// The size of a symbolic first dimension of graph inputs (the micro-batch a
+  /// DeepSpeed config asks for); fixed dimensions are left as they are.
+  std::optional<int64_t> batch;
 };
 
 /// Imports the ONNX model at `path` (binary `.onnx`, or ONNX's textual syntax for
