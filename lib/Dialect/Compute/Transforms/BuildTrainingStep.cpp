@@ -215,56 +215,20 @@ struct BuildTrainingStepPass
           ops.push_back(b.clone(*op, map));
         microLoss = map.lookup(lossValue);
       }
-      if (m == 0)
-        for (BlockArgument arg : entry.getArguments())
-          if (func.getArgAttr(arg.getArgNumber(), "compute.input") && gradAccumSteps > 1)
-            func.setArgAttr(arg.getArgNumber(), "compute.micro_step", b.getI64IntegerAttr(0));
-      if (gradAccumSteps > 1)
+      if (gradAccumSteps > 1) {
+        if (m == 0) // the original inputs are micro-batch 0's
+          for (BlockArgument arg : entry.getArguments())
+            if (func.getArgAttr(arg.getArgNumber(), "compute.input"))
+              func.setArgAttr(arg.getArgNumber(), "compute.micro_step",
+                              b.getI64IntegerAttr(0));
         for (Operation *op : ops)
           op->setAttr("zero.micro_phase", b.getI64IntegerAttr(2 * m));
-
-      // Activity analysis: only values that depend on a trainable parameter need
-      // adjoints; integer values never do.
-      DenseSet<Value> varied(params.begin(), params.end());
-      for (Operation *op : ops)
-        if (llvm::any_of(op->getOperands(), [&](Value v) { return varied.contains(v); }))
-          for (Value r : op->getResults())
-            if (isFloatTensor(r))
-              varied.insert(r);
-      if (!varied.contains(microLoss))
-        return func.emitError("the loss does not depend on any trainable parameter");
+      }
 
       DenseMap<Value, Value> adjoint;
-      adjoint[microLoss] = seed;
       Operation *lastForward = ops.back();
-      // Reverse sweep: each op's rule turns its results' adjoints into its
-      // operands'; a value used several times (a tied weight) sums the
-      // contributions.
-      for (Operation *op : llvm::reverse(ops)) {
-        SmallVector<Value> resultGrads;
-        bool any = false;
-        for (Value r : op->getResults()) {
-          resultGrads.push_back(adjoint.lookup(r));
-          any |= bool(resultGrads.back());
-        }
-        if (!any)
-          continue;
-        SmallVector<bool> need;
-        for (Value v : op->getOperands())
-          need.push_back(varied.contains(v));
-        if (llvm::none_of(need, [](bool x) { return x; }))
-          continue;
-        b.setInsertionPoint(ret);
-        SmallVector<Value> operandGrads;
-        if (failed(buildGradients(b, op, resultGrads, need, operandGrads)))
-          return failure();
-        for (auto [v, g] : llvm::zip(op->getOperands(), operandGrads)) {
-          if (!g)
-            continue;
-          Value &acc = adjoint[v];
-          acc = acc ? AddOp::create(b, op->getLoc(), acc.getType(), acc, g).getResult() : g;
-        }
-      }
+      if (failed(differentiate(func, b, ret, ops, params, microLoss, seed, adjoint)))
+        return failure();
       b.setInsertionPoint(ret);
       if (gradAccumSteps > 1)
         for (Operation *op = lastForward->getNextNode(); op != ret; op = op->getNextNode())
@@ -371,6 +335,50 @@ struct BuildTrainingStepPass
     func->setAttr("compute.output_names", b.getArrayAttr(resultNames));
     for (auto [res, arg] : updates)
       func.setResultAttr(res, "compute.updates", b.getI64IntegerAttr(arg));
+    return success();
+  }
+
+  /// Reverse-mode differentiation of `loss` over `ops` (one forward), before `ret`:
+  /// each op's rule turns its results' adjoints into its operands'; a value used
+  /// several times (a tied weight) sums the contributions. Only values that depend
+  /// on a trainable parameter get adjoints (integer values never do).
+  LogicalResult differentiate(func::FuncOp func, OpBuilder &b, Operation *ret,
+                              ArrayRef<Operation *> ops, ArrayRef<BlockArgument> params,
+                              Value loss, Value seed, DenseMap<Value, Value> &adjoint) {
+    DenseSet<Value> varied(params.begin(), params.end());
+    for (Operation *op : ops)
+      if (llvm::any_of(op->getOperands(), [&](Value v) { return varied.contains(v); }))
+        for (Value r : op->getResults())
+          if (isFloatTensor(r))
+            varied.insert(r);
+    if (!varied.contains(loss))
+      return func.emitError("the loss does not depend on any trainable parameter");
+    adjoint[loss] = seed;
+    for (Operation *op : llvm::reverse(ops)) {
+      SmallVector<Value> resultGrads;
+      bool any = false;
+      for (Value r : op->getResults()) {
+        resultGrads.push_back(adjoint.lookup(r));
+        any |= bool(resultGrads.back());
+      }
+      if (!any)
+        continue;
+      SmallVector<bool> need;
+      for (Value v : op->getOperands())
+        need.push_back(varied.contains(v));
+      if (llvm::none_of(need, [](bool x) { return x; }))
+        continue;
+      b.setInsertionPoint(ret);
+      SmallVector<Value> operandGrads;
+      if (failed(buildGradients(b, op, resultGrads, need, operandGrads)))
+        return failure();
+      for (auto [v, g] : llvm::zip(op->getOperands(), operandGrads)) {
+        if (!g)
+          continue;
+        Value &acc = adjoint[v];
+        acc = acc ? AddOp::create(b, op->getLoc(), acc.getType(), acc, g).getResult() : g;
+      }
+    }
     return success();
   }
 
