@@ -37,6 +37,20 @@ public:
   /// overflow happens at the minimum scale.
   void update(bool overflow);
 
+  /// What a checkpoint keeps, and restores.
+  struct State {
+    double scale;
+    int counter;
+    int64_t iter, lastOverflowIter;
+  };
+  State state() const { return {scale_, counter_, iter_, lastOverflowIter_}; }
+  void restore(const State &s) {
+    scale_ = s.scale;
+    counter_ = s.counter;
+    iter_ = s.iter;
+    lastOverflowIter_ = s.lastOverflowIter;
+  }
+
 private:
   bool dynamic_;
   double scale_, minScale_;

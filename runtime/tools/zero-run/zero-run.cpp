@@ -15,6 +15,7 @@
 
 #include "zrt/AtomicFile.h"
 #include "zrt/Calibrate.h"
+#include "zrt/Checkpoint.h"
 #include "zrt/Communicator.h"
 #include "zrt/Device.h"
 #include "zrt/Error.h"
@@ -96,6 +97,13 @@ const char *kUsage =
     "                         overflow (its loss scale is inf), as if only its data\n"
     "                         overflowed\n"
     "  --save-weights OUT     the model with its trained initializers, as ONNX\n"
+    "  --save-checkpoint DIR  sharded checkpoints DIR/step-S (one file per rank and a\n"
+    "                         manifest), DIR/latest naming the newest; every\n"
+    "  --checkpoint-every K   K steps (default: only at the end) and at the end,\n"
+    "  --keep-checkpoints N   keeping the newest N (default: all)\n"
+    "  --resume PATH          go on from a checkpoint (PATH/latest, or PATH itself)\n"
+    "                         written with the same plan: --steps stays the run's\n"
+    "                         total, the data order carries over\n"
     "One run on given inputs:\n"
     "  --inputs DIR           graph inputs as DIR/input_K.pb (ONNX TensorProto)\n"
     "  --save-outputs DIR     writes graph outputs as DIR/output_K.pb\n"
@@ -118,7 +126,8 @@ struct RankAtStep {
 
 struct Options {
   std::string plan, init, inputs, saveOutputs, data, dataFormat = "u8", logJson,
-      saveWeights, trace, calibrate, device;
+      saveWeights, trace, calibrate, device, saveCheckpoint, resume;
+  int64_t checkpointEvery = 0, keepCheckpoints = 0;
   double commDelayNsPerByte = 0, collectiveTimeoutS = 600;
   RankAtStep testFail, testStall, testOverflow;
   int64_t steps = 1, printEvery = 1;
@@ -223,6 +232,16 @@ Options parseArgs(int argc, char **argv) {
       o.logJson = value("--log-json");
     } else if (is("--save-weights")) {
       o.saveWeights = value("--save-weights");
+    } else if (is("--save-checkpoint")) {
+      o.saveCheckpoint = value("--save-checkpoint");
+    } else if (is("--checkpoint-every")) {
+      o.checkpointEvery = parseInt("--checkpoint-every", value("--checkpoint-every"));
+      ZRT_CHECK(o.checkpointEvery >= 0, "--checkpoint-every needs a count of steps");
+    } else if (is("--keep-checkpoints")) {
+      o.keepCheckpoints = parseInt("--keep-checkpoints", value("--keep-checkpoints"));
+      ZRT_CHECK(o.keepCheckpoints >= 0, "--keep-checkpoints needs a count");
+    } else if (is("--resume")) {
+      o.resume = value("--resume");
     } else if (a == "--shuffle") {
       o.shuffle = true;
     } else if (a == "--profile") {
@@ -422,6 +441,36 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
       std::printf("bf16 matrix products: %s\n", bf16MatmulPath());
   }
   int64_t skippedSteps = 0;
+  // Checkpoints: a resumed run goes on from the checkpoint's step, with its loss
+  // scaler, schedule and data order.
+  int64_t firstStep = 0;
+  if (!o.resume.empty()) {
+    TrainerState st = loadCheckpoint(exec, o.resume);
+    ZRT_CHECK(st.shuffle == o.shuffle && (!o.shuffle || st.seed == o.seed),
+              "the checkpoint's data order is "
+                  << (st.shuffle ? "--shuffle --seed " + std::to_string(st.seed)
+                                 : std::string("unshuffled"))
+                  << "; give the same to resume");
+    ZRT_CHECK(st.step <= o.steps, "the checkpoint is at step " << st.step
+                                                               << ", past --steps "
+                                                               << o.steps);
+    scaler.restore(st.scaler);
+    scheduleIter = st.scheduleIteration;
+    firstStep = st.step;
+    if (!quiet)
+      std::printf("resumed from %s at step %lld\n", o.resume.c_str(),
+                  (long long)firstStep);
+  }
+  auto checkpoint = [&](int64_t stepsDone) {
+    TrainerState st;
+    st.step = stepsDone;
+    st.shuffle = o.shuffle;
+    st.seed = o.seed;
+    st.scaler = scaler.state();
+    st.scheduleIteration = scheduleIter;
+    saveCheckpoint(exec, o.saveCheckpoint, st, (int)o.keepCheckpoints);
+  };
+  int64_t lastCheckpoint = -1;
   // Settings the plan carries (a DeepSpeed config's steps_per_print and
   // wall_clock_breakdown); zero-run's own flags win.
   int64_t printEvery =
@@ -429,7 +478,7 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
                                                           : o.printEvery;
   bool profile = o.profile || exec.plan().profile();
   try {
-    for (int64_t step = 0; step < o.steps; ++step) {
+    for (int64_t step = firstStep; step < o.steps; ++step) {
       if (o.testFail.rank == comm.rank() && o.testFail.step == step + 1)
         ZRT_FAIL("rank " << comm.rank() << " fails before step " << step + 1
                          << " (--test-fail-rank)");
@@ -515,6 +564,11 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
                 "the loss is " << loss << " at step " << step + 1 << "; stopping");
       if (mixed)
         scaler.update(skipped);
+      if (!o.saveCheckpoint.empty() && o.checkpointEvery > 0 &&
+          (step + 1) % o.checkpointEvery == 0) {
+        checkpoint(step + 1);
+        lastCheckpoint = step + 1;
+      }
     }
   } catch (const Error &) {
     // Training stopped (a bad token, a NaN loss): keep the log of the steps that
@@ -529,6 +583,8 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
   }
   if (log)
     log->commit();
+  if (!o.saveCheckpoint.empty() && lastCheckpoint != o.steps)
+    checkpoint(o.steps);
   if (!quiet && o.steps)
     std::printf("%lld steps, %.2f ms/step on average\n", (long long)o.steps,
                 totalMs / o.steps);

@@ -1,0 +1,51 @@
+//===- Checkpoint.h - Sharded checkpoints of a training run ----*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// A checkpoint is a folder DIR/step-S/ with one file per rank (its persistent
+// buffers: parameters or their bucket slices, f32 master copies, optimizer state)
+// and a manifest.json written by rank 0 after every rank's file is complete; then
+// rank 0 replaces DIR/latest (the folder's name) atomically. Every file is written
+// under a temporary name, fsynced and renamed, so a crash at any moment leaves
+// `latest` naming a complete checkpoint. The layout is runtime/proto/checkpoint.proto.
+//
+// Resuming needs the same plan (its fingerprint is in the manifest): then it is
+// bit-exact. Everything is checked before any step runs: the manifest against the
+// plan, each rank file's size and checksum.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZRT_CHECKPOINT_H
+#define ZRT_CHECKPOINT_H
+
+#include "zrt/Executor.h"
+#include "zrt/LossScaler.h"
+
+#include <cstdint>
+#include <string>
+
+namespace zrt {
+
+/// The training loop's state beside the buffers.
+struct TrainerState {
+  int64_t step = 0; // optimizer steps done
+  bool shuffle = false;
+  uint64_t seed = 0;
+  LossScaler::State scaler{1.0, 1, 0, -1};
+  int64_t scheduleIteration = 0;
+};
+
+/// Writes DIR/step-S (S = state.step) from every rank (all must call it), then
+/// DIR/latest; keeps the newest `keep` checkpoints (0: all). Throws zrt::Error.
+void saveCheckpoint(Executor &exec, const std::string &dir, const TrainerState &state,
+                    int keep);
+
+/// Restores the buffers of this rank from `path` (a checkpoint folder, or a
+/// folder whose `latest` names one) and returns the loop's state. Throws
+/// zrt::Error naming the file and the problem (missing, truncated, corrupted, or a
+/// manifest that does not match the plan or the files).
+TrainerState loadCheckpoint(Executor &exec, const std::string &path);
+
+} // namespace zrt
+
+#endif // ZRT_CHECKPOINT_H
