@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -744,6 +745,14 @@ void checkOutputPaths(const Options &o, int rank) {
       checkWritable(o.saveWeights, "--save-weights");
     if (!o.trace.empty())
       checkWritable(o.trace, "--trace");
+    if (!o.saveCheckpoint.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.saveCheckpoint, ec);
+      ZRT_CHECK(!ec, "--save-checkpoint: cannot create " << o.saveCheckpoint << ": "
+                                                          << ec.message());
+      checkWritable((std::filesystem::path(o.saveCheckpoint) / "latest").string(),
+                    "--save-checkpoint");
+    }
   } else if (!o.trace.empty()) {
     checkWritable(traceFile(o.trace, rank), "--trace");
   }
