@@ -586,14 +586,14 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
     log->commit();
   if (!o.saveCheckpoint.empty() && lastCheckpoint != o.steps)
     checkpoint(o.steps);
-  if (!quiet && o.steps)
-    std::printf("%lld steps, %.2f ms/step on average\n", (long long)o.steps,
-                totalMs / o.steps);
+  int64_t ran = o.steps - firstStep; // a resumed run ran only the rest
+  if (!quiet && ran)
+    std::printf("%lld steps, %.2f ms/step on average\n", (long long)ran, totalMs / ran);
   if (!quiet && skippedSteps)
     std::printf("%lld of %lld steps skipped (gradient overflow)\n",
-                (long long)skippedSteps, (long long)o.steps);
-  if (profile && root)
-    printProfile(msByKernel, o.steps);
+                (long long)skippedSteps, (long long)ran);
+  if (profile && root && ran)
+    printProfile(msByKernel, ran);
   if (!o.trace.empty())
     writeTrace(o.trace, comm.rank(), exec.takeTrace());
   if (!o.saveWeights.empty()) {
