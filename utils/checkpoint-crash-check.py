@@ -16,9 +16,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
 
@@ -32,13 +29,7 @@ def main():
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     rng = random.Random(a.seed)
-    vocab, seq, batch = 64, 16, 4
-    data = os.path.join(a.work, "tokens.u8")
-    np.random.RandomState(1).randint(0, vocab, size=4096).astype(np.uint8).tofile(data)
-    torch.manual_seed(0)
-    model = os.path.join(a.work, "gpt.onnx")
-    zero_models.export(zero_models.build("gpt", layers=2, hidden=32, heads=4, vocab=vocab,
-                                         seq=seq), model, batch, seq, vocab)
+    model, data = zero_models.test_gpt(a.work)
     plan = os.path.join(a.work, "step.zplan")
     subprocess.run([os.path.join(a.bin, "zero-opt"), model, "--zero-stage=3",
                     "--world-size=2", "--bucket-size-mb=0.02", "-o", plan], check=True)

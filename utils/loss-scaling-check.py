@@ -28,7 +28,6 @@ import sys
 import numpy as np
 import onnx
 import onnx.numpy_helper as nh
-import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
@@ -49,12 +48,7 @@ class Runner:
                        check=True)
         log = os.path.join(work, "log.json")
         trained = os.path.join(work, "trained.onnx")
-        launch = []
-        if world > 1:
-            launch = ["mpirun", "-np", str(world), "--oversubscribe"]
-            if os.geteuid() == 0:
-                launch.append("--allow-run-as-root")
-        cmd = launch + [os.path.join(self.a.bin, "zero-run"), plan, "--init", self.model,
+        cmd = zero_models.launcher(world) + [os.path.join(self.a.bin, "zero-run"), plan, "--init", self.model,
                         "--data", self.data, "--steps", str(steps), "--log-json", log,
                         "--quiet"] + list(extra)
         if save:
@@ -73,14 +67,7 @@ def main():
     p.add_argument("--work", required=True)
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    vocab, seq, batch = 64, 16, 4
-    rng = np.random.RandomState(1)
-    data = os.path.join(a.work, "tokens.u8")
-    rng.randint(0, vocab, size=4096).astype(np.uint8).tofile(data)
-    torch.manual_seed(0)
-    model = os.path.join(a.work, "model.onnx")
-    zero_models.export(zero_models.build("gpt", layers=2, hidden=32, heads=4, vocab=vocab,
-                                         seq=seq), model, batch, seq, vocab)
+    model, data = zero_models.test_gpt(a.work)
     r = Runner(a, model, data)
     initial = initializers(model)
     ok = True

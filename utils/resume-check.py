@@ -15,9 +15,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
 
@@ -30,13 +27,7 @@ def main():
     p.add_argument("--stop", type=int, default=5)
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    vocab, seq, batch = 64, 16, 4
-    data = os.path.join(a.work, "tokens.u8")
-    np.random.RandomState(1).randint(0, vocab, size=4096).astype(np.uint8).tofile(data)
-    torch.manual_seed(0)
-    model = os.path.join(a.work, "gpt.onnx")
-    zero_models.export(zero_models.build("gpt", layers=2, hidden=32, heads=4, vocab=vocab,
-                                         seq=seq), model, batch, seq, vocab)
+    model, data = zero_models.test_gpt(a.work)
     recipe = ["--grad-accum-steps=2", "--lr-schedule=warmup-decay", "--warmup-steps=4",
               "--total-steps=%d" % a.steps, "--bucket-size-mb=0.02"]
     cases = []
@@ -65,11 +56,7 @@ def main():
         plan = os.path.join(work, "step.zplan")
         subprocess.run([os.path.join(a.bin, "zero-opt"), model, "-o", plan] + flags,
                        check=True)
-        launch = []
-        if world > 1:
-            launch = ["mpirun", "-np", str(world), "--oversubscribe"]
-            if os.geteuid() == 0:
-                launch.append("--allow-run-as-root")
+        launch = zero_models.launcher(world)
         stop = 1 if name.startswith("fp16") else a.stop
 
         def run(steps, log, extra):

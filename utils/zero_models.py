@@ -228,3 +228,27 @@ def make_batch(data, step, global_batch, seq):
     tokens = torch.stack([data[s:s + seq] for s in starts]).long()
     targets = torch.stack([data[s + 1:s + seq + 1] for s in starts]).long()
     return tokens, targets
+
+
+def test_gpt(work, vocab=64, seq=16, batch=4):
+    """The tests' small GPT (2 layers, hidden 32, 4 heads; seed 0) exported to
+    WORK/gpt.onnx with its trainable set, and a reproducible token file of 4096
+    tokens (seed 1) in WORK/tokens.u8: (model path, data path)."""
+    import numpy as np
+    data = os.path.join(work, "tokens.u8")
+    np.random.RandomState(1).randint(0, vocab, size=4096).astype(np.uint8).tofile(data)
+    torch.manual_seed(0)
+    model = os.path.join(work, "gpt.onnx")
+    export(build("gpt", layers=2, hidden=32, heads=4, vocab=vocab, seq=seq), model, batch,
+           seq, vocab)
+    return model, data
+
+
+def launcher(world):
+    """The command prefix that runs WORLD ranks as processes (nothing for one)."""
+    if world <= 1:
+        return []
+    cmd = ["mpirun", "-np", str(world), "--oversubscribe"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    return cmd
