@@ -64,6 +64,28 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
               what << ": " << name << " at offset " << b.offset() << " with "
                    << b.bytes() << " bytes lies outside the arena of "
                    << plan.arena_bytes() << " bytes");
+    // A bucket slice (PARAM, MASTER, STATE above stage 0): 1/world of the bucket,
+    // every member inside it.
+    auto checkBucket = [&] {
+      if (!b.has_bucket())
+        return;
+      const auto &layout = b.bucket();
+      ZRT_CHECK(b.shape_size() == 1 &&
+                    layout.elements() == b.shape(0) * (int64_t)plan.world_size(),
+                what << ": " << name << " holds " << numel << " elements, not 1/"
+                     << plan.world_size() << " of its bucket of " << layout.elements());
+      for (const auto &m : layout.members()) {
+        int64_t n = 1;
+        for (int64_t d : m.shape()) {
+          ZRT_CHECK(d >= 0 && mulOk(n, d, n),
+                    what << ": bucket member '" << m.name() << "' has a bad shape");
+        }
+        ZRT_CHECK(m.offset() >= 0 && m.offset() <= layout.elements() &&
+                      n <= layout.elements() - m.offset(),
+                  what << ": bucket member '" << m.name() << "' lies outside its "
+                       << "bucket of " << layout.elements() << " elements");
+      }
+    };
     switch (b.role()) {
     case zero::zplan::TEMP:
       break;
@@ -74,29 +96,12 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
                     b.dtype() == zero::zplan::F64,
                 what << ": " << name << " is a master copy of dtype " << dtypeName(b.dtype())
                      << ", not f32");
-      if (b.has_bucket()) {
-        const auto &layout = b.bucket();
-        ZRT_CHECK(b.shape_size() == 1 &&
-                      layout.elements() == b.shape(0) * (int64_t)plan.world_size(),
-                  what << ": " << name << " holds " << numel << " elements, not 1/"
-                       << plan.world_size() << " of its bucket of "
-                       << layout.elements());
-        for (const auto &m : layout.members()) {
-          int64_t n = 1;
-          for (int64_t d : m.shape()) {
-            ZRT_CHECK(d >= 0 && mulOk(n, d, n),
-                      what << ": bucket member '" << m.name() << "' has a bad shape");
-          }
-          ZRT_CHECK(m.offset() >= 0 && m.offset() <= layout.elements() &&
-                        n <= layout.elements() - m.offset(),
-                    what << ": bucket member '" << m.name() << "' lies outside its "
-                         << "bucket of " << layout.elements() << " elements");
-        }
-      }
+      checkBucket();
       break;
     case zero::zplan::STATE:
       ZRT_CHECK(!b.name().empty(),
                 what << ": " << name << " is optimizer state with no name");
+      checkBucket();
       break;
     case zero::zplan::RUNTIME:
       ZRT_CHECK(numel == 1 && ((b.name() == "loss_scale" && b.dtype() == zero::zplan::F32) ||

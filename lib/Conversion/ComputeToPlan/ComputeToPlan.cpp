@@ -200,6 +200,11 @@ struct ConvertComputeToPlanPass
         makeBuffer(arg, "runtime", attrs);
       } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.state")) {
         attrs.append("name", name);
+        // Above stage 0: this rank's slice of a bucket's state (BUCKET.SUFFIX).
+        if (auto members = func.getArgAttr(i, "compute.bucket_members")) {
+          attrs.append("bucket_members", members);
+          attrs.append("bucket_elements", func.getArgAttr(i, "compute.bucket_elements"));
+        }
         makeBuffer(arg, "state", attrs);
       } else if (auto index =
                      func.getArgAttrOfType<IntegerAttr>(i, "compute.input")) {

@@ -116,6 +116,8 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
     l->set_hysteresis((int)num("hysteresis"));
     l->set_min_scale(num("min_scale"));
   }
+  if (auto stage = module->getAttrOfType<IntegerAttr>("zero.stage"))
+    out.set_zero_stage((int32_t)stage.getInt());
   if (auto every = module->getAttrOfType<IntegerAttr>("zero.print_every"))
     out.set_print_every(every.getInt());
   if (module->hasAttr("zero.profile"))

@@ -19,9 +19,10 @@
 // Stage 1: reduce-scatter after backward (after the last gradient op), the update
 // of the own slice with sharded state, all-gather of the parameters.
 // S1-LABEL: func.func @main
-// S1-SAME: tensor<6xf32> {compute.state = "bucket0.exp_avg"}
-// S1-SAME: tensor<5xf32> {compute.state = "bucket1.exp_avg"}
-// S1-SAME: tensor<4xf32> {compute.state = "bucket2.exp_avg"}
+// The sharded state records its bucket's layout (checkpoints map it to parameters).
+// S1-SAME: tensor<6xf32> {compute.bucket_elements = 24 : i64, compute.bucket_members = [{name = "emb", offset = 0 : i64, shape = array<i64: 7, 3>}], compute.state = "bucket0.exp_avg"}
+// S1-SAME: tensor<5xf32> {compute.bucket_elements = 20 : i64, compute.bucket_members = [{{.+}}], compute.state = "bucket1.exp_avg"}
+// S1-SAME: tensor<4xf32> {compute.bucket_elements = 16 : i64, compute.bucket_members = [{{.+}}], compute.state = "bucket2.exp_avg"}
 // S1: compute.gather_grad
 // S1: shard.reduce_scatter {{.+}} : tensor<24xf32> -> tensor<6xf32>
 // S1: shard.all_slice {{.+}} : tensor<24xf32> -> tensor<6xf32>

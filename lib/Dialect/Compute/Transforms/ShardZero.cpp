@@ -71,7 +71,10 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       return signalPassFailure();
     }
     if (failed(shard(module, func)))
-      signalPassFailure();
+      return signalPassFailure();
+    // For the plan (checkpoint manifests name the stage that wrote them).
+    module->setAttr("zero.stage",
+                    IntegerAttr::get(IntegerType::get(module.getContext(), 64), stage));
   }
 
   //===--------------------------------------------------------------------===//
@@ -411,6 +414,8 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
             addArg(func, masterShardType, "compute.state", bname + ".exp_avg");
         BlockArgument v =
             addArg(func, masterShardType, "compute.state", bname + ".exp_avg_sq");
+        setBucketLayout(func, m.getArgNumber(), bucket);
+        setBucketLayout(func, v.getArgNumber(), bucket);
         auto op = AdamWOp::create(b, loc, pshard, gavg, m, v, step, gradScale, oldOverflow,
                                   lrValue, adam.getLr().convertToDouble(),
                                   adam.getBeta1().convertToDouble(),
@@ -424,6 +429,7 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
         auto sgd = cast<SgdOp>(first);
         BlockArgument buf =
             addArg(func, masterShardType, "compute.state", bname + ".momentum_buffer");
+        setBucketLayout(func, buf.getArgNumber(), bucket);
         auto op = SgdOp::create(b, loc, pshard, gavg, buf, gradScale, oldOverflow, lrValue,
                                 sgd.getLr().convertToDouble(),
                                 sgd.getMomentum().convertToDouble(),
@@ -600,8 +606,9 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     return func.getBody().front().getArgument(index);
   }
 
-  /// Records where each member of a stage-3 bucket lives, for the runtime to load
-  /// its slice from the model's initializers and to gather the weights back.
+  /// Records where each member of a bucket lives, for the runtime to load its
+  /// slice from the model's initializers, to gather the weights back, and to map
+  /// sharded optimizer state onto parameters (checkpoints, resharding).
   void setBucketLayout(func::FuncOp func, unsigned arg, const Bucket &bucket) {
     Builder b(func.getContext());
     SmallVector<Attribute> members;
