@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ def main():
     subprocess.run([os.path.join(a.bin, "zero-opt"), model, "--zero-stage=3",
                     "--world-size=2", "--bucket-size-mb=0.02", "-o", plan], check=True)
     ckpt = os.path.join(a.work, "ckpt")
+    shutil.rmtree(ckpt, ignore_errors=True)  # the first run starts fresh
     zero_run = os.path.join(a.bin, "zero-run")
     base = [zero_run, plan, "--init", model, "--data", data, "--quiet"]
     ok = True

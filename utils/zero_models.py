@@ -216,18 +216,25 @@ def export(model, path, batch, seq, vocab, constant_folding=False,
         output_names=["loss"], trainable_metadata=trainable_metadata)
 
 
-def batch_starts(step, global_batch, seq, length):
-    """Sample starts of one step in DESIGN.md's deterministic order."""
+def sample_starts(first, count, seq, length):
+    """Starts of global samples first .. first + count - 1 in DESIGN.md's
+    deterministic order (sample k starts at k * seq mod (length - seq - 1))."""
     span = length - seq - 1
-    return [((step * global_batch + g) * seq) % span for g in range(global_batch)]
+    return [((first + g) * seq) % span for g in range(count)]
+
+
+def make_samples(data, first, count, seq):
+    """tokens and targets [count, seq] of global samples first .. first + count - 1
+    from a 1-D token tensor."""
+    starts = sample_starts(first, count, seq, len(data))
+    tokens = torch.stack([data[s:s + seq] for s in starts]).long()
+    targets = torch.stack([data[s + 1:s + seq + 1] for s in starts]).long()
+    return tokens, targets
 
 
 def make_batch(data, step, global_batch, seq):
     """tokens and targets [global_batch, seq] of `step` from a 1-D token tensor."""
-    starts = batch_starts(step, global_batch, seq, len(data))
-    tokens = torch.stack([data[s:s + seq] for s in starts]).long()
-    targets = torch.stack([data[s + 1:s + seq + 1] for s in starts]).long()
-    return tokens, targets
+    return make_samples(data, step * global_batch, global_batch, seq)
 
 
 def test_gpt(work, vocab=64, seq=16, batch=4):
@@ -237,11 +244,15 @@ def test_gpt(work, vocab=64, seq=16, batch=4):
     import numpy as np
     data = os.path.join(work, "tokens.u8")
     np.random.RandomState(1).randint(0, vocab, size=4096).astype(np.uint8).tofile(data)
-    torch.manual_seed(0)
     model = os.path.join(work, "gpt.onnx")
-    export(build("gpt", layers=2, hidden=32, heads=4, vocab=vocab, seq=seq), model, batch,
-           seq, vocab)
+    export(test_gpt_module(vocab, seq), model, batch, seq, vocab)
     return model, data
+
+
+def test_gpt_module(vocab=64, seq=16):
+    """The PyTorch module test_gpt exports (the same initial weights)."""
+    torch.manual_seed(0)
+    return build("gpt", layers=2, hidden=32, heads=4, vocab=vocab, seq=seq)
 
 
 def launcher(world):

@@ -6,6 +6,8 @@
 
 #include "zrt/Checkpoint.h"
 #include "zrt/AtomicFile.h"
+#include "zrt/CheckpointLayout.h"
+#include "zrt/CheckpointReader.h"
 #include "zrt/Error.h"
 #include "zrt/PlanFormat.h"
 
@@ -17,8 +19,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <set>
 #include <sstream>
 
 using namespace zrt;
@@ -27,23 +30,16 @@ using zero::zplan::CheckpointManifest;
 
 namespace {
 
-constexpr char kMagic[8] = {'Z', 'E', 'R', 'O', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kFormat = 1;
-
-/// What a checkpoint keeps: what the step updates and carries to the next.
-bool persistent(const zero::zplan::Buffer &b) {
-  return b.role() == zero::zplan::PARAM || b.role() == zero::zplan::MASTER ||
-         b.role() == zero::zplan::STATE;
-}
-
-const char *roleName(zero::zplan::Role r) {
-  return r == zero::zplan::PARAM ? "param" : r == zero::zplan::MASTER ? "master" : "state";
-}
-
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
-  return buf;
+/// The checksummed unit of the rank files' payloads: about 1/64 of the largest,
+/// 4 KiB to 4 MiB, so that a reader of a part reads little beyond it.
+int64_t chunkBytes(const CheckpointManifest &m, int world) {
+  int64_t largest = 0;
+  for (int r = 0; r < world; ++r)
+    largest = std::max(largest, payloadBytes(m, r));
+  int64_t chunk = 4 << 10;
+  while (chunk < (4 << 20) && chunk * 64 < largest)
+    chunk *= 2;
+  return chunk;
 }
 
 /// The plan's identity: its deterministic bytes, hashed.
@@ -55,47 +51,18 @@ std::string fingerprint(const zero::zplan::Plan &plan) {
     coded.SetSerializationDeterministic(true);
     plan.SerializeToCodedStream(&coded);
   }
-  return hex(fnv1a64(bytes.data(), bytes.size()));
+  return hex64(fnv1a64(bytes.data(), bytes.size()));
 }
 
-std::string readWhole(const std::string &path, const char *what) {
-  std::ifstream in(path, std::ios::binary);
-  ZRT_CHECK(in, "cannot read the " << what << " " << path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  ZRT_CHECK(!in.bad(), "cannot read the " << what << " " << path);
-  return ss.str();
+std::string precisionOf(const zero::zplan::Plan &plan) {
+  return plan.precision().empty() ? "fp32" : plan.precision();
 }
 
-/// The checkpoint folder `path` names: itself, or the one its `latest` names.
-std::string checkpointFolder(const std::string &path) {
-  fs::path latest = fs::path(path) / "latest";
-  if (!fs::exists(latest))
-    return path;
-  std::string name = readWhole(latest.string(), "checkpoint pointer");
-  while (!name.empty() && (name.back() == '\n' || name.back() == ' '))
-    name.pop_back();
-  ZRT_CHECK(!name.empty() && name.find('/') == std::string::npos,
-            latest.string() << " does not name a checkpoint folder");
-  return (fs::path(path) / name).string();
-}
-
-/// The manifest's buffer list for `plan` (this rank's shapes; all ranks' agree).
-void describeBuffers(const zero::zplan::Plan &plan, CheckpointManifest &m) {
-  int64_t offset = 0;
-  for (const auto &b : plan.buffers()) {
-    if (!persistent(b))
-      continue;
-    auto *d = m.add_buffers();
-    d->set_name(b.name());
-    d->set_role(roleName(b.role()));
-    d->set_dtype(dtypeName(b.dtype()));
-    for (int64_t s : b.shape())
-      d->add_shape(s);
-    d->set_offset(offset);
-    d->set_bytes(b.bytes());
-    offset += b.bytes();
-  }
+std::string shapeText(const zero::zplan::CheckpointTensor &t) {
+  std::string s = "[";
+  for (int i = 0; i < t.shape_size(); ++i)
+    s += (i ? "x" : "") + std::to_string(t.shape(i));
+  return s + "]";
 }
 
 /// Keeps the newest `keep` step-S folders of `dir` (after `latest` moved).
@@ -116,6 +83,40 @@ void prune(const std::string &dir, int keep) {
     fs::remove_all(folders[i].second, ec); // best effort: a stale folder is harmless
 }
 
+/// The checkpoint can go into this plan: the same parameters (names, shapes),
+/// the same optimizer state, a precision whose values carry over.
+void checkCompatible(const CheckpointReader &reader, const zero::zplan::Plan &plan) {
+  const auto &m = reader.manifest();
+  const std::string &mp = reader.manifestPath();
+  std::string from = m.precision(), to = precisionOf(plan);
+  bool floatsCarry = (from == "fp32" || from == "bf16") && (to == "fp32" || to == "bf16");
+  ZRT_CHECK(from == to || floatsCarry,
+            mp << " was written in " << from << "; this plan trains in " << to
+               << " (only fp32 and bf16 checkpoints carry over into each other: "
+               << "fp16's loss scaler has no counterpart)");
+  std::vector<zero::zplan::CheckpointTensor> mine = planTensors(plan);
+  std::set<std::string> names;
+  for (const auto &t : mine) {
+    names.insert(t.name());
+    const auto *theirs = reader.tensor(t.name());
+    bool param = t.kind() == "param";
+    ZRT_CHECK(theirs, mp << " has no " << (param ? "parameter" : "optimizer state")
+                         << " '" << t.name() << "' that this plan "
+                         << (param ? "has" : "keeps")
+                         << (param ? " (another model?)" : " (another optimizer?)"));
+    ZRT_CHECK(theirs->kind() == t.kind() && shapeText(*theirs) == shapeText(t),
+              mp << ": '" << t.name() << "' is " << theirs->kind() << " "
+                 << shapeText(*theirs) << " in the checkpoint and " << t.kind() << " "
+                 << shapeText(t) << " in this plan");
+  }
+  for (const auto &t : m.tensors())
+    ZRT_CHECK(names.count(t.name()),
+              mp << " has " << (t.kind() == "param" ? "parameter" : "optimizer state")
+                 << " '" << t.name() << "' that this plan does not "
+                 << (t.kind() == "param" ? "have (another model?)"
+                                         : "keep (another optimizer?)"));
+}
+
 } // namespace
 
 void zrt::saveCheckpoint(Executor &exec, const std::string &dir, const TrainerState &state,
@@ -131,34 +132,55 @@ void zrt::saveCheckpoint(Executor &exec, const std::string &dir, const TrainerSt
                                                           << ec.message());
   }
   comm.meanOf(0); // a barrier: the folder exists for every rank
-  std::string payload;
-  for (int i = 0; i < plan.buffers_size(); ++i)
-    if (persistent(plan.buffers(i))) {
-      HostTensor h = exec.read(i);
-      payload.append(h.bytes.data(), h.bytes.size());
-    }
-  std::string file(kMagic, sizeof kMagic);
-  putLE(file, kFormat, 4);
+  CheckpointManifest m;
+  std::vector<int> planIndex;
+  layoutCheckpoint(plan, m, planIndex);
+  // This rank's payload: the sharded buffers, then the replicated ones it stores.
+  std::string payload(payloadBytes(m, comm.rank()), '\0');
+  for (int k = 0; k < m.buffers_size(); ++k) {
+    const auto &b = m.buffers(k);
+    if (b.rank() >= 0 && b.rank() != comm.rank())
+      continue;
+    HostTensor h = exec.read(planIndex[k]);
+    std::memcpy(payload.data() + b.offset(), h.bytes.data(), h.bytes.size());
+  }
+  // Checksums per chunk (a reader of a part checks what it reads) and whole.
+  const int64_t kChunkBytes = chunkBytes(m, comm.size());
+  int64_t maxChunks = 0;
+  for (int r = 0; r < comm.size(); ++r)
+    maxChunks = std::max(maxChunks, (payloadBytes(m, r) + kChunkBytes - 1) / kChunkBytes);
+  std::vector<int64_t> chunkSums(maxChunks, 0);
+  uint64_t sum = kFnvOffsetBasis;
+  for (size_t at = 0, c = 0; at < payload.size(); at += kChunkBytes, ++c) {
+    size_t n = std::min<size_t>(kChunkBytes, payload.size() - at);
+    chunkSums[c] = (int64_t)fnv1a64(payload.data() + at, n);
+    sum = fnv1a64(payload.data() + at, n, sum);
+  }
+  std::string file(kCheckpointMagic, sizeof kCheckpointMagic);
+  putLE(file, kCheckpointFormat, 4);
   putLE(file, 0, 4);
   putLE(file, payload.size(), 8);
-  uint64_t sum = fnv1a64(payload.data(), payload.size());
   putLE(file, sum, 8);
   file += payload;
+  payload.clear();
+  payload.shrink_to_fit();
   std::string fileName = "rank-" + std::to_string(comm.rank()) + ".bin";
   writeFileAtomically((folder / fileName).string(), file);
 
   // Every rank's file is complete once rank 0 has every checksum.
+  std::vector<int64_t> allChunkSums(maxChunks * comm.size());
+  comm.gatherToRoot(chunkSums.data(), allChunkSums.data(), maxChunks, zero::zplan::I64);
   std::vector<int64_t> sums = comm.gatherInts((int64_t)sum);
-  std::vector<int64_t> sizes = comm.gatherInts((int64_t)file.size());
   if (comm.rank() == 0) {
-    CheckpointManifest m;
-    m.set_format_version(kFormat);
+    m.set_format_version(kCheckpointFormat);
     m.set_plan_fingerprint(fingerprint(plan));
     m.set_model(plan.source());
     m.set_world_size(plan.world_size());
-    m.set_precision(plan.precision().empty() ? "fp32" : plan.precision());
+    m.set_zero_stage(plan.zero_stage());
+    m.set_precision(precisionOf(plan));
     m.set_grad_accum_steps(std::max(1, plan.grad_accum_steps()));
     m.set_step(state.step);
+    m.set_samples(state.samples);
     m.set_shuffle(state.shuffle);
     m.set_seed(state.seed);
     auto *ls = m.mutable_loss_scaler();
@@ -167,13 +189,16 @@ void zrt::saveCheckpoint(Executor &exec, const std::string &dir, const TrainerSt
     ls->set_iteration(state.scaler.iter);
     ls->set_last_overflow_iteration(state.scaler.lastOverflowIter);
     m.set_schedule_iteration(state.scheduleIteration);
-    describeBuffers(plan, m);
+    m.set_chunk_bytes(kChunkBytes);
     for (int r = 0; r < comm.size(); ++r) {
       auto *f = m.add_files();
+      int64_t bytes = payloadBytes(m, r);
       f->set_rank(r);
       f->set_name("rank-" + std::to_string(r) + ".bin");
-      f->set_bytes(sizes[r]);
-      f->set_checksum(hex((uint64_t)sums[r]));
+      f->set_bytes(bytes + (int64_t)kPlanHeaderBytes);
+      f->set_checksum(hex64((uint64_t)sums[r]));
+      for (int64_t c = 0; c < (bytes + kChunkBytes - 1) / kChunkBytes; ++c)
+        f->add_chunk_checksums(hex64((uint64_t)allChunkSums[r * maxChunks + c]));
     }
     std::string json;
     google::protobuf::util::JsonPrintOptions options;
@@ -189,80 +214,42 @@ void zrt::saveCheckpoint(Executor &exec, const std::string &dir, const TrainerSt
   comm.meanOf(0); // a barrier: no rank goes on before `latest` names this checkpoint
 }
 
-TrainerState zrt::loadCheckpoint(Executor &exec, const std::string &path) {
+TrainerState zrt::loadCheckpoint(Executor &exec, const std::string &path,
+                                 std::string *summary) {
   const auto &plan = exec.plan();
   Communicator &comm = exec.comm();
-  std::string folder = checkpointFolder(path);
-  std::string manifestPath = (fs::path(folder) / "manifest.json").string();
-  CheckpointManifest m;
-  google::protobuf::util::JsonParseOptions options;
-  ZRT_CHECK(google::protobuf::util::JsonStringToMessage(
-                readWhole(manifestPath, "checkpoint manifest"), &m, options)
-                .ok(),
-            manifestPath << " is not a checkpoint manifest");
-  ZRT_CHECK(m.format_version() == kFormat,
-            manifestPath << " has format version " << m.format_version() << ", zero-run "
-                         << "reads " << kFormat);
-  ZRT_CHECK(m.world_size() == plan.world_size(),
-            manifestPath << " was written by " << m.world_size() << " ranks; this plan "
-                         << "runs on " << plan.world_size()
-                         << " (resuming on another world size is not supported yet)");
-  CheckpointManifest mine;
-  describeBuffers(plan, mine);
-  ZRT_CHECK(m.buffers_size() == mine.buffers_size(),
-            manifestPath << " holds " << m.buffers_size() << " buffers per rank; this plan "
-                         << "keeps " << mine.buffers_size());
-  for (int i = 0; i < m.buffers_size(); ++i) {
-    const auto &a = m.buffers(i), &b = mine.buffers(i);
-    ZRT_CHECK(a.name() == b.name() && a.role() == b.role() && a.dtype() == b.dtype() &&
-                  a.bytes() == b.bytes() && a.offset() == b.offset(),
-              manifestPath << ": buffer " << i << " is " << a.role() << " '" << a.name()
-                           << "' (" << a.dtype() << ", " << a.bytes()
-                           << " bytes); this plan has " << b.role() << " '" << b.name()
-                           << "' (" << b.dtype() << ", " << b.bytes() << " bytes)");
+  CheckpointReader reader(path);
+  const CheckpointManifest &m = reader.manifest();
+  checkCompatible(reader, plan);
+  // Every persistent buffer of this rank, piece by piece from whichever files
+  // hold those elements; bucket padding is zero, as the step keeps it.
+  for (int i = 0; i < plan.buffers_size(); ++i) {
+    const auto &b = plan.buffers(i);
+    if (!persistentBuffer(b))
+      continue;
+    std::vector<char> staging(b.bytes(), 0);
+    int64_t size = dtypeSize(b.dtype());
+    for (const TensorPiece &p : tensorPieces(describeBuffer(b), comm.rank(), comm.size()))
+      reader.read(p.tensor, p.first, p.count, b.dtype(), staging.data() + p.at * size);
+    exec.write(i, staging.data(), staging.size());
   }
-  ZRT_CHECK(m.plan_fingerprint() == fingerprint(plan),
-            manifestPath << " was written with another plan (fingerprint "
-                         << m.plan_fingerprint() << ", this plan's " << fingerprint(plan)
-                         << "); resuming needs the same plan");
-  ZRT_CHECK(m.files_size() == plan.world_size(),
-            manifestPath << " lists " << m.files_size() << " rank files, not "
-                         << plan.world_size());
-  const auto &entry = m.files(comm.rank());
-  std::string filePath = (fs::path(folder) / entry.name()).string();
-  ZRT_CHECK(entry.rank() == comm.rank() && entry.name().find('/') == std::string::npos,
-            manifestPath << ": the entry for rank " << comm.rank() << " is wrong");
-  ZRT_CHECK(fs::exists(filePath), filePath << " is missing");
-  std::string file = readWhole(filePath, "checkpoint file");
-  ZRT_CHECK((int64_t)file.size() == entry.bytes(),
-            filePath << " has " << file.size() << " bytes; the manifest says "
-                     << entry.bytes() << " (truncated?)");
-  const auto *p = reinterpret_cast<const unsigned char *>(file.data());
-  ZRT_CHECK(file.size() >= kPlanHeaderBytes &&
-                std::equal(kMagic, kMagic + sizeof kMagic, file.data()),
-            filePath << " is not a zero-run checkpoint file");
-  uint64_t length = getLE(p + 16, 8), sum = getLE(p + 24, 8);
-  std::string payload = file.substr(kPlanHeaderBytes);
-  ZRT_CHECK(length == payload.size(),
-            filePath << " says its payload has " << length << " bytes; it has "
-                     << payload.size());
-  int64_t expected = 0;
-  for (const auto &b : mine.buffers())
-    expected += b.bytes();
-  ZRT_CHECK((int64_t)payload.size() == expected,
-            filePath << " holds " << payload.size() << " bytes of buffers; the plan keeps "
-                     << expected);
-  ZRT_CHECK(fnv1a64(payload.data(), payload.size()) == sum && hex(sum) == entry.checksum(),
-            filePath << " is corrupted: its checksum does not match");
-  // Everything checked: restore.
-  int64_t offset = 0;
-  for (int i = 0; i < plan.buffers_size(); ++i)
-    if (persistent(plan.buffers(i))) {
-      exec.write(i, payload.data() + offset, plan.buffers(i).bytes());
-      offset += plan.buffers(i).bytes();
-    }
+  // What no rank read (padding, copies) is checked too: a corrupted file is an
+  // error however the checkpoint is resharded.
+  reader.verifyUnread(comm.rank(), comm.size());
+  if (summary) {
+    bool same = m.plan_fingerprint() == fingerprint(plan);
+    std::ostringstream s;
+    s << (same ? "the same plan" : "resharded from " + std::to_string(m.world_size()) +
+                                       " rank(s), ZeRO stage " +
+                                       std::to_string(m.zero_stage()) + ", " +
+                                       m.precision())
+      << "; rank " << comm.rank() << " read " << reader.bytesRead() << " of "
+      << reader.totalBytes() << " bytes";
+    *summary = s.str();
+  }
   TrainerState s;
   s.step = m.step();
+  s.samples = m.samples();
   s.shuffle = m.shuffle();
   s.seed = m.seed();
   s.scaler = {m.loss_scaler().scale(), m.loss_scaler().hysteresis_counter(),

@@ -52,23 +52,22 @@ static uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-int64_t TokenData::sampleStart(int64_t step, int64_t globalBatch, int64_t g,
-                               int64_t seqLen, bool shuffle, uint64_t seed) const {
+int64_t TokenData::sampleStart(int64_t k, int64_t seqLen, bool shuffle,
+                               uint64_t seed) const {
   int64_t span = size() - seqLen - 1;
   ZRT_CHECK(span > 0, "the data has " << size() << " tokens; a sample needs "
                                       << seqLen + 2 << " or more");
-  uint64_t sample = (uint64_t)step * globalBatch + g;
+  uint64_t sample = (uint64_t)k;
   if (shuffle)
     return (int64_t)(splitmix64(seed ^ splitmix64(sample)) % (uint64_t)span);
   return (int64_t)((sample * (uint64_t)seqLen) % (uint64_t)span);
 }
 
-void TokenData::fillBatch(int64_t step, int64_t globalBatch, int64_t firstSample,
-                          int64_t batch, int64_t seqLen, bool shuffle, uint64_t seed,
-                          int64_t *tokens, int64_t *targets) const {
+void TokenData::fillBatch(int64_t firstSample, int64_t batch, int64_t seqLen,
+                          bool shuffle, uint64_t seed, int64_t *tokens,
+                          int64_t *targets) const {
   for (int64_t b = 0; b < batch; ++b) {
-    int64_t start =
-        sampleStart(step, globalBatch, firstSample + b, seqLen, shuffle, seed);
+    int64_t start = sampleStart(firstSample + b, seqLen, shuffle, seed);
     for (int64_t t = 0; t < seqLen; ++t) {
       tokens[b * seqLen + t] = tokens_[start + t];
       targets[b * seqLen + t] = tokens_[start + t + 1];

@@ -39,19 +39,20 @@ TEST(TokenData, FormatsAreLittleEndian) {
 }
 
 TEST(TokenData, DesignOrder) {
-  // L = 100 tokens 0..99, T = 8, global batch G = 4: sample g of step s starts at
-  // ((s*G + g)*T) mod (L - T - 1) = ((s*4 + g)*8) mod 91.
+  // L = 100 tokens 0..99, T = 8, global batch G = 4: sample g of step s is global
+  // sample k = s*G + g and starts at (k*T) mod (L - T - 1) = ((s*4 + g)*8) mod 91.
   std::string bytes;
   for (int i = 0; i < 100; ++i)
     bytes.push_back((char)i);
   TokenData d = TokenData::load(writeFile("seq.bin", bytes), "u8");
-  EXPECT_EQ(d.sampleStart(0, 4, 0, 8, false, 0), 0);
-  EXPECT_EQ(d.sampleStart(0, 4, 3, 8, false, 0), 24);
-  EXPECT_EQ(d.sampleStart(2, 4, 1, 8, false, 0), (9 * 8) % 91);
-  EXPECT_EQ(d.sampleStart(3, 4, 0, 8, false, 0), (12 * 8) % 91);
-  // Rank 1 of 2 with B = 2 takes samples 2 and 3 of the step; targets are shifted.
+  EXPECT_EQ(d.sampleStart(0, 8, false, 0), 0);
+  EXPECT_EQ(d.sampleStart(3, 8, false, 0), 24);
+  EXPECT_EQ(d.sampleStart(2 * 4 + 1, 8, false, 0), (9 * 8) % 91);
+  EXPECT_EQ(d.sampleStart(3 * 4, 8, false, 0), (12 * 8) % 91);
+  // Step 1, rank 1 of 2 with B = 2 takes samples 2 and 3 of the step (global 6 and
+  // 7); targets are shifted.
   int64_t tokens[16], targets[16];
-  d.fillBatch(1, 4, 2, 2, 8, false, 0, tokens, targets);
+  d.fillBatch(1 * 4 + 2, 2, 8, false, 0, tokens, targets);
   EXPECT_EQ(tokens[0], (6 * 8) % 91);
   EXPECT_EQ(targets[0], (6 * 8) % 91 + 1);
   EXPECT_EQ(tokens[8], (7 * 8) % 91);
@@ -63,11 +64,11 @@ TEST(TokenData, ShuffleIsSeededAndInRange) {
   TokenData d = TokenData::load(writeFile("shuffle.bin", bytes), "u8");
   bool differs = false;
   for (int g = 0; g < 50; ++g) {
-    int64_t a = d.sampleStart(3, 50, g, 16, true, 7);
-    EXPECT_EQ(a, d.sampleStart(3, 50, g, 16, true, 7)); // reproducible
+    int64_t a = d.sampleStart(150 + g, 16, true, 7);
+    EXPECT_EQ(a, d.sampleStart(150 + g, 16, true, 7)); // reproducible
     EXPECT_GE(a, 0);
     EXPECT_LT(a, 1000 - 16 - 1);
-    differs |= a != d.sampleStart(3, 50, g, 16, true, 8);
+    differs |= a != d.sampleStart(150 + g, 16, true, 8);
   }
   EXPECT_TRUE(differs); // another seed, another order
 }
@@ -75,7 +76,7 @@ TEST(TokenData, ShuffleIsSeededAndInRange) {
 TEST(TokenData, TooShortForOneSample) {
   TokenData d = TokenData::load(writeFile("short.bin", "abcdefghij"), "u8");
   try {
-    d.sampleStart(0, 1, 0, 9, false, 0);
+    d.sampleStart(0, 9, false, 0);
     FAIL() << "no error";
   } catch (const Error &e) {
     EXPECT_NE(std::string(e.what()).find("the data has 10 tokens; a sample needs 11"),

@@ -20,15 +20,26 @@ inline constexpr char kPlanMagic[8] = {'Z', 'E', 'R', 'O', 'P', 'L', 'A', 'N'};
 inline constexpr uint32_t kPlanVersion = 1;
 inline constexpr size_t kPlanHeaderBytes = 32;
 
-/// FNV-1a, 64 bit: cheap, dependency-free, and catches any flipped byte.
-inline uint64_t fnv1a64(const void *data, size_t size) {
+inline constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ull;
+
+/// FNV-1a, 64 bit: cheap, dependency-free, and catches any flipped byte. `h`: the
+/// hash of the bytes before these, to hash a file in pieces.
+inline uint64_t fnv1a64(const void *data, size_t size, uint64_t h = kFnvOffsetBasis) {
   const auto *p = static_cast<const unsigned char *>(data);
-  uint64_t h = 0xcbf29ce484222325ull;
   for (size_t i = 0; i < size; ++i) {
     h ^= p[i];
     h *= 0x100000001b3ull;
   }
   return h;
+}
+
+/// 16 lowercase hex digits (checksums in manifests and messages).
+inline std::string hex64(uint64_t v) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4)
+    s[i] = digits[v & 15];
+  return s;
 }
 
 inline void putLE(std::string &out, uint64_t v, int bytes) {

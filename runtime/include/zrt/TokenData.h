@@ -23,18 +23,18 @@ public:
   int64_t size() const { return (int64_t)tokens_.size(); }
   uint32_t at(int64_t i) const { return tokens_[i]; }
 
-  /// Start of global sample `g` of step `step` (DESIGN.md, "Data and the training
-  /// loop"): ((step * G + g) * T) mod (L - T - 1), with G the global batch. With
-  /// `shuffle`, a hash of (seed, step * G + g) replaces the sequential position.
-  int64_t sampleStart(int64_t step, int64_t globalBatch, int64_t g, int64_t seqLen,
-                      bool shuffle, uint64_t seed) const;
+  /// Start of global sample `k` (DESIGN.md, "Data and the training loop"): sample
+  /// g of step s is k = s * G + g with G the global batch, unless the global batch
+  /// changed (a checkpoint resumed on another world size): k counts the samples
+  /// consumed before. Starts at (k * T) mod (L - T - 1); with `shuffle`, a hash
+  /// of (seed, k) replaces the sequential position.
+  int64_t sampleStart(int64_t k, int64_t seqLen, bool shuffle, uint64_t seed) const;
 
-  /// Fills `tokens` and `targets` ([batch, seqLen], row-major) with the samples
-  /// firstSample .. firstSample + batch - 1 of `step`; targets are the tokens
+  /// Fills `tokens` and `targets` ([batch, seqLen], row-major) with the global
+  /// samples firstSample .. firstSample + batch - 1; targets are the tokens
   /// shifted by one.
-  void fillBatch(int64_t step, int64_t globalBatch, int64_t firstSample, int64_t batch,
-                 int64_t seqLen, bool shuffle, uint64_t seed, int64_t *tokens,
-                 int64_t *targets) const;
+  void fillBatch(int64_t firstSample, int64_t batch, int64_t seqLen, bool shuffle,
+                 uint64_t seed, int64_t *tokens, int64_t *targets) const;
 
 private:
   std::vector<uint32_t> tokens_;

@@ -7,6 +7,9 @@
 //                  [--log-json FILE] [--save-weights OUT.onnx]
 // Run once on given inputs:
 //         zero-run PLAN.zplan --init MODEL.onnx [--inputs DIR] [--save-outputs DIR]
+// One model file from a checkpoint:
+//         zero-run --consolidate DIR -o OUT.safetensors [--with-optimizer-state]
+//         zero-run --consolidate DIR -o OUT.onnx --init MODEL.onnx
 //
 // DIR follows the ONNX backend-test layout: input_K.pb / output_K.pb hold
 // TensorProtos, matched to the graph's inputs and outputs by position.
@@ -17,6 +20,7 @@
 #include "zrt/Calibrate.h"
 #include "zrt/Checkpoint.h"
 #include "zrt/Communicator.h"
+#include "zrt/Consolidate.h"
 #include "zrt/Device.h"
 #include "zrt/Error.h"
 #include "zrt/Executor.h"
@@ -51,6 +55,8 @@ namespace {
 
 const char *kUsage =
     "usage: zero-run PLAN.zplan --init MODEL.onnx [options]\n"
+    "       zero-run --consolidate DIR -o OUT.safetensors|OUT.onnx\n"
+    "                                           (a checkpoint's weights in one file)\n"
     "       zero-run --list-devices              (cpu, and cuda:N for each GPU)\n"
     "       zero-run --check-cuda-libraries      (loads the CUDA libraries opened at\n"
     "                                           run time, cuBLAS, and says where)\n"
@@ -103,8 +109,17 @@ const char *kUsage =
     "  --checkpoint-every K   K steps (default: only at the end) and at the end,\n"
     "  --keep-checkpoints N   keeping the newest N (default: all)\n"
     "  --resume PATH          go on from a checkpoint (PATH/latest, or PATH itself)\n"
-    "                         written with the same plan: --steps stays the run's\n"
-    "                         total, the data order carries over\n"
+    "                         of the same model, written by any number of ranks at\n"
+    "                         any ZeRO stage (bit-exact with the same plan): --steps\n"
+    "                         stays the run's total, the data position carries over\n"
+    "                         as a count of samples\n"
+    "Consolidation (no plan, one process):\n"
+    "  --consolidate DIR      the checkpoint DIR (or DIR/latest) as one file, -o\n"
+    "  -o OUT                 OUT.safetensors (Hugging Face's layout, written tensor\n"
+    "                         by tensor) or OUT.onnx (with --init MODEL.onnx: that\n"
+    "                         model with the checkpoint's weights)\n"
+    "  --with-optimizer-state the optimizer state too (safetensors: NAME.exp_avg,\n"
+    "                         NAME.exp_avg_sq, NAME.momentum_buffer, optimizer.step)\n"
     "One run on given inputs:\n"
     "  --inputs DIR           graph inputs as DIR/input_K.pb (ONNX TensorProto)\n"
     "  --save-outputs DIR     writes graph outputs as DIR/output_K.pb\n"
@@ -127,13 +142,13 @@ struct RankAtStep {
 
 struct Options {
   std::string plan, init, inputs, saveOutputs, data, dataFormat = "u8", logJson,
-      saveWeights, trace, calibrate, device, saveCheckpoint, resume;
+      saveWeights, trace, calibrate, device, saveCheckpoint, resume, consolidate, output;
   int64_t checkpointEvery = 0, keepCheckpoints = 0;
   double commDelayNsPerByte = 0, collectiveTimeoutS = 600;
   RankAtStep testFail, testStall, testOverflow;
   int64_t steps = 1, printEvery = 1;
   bool printEveryGiven = false; // else the plan's steps_per_print, if it has one
-  bool shuffle = false, quiet = false, profile = false;
+  bool shuffle = false, quiet = false, profile = false, withOptimizerState = false;
   uint64_t seed = 0;
 };
 
@@ -243,6 +258,12 @@ Options parseArgs(int argc, char **argv) {
       ZRT_CHECK(o.keepCheckpoints >= 0, "--keep-checkpoints needs a count");
     } else if (is("--resume")) {
       o.resume = value("--resume");
+    } else if (is("--consolidate")) {
+      o.consolidate = value("--consolidate");
+    } else if (is("-o") || is("--output")) {
+      o.output = value(a.rfind("--", 0) == 0 ? "--output" : "-o");
+    } else if (a == "--with-optimizer-state") {
+      o.withOptimizerState = true;
     } else if (a == "--shuffle") {
       o.shuffle = true;
     } else if (a == "--profile") {
@@ -257,6 +278,13 @@ Options parseArgs(int argc, char **argv) {
       o.plan = a;
     }
   }
+  if (!o.consolidate.empty()) {
+    ZRT_CHECK(o.plan.empty(), "--consolidate takes no plan ('" << o.plan << "')");
+    ZRT_CHECK(!o.output.empty(), "--consolidate needs -o OUT.safetensors or OUT.onnx");
+    return o;
+  }
+  ZRT_CHECK(o.output.empty(), "-o goes with --consolidate");
+  ZRT_CHECK(!o.withOptimizerState, "--with-optimizer-state goes with --consolidate");
   ZRT_CHECK(!o.plan.empty() || !o.calibrate.empty(), "no plan given\n" << kUsage);
   ZRT_CHECK(o.data.empty() || o.inputs.empty(), "--data and --inputs exclude each other");
   return o;
@@ -444,9 +472,10 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
   int64_t skippedSteps = 0;
   // Checkpoints: a resumed run goes on from the checkpoint's step, with its loss
   // scaler, schedule and data order.
-  int64_t firstStep = 0;
+  int64_t firstStep = 0, samples = 0; // samples: global samples consumed
   if (!o.resume.empty()) {
-    TrainerState st = loadCheckpoint(exec, o.resume);
+    std::string summary;
+    TrainerState st = loadCheckpoint(exec, o.resume, &summary);
     ZRT_CHECK(st.shuffle == o.shuffle && (!o.shuffle || st.seed == o.seed),
               "the checkpoint's data order is "
                   << (st.shuffle ? "--shuffle --seed " + std::to_string(st.seed)
@@ -458,13 +487,15 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
     scaler.restore(st.scaler);
     scheduleIter = st.scheduleIteration;
     firstStep = st.step;
+    samples = st.samples;
     if (!quiet)
-      std::printf("resumed from %s at step %lld\n", o.resume.c_str(),
-                  (long long)firstStep);
+      std::printf("resumed from %s at step %lld, sample %lld (%s)\n", o.resume.c_str(),
+                  (long long)firstStep, (long long)samples, summary.c_str());
   }
   auto checkpoint = [&](int64_t stepsDone) {
     TrainerState st;
     st.step = stepsDone;
+    st.samples = samples;
     st.shuffle = o.shuffle;
     st.seed = o.seed;
     st.scaler = scaler.state();
@@ -486,9 +517,10 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
       while (o.testStall.rank == comm.rank() && o.testStall.step == step + 1)
         std::this_thread::sleep_for(std::chrono::seconds(1)); // a hung rank
       // Micro-batch m of rank r: samples (m N + r) B .. (m N + r) B + B - 1 of the
-      // global batch (A = 1: r B .., as before).
+      // global batch (A = 1: r B .., as before), which starts at global sample
+      // `samples` (step * G, unless a checkpoint of another G was resumed).
       for (int64_t m = 0; m < accum; ++m) {
-        data.fillBatch(step, globalBatch, (m * ranks + comm.rank()) * batch, batch, seqLen,
+        data.fillBatch(samples + (m * ranks + comm.rank()) * batch, batch, seqLen,
                        o.shuffle, o.seed, hostTokens.data(), hostTargets.data());
         exec.write(tokenBuffers[m], hostTokens.data(), hostTokens.size() * sizeof(int64_t));
         exec.write(targetBuffers[m], hostTargets.data(),
@@ -515,6 +547,7 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
                       std::chrono::steady_clock::now() - start)
                       .count();
       totalMs += ms;
+      samples += globalBatch;
       ag = comm.allGatherElements - ag;
       rs = comm.reduceScatterElements - rs;
       ar = comm.allReduceElements - ar;
@@ -769,7 +802,50 @@ void checkOutputPaths(const Options &o, int rank) {
   }
 }
 
+/// This process's peak resident memory (the kernel's VmHWM), 0 if unknown.
+int64_t peakResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0)
+      return std::atoll(line.c_str() + 6) * 1024; // "VmHWM:   1234 kB"
+  return 0;
+}
+
+/// --consolidate: one process writes the checkpoint's weights as one file.
+int consolidate(const Options &o, Communicator &comm) {
+  ZRT_CHECK(comm.size() == 1, "--consolidate runs as one process, not under mpirun -np "
+                                  << comm.size());
+  auto endsWith = [&](const char *ext) {
+    std::string e = ext;
+    return o.output.size() > e.size() &&
+           o.output.compare(o.output.size() - e.size(), e.size(), e) == 0;
+  };
+  checkWritable(o.output, "-o");
+  ConsolidateResult r;
+  if (endsWith(".safetensors")) {
+    ZRT_CHECK(o.init.empty(), "--init goes with -o OUT.onnx, not safetensors");
+    r = consolidateToSafetensors(o.consolidate, o.output, o.withOptimizerState);
+  } else if (endsWith(".onnx")) {
+    ZRT_CHECK(!o.init.empty(), "-o " << o.output << " needs --init MODEL.onnx (the model "
+                                     << "whose initializers it replaces)");
+    ZRT_CHECK(!o.withOptimizerState,
+              "--with-optimizer-state writes safetensors only; ONNX has no place for it");
+    r = consolidateToOnnx(o.consolidate, o.init, o.output);
+  } else {
+    ZRT_FAIL("-o " << o.output << ": the output is OUT.safetensors or OUT.onnx");
+  }
+  if (!o.quiet)
+    std::printf("wrote %lld tensors (%.1f MB) of step %lld to %s; peak resident memory "
+                "%.1f MB\n",
+                (long long)r.tensors, r.bytes / 1e6, (long long)r.step, o.output.c_str(),
+                peakResidentBytes() / 1048576.0);
+  return 0;
+}
+
 int run(const Options &o, Communicator &comm, bool launched) {
+  if (!o.consolidate.empty())
+    return consolidate(o, comm);
   if (!o.calibrate.empty()) {
     if (comm.rank() == 0)
       checkWritable(o.calibrate, "--calibrate");

@@ -1,0 +1,293 @@
+//===- CheckpointReader.cpp - Reads tensors out of a checkpoint -----------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zrt/CheckpointReader.h"
+#include "zrt/CheckpointLayout.h"
+#include "zrt/Error.h"
+#include "zrt/Float16.h"
+#include "zrt/PlanFormat.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace zrt;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string readSmallFile(const std::string &path, const char *what) {
+  std::ifstream in(path, std::ios::binary);
+  ZRT_CHECK(in, "cannot read the " << what << " " << path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ZRT_CHECK(!in.bad(), "cannot read the " << what << " " << path);
+  return ss.str();
+}
+
+/// The checkpoint folder `path` names: itself, or the one its `latest` names.
+std::string checkpointFolder(const std::string &path) {
+  fs::path latest = fs::path(path) / "latest";
+  if (!fs::exists(latest))
+    return path;
+  std::string name = readSmallFile(latest.string(), "checkpoint pointer");
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' '))
+    name.pop_back();
+  ZRT_CHECK(!name.empty() && name.find('/') == std::string::npos,
+            latest.string() << " does not name a checkpoint folder");
+  return (fs::path(path) / name).string();
+}
+
+bool floating(DType t) {
+  return t == zero::zplan::F32 || t == zero::zplan::F64 || t == zero::zplan::BF16 ||
+         t == zero::zplan::F16;
+}
+
+double loadFloat(const char *p, DType t) {
+  switch (t) {
+  case zero::zplan::F32: {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case zero::zplan::F64: {
+    double v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  case zero::zplan::BF16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return floatFromBf16(v);
+  }
+  default: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return floatFromF16(v);
+  }
+  }
+}
+
+void storeFloat(char *p, DType t, double v) {
+  switch (t) {
+  case zero::zplan::F32: {
+    float f = (float)v;
+    std::memcpy(p, &f, 4);
+    break;
+  }
+  case zero::zplan::F64:
+    std::memcpy(p, &v, 8);
+    break;
+  case zero::zplan::BF16: {
+    uint16_t b = bf16FromFloat((float)v);
+    std::memcpy(p, &b, 2);
+    break;
+  }
+  default: {
+    uint16_t b = f16FromFloat((float)v);
+    std::memcpy(p, &b, 2);
+  }
+  }
+}
+
+} // namespace
+
+DType zrt::dtypeFromName(const std::string &name) {
+  for (DType t : {zero::zplan::F32, zero::zplan::F64, zero::zplan::I32, zero::zplan::I64,
+                  zero::zplan::I8, zero::zplan::U8, zero::zplan::BOOL, zero::zplan::BF16,
+                  zero::zplan::F16})
+    if (name == dtypeName(t))
+      return t;
+  return zero::zplan::DTYPE_INVALID;
+}
+
+CheckpointReader::CheckpointReader(const std::string &path) {
+  folder_ = checkpointFolder(path);
+  manifestPath_ = (fs::path(folder_) / "manifest.json").string();
+  google::protobuf::util::JsonParseOptions options;
+  ZRT_CHECK(google::protobuf::util::JsonStringToMessage(
+                readSmallFile(manifestPath_, "checkpoint manifest"), &m_, options)
+                .ok(),
+            manifestPath_ << " is not a checkpoint manifest");
+  const std::string &mp = manifestPath_;
+  ZRT_CHECK(m_.format_version() == kCheckpointFormat,
+            mp << " has format version " << m_.format_version() << "; zero-run reads "
+               << kCheckpointFormat);
+  int world = m_.world_size();
+  ZRT_CHECK(world >= 1 && m_.files_size() == world,
+            mp << " lists " << m_.files_size() << " rank files for " << world << " ranks");
+  ZRT_CHECK(m_.chunk_bytes() > 0, mp << " has no chunk size");
+  // Every rank file: there, of the size the manifest says, with its header.
+  for (int q = 0; q < world; ++q) {
+    const auto &f = m_.files(q);
+    ZRT_CHECK(f.rank() == q && !f.name().empty() && f.name().find('/') == std::string::npos,
+              mp << ": the entry for rank " << q << " is wrong");
+    File file;
+    file.path = (fs::path(folder_) / f.name()).string();
+    struct stat st;
+    ZRT_CHECK(::stat(file.path.c_str(), &st) == 0, file.path << " is missing");
+    ZRT_CHECK((int64_t)st.st_size == f.bytes(),
+              file.path << " has " << st.st_size << " bytes; the manifest says "
+                        << f.bytes() << " (truncated?)");
+    file.payload = f.bytes() - (int64_t)kPlanHeaderBytes;
+    ZRT_CHECK(file.payload >= 0 && file.payload == payloadBytes(m_, q),
+              mp << ": " << f.name() << " has " << f.bytes() << " bytes; its buffers need "
+                 << payloadBytes(m_, q) + (int64_t)kPlanHeaderBytes);
+    int64_t chunks = (file.payload + m_.chunk_bytes() - 1) / m_.chunk_bytes();
+    ZRT_CHECK(f.chunk_checksums_size() == chunks,
+              mp << ": " << f.name() << " has " << f.chunk_checksums_size()
+                 << " chunk checksums; its payload has " << chunks << " chunks");
+    file.fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+    ZRT_CHECK(file.fd >= 0, "cannot open " << file.path << ": " << std::strerror(errno));
+    unsigned char header[kPlanHeaderBytes];
+    ZRT_CHECK(::pread(file.fd, header, sizeof header, 0) == (ssize_t)sizeof header &&
+                  std::memcmp(header, kCheckpointMagic, sizeof kCheckpointMagic) == 0,
+              file.path << " is not a zero-run checkpoint file");
+    ZRT_CHECK(getLE(header + 8, 4) == kCheckpointFormat &&
+                  (int64_t)getLE(header + 16, 8) == file.payload,
+              file.path << " has a header that does not match the manifest");
+    file.verified.assign(chunks, false);
+    files_.push_back(std::move(file));
+  }
+  // Where every tensor's elements are: each buffer, in each file that holds it.
+  for (int k = 0; k < m_.tensors_size(); ++k)
+    tensors_[m_.tensors(k).name()] = k;
+  for (const auto &b : m_.buffers()) {
+    DType t = dtypeFromName(b.dtype());
+    ZRT_CHECK(t != zero::zplan::DTYPE_INVALID, mp << ": buffer '" << b.name()
+                                                  << "' has unknown dtype " << b.dtype());
+    int64_t numel = 1;
+    for (int64_t d : b.shape())
+      numel *= d;
+    ZRT_CHECK(b.rank() >= -1 && b.rank() < world && b.offset() >= 0 &&
+                  b.bytes() == numel * dtypeSize(t),
+              mp << ": buffer '" << b.name() << "' is described wrongly");
+    if (b.has_bucket())
+      ZRT_CHECK(b.shape_size() == 1 && b.bucket().elements() == numel * world,
+                mp << ": buffer '" << b.name() << "' is not 1/" << world
+                   << " of its bucket");
+    for (int q = 0; q < world; ++q) {
+      if (b.rank() >= 0 && b.rank() != q)
+        continue;
+      for (const TensorPiece &p : tensorPieces(b, q, world)) {
+        ZRT_CHECK(tensors_.count(p.tensor), mp << ": buffer '" << b.name()
+                                               << "' holds '" << p.tensor
+                                               << "', which the manifest does not list");
+        sources_[p.tensor].push_back(
+            {p.first, p.count, q, b.offset() + p.at * dtypeSize(t), t});
+      }
+    }
+  }
+  for (auto &[name, list] : sources_)
+    std::sort(list.begin(), list.end(),
+              [](const Source &a, const Source &b) { return a.first < b.first; });
+}
+
+CheckpointReader::~CheckpointReader() {
+  for (File &f : files_)
+    if (f.fd >= 0)
+      ::close(f.fd);
+}
+
+int64_t CheckpointReader::totalBytes() const {
+  int64_t total = 0;
+  for (const File &f : files_)
+    total += f.payload;
+  return total;
+}
+
+const zero::zplan::CheckpointTensor *CheckpointReader::tensor(const std::string &name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &m_.tensors(it->second);
+}
+
+const char *CheckpointReader::chunk(int fileIndex, int64_t index, int64_t &size) {
+  File &f = files_[fileIndex];
+  int64_t cb = m_.chunk_bytes(), begin = index * cb;
+  size = std::min(cb, f.payload - begin);
+  if (f.cached == index)
+    return f.cache.data();
+  f.cache.resize(size);
+  int64_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(f.fd, f.cache.data() + done, size - done,
+                        (off_t)(kPlanHeaderBytes + begin + done));
+    ZRT_CHECK(n > 0, "cannot read " << f.path << ": "
+                                    << (n == 0 ? "it ends early" : std::strerror(errno)));
+    done += n;
+  }
+  if (!f.verified[index])
+    bytesRead_ += size;
+  ZRT_CHECK(hex64(fnv1a64(f.cache.data(), size)) == m_.files(fileIndex).chunk_checksums(index),
+            f.path << " is corrupted: payload bytes " << begin << ".." << begin + size - 1
+                   << " do not match their checksum");
+  f.cached = index;
+  f.verified[index] = true;
+  return f.cache.data();
+}
+
+void CheckpointReader::copy(int file, int64_t offset, int64_t bytes, char *dst) {
+  int64_t cb = m_.chunk_bytes();
+  while (bytes > 0) {
+    int64_t size;
+    const char *c = chunk(file, offset / cb, size);
+    int64_t within = offset % cb, n = std::min(bytes, size - within);
+    std::memcpy(dst, c + within, n);
+    dst += n;
+    offset += n;
+    bytes -= n;
+  }
+}
+
+void CheckpointReader::read(const std::string &name, int64_t first, int64_t count,
+                            DType dtype, char *dst) {
+  auto it = sources_.find(name);
+  ZRT_CHECK(it != sources_.end(), manifestPath_ << " has no tensor '" << name << "'");
+  int64_t next = first, end = first + count, dsize = dtypeSize(dtype);
+  std::vector<char> staging;
+  for (const Source &s : it->second) {
+    int64_t from = std::max(next, s.first), to = std::min(end, s.first + s.count);
+    if (from >= to)
+      continue;
+    ZRT_CHECK(from == next, manifestPath_ << ": no file holds elements " << next << ".."
+                                          << from - 1 << " of '" << name << "'");
+    int64_t ssize = dtypeSize(s.dtype), n = to - from;
+    int64_t offset = s.offset + (from - s.first) * ssize;
+    char *out = dst + (from - first) * dsize;
+    if (s.dtype == dtype) {
+      copy(s.file, offset, n * ssize, out);
+    } else {
+      ZRT_CHECK(floating(s.dtype) && floating(dtype),
+                manifestPath_ << ": '" << name << "' is stored as " << dtypeName(s.dtype)
+                              << "; the plan holds it as " << dtypeName(dtype));
+      staging.resize(n * ssize);
+      copy(s.file, offset, n * ssize, staging.data());
+      for (int64_t i = 0; i < n; ++i)
+        storeFloat(out + i * dsize, dtype, loadFloat(staging.data() + i * ssize, s.dtype));
+    }
+    next = to;
+  }
+  ZRT_CHECK(next == end, manifestPath_ << ": no file holds elements " << next << ".."
+                                       << end - 1 << " of '" << name << "'");
+}
+
+void CheckpointReader::verifyUnread(int rank, int world) {
+  // Chunk c of file q falls to rank (q + c) mod world: the checking is spread.
+  for (int q = 0; q < (int)files_.size(); ++q)
+    for (int64_t c = 0; c < (int64_t)files_[q].verified.size(); ++c)
+      if ((q + c) % world == rank && !files_[q].verified[c]) {
+        int64_t size;
+        chunk(q, c, size);
+      }
+}
