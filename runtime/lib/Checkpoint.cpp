@@ -9,6 +9,7 @@
 #include "zrt/CheckpointLayout.h"
 #include "zrt/CheckpointReader.h"
 #include "zrt/Error.h"
+#include "zrt/Float16.h"
 #include "zrt/PlanFormat.h"
 
 #include "checkpoint.pb.h"
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -83,6 +85,52 @@ void prune(const std::string &dir, int keep) {
     fs::remove_all(folders[i].second, ec); // best effort: a stale folder is harmless
 }
 
+/// 16-bit parameters are not stored: the step keeps them the rounding of their
+/// f32 master copies, and loading rounds the masters again. Checked where this rank
+/// holds both, so that a plan breaking the rule could never lose them silently.
+void checkDerivedParameters(Executor &exec, const std::vector<int> &stored) {
+  const auto &plan = exec.plan();
+  int rank = exec.comm().rank(), world = exec.comm().size();
+  struct Run {
+    int64_t first, count;
+    const float *values;
+  };
+  std::vector<HostTensor> masters;
+  std::map<std::string, std::vector<Run>> runs;
+  for (int i = 0; i < plan.buffers_size(); ++i) {
+    const auto &b = plan.buffers(i);
+    if (b.role() != zero::zplan::MASTER || b.dtype() != zero::zplan::F32)
+      continue;
+    masters.push_back(exec.read(i));
+    const float *data = reinterpret_cast<const float *>(masters.back().bytes.data());
+    for (const TensorPiece &p : tensorPieces(describeBuffer(b), rank, world))
+      runs[p.tensor].push_back({p.first, p.count, data + p.at});
+  }
+  std::set<int> isStored(stored.begin(), stored.end());
+  for (int i = 0; i < plan.buffers_size(); ++i) {
+    const auto &b = plan.buffers(i);
+    if (b.role() != zero::zplan::PARAM || isStored.count(i))
+      continue;
+    HostTensor h = exec.read(i);
+    const auto *bits = reinterpret_cast<const uint16_t *>(h.bytes.data());
+    for (const TensorPiece &p : tensorPieces(describeBuffer(b), rank, world))
+      for (const Run &r : runs[p.tensor]) {
+        int64_t from = std::max(p.first, r.first);
+        int64_t to = std::min(p.first + p.count, r.first + r.count);
+        for (int64_t e = from; e < to; ++e) {
+          float master = r.values[e - r.first];
+          uint16_t want = b.dtype() == zero::zplan::BF16 ? bf16FromFloat(master)
+                                                         : f16FromFloat(master);
+          ZRT_CHECK(bits[p.at + e - p.first] == want,
+                    "internal error: the " << dtypeName(b.dtype()) << " parameter '"
+                                           << p.tensor << "' (element " << e
+                                           << ") is not the rounding of its f32 master "
+                                           << "copy; a checkpoint would lose it");
+        }
+      }
+  }
+}
+
 /// The checkpoint can go into this plan: the same parameters (names, shapes),
 /// the same optimizer state, a precision whose values carry over.
 void checkCompatible(const CheckpointReader &reader, const zero::zplan::Plan &plan) {
@@ -135,6 +183,7 @@ void zrt::saveCheckpoint(Executor &exec, const std::string &dir, const TrainerSt
   CheckpointManifest m;
   std::vector<int> planIndex;
   layoutCheckpoint(plan, m, planIndex);
+  checkDerivedParameters(exec, planIndex);
   // This rank's payload: the sharded buffers, then the replicated ones it stores.
   std::string payload(payloadBytes(m, comm.rank()), '\0');
   for (int k = 0; k < m.buffers_size(); ++k) {
