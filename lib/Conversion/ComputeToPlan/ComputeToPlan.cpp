@@ -118,7 +118,8 @@ struct ConvertComputeToPlanPass
     DenseSet<Value> inPlace;
     DenseMap<Operation *, int64_t> requestOf; // started collective -> request id
     DenseMap<Value, Value> bufferOf;
-    DenseMap<Value, int64_t> offsetOf;
+    DenseMap<Value, int64_t> offsetOf; // the arena's id of each value's buffer
+    SmallVector<std::pair<plan::BufferOp, int64_t>> placements;
 
     // Transposes of the last two dimensions that only matmuls read are not run:
     // the matmul kernel reads the untransposed buffer with a transpose flag (BLAS
@@ -141,6 +142,9 @@ struct ConvertComputeToPlanPass
 
     // Last reader of every value, so that a temporary is freed right after it.
     DenseMap<Value, Operation *> lastUse;
+    DenseMap<Operation *, int64_t> position;
+    for (Operation &op : entry)
+      position[&op] = position.size();
     for (Operation &op : entry) {
       if (isa<compute::TransposeOp>(op) && source.count(op.getResult(0)))
         continue; // a fused transpose reads nothing itself
@@ -154,15 +158,15 @@ struct ConvertComputeToPlanPass
     Operation *terminator = entry.getTerminator();
 
     auto makeBuffer = [&](Value v, StringRef role, NamedAttrList attrs) {
-      int64_t offset = arena.allocate(bytesOf(v));
+      int64_t id = arena.allocate(bytesOf(v)); // the offset is set once all are known
       auto buf = plan::BufferOp::create(b, v.getLoc(), bufferTypeOf(v),
-                                        b.getStringAttr(role),
-                                        b.getI64IntegerAttr(offset), nullptr,
-                                        nullptr, nullptr);
+                                        b.getStringAttr(role), b.getI64IntegerAttr(0),
+                                        nullptr, nullptr, nullptr);
       for (NamedAttribute a : attrs)
         buf->setAttr(a.getName(), a.getValue());
       bufferOf[v] = buf;
-      offsetOf[v] = offset;
+      offsetOf[v] = id;
+      placements.push_back({buf, id});
       return buf;
     };
 
@@ -226,6 +230,7 @@ struct ConvertComputeToPlanPass
     // for the last time writes the new one over it; otherwise the result is copied
     // into the argument's buffer at the end of the step.
     DenseMap<Value, BlockArgument> updateOf;
+    DenseSet<Value> copiedEarly; // new values already copied into their argument
     for (auto [i, v] : llvm::enumerate(terminator->getOperands()))
       if (auto arg = func.getResultAttrOfType<IntegerAttr>(i, "compute.updates")) {
         if (arg.getInt() < 0 || arg.getInt() >= entry.getNumArguments())
@@ -320,8 +325,12 @@ struct ConvertComputeToPlanPass
           kernelAttrs.append("transpose_rhs", b.getBoolAttr(true));
       }
       StringRef kernel = op.getName().stripDialect();
-      plan::KernelOp::create(b, op.getLoc(), b.getStringAttr(kernel), ins, outs,
-                             kernelAttrs.getDictionary(op.getContext()));
+      auto k = plan::KernelOp::create(b, op.getLoc(), b.getStringAttr(kernel), ins, outs,
+                                      kernelAttrs.getDictionary(op.getContext()));
+      // For the report (not the runtime): work done again by activation
+      // checkpointing.
+      if (op.hasAttr("zero.recompute"))
+        k->setAttr("zero.recompute", b.getUnitAttr());
       // Results nobody reads die at once; inputs die at their last reader.
       auto releaseIfDead = [&](Value v, bool isResult) {
         auto *def = bufferOf.lookup(v).getDefiningOp();
@@ -331,6 +340,23 @@ struct ConvertComputeToPlanPass
         if ((isResult && !last) || last == &op)
           arena.release(offsetOf[v]);
       };
+      // A new value whose argument nobody reads any more goes into it at once (not
+      // at the end of the step), so that its temporary dies here: otherwise every
+      // updated parameter of a ZeRO 1-2 step would be alive at once at the end.
+      for (Value r : op.getResults()) {
+        BlockArgument target = updateOf.lookup(r);
+        if (!target || inPlace.contains(r) || lastUse.lookup(r) != terminator)
+          continue;
+        Operation *lastRead = lastUse.lookup(target);
+        if (lastRead && position[lastRead] > position[&op])
+          continue;
+        plan::KernelOp::create(b, r.getLoc(), b.getStringAttr("copy"),
+                               ValueRange{bufferOf.lookup(r)},
+                               ValueRange{bufferOf.lookup(target)}, b.getDictionaryAttr({}));
+        copiedEarly.insert(r);
+        if (llvm::count(terminator->getOperands(), r) == 1)
+          arena.release(offsetOf[r]);
+      }
       for (Value r : op.getResults())
         if (isa<RankedTensorType>(r.getType()))
           releaseIfDead(r, /*isResult=*/true);
@@ -349,7 +375,7 @@ struct ConvertComputeToPlanPass
     auto allNames = func->getAttrOfType<ArrayAttr>("compute.output_names");
     for (auto [i, v] : llvm::enumerate(terminator->getOperands())) {
       if (BlockArgument target = updateOf.lookup(v)) {
-        if (!inPlace.contains(v))
+        if (!inPlace.contains(v) && !copiedEarly.contains(v))
           plan::KernelOp::create(b, v.getLoc(), b.getStringAttr("copy"),
                                  ValueRange{bufferOf.lookup(v)},
                                  ValueRange{bufferOf.lookup(target)},
@@ -363,6 +389,9 @@ struct ConvertComputeToPlanPass
     auto ret = plan::ReturnOp::create(b, terminator->getLoc(), results, nullptr);
     if (allNames)
       ret.setNamesAttr(b.getArrayAttr(names));
+    arena.place();
+    for (auto [buf, id] : placements)
+      buf.setOffsetAttr(b.getI64IntegerAttr(arena.offset(id)));
     program.setArenaBytes(arena.size());
     return success();
   }

@@ -1,4 +1,4 @@
-//===- ArenaAllocator.h - Static first-fit placement in one arena -*- C++ -*-===//
+//===- ArenaAllocator.h - Static placement of buffers in one arena -*- C++ -*-===//
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
@@ -8,32 +8,40 @@
 #define ZERO_CONVERSION_COMPUTETOPLAN_ARENAALLOCATOR_H
 
 #include <cstdint>
-#include <map>
+#include <vector>
 
 namespace zero {
 
-/// Places buffers at byte offsets in one arena, at compile time. Freed ranges are
-/// reused first-fit; the arena's size is the highest end ever allocated.
+/// Places buffers at byte offsets in one arena, at compile time, knowing every
+/// lifetime first: the lowering calls allocate() when a buffer is defined and
+/// release() after its last reader, then place() lays them all out, largest first,
+/// each at the lowest offset that no buffer alive at the same time uses. Placing
+/// online (first-fit as buffers come) fragments badly once some values live long
+/// (activations kept for backward) among short ones.
 class ArenaAllocator {
 public:
   explicit ArenaAllocator(int64_t alignment = 64) : alignment(alignment) {}
 
-  /// Returns the offset of a new range of `bytes` (at least 1 byte is reserved so
-  /// that empty tensors still get distinct, valid offsets).
+  /// A new buffer of `bytes` (at least 1 byte is reserved so that empty tensors
+  /// still get distinct, valid offsets), alive from now; returns its id.
   int64_t allocate(int64_t bytes);
-  /// Releases the range that starts at `offset`.
-  void release(int64_t offset);
+  /// The buffer `id` is dead from now (a second release is ignored).
+  void release(int64_t id);
 
-  /// Bytes the arena needs: the peak of the layout.
+  /// Lays out every buffer; then offset() and size() hold.
+  void place();
+  int64_t offset(int64_t id) const { return ranges[id].offset; }
+  /// Bytes the arena needs: the end of the highest buffer.
   int64_t size() const { return peak; }
-  /// Bytes allocated right now.
-  int64_t live() const { return liveBytes; }
 
 private:
+  struct Range {
+    int64_t bytes, begin, end, offset = 0;
+  };
   int64_t alignment;
-  std::map<int64_t, int64_t> used; // offset -> aligned size
+  int64_t clock = 0;
+  std::vector<Range> ranges;
   int64_t peak = 0;
-  int64_t liveBytes = 0;
 };
 
 } // namespace zero
