@@ -13,27 +13,31 @@
 // The step of a tied-embedding model in three buckets (emb 24, w1+b1 20, wo 16
 // elements on 4 ranks), as in test/Dialect/Compute/zero-shard.mlir.
 
-// Stage 2: each reduce-scatter starts when backward completes its bucket and is
-// waited for only where the optimizer needs it, so it runs under the rest of
-// backward (here: wo's under the w1 and emb gradients).
+// Stage 2: each reduce-scatter starts when backward completes its bucket and
+// runs under the rest of backward (here: wo's under the w1 and emb gradients);
+// at most 2 (--prefetch-buckets) are in flight, since each reads its full gradient
+// bucket until its wait: wo's is waited for before emb's starts. The others are
+// waited for where the optimizer needs them.
 // S2-LABEL: func.func @main
 // S2: %[[P:.+]], %[[T:.+]] = zero.reduce_scatter_start %{{.+}} : tensor<16xf32> -> tensor<4xf32>
-// S2: zero.reduce_scatter_start %{{.+}} : tensor<20xf32> -> tensor<5xf32>
+// S2: %[[P20:.+]], %[[T20:.+]] = zero.reduce_scatter_start %{{.+}} : tensor<20xf32> -> tensor<5xf32>
 // S2: compute.gather_grad
-// S2: zero.reduce_scatter_start %{{.+}} : tensor<24xf32> -> tensor<6xf32>
+// S2: zero.wait %[[T]], %[[P]] : tensor<4xf32>
+// S2-NEXT: zero.reduce_scatter_start %{{.+}} : tensor<24xf32> -> tensor<6xf32>
 // S2: zero.wait %{{.+}} : tensor<6xf32>
 // S2: compute.adamw
-// S2: zero.wait %[[T]], %[[P]] : tensor<4xf32>
+// S2: zero.wait %[[T20]], %[[P20]] : tensor<5xf32>
 // S2: compute.adamw
 
-// Stage 1: the reduce-scatters start after backward (after the last gradient op);
-// each is waited for at its bucket's update, the updated slices gathered right after.
+// Stage 1: the reduce-scatters start after backward (after the last gradient op),
+// two in flight at most; each is waited for at its bucket's update (or before the
+// second next starts), the updated slices gathered right after.
 // S1-LABEL: func.func @main
 // S1: compute.gather_grad
 // S1: zero.reduce_scatter_start {{.+}} : tensor<24xf32> -> tensor<6xf32>
 // S1: zero.reduce_scatter_start {{.+}} : tensor<20xf32> -> tensor<5xf32>
-// S1: zero.reduce_scatter_start {{.+}} : tensor<16xf32> -> tensor<4xf32>
 // S1: zero.wait {{.+}} : tensor<6xf32>
+// S1-NEXT: zero.reduce_scatter_start {{.+}} : tensor<16xf32> -> tensor<4xf32>
 // S1: compute.adamw
 // S1: zero.all_gather_start {{.+}} : tensor<6xf32> -> tensor<24xf32>
 

@@ -58,6 +58,7 @@ struct ScheduleCollectivesPass
       return;
     for (WaitOp w : gradientWaits)
       sink(w);
+    boundReductionsInFlight(gradientWaits);
     if (failed(prefetch(entry, gathers)))
       signalPassFailure();
   }
@@ -242,6 +243,19 @@ struct ScheduleCollectivesPass
         gradientWaits.push_back(wait);
       }
       op->erase();
+    }
+  }
+
+  /// A reduction reads its input (a full gradient bucket) until its wait: with
+  /// every wait at the optimizer, every gradient bucket of the step would be alive
+  /// at the end of backward. At most max(1, prefetch-buckets) reductions are in
+  /// flight: reduction i is waited for before reduction i + that many starts.
+  void boundReductionsInFlight(MutableArrayRef<WaitOp> waits) {
+    size_t inFlight = std::max<int64_t>(1, prefetchBuckets);
+    for (size_t i = 0; i + inFlight < waits.size(); ++i) {
+      Operation *laterStart = waits[i + inFlight].getToken().getDefiningOp();
+      if (laterStart->isBeforeInBlock(waits[i]))
+        waits[i]->moveBefore(laterStart);
     }
   }
 

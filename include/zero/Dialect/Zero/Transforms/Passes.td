@@ -18,7 +18,9 @@ def ScheduleCollectivesPass : Pass<"zero-schedule", "mlir::ModuleOp"> {
 
     - a gradient reduction's wait, and the pure ops that only consume its result,
       sink to where the result is first needed (the optimizer), so the reduction
-      runs under the rest of backward;
+      runs under the rest of backward; but at most max(1, `prefetch-buckets`)
+      reductions are in flight (a reduction reads its full gradient bucket until
+      its wait): reduction i is waited for before reduction i + that many starts;
     - a stage-3 gather (`zero.phase`) starts at most `prefetch-buckets` gathers
       ahead of its use (right after the wait of the gather that many places
       earlier), and later if that would make the gathered buckets alive at once
@@ -35,7 +37,8 @@ def ScheduleCollectivesPass : Pass<"zero-schedule", "mlir::ModuleOp"> {
   let dependentDialects = ["::zero::zops::ZeroDialect"];
   let options = [
     Option<"prefetchBuckets", "prefetch-buckets", "int64_t", "2",
-           "How many gathers ahead a stage-3 gather may start.">,
+           "How many gathers ahead a stage-3 gather may start; also how many "
+           "gradient reductions may be in flight (at least 1).">,
     Option<"maxLiveMb", "max-live-mb", "double", "0.0",
            "MiB of gathered parameter buckets alive at once (0: no limit).">,
     Option<"fuseBelowKb", "fuse-below-kb", "double", "256.0",
