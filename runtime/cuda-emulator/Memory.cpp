@@ -90,6 +90,22 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes) {
   return cudaSuccess;
 }
 
+cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
+  if (!free || !total)
+    return cudaErrorInvalidValue;
+  // An 80 GiB device; in use: the current device's allocations (a real GPU adds
+  // its context and libraries' workspaces).
+  const size_t capacity = size_t(80) << 30;
+  size_t used = 0;
+  std::lock_guard<std::mutex> lock(memoryMutex);
+  for (const auto &[start, a] : allocations)
+    if (a.device == currentDevice)
+      used += (a.bytes + 255) / 256 * 256;
+  *total = capacity;
+  *free = used < capacity ? capacity - used : 0;
+  return cudaSuccess;
+}
+
 cudaError_t cudaFree(void *ptr) {
   if (!ptr)
     return cudaSuccess;

@@ -39,6 +39,12 @@ public:
   /// waits for the other ranks (NCCL collectives) is stopped, so the thread that
   /// waits for it returns and fails too instead of hanging.
   virtual void abort() {}
+  /// Memory in use, measured: the host's resident set (the process's, shared by
+  /// the ranks that are its threads), a GPU's memory in use (cudaMemGetInfo). And
+  /// the peak so far where the system keeps one (the host's VmHWM; a GPU's arena
+  /// is allocated once, so its use now is its peak).
+  virtual int64_t memoryInUse() const { return 0; }
+  virtual int64_t peakMemoryInUse() const { return memoryInUse(); }
 };
 
 /// The host: OpenBLAS GEMM and plain loops.

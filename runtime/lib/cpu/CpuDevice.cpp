@@ -6,6 +6,7 @@
 
 #include "zrt/Device.h"
 #include "zrt/Error.h"
+#include "zrt/ResidentMemory.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +35,8 @@ public:
   }
   void synchronize() override {}
   const KernelTable &kernels() const override { return cpuKernels(); }
+  int64_t memoryInUse() const override { return residentBytes(); }
+  int64_t peakMemoryInUse() const override { return peakResidentBytes(); }
 };
 
 } // namespace

@@ -107,6 +107,12 @@ public:
     }
   }
   const KernelTable &kernels() const override { return cudaKernels(); }
+  int64_t memoryInUse() const override {
+    size_t free = 0, total = 0;
+    ZERO_CUDA_CHECK(cudaSetDevice(ctx_.ordinal));
+    ZERO_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return (int64_t)(total - free);
+  }
   void abort() override {
     if (ctx_.nccl && !aborted_.exchange(true))
       ncclCommAbort(ctx_.nccl);

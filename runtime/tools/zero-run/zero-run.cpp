@@ -29,6 +29,7 @@
 #include "zrt/LrSchedule.h"
 #include "zrt/OnnxTensors.h"
 #include "zrt/PlanFile.h"
+#include "zrt/ResidentMemory.h"
 #include "zrt/SaveWeights.h"
 #include "zrt/TokenData.h"
 #include "zrt/Watchdog.h"
@@ -79,7 +80,11 @@ const char *kUsage =
     "  --steps K              number of steps (default 1)\n"
     "  --shuffle --seed S     random sample starts instead, reproducible from S\n"
     "  --log-json FILE        one JSON object per step: step, loss (mean over ranks),\n"
-    "                         ms, tokens_per_s, peak_bytes (per rank), comm_elements;\n"
+    "                         ms, tokens_per_s, peak_bytes (per rank: the plan's\n"
+    "                         arena), measured_peak_bytes (per rank: the device's\n"
+    "                         peak memory in use over what was in use before the\n"
+    "                         arena; on the CPU the process's resident set, shared\n"
+    "                         by thread ranks), comm_elements;\n"
     "                         mixed-precision plans add loss_scale (the scale the step\n"
     "                         used) and skipped (gradients overflowed: no update); a\n"
     "                         schedule adds lr, gradient clipping grad_norm (before\n"
@@ -399,7 +404,8 @@ void printProfile(const std::map<std::string, double> &msByKernel, int64_t steps
                 total ? 100.0 * ms / total : 0.0);
 }
 
-int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
+int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
+          int64_t memoryBefore) {
   // Gradient accumulation: A micro-batches per step, each in its own input buffers.
   int64_t accum = std::max(1, exec.plan().grad_accum_steps());
   std::vector<int> tokenBuffers, targetBuffers;
@@ -572,17 +578,25 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model) {
       }
       if (tty && step + 1 < o.steps)
         drawBar(step + 1, o.steps);
+      // Measured, not the plan's figure: the device's peak memory in use over what
+      // was in use before the plan's arena (every rank takes part in the gather).
+      std::vector<int64_t> measured;
+      if (!o.logJson.empty())
+        measured = comm.gatherInts(exec.device().peakMemoryInUse() - memoryBefore);
       if (log) {
-        std::string peaks;
+        std::string peaks, measuredList;
+        for (size_t r = 0; r < measured.size(); ++r)
+          measuredList += (r ? ", " : "") + std::to_string(measured[r]);
         for (size_t r = 0; r < peakBytes.size(); ++r)
           peaks += (r ? ", " : "") + std::to_string(peakBytes[r]);
         log->printf("{\"step\": %lld, \"loss\": %s, \"ms\": %.4f, \"tokens_per_s\": "
                     "%.1f, \"peak_bytes\": [%s], \"gathered_peak_bytes\": %lld, "
+                    "\"measured_peak_bytes\": [%s], "
                     "\"comm_elements\": {\"all_gather\": %lld, \"reduce_scatter\": %lld, "
                     "\"all_reduce\": %lld, \"volume\": %lld}",
                     (long long)step + 1, jsonNumber(loss).c_str(), ms, tps, peaks.c_str(),
-                    (long long)exec.gatheredPeakBytes(), (long long)ag, (long long)rs,
-                    (long long)ar, (long long)(ag + rs + 2 * ar));
+                    (long long)exec.gatheredPeakBytes(), measuredList.c_str(), (long long)ag,
+                    (long long)rs, (long long)ar, (long long)(ag + rs + 2 * ar));
         if (mixed)
           log->printf(", \"loss_scale\": %.17g, \"skipped\": %s", scaleUsed,
                       skipped ? "true" : "false");
@@ -684,6 +698,12 @@ std::string deviceKind(const Options &o) {
 
 /// One rank's run of the plan on its device.
 int runRank(const Options &o, zero::zplan::Plan plan, Device &device, Communicator &comm) {
+  // The model first, then the memory in use: what the run adds to it is its
+  // measured memory (the arena and whatever else the run allocates).
+  onnx::ModelProto model;
+  if (!o.init.empty())
+    model = readOnnxModel(o.init);
+  int64_t memoryBefore = device.memoryInUse();
   ExecutorOptions eopts;
   eopts.commDelayNsPerByte = o.commDelayNsPerByte;
   eopts.trace = !o.trace.empty();
@@ -694,13 +714,10 @@ int runRank(const Options &o, zero::zplan::Plan plan, Device &device, Communicat
   ZRT_CHECK(!needsParams || !o.init.empty(),
             "the plan has parameters; give their values with --init MODEL.onnx");
   ZRT_CHECK(o.saveWeights.empty() || !o.init.empty(), "--save-weights needs --init");
-  onnx::ModelProto model;
-  if (!o.init.empty()) {
-    model = readOnnxModel(o.init);
+  if (!o.init.empty())
     exec.loadParameters(model, dirOf(o.init));
-  }
   if (!o.data.empty())
-    return train(o, exec, &model);
+    return train(o, exec, &model, memoryBefore);
   ZRT_CHECK(comm.size() == 1, "running once on --inputs takes one rank");
   ZRT_CHECK(o.saveWeights.empty(), "--save-weights goes with --data (training)");
   return runOnce(o, exec);
@@ -800,16 +817,6 @@ void checkOutputPaths(const Options &o, int rank) {
                 "--save-outputs '" << o.saveOutputs << "' is not a folder");
     checkWritable(o.saveOutputs + "/output_0.pb", "--save-outputs");
   }
-}
-
-/// This process's peak resident memory (the kernel's VmHWM), 0 if unknown.
-int64_t peakResidentBytes() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0)
-      return std::atoll(line.c_str() + 6) * 1024; // "VmHWM:   1234 kB"
-  return 0;
 }
 
 /// --consolidate: one process writes the checkpoint's weights as one file.
