@@ -237,7 +237,7 @@ def make_batch(data, step, global_batch, seq):
     return make_samples(data, step * global_batch, global_batch, seq)
 
 
-def test_gpt(work, vocab=64, seq=16, batch=4):
+def test_gpt(work, vocab=64, seq=16, batch=4, layers=2):
     """The tests' small GPT (2 layers, hidden 32, 4 heads; seed 0) exported to
     WORK/gpt.onnx with its trainable set, and a reproducible token file of 4096
     tokens (seed 1) in WORK/tokens.u8: (model path, data path)."""
@@ -245,14 +245,14 @@ def test_gpt(work, vocab=64, seq=16, batch=4):
     data = os.path.join(work, "tokens.u8")
     np.random.RandomState(1).randint(0, vocab, size=4096).astype(np.uint8).tofile(data)
     model = os.path.join(work, "gpt.onnx")
-    export(test_gpt_module(vocab, seq), model, batch, seq, vocab)
+    export(test_gpt_module(vocab, seq, layers), model, batch, seq, vocab)
     return model, data
 
 
-def test_gpt_module(vocab=64, seq=16):
+def test_gpt_module(vocab=64, seq=16, layers=2):
     """The PyTorch module test_gpt exports (the same initial weights)."""
     torch.manual_seed(0)
-    return build("gpt", layers=2, hidden=32, heads=4, vocab=vocab, seq=seq)
+    return build("gpt", layers=layers, hidden=32, heads=4, vocab=vocab, seq=seq)
 
 
 def launcher(world):

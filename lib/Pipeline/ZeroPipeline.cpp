@@ -42,6 +42,13 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
     pm.addPass(createBuildTrainingStepPass(train));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    // Before sharding: a recomputed op that reads a parameter is a backward use,
+    // which stage 3 serves from the backward gather.
+    if (o.recomputeLevel > 0 && o.mode == "train") {
+      RecomputePassOptions r;
+      r.level = o.recomputeLevel;
+      pm.addPass(createRecomputePass(r));
+    }
     // ZeRO sharding rewrites the optimizer of the step; stage 0 on one rank would
     // only add copies.
     if (o.mode == "train" && (o.zeroStage != 0 || o.worldSize != 1)) {

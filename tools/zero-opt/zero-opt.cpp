@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedConfig.h"
+#include "MemoryBudget.h"
 
 #include "zero/Dialect/Plan/Analysis/CostModel.h"
 #include "zero/Dialect/Plan/Analysis/ZeroReport.h"
@@ -226,6 +227,19 @@ static cl::opt<std::string>
                      "--auto-tune: h100-nvlink, cpu, or a JSON file (zero-run "
                      "--calibrate writes one)"),
             cl::value_desc("name|file.json"), cl::init("cpu"), cl::cat(reportCategory));
+static cl::opt<double> maxMemoryGb(
+    "max-memory-gb",
+    cl::desc("Device memory per rank, GiB (0: no budget): the plan is made to fit by "
+             "recomputing activations, then fewer prefetched buckets, then smaller "
+             "buckets; an error if it cannot"),
+    cl::init(0.0), cl::cat(scheduleCategory));
+static cl::opt<std::string> recompute(
+    "recompute",
+    cl::desc("Activation checkpointing: auto (as much as --max-memory-gb needs; none "
+             "without it), none, cheap (recompute cheap ops from kept matrix "
+             "products), blocks (keep only the forward's cut points, such as the "
+             "residual stream between blocks)"),
+    cl::value_desc("auto|none|cheap|blocks"), cl::init("auto"), cl::cat(scheduleCategory));
 static cl::opt<bool>
     autoTune("auto-tune",
              cl::desc("Choose --bucket-size-mb and --prefetch-buckets by the predicted "
@@ -326,8 +340,8 @@ LogicalResult parseInputShapes(zero::OnnxImportOptions &options) {
 
 /// The passes from the imported graph (or the module's level) down to `level`, as
 /// zero-opt's flags choose them.
-void buildPipeline(PassManager &pm, bool isGraph, StringRef level, double bucketMb,
-                   int64_t prefetch) {
+void buildPipeline(PassManager &pm, bool isGraph, StringRef level,
+                   const zero::PlanSettings &s) {
   if (!isGraph)
     return; // a module already at the plan level is written as it is
   zero::ZeroPipelineOptions o;
@@ -349,9 +363,10 @@ void buildPipeline(PassManager &pm, bool isGraph, StringRef level, double bucket
   o.runtimeLr = lrSchedule != "constant";
   o.zeroStage = zeroStage;
   o.worldSize = worldSize;
-  o.bucketSizeMb = bucketMb;
+  o.bucketSizeMb = s.bucketMb;
   o.persistenceThreshold = persistenceThreshold;
-  o.prefetchBuckets = prefetch;
+  o.prefetchBuckets = s.prefetch;
+  o.recomputeLevel = s.recomputeLevel;
   o.maxLiveMb = maxLiveMb;
   o.fuseBelowKb = fuseBelowKb;
   o.noOverlap = noOverlap;
@@ -381,14 +396,14 @@ void noteTrainableSet(ModuleOp module, StringRef input) {
 /// Compiles clones of the module for bucket sizes and prefetch depths, and keeps
 /// the fastest predicted step whose gathered buckets fit --max-live-mb.
 LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
-                                double &bucketMb, int64_t &prefetch) {
+                                zero::PlanSettings &settings) {
   double best = -1;
   int tried = 0;
   for (double b : {1.0, 5.0, 25.0, 100.0})
     for (int64_t k : {1, 2, 4, 8}) {
       OwningOpRef<ModuleOp> clone = module.clone();
       PassManager pm(module.getContext());
-      buildPipeline(pm, true, "plan", b, k);
+      buildPipeline(pm, true, "plan", {settings.recomputeLevel, b, k});
       // A candidate that does not fit is skipped, silently: the others may.
       ScopedDiagnosticHandler quiet(module.getContext(),
                                     [](Diagnostic &) { return success(); });
@@ -400,8 +415,8 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
       ++tried;
       if (best < 0 || p->stepS < best) {
         best = p->stepS;
-        bucketMb = b;
-        prefetch = k;
+        settings.bucketMb = b;
+        settings.prefetch = k;
       }
     }
   if (best < 0) {
@@ -411,8 +426,8 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
     return failure();
   }
   llvm::errs() << "zero-opt: auto-tune on " << m.name
-               << ": --bucket-size-mb=" << llvm::format("%g", bucketMb)
-               << " --prefetch-buckets=" << prefetch << " (predicted step "
+               << ": --bucket-size-mb=" << llvm::format("%g", settings.bucketMb)
+               << " --prefetch-buckets=" << settings.prefetch << " (predicted step "
                << llvm::format("%.3f", best * 1e3) << " ms, best of " << tried
                << " candidates)\n";
   return success();
@@ -550,6 +565,11 @@ bool checkMicroBatch(ModuleOp module, int64_t micro) {
   return true;
 }
 
+/// --recompute as a --zero-recompute level (auto: none until a budget asks).
+int64_t recomputeLevel() {
+  return recompute == "cheap" ? 1 : recompute == "blocks" ? 2 : 0;
+}
+
 /// Compiles from the module's current level down to `level` and writes it.
 LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
                              StringRef output) {
@@ -565,15 +585,43 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
     }
     m = *loaded;
   }
-  double bucketMb = bucketSizeMb;
-  int64_t prefetch = prefetchBuckets;
+  zero::PlanSettings settings{recomputeLevel(), bucketSizeMb, prefetchBuckets};
   if (autoTune && isGraph && mode == "train" &&
-      failed(chooseByCostModel(module, *m, bucketMb, prefetch)))
+      failed(chooseByCostModel(module, *m, settings)))
     return failure();
+  // The memory budget: the cheapest settings whose plan fits.
+  int64_t noRecomputePeak = -1;
+  auto buildPlan = [&](PassManager &pm, const zero::PlanSettings &s) {
+    buildPipeline(pm, true, "plan", s);
+  };
+  if (maxMemoryGb > 0 && isGraph && mode == "train") {
+    SmallVector<int64_t> levels = {settings.recomputeLevel};
+    if (recompute == "auto")
+      levels = {0, 1, 2, 3, 4, 5, 6};
+    auto choice = zero::fitMemoryBudget(module, (int64_t)(maxMemoryGb * 1073741824.0),
+                                        settings, levels, zeroStage, buildPlan);
+    if (failed(choice))
+      return failure();
+    settings = choice->settings;
+    noRecomputePeak = choice->noRecomputePeak;
+    llvm::errs() << llvm::format("zero-opt: --max-memory-gb=%g: peak %s per rank",
+                                 (double)maxMemoryGb, zero::formatBytes(choice->peak).c_str());
+    if (noRecomputePeak >= 0 && settings.recomputeLevel)
+      llvm::errs() << " (" << zero::formatBytes(noRecomputePeak) << " without recomputation)";
+    llvm::errs() << " with recompute level " << settings.recomputeLevel
+                 << llvm::format(", --bucket-size-mb=%g", settings.bucketMb)
+                 << ", --prefetch-buckets=" << settings.prefetch << "\n";
+  }
+  if (report.getNumOccurrences() && settings.recomputeLevel && noRecomputePeak < 0 &&
+      isGraph && mode == "train") {
+    zero::PlanSettings none = settings;
+    none.recomputeLevel = 0;
+    noRecomputePeak = zero::planPeak(module, none, buildPlan);
+  }
   PassManager pm(module.getContext());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
-  buildPipeline(pm, isGraph, level, bucketMb, prefetch);
+  buildPipeline(pm, isGraph, level, settings);
   if (failed(pm.run(module)))
     return failure();
   recordRuntimeSettings(module);
@@ -586,6 +634,8 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
       return failure();
     r->predicted = *p;
     r->machine = m->name;
+    if (noRecomputePeak >= 0 && r->recomputeLevel)
+      r->recomputeSavedBytes = noRecomputePeak - r->totalPeak;
     if (report == "json")
       zero::printReportJson(*r, llvm::outs());
     else
@@ -717,6 +767,16 @@ int main(int argc, char **argv) {
   if (zeroStage < 0 || zeroStage > 3) {
     llvm::errs() << "zero-opt: error: --zero-stage=" << zeroStage
                  << " is not one of 0, 1, 2, 3\n";
+    return 1;
+  }
+  if (recompute != "auto" && recompute != "none" && recompute != "cheap" &&
+      recompute != "blocks") {
+    llvm::errs() << "zero-opt: error: --recompute=" << recompute
+                 << " is not one of auto, none, cheap, blocks\n";
+    return 1;
+  }
+  if (maxMemoryGb < 0) {
+    llvm::errs() << "zero-opt: error: --max-memory-gb must be positive (0: no budget)\n";
     return 1;
   }
   if (bucketSizeMb <= 0 || persistenceThreshold < 0 || prefetchBuckets < 0 ||

@@ -32,6 +32,8 @@ struct ZeroPipelineOptions {
   double clipGradNorm = 0;
   bool runtimeLr = false;
   int64_t gradAccumSteps = 1;
+  // Activation checkpointing (--zero-recompute's level; 0: none).
+  int64_t recomputeLevel = 0;
   // ZeRO.
   int64_t zeroStage = 0, worldSize = 1, persistenceThreshold = 0;
   double bucketSizeMb = 25;

@@ -98,12 +98,18 @@ double ringSeconds(const MachineModel &m, int64_t n, int64_t bytes, int passes) 
 
 /// Roofline time of one compute kernel.
 double kernelSeconds(const MachineModel &m, plan::KernelOp k) {
-  StringRef name = k.getKernel();
   int64_t bytes = 0;
   for (Value v : llvm::concat<Value>(k.getInputs(), k.getOutputs()))
     bytes += bytesOf(v);
+  double peak = k.getKernel() == "matmul" ? m.matmulFlops : m.vectorFlops;
+  return m.kernelOverheadS + std::max(kernelFlops(k) / peak, bytes / m.memoryBandwidth);
+}
+
+} // namespace
+
+double zero::kernelFlops(plan::KernelOp k) {
+  StringRef name = k.getKernel();
   double out = elementsOf(k.getOutputs()[0]);
-  double flops = 0, peak = m.vectorFlops;
   if (name == "matmul") {
     Value lhs = k.getInputs()[0];
     auto shape = cast<MemRefType>(lhs.getType()).getShape();
@@ -111,29 +117,24 @@ double kernelSeconds(const MachineModel &m, plan::KernelOp k) {
     if (auto a = k.getAttrs().getAs<BoolAttr>("transpose_lhs"))
       tl = a.getValue();
     int64_t kdim = shape.size() < 2 ? shape.back() : tl ? shape[shape.size() - 2] : shape.back();
-    flops = 2.0 * out * kdim;
-    peak = m.matmulFlops;
-  } else {
-    // Floating-point work per output element; data movement kernels have none.
-    double perElement = llvm::StringSwitch<double>(name)
-                            .Cases({"exp", "log", "tanh", "sigmoid", "erf"}, 10)
-                            .Cases({"softmax", "log_softmax", "softmax_cross_entropy",
-                                    "softmax_cross_entropy_grad"},
-                                   6)
-                            .Cases({"layer_norm", "layer_norm_grad"}, 8)
-                            .Case("adamw", 12)
-                            .Case("sgd", 4)
-                            .Cases({"reshape", "copy", "transpose", "slice", "slice_grad",
-                                    "concat", "expand", "gather", "gather_grad",
-                                    "all_slice", "wait"},
-                                   0)
-                            .Default(1);
-    flops = perElement * out;
+    return 2.0 * out * kdim;
   }
-  return m.kernelOverheadS + std::max(flops / peak, bytes / m.memoryBandwidth);
+  // Floating-point work per output element; data movement kernels have none.
+  double perElement = llvm::StringSwitch<double>(name)
+                          .Cases({"exp", "log", "tanh", "sigmoid", "erf"}, 10)
+                          .Cases({"softmax", "log_softmax", "softmax_cross_entropy",
+                                  "softmax_cross_entropy_grad"},
+                                 6)
+                          .Cases({"layer_norm", "layer_norm_grad"}, 8)
+                          .Case("adamw", 12)
+                          .Case("sgd", 4)
+                          .Cases({"reshape", "copy", "transpose", "slice", "slice_grad",
+                                  "concat", "expand", "gather", "gather_grad",
+                                  "all_slice", "wait"},
+                                 0)
+                          .Default(1);
+  return perElement * out;
 }
-
-} // namespace
 
 FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel &m) {
   auto program = module.lookupSymbol<plan::ProgramOp>("main");
@@ -176,6 +177,11 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
     }
     double t = kernelSeconds(m, k);
     p.computeS += t;
+    p.flops += kernelFlops(k);
+    if (k->hasAttr("zero.recompute")) { // activation checkpointing's extra work
+      p.recomputeS += t;
+      p.recomputeFlops += kernelFlops(k);
+    }
     now += t;
   }
   p.stepS = now;

@@ -51,8 +51,11 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
     }
     return false;
   };
+  if (auto level = module->getAttrOfType<IntegerAttr>("zero.recompute_level"))
+    r.recomputeLevel = level.getInt();
   for (Operation &op : program.getBody().front())
     if (auto k = dyn_cast<plan::KernelOp>(op)) {
+      r.recomputeKernels += k->hasAttr("zero.recompute");
       for (Value v : k.getOutputs()) {
         written.insert(v);
         producer[v] = k;
@@ -180,6 +183,22 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
     os << llvm::format("  %-20s %12.3f ms\n", "communication", p.commS * 1e3);
     os << llvm::format("  %-20s %12.3f ms\n", "exposed_comm", p.exposedCommS * 1e3);
   }
+  if (r.recomputeLevel) {
+    os << "recomputation (activation checkpointing, level " << r.recomputeLevel << ")\n";
+    os << llvm::format("  %-20s %14lld\n", "kernels", (long long)r.recomputeKernels);
+    if (r.predicted) {
+      const StepPrediction &p = *r.predicted;
+      os << llvm::format("  %-20s %14.4g   %5.1f%% of the step's FLOPs\n", "extra_flops",
+                         p.recomputeFlops, p.flops ? 100 * p.recomputeFlops / p.flops : 0);
+      os << llvm::format("  %-20s %12.3f ms  %5.1f%% of the predicted step\n",
+                         "extra_time", p.recomputeS * 1e3,
+                         p.stepS ? 100 * p.recomputeS / p.stepS : 0);
+    }
+    if (r.recomputeSavedBytes >= 0)
+      os << llvm::format("  %-20s %14lld %12.2f MiB of total_peak\n", "saved_peak",
+                         (long long)r.recomputeSavedBytes,
+                         r.recomputeSavedBytes / 1048576.0);
+  }
 }
 
 void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
@@ -209,5 +228,16 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
         {"compute_ms", r.predicted->computeS * 1e3},
         {"comm_ms", r.predicted->commS * 1e3},
         {"exposed_comm_ms", r.predicted->exposedCommS * 1e3}};
+  if (r.recomputeLevel) {
+    llvm::json::Object rc{{"level", r.recomputeLevel}, {"kernels", r.recomputeKernels}};
+    if (r.predicted) {
+      rc["extra_flops"] = r.predicted->recomputeFlops;
+      rc["step_flops"] = r.predicted->flops;
+      rc["extra_ms"] = r.predicted->recomputeS * 1e3;
+    }
+    if (r.recomputeSavedBytes >= 0)
+      rc["saved_peak_bytes"] = r.recomputeSavedBytes;
+    out["recompute"] = std::move(rc);
+  }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(out))) << "\n";
 }

@@ -126,6 +126,45 @@ def BuildTrainingStepPass : Pass<"zero-build-training-step", "mlir::ModuleOp"> {
   ];
 }
 
+def RecomputePass : Pass<"zero-recompute", "mlir::ModuleOp"> {
+  let summary = "Activation checkpointing: recomputes forward values in backward "
+                "instead of keeping them alive in between.";
+  let description = [{
+    Runs on the output of `--zero-build-training-step`, before `--zero-shard`. A
+    forward value that backward reads (a saved activation) is either kept, or
+    recomputed: its op is cloned right before the first backward op that reads it
+    (recursively, from kept values, parameters, inputs and constants), and every
+    backward reader reads the clone. The clones are the same ops on the same
+    operands, so they give bit-identical values. They carry `zero.recompute` (so
+    that CSE does not merge them back) and the backward phase of their reader.
+
+    `level` chooses what is kept:
+    - 0: everything (no change);
+    - 1: matrix products' outputs and what is not cheap to recompute; cheap ops'
+      outputs (elementwise, normalization, softmax, data movement) are recomputed
+      from them;
+    - 2 and up: only the cut points of the forward (a value that is the only
+      activation alive at its point of the forward order, such as the residual
+      stream between blocks) are kept, every 2^(level-2)-th of them; everything
+      between two kept cuts is recomputed, from the earlier one, in backward.
+      What follows the last kept cut is kept (backward reads it at once).
+
+    ```mlir
+    // level 1: %h = gelu(%a) is recomputed from the kept matmul output %a
+    %a = compute.matmul %x, %w ...
+    %h = compute.gelu %a ...            // forward, dies after its forward readers
+    ...                                 // backward:
+    %h2 = compute.gelu %a {zero.recompute} ...
+    %dw = compute.matmul %h2, %dy ...
+    ```
+  }];
+  let options = [
+    Option<"level", "level", "int64_t", "0",
+           "0: keep every saved activation; 1: recompute cheap ops; 2+: keep every "
+           "2^(level-2)-th cut point of the forward.">,
+  ];
+}
+
 def ShardZeroPass : Pass<"zero-shard", "mlir::ModuleOp"> {
   let summary = "Shards a training step across ranks the way ZeRO stage 0-3 does, "
                 "with flat, padded parameter buckets.";

@@ -7,6 +7,8 @@
 #ifndef ZERO_DIALECT_PLAN_ANALYSIS_COSTMODEL_H
 #define ZERO_DIALECT_PLAN_ANALYSIS_COSTMODEL_H
 
+#include "zero/Dialect/Plan/IR/PlanDialect.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -41,7 +43,14 @@ mlir::FailureOr<MachineModel> loadMachineModel(llvm::StringRef nameOrPath,
 /// collectives in start order; a wait stalls compute until its collective is done.
 struct StepPrediction {
   double stepS = 0, computeS = 0, commS = 0, exposedCommS = 0;
+  /// Floating-point work of the compute kernels, and of those that recompute
+  /// activations (with their predicted time).
+  double flops = 0, recomputeFlops = 0, recomputeS = 0;
 };
+/// Floating-point operations of one compute kernel (2 m n k for a matmul; a
+/// per-element estimate otherwise; none for data movement).
+double kernelFlops(plan::KernelOp k);
+
 mlir::FailureOr<StepPrediction> predictStep(mlir::ModuleOp module,
                                             const MachineModel &machine);
 

@@ -42,6 +42,10 @@ struct ZeroReport {
   /// the gradients' squared norm (clipping).
   int64_t overflowCheck = 0;
   int64_t volume() const { return allGather + reduceScatter + 2 * allReduce; }
+  /// Activation checkpointing: the level chosen (0: none), the kernels that
+  /// recompute activations, and the peak it saves (when zero-opt compiled the
+  /// plan without it too; -1: not known).
+  int64_t recomputeLevel = 0, recomputeKernels = 0, recomputeSavedBytes = -1;
   /// The cost model's prediction, when a machine is given.
   std::optional<StepPrediction> predicted;
   std::string machine;
