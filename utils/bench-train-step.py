@@ -5,10 +5,12 @@
 #
 #   bench-train-step.py --bin BUILD/bin [--threads N] [--layers 4 --hidden 256
 #                       --heads 8 --vocab 256 --seq 128 --batch 8] [--steps 20 --warmup 3]
-#                       [--precision bf16|fp16]
+#                       [--precision bf16|fp16] [--recompute cheap|blocks]
 #
 # With --precision, zero-run also runs the step compiled with zero-opt --precision
 # (and, for bf16, PyTorch under torch.autocast("cpu", torch.bfloat16)), next to fp32.
+# With --recompute, zero-run also runs the fp32 step with activation checkpointing,
+# next to the extra FLOPs and the peak saved that zero-opt's report gives for it.
 #
 # Both train the same model on the same batches (DESIGN.md's data order); the figure
 # is the median step time after the warm-up steps. Both get N threads (default: every
@@ -62,6 +64,8 @@ def main():
                    help="threads for both (default: every core)")
     p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
                    help="also time the step in this mixed precision")
+    p.add_argument("--recompute", choices=["cheap", "blocks"],
+                   help="also time the fp32 step with this recomputation")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
 
@@ -76,11 +80,12 @@ def main():
         zero_models.export(model, onnx_path, a.batch, a.seq, a.vocab)
         data_path = os.path.join(tmp, "tokens.u8")
         data.tofile(data_path)
-        def zero_run(precision):
-            plan = os.path.join(tmp, precision + ".zplan")
+        def zero_run(precision, flags=()):
+            name = precision + "".join(flags).replace("-", "").replace("=", "")
+            plan = os.path.join(tmp, name + ".zplan")
             subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "--optimizer=adamw",
-                            "--precision=" + precision, "-o", plan], check=True)
-            log = os.path.join(tmp, precision + ".json")
+                            "--precision=" + precision, "-o", plan] + list(flags), check=True)
+            log = os.path.join(tmp, name + ".json")
             subprocess.run([os.path.join(a.bin, "zero-run"), plan, "--init", onnx_path,
                             "--data", data_path, "--steps", str(total), "--log-json", log,
                             "--quiet"], check=True)
@@ -89,6 +94,14 @@ def main():
 
         z = zero_run("fp32")
         zmixed = zero_run(a.precision) if a.precision != "fp32" else None
+        zrecompute = report = None
+        if a.recompute:
+            flags = ["--recompute=" + a.recompute]
+            zrecompute = zero_run("fp32", flags)
+            report = json.loads(subprocess.run(
+                [os.path.join(a.bin, "zero-opt"), onnx_path, "--optimizer=adamw",
+                 "--report=json"] + flags, check=True, capture_output=True,
+                text=True).stdout)
 
     def torch_step_ms(autocast):
         m = copy.deepcopy(model)
@@ -125,6 +138,13 @@ def main():
         print("  PyTorch autocast bf16 %6.1f ms/step  %8.0f tokens/s  (%.2f x its fp32 step)"
               % (tmixed, tokens_per_step / tmixed * 1000, tmixed / t))
         print("  zero-run bf16 / PyTorch autocast bf16 step time: %.2f" % (zmixed / tmixed))
+    if zrecompute is not None:
+        r = report["recompute"]
+        print("  zero-run --recompute=%s %6.1f ms/step  (%.2f x without; the report: %.1f%% "
+              "more FLOPs, %.2f MiB of %.2f MiB peak saved)" % (
+                  a.recompute, zrecompute, zrecompute / z,
+                  100 * r["extra_flops"] / r["step_flops"], r["saved_peak_bytes"] / 2**20,
+                  (report["per_rank_bytes"]["total_peak"] + r["saved_peak_bytes"]) / 2**20))
     return 0
 
 

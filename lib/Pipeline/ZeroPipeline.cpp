@@ -74,6 +74,7 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
   if (o.level == "plan" || o.level == "zplan") {
     ConvertComputeToPlanPassOptions opts;
     opts.worldSize = o.worldSize;
+    opts.views = o.views;
     pm.addPass(createConvertComputeToPlanPass(opts));
   }
 }

@@ -64,10 +64,11 @@ void Executor::bindKernels() {
     const auto &pk = plan_.kernels(k);
     if (pk.name() != "all_gather" && pk.name() != "all_gather_start")
       continue;
+    // Kernels read the bucket itself or views of it (the parameters in place).
     int out = pk.outputs(0), last = k;
     for (int j = k + 1; j < n; ++j)
       for (int in : plan_.kernels(j).inputs())
-        if (in == out)
+        if (in == out || (plan_.buffers(in).has_view_of() && plan_.buffers(in).view_of() == out))
           last = j;
     int64_t bytes = plan_.buffers(out).bytes();
     gatheredFrom_[k] += bytes;

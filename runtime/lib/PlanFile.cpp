@@ -88,6 +88,18 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
     };
     switch (b.role()) {
     case zero::zplan::TEMP:
+      if (b.has_view_of()) {
+        int root = b.view_of();
+        ZRT_CHECK(root >= 0 && root < plan.buffers_size() && root != i &&
+                      !plan.buffers(root).has_view_of(),
+                  what << ": " << name << " is a view of buffer " << root
+                       << ", which is not a buffer that views can read");
+        const auto &r = plan.buffers(root);
+        ZRT_CHECK(b.offset() >= r.offset() && b.offset() + b.bytes() <= r.offset() + r.bytes(),
+                  what << ": " << name << " [" << b.offset() << ", " << b.offset() + b.bytes()
+                       << ") lies outside buffer " << root << " [" << r.offset() << ", "
+                       << r.offset() + r.bytes() << "), which it is a view of");
+      }
       break;
     case zero::zplan::PARAM:
     case zero::zplan::MASTER:

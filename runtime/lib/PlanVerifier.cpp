@@ -152,6 +152,15 @@ void zrt::verifyPlan(const Plan &plan, const std::string &what) {
     first[b] = std::min(first[b], n);
     last[b] = n; // read by the host after the last kernel
   }
+  // A view's readers read its root: the root lives as long as they do, and the
+  // view itself takes no bytes of its own.
+  for (int i = 0; i < buffers; ++i) {
+    const auto &b = plan.buffers(i);
+    if (!b.has_view_of() || last[i] < 0)
+      continue;
+    touch(b.view_of(), first[i]);
+    touch(b.view_of(), last[i]);
+  }
   for (int i = 0; i < buffers; ++i) {
     const auto &b = plan.buffers(i);
     int64_t size = dtypeSize(b.dtype());
@@ -168,7 +177,7 @@ void zrt::verifyPlan(const Plan &plan, const std::string &what) {
   // live buffer must not overlap its neighbours (the live set stays disjoint).
   std::vector<int> order;
   for (int i = 0; i < buffers; ++i)
-    if (last[i] >= 0 && plan.buffers(i).bytes() > 0)
+    if (last[i] >= 0 && plan.buffers(i).bytes() > 0 && !plan.buffers(i).has_view_of())
       order.push_back(i);
   std::sort(order.begin(), order.end(),
             [&](int a, int b) { return first[a] < first[b]; });

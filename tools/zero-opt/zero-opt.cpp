@@ -216,6 +216,10 @@ static cl::opt<double> fuseBelowKb(
     cl::desc("Fuse neighbouring collectives while the fused tensor is under this "
              "(0: off)"),
     cl::init(256.0), cl::cat(scheduleCategory));
+static cl::opt<bool> noViews("no-views",
+                             cl::desc("Copy every reshape and slice instead of reading "
+                                      "its input in place, for comparison"),
+                             cl::init(false), cl::cat(scheduleCategory));
 static cl::opt<bool> noOverlap("no-overlap",
                                cl::desc("Keep every collective synchronous, for "
                                         "comparison"),
@@ -370,6 +374,7 @@ void buildPipeline(PassManager &pm, bool isGraph, StringRef level,
   o.maxLiveMb = maxLiveMb;
   o.fuseBelowKb = fuseBelowKb;
   o.noOverlap = noOverlap;
+  o.views = !noViews;
   zero::buildZeroPipeline(pm, o);
 }
 

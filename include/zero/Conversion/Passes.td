@@ -16,8 +16,12 @@ def ConvertComputeToPlanPass : Pass<"convert-compute-to-plan", "mlir::ModuleOp">
     Every tensor of `func.func @main` becomes a `plan.buffer` at a fixed byte offset in
     one arena, every compute op a `plan.kernel`. Parameters, inputs and constants live
     for the whole step; each temporary lives from the op that writes it to its last
-    reader, and buffers whose lifetimes do not overlap share bytes (first fit, 64-byte
-    alignment). A kernel's outputs never share bytes with its inputs.
+    reader, and buffers whose lifetimes do not overlap share bytes (placed once all
+    lifetimes are known: largest first, lowest free offset, 64-byte alignment). A
+    kernel's outputs never share bytes with its inputs. A reshape, or a slice whose
+    elements lie contiguously, is a view (`plan.buffer temp ... view of %root`) of
+    its input's bytes, not a copy kernel, unless `views` is off; the root then lives
+    as long as its views are read.
 
     Before:
     ```mlir
@@ -40,6 +44,9 @@ def ConvertComputeToPlanPass : Pass<"convert-compute-to-plan", "mlir::ModuleOp">
   let options = [
     Option<"worldSize", "world-size", "int64_t", "1",
            "Number of ranks the plan is compiled for.">,
+    Option<"views", "views", "bool", "true",
+           "Reshapes and contiguous slices read their input in place (false: copy "
+           "kernels, for comparison).">,
   ];
 }
 

@@ -41,6 +41,8 @@ struct ZeroPipelineOptions {
   int64_t prefetchBuckets = 2;
   double maxLiveMb = 0, fuseBelowKb = 256;
   bool noOverlap = false;
+  // Reshapes and contiguous slices as views of their input (false: copies).
+  bool views = true;
 };
 
 /// The passes from an imported forward graph (a module holding func.func @main)

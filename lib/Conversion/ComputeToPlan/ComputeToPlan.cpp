@@ -80,6 +80,31 @@ bool isLastTwoSwap(compute::TransposeOp t) {
   return true;
 }
 
+/// The byte offset in its input at which a slice's elements lie, when they lie
+/// contiguously (unit steps; every dimension after the first cut one whole, every
+/// one before it of size 1): then the slice can read its input in place.
+std::optional<int64_t> contiguousSliceBytes(compute::SliceOp s) {
+  ArrayRef<int64_t> in = cast<RankedTensorType>(s.getInput().getType()).getShape();
+  ArrayRef<int64_t> out = cast<RankedTensorType>(s.getResult().getType()).getShape();
+  ArrayRef<int64_t> starts = s.getStarts(), steps = s.getSteps();
+  size_t cut = in.size();
+  for (size_t i = 0; i < in.size() && cut == in.size(); ++i)
+    if (out[i] != in[i])
+      cut = i;
+  int64_t offset = 0, stride = 1;
+  for (size_t i = in.size(); i-- > 0;) {
+    if (steps[i] != 1 && out[i] > 1)
+      return std::nullopt;
+    if (i > cut && (out[i] != in[i] || starts[i] != 0))
+      return std::nullopt; // a dimension after the cut must be whole
+    if (i < cut && out[i] != 1)
+      return std::nullopt; // one before it must be a single index
+    offset += starts[i] * stride;
+    stride *= in[i];
+  }
+  return offset * elementBytes(cast<RankedTensorType>(s.getInput().getType()).getElementType());
+}
+
 /// Ops whose kernels read each element before writing the same element of the
 /// output, so that the output may share the input's bytes.
 bool isInPlaceSafe(Operation &op) {
@@ -120,6 +145,11 @@ struct ConvertComputeToPlanPass
     DenseMap<Value, Value> bufferOf;
     DenseMap<Value, int64_t> offsetOf; // the arena's id of each value's buffer
     SmallVector<std::pair<plan::BufferOp, int64_t>> placements;
+    struct ViewPlacement {
+      plan::BufferOp view;
+      int64_t rootId, bytes;
+    };
+    SmallVector<ViewPlacement> viewPlacements;
 
     // Transposes of the last two dimensions that only matmuls read are not run:
     // the matmul kernel reads the untransposed buffer with a transpose flag (BLAS
@@ -140,28 +170,82 @@ struct ConvertComputeToPlanPass
       return s ? s : v;
     };
 
-    // Last reader of every value, so that a temporary is freed right after it.
-    DenseMap<Value, Operation *> lastUse;
+    // Results marked compute.updates = N replace argument N (a parameter or
+    // optimizer state) for the next step.
+    Operation *terminator = entry.getTerminator();
+    DenseMap<Value, BlockArgument> updateOf;
+    for (auto [i, v] : llvm::enumerate(terminator->getOperands()))
+      if (auto arg = func.getResultAttrOfType<IntegerAttr>(i, "compute.updates")) {
+        if (arg.getInt() < 0 || arg.getInt() >= entry.getNumArguments())
+          return func.emitError("result ") << i << " updates argument " << arg.getInt()
+                                           << ", which does not exist";
+        updateOf[v] = entry.getArgument(arg.getInt());
+      }
+
+    // Views: a reshape, or a slice whose elements lie contiguously, reads its
+    // input's bytes in place; no kernel copies it. `viewOf` maps it to the root
+    // value whose buffer it reads and the byte offset there. Not for a value the
+    // step copies into an argument (copied where it is made, it dies there), nor
+    // for a graph output (the host reads outputs by their own buffers).
+    struct View {
+      Value root;
+      int64_t bytes;
+    };
+    DenseMap<Value, View> viewOf;
+    for (Operation &op : entry) {
+      if (!views || !isa<compute::ReshapeOp, compute::SliceOp>(op) ||
+          updateOf.count(op.getResult(0)) ||
+          llvm::is_contained(terminator->getOperands(), op.getResult(0)))
+        continue;
+      Value in = op.getOperand(0);
+      if (source.count(in) && !isa_and_nonnull<zops::WaitOp>(in.getDefiningOp()))
+        continue; // a fused transpose has no buffer of its own layout
+      int64_t at = 0;
+      if (auto slice = dyn_cast<compute::SliceOp>(op)) {
+        std::optional<int64_t> bytes = contiguousSliceBytes(slice);
+        if (!bytes)
+          continue;
+        at = *bytes;
+      }
+      View v{resolve(in), at};
+      if (auto it = viewOf.find(v.root); it != viewOf.end())
+        v = {it->second.root, it->second.bytes + at};
+      viewOf[op.getResult(0)] = v;
+    }
+    // The value whose buffer holds `v`'s bytes.
+    auto base = [&](Value v) {
+      v = resolve(v);
+      auto it = viewOf.find(v);
+      return it == viewOf.end() ? v : it->second.root;
+    };
+
+    // Last reader of every value, so that a temporary is freed right after it
+    // (and the last reader that is not the terminator).
+    DenseMap<Value, Operation *> lastUse, lastKernelUse;
     DenseMap<Operation *, int64_t> position;
     for (Operation &op : entry)
       position[&op] = position.size();
     for (Operation &op : entry) {
       if (isa<compute::TransposeOp>(op) && source.count(op.getResult(0)))
         continue; // a fused transpose reads nothing itself
+      if (op.getNumResults() && viewOf.count(op.getResult(0)))
+        continue; // a view reads nothing itself: its readers read its root
       for (Value v : op.getOperands())
-        if (isa<RankedTensorType>(v.getType()))
-          lastUse[resolve(v)] = &op;
+        if (isa<RankedTensorType>(v.getType())) {
+          lastUse[base(v)] = &op;
+          if (&op != entry.getTerminator())
+            lastKernelUse[base(v)] = &op;
+        }
       // A started collective reads its input until its wait.
       if (auto w = dyn_cast<zops::WaitOp>(op))
-        lastUse[resolve(w.getToken().getDefiningOp()->getOperand(0))] = &op;
+        lastUse[base(w.getToken().getDefiningOp()->getOperand(0))] = &op;
     }
-    Operation *terminator = entry.getTerminator();
 
     auto makeBuffer = [&](Value v, StringRef role, NamedAttrList attrs) {
       int64_t id = arena.allocate(bytesOf(v)); // the offset is set once all are known
       auto buf = plan::BufferOp::create(b, v.getLoc(), bufferTypeOf(v),
                                         b.getStringAttr(role), b.getI64IntegerAttr(0),
-                                        nullptr, nullptr, nullptr);
+                                        nullptr, nullptr, nullptr, Value());
       for (NamedAttribute a : attrs)
         buf->setAttr(a.getName(), a.getValue());
       bufferOf[v] = buf;
@@ -225,19 +309,10 @@ struct ConvertComputeToPlanPass
       }
     }
 
-    // Results marked compute.updates = N replace argument N (a parameter or
-    // optimizer state) for the next step. An elementwise op that reads the old value
-    // for the last time writes the new one over it; otherwise the result is copied
-    // into the argument's buffer at the end of the step.
-    DenseMap<Value, BlockArgument> updateOf;
+    // An elementwise op that reads an updated argument's old value for the last
+    // time writes the new one over it; otherwise the new value is copied into the
+    // argument's buffer once the old one is dead.
     DenseSet<Value> copiedEarly; // new values already copied into their argument
-    for (auto [i, v] : llvm::enumerate(terminator->getOperands()))
-      if (auto arg = func.getResultAttrOfType<IntegerAttr>(i, "compute.updates")) {
-        if (arg.getInt() < 0 || arg.getInt() >= entry.getNumArguments())
-          return func.emitError("result ") << i << " updates argument " << arg.getInt()
-                                           << ", which does not exist";
-        updateOf[v] = entry.getArgument(arg.getInt());
-      }
 
     // Constants are written once, when the plan loads, so they too are placed
     // before any temporary: a temporary must never reuse their bytes.
@@ -259,7 +334,7 @@ struct ConvertComputeToPlanPass
             b.getDictionaryAttr(b.getNamedAttr(
                 "request", b.getI64IntegerAttr(requestOf.lookup(start)))));
         // The start read its input until now.
-        Value in = resolve(start->getOperand(0));
+        Value in = base(start->getOperand(0));
         if (lastUse.lookup(in) == &op &&
             cast<plan::BufferOp>(bufferOf.lookup(in).getDefiningOp()).getRole() == "temp")
           arena.release(offsetOf[in]);
@@ -280,6 +355,17 @@ struct ConvertComputeToPlanPass
         return failure();
       if (isa<compute::ConstantOp>(op) || source.count(op.getResult(0)))
         continue;
+      if (auto it = viewOf.find(op.getResult(0)); it != viewOf.end()) {
+        // A view: a buffer over its root's bytes, no kernel.
+        Value r = op.getResult(0), root = bufferOf.lookup(it->second.root);
+        auto view = plan::BufferOp::create(b, r.getLoc(), bufferTypeOf(r),
+                                           b.getStringAttr("temp"), b.getI64IntegerAttr(0),
+                                           nullptr, nullptr, nullptr, root);
+        bufferOf[r] = view;
+        offsetOf[r] = offsetOf.lookup(it->second.root);
+        viewPlacements.push_back({view, offsetOf[r], it->second.bytes});
+        continue;
+      }
       SmallVector<Value> ins, outs;
       for (Value v : op.getOperands())
         ins.push_back(bufferOf.lookup(resolve(v)));
@@ -354,7 +440,8 @@ struct ConvertComputeToPlanPass
                                ValueRange{bufferOf.lookup(r)},
                                ValueRange{bufferOf.lookup(target)}, b.getDictionaryAttr({}));
         copiedEarly.insert(r);
-        if (llvm::count(terminator->getOperands(), r) == 1)
+        // Dead now unless a kernel still reads it (then its last reader frees it).
+        if (llvm::count(terminator->getOperands(), r) == 1 && !lastKernelUse.count(r))
           arena.release(offsetOf[r]);
       }
       for (Value r : op.getResults())
@@ -364,9 +451,14 @@ struct ConvertComputeToPlanPass
       for (Value operand : op.getOperands()) {
         if (!isa<RankedTensorType>(operand.getType()))
           continue;
-        Value v = resolve(operand);
-        if (seen.insert(v).second && lastUse.lookup(v) != terminator)
+        Value v = base(operand);
+        if (!seen.insert(v).second)
+          continue;
+        if (lastUse.lookup(v) != terminator)
           releaseIfDead(v, /*isResult=*/false);
+        else if (copiedEarly.contains(v) && lastKernelUse.lookup(v) == &op &&
+                 llvm::count(terminator->getOperands(), v) == 1)
+          arena.release(offsetOf[v]); // copied into its argument already
       }
     }
 
@@ -392,6 +484,8 @@ struct ConvertComputeToPlanPass
     arena.place();
     for (auto [buf, id] : placements)
       buf.setOffsetAttr(b.getI64IntegerAttr(arena.offset(id)));
+    for (ViewPlacement &v : viewPlacements)
+      v.view.setOffsetAttr(b.getI64IntegerAttr(arena.offset(v.rootId) + v.bytes));
     program.setArenaBytes(arena.size());
     return success();
   }

@@ -166,6 +166,8 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
                                         : zplan::TEMP);
       if (auto name = buf.getName())
         pb->set_name(name->str());
+      if (Value root = buf.getViewOf())
+        pb->set_view_of(index.lookup(root));
       if (auto idx = buf.getIndex())
         pb->set_index(*idx);
       if (auto micro = buf->getAttrOfType<IntegerAttr>("micro_step")) {

@@ -76,11 +76,13 @@
 // PREFETCH4-NEXT: zero.all_gather_start {{.+}} {zero.phase = "backward"} : tensor<6xf32>
 
 // The same prefetch depth with a budget of one bucket (104 bytes): a gather waits
-// until the bucket before it is dead (its slices copied out).
+// until the bucket before it is dead (the last reader of the parameters, which the
+// plan reads in place from the bucket: here the embedding lookup).
 // BUDGET-LABEL: func.func @main
 // BUDGET-NEXT: zero.all_gather_start {{.+}} {zero.phase = "forward"} : tensor<6xf32>
 // BUDGET: %[[W0:.+]] = zero.wait
 // BUDGET-NEXT: compute.slice %[[W0]]
+// BUDGET: compute.gather
 // BUDGET-NEXT: zero.all_gather_start {{.+}} {zero.phase = "forward"} : tensor<5xf32>
 
 // Fusion (default: under 256 KiB): the three small reduce-scatters become one of

@@ -40,7 +40,10 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
   auto isOverflowCount = [&](Value v) {
     SmallVector<Value> work = {v};
     while (!work.empty()) {
-      plan::KernelOp k = producer.lookup(work.pop_back_val());
+      Value v = work.pop_back_val();
+      if (Value root = v.getDefiningOp<plan::BufferOp>().getViewOf())
+        v = root; // a view (a reshape read in place) of what its root's kernel wrote
+      plan::KernelOp k = producer.lookup(v);
       if (!k)
         return false;
       if (k.getKernel() == "nonfinite_count" || k.getKernel() == "sum_squares")
@@ -125,11 +128,13 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
   for (auto [i, k] : llvm::enumerate(kernels)) {
     if (k.getKernel() != "all_gather" && k.getKernel() != "all_gather_start")
       continue;
+    // Kernels read the bucket itself or views of it (the parameters in place).
     Value out = k.getOutputs()[0];
     size_t last = i;
     for (size_t j = i + 1; j < kernels.size(); ++j)
-      if (llvm::is_contained(kernels[j].getInputs(), out))
-        last = j;
+      for (Value in : kernels[j].getInputs())
+        if (in == out || in.getDefiningOp<plan::BufferOp>().getViewOf() == out)
+          last = j;
     from[i] += bytesOf(out);
     until[last] += bytesOf(out);
   }

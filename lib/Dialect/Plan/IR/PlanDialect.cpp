@@ -50,6 +50,18 @@ LogicalResult BufferOp::verify() {
     if (vt.getShape() != t.getShape() || vt.getElementType() != t.getElementType())
       return emitOpError("value type does not match the buffer type");
   }
+  if (Value root = getViewOf()) {
+    auto r = root.getDefiningOp<BufferOp>();
+    if (!r || r.getViewOf())
+      return emitOpError("is a view of a value that is not a plan.buffer root");
+    if (role != "temp")
+      return emitOpError("a view is a temp buffer, not ") << role;
+    int64_t begin = getOffsetAttr().getInt(), rootBegin = r.getOffsetAttr().getInt();
+    if (begin < rootBegin || begin + getSizeInBytes() > rootBegin + r.getSizeInBytes())
+      return emitOpError("view bytes [")
+             << begin << ", " << begin + getSizeInBytes() << ") lie outside its root's ["
+             << rootBegin << ", " << rootBegin + r.getSizeInBytes() << ")";
+  }
   return success();
 }
 

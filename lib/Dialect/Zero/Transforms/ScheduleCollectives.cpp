@@ -293,7 +293,7 @@ struct ScheduleCollectivesPass
                << bytesOf(start->getResult(0)) << " bytes does not fit --max-live-mb="
                << maxLiveMb << "; raise it or lower --bucket-size-mb";
     // The bucket a gather fills lives from its start to the last reader of its
-    // result (the slices that copy the parameters out).
+    // result.
     struct Interval {
       int64_t from, to, bytes;
     };
@@ -304,10 +304,17 @@ struct ScheduleCollectivesPass
         pos[&op] = i++;
       return pos;
     };
+    // Through slices and reshapes: the plan reads the parameters in place from
+    // the gathered bucket (views), so it lives until their last reader.
     auto lastUse = [&](WaitOp w, DenseMap<Operation *, int64_t> &pos) {
       int64_t last = pos[w];
-      for (Operation *u : w.getResult().getUsers())
-        last = std::max(last, pos[u]);
+      SmallVector<Value> work = {w.getResult()};
+      while (!work.empty())
+        for (Operation *u : work.pop_back_val().getUsers()) {
+          last = std::max(last, pos[u]);
+          if (isa<compute::SliceOp, compute::ReshapeOp>(u))
+            work.push_back(u->getResult(0));
+        }
       return last;
     };
     SmallVector<Interval> placed;

@@ -46,15 +46,24 @@ def Plan_BufferOp : Plan_Op<"buffer", [HasParent<"ProgramOp">]> {
     buffer occupies bytes
     `[offset, offset + size)`.
 
+    A `view of` another buffer (its root, never itself a view) is a `temp` that
+    reads bytes of the root in another shape: a reshape, or a contiguous slice (no
+    kernel copies it). It lies inside the root's bytes, and the root lives as long
+    as its views are read.
+
     ```mlir
     %w = plan.buffer param at 256 {name = "fc.weight"} : memref<8x4xf32>
+    %v = plan.buffer temp at 256 view of %w : memref<8x4xf32> : memref<32xf32>
     ```
   }];
   let arguments = (ins StrAttr:$role, I64Attr:$offset,
                        OptionalAttr<StrAttr>:$name, OptionalAttr<I64Attr>:$index,
-                       OptionalAttr<ElementsAttr>:$value);
+                       OptionalAttr<ElementsAttr>:$value,
+                       Optional<Plan_BufferType>:$view_of);
   let results = (outs Plan_BufferType:$result);
-  let assemblyFormat = "$role `at` $offset attr-dict `:` type($result)";
+  let assemblyFormat =
+      "$role `at` $offset (`view` `of` $view_of^ `:` type($view_of))? attr-dict `:` "
+      "type($result)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Bytes the buffer occupies in the arena.
