@@ -141,9 +141,12 @@ def main():
     if zrecompute is not None:
         r = report["recompute"]
         print("  zero-run --recompute=%s %6.1f ms/step  (%.2f x without; the report: %.1f%% "
-              "more FLOPs, %.2f MiB of %.2f MiB peak saved)" % (
+              "more FLOPs, %.1f%% more predicted time on its 'cpu' model, %.2f MiB of "
+              "%.2f MiB peak saved)" % (
                   a.recompute, zrecompute, zrecompute / z,
-                  100 * r["extra_flops"] / r["step_flops"], r["saved_peak_bytes"] / 2**20,
+                  100 * r["extra_flops"] / r["step_flops"],
+                  100 * r["extra_ms"] / (report["predicted"]["step_ms"] - r["extra_ms"]),
+                  r["saved_peak_bytes"] / 2**20,
                   (report["per_rank_bytes"]["total_peak"] + r["saved_peak_bytes"]) / 2**20))
     return 0
 
