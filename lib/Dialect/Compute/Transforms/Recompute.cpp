@@ -73,6 +73,7 @@ struct RecomputePass : public zero::impl::RecomputePassBase<RecomputePass> {
       else
         phase[&op] = accumulating ? -1 : position[&op] > position[lossOp] ? 1 : 0;
     }
+    phase[ret] = -1; // returning the loss is not a backward read of it
     // Activations: what depends on a graph input.
     for (BlockArgument a : entry.getArguments())
       if (func.getArgAttr(a.getArgNumber(), "compute.input"))
