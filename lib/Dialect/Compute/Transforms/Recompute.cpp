@@ -103,7 +103,6 @@ struct RecomputePass : public zero::impl::RecomputePassBase<RecomputePass> {
         cannot.push_back(v);
     }
     kept.insert(cannot.begin(), cannot.end()); // what cannot be rebuilt stays
-    // A value found recomputable through one of those may now read it directly.
     return success();
   }
 
