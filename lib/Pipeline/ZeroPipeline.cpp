@@ -69,6 +69,9 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
       sopts.noOverlap = o.noOverlap;
       sopts.fuseBelowKb = o.fuseBelowKb;
       pm.addPass(createScheduleCollectivesPass(sopts));
+      // It only adds copies where values cross; the schedule stays.
+      if (o.offloadOptimizer)
+        pm.addPass(createOffloadOptimizerPass());
     }
   }
   if (o.level == "plan" || o.level == "zplan") {

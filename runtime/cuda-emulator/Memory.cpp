@@ -25,6 +25,7 @@ struct Allocation {
 };
 std::mutex memoryMutex;
 std::map<uintptr_t, Allocation> allocations;
+std::map<uintptr_t, size_t> pinnedAllocations; // cudaMallocHost: host memory
 
 /// The allocation holding [ptr, ptr + bytes), or null.
 const Allocation *findAllocation(const void *ptr, size_t bytes, uintptr_t *start = nullptr) {
@@ -87,6 +88,36 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes) {
   std::lock_guard<std::mutex> lock(memoryMutex);
   allocations[(uintptr_t)p] = Allocation{bytes, currentDevice};
   *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void **ptr, size_t bytes) {
+  if (!ptr)
+    return cudaErrorInvalidValue;
+  size_t rounded = (bytes + 255) / 256 * 256;
+  void *p = std::aligned_alloc(256, rounded ? rounded : 256);
+  if (!p)
+    return cudaErrorMemoryAllocation;
+  std::memset(p, 0xff, rounded ? rounded : 256); // as uninitialized as cudaMalloc's
+  std::lock_guard<std::mutex> lock(memoryMutex);
+  pinnedAllocations[(uintptr_t)p] = bytes;
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void *ptr) {
+  if (!ptr)
+    return cudaSuccess;
+  {
+    std::lock_guard<std::mutex> lock(memoryMutex);
+    if (!pinnedAllocations.erase((uintptr_t)ptr))
+      return complain(cudaErrorInvalidValue, "cudaFreeHost: " + describe(ptr, 0) +
+                                                 " is not a cudaMallocHost allocation");
+  }
+  // Copies still queued may read or write it: a GPU's cudaFreeHost waits too.
+  for (int device = 0; device < deviceCount(); ++device)
+    drainDevice(device);
+  std::free(ptr);
   return cudaSuccess;
 }
 
@@ -163,11 +194,20 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
                             cudaStream_t stream) {
   if (!bytes)
     return cudaSuccess;
-  if (kind != cudaMemcpyDeviceToDevice)
-    return complain(cudaErrorInvalidValue,
-                    "cudaMemcpyAsync: only device-to-device copies are emulated");
   if (checkCopy("cudaMemcpyAsync", dst, src, bytes, kind) < 0)
     return cudaErrorInvalidValue;
+  // A copy from or to pageable host memory is synchronous on a GPU: asynchronous
+  // copies (the offloaded optimizer's) must use cudaMallocHost memory.
+  if (kind != cudaMemcpyDeviceToDevice) {
+    const void *host = kind == cudaMemcpyHostToDevice ? src : dst;
+    std::lock_guard<std::mutex> lock(memoryMutex);
+    uintptr_t p = (uintptr_t)host;
+    auto it = pinnedAllocations.upper_bound(p);
+    if (it == pinnedAllocations.begin() || p + bytes > std::prev(it)->first + std::prev(it)->second)
+      return complain(cudaErrorInvalidValue, "cudaMemcpyAsync: host memory " +
+                                                 describe(host, bytes) +
+                                                 " is not inside one cudaMallocHost allocation");
+  }
   enqueue(stream, [=] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
 }

@@ -250,6 +250,19 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   return cudaSuccess;
 }
 
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (!event)
+    return complain(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: a null event");
+  if (!event->stream) // never recorded: complete
+    return cudaSuccess;
+  const CUstream_st *stream = event->stream;
+  uint64_t ticket = event->ticket;
+  DeviceState &d = deviceState(stream->device);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  runUntil(d, [&] { return stream->completed >= ticket; });
+  return cudaSuccess;
+}
+
 cudaError_t cudaDeviceSynchronize() {
   drainDevice(currentDevice);
   return cudaSuccess;

@@ -8,6 +8,7 @@
 #include "zrt/AsyncCollectives.h"
 #include "zrt/Error.h"
 #include "zrt/Float16.h"
+#include "zrt/HostWorker.h"
 #include "zrt/OnnxTensors.h"
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 
 using namespace zrt;
 
@@ -27,11 +29,53 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
   // One allocation for the whole plan, zeroed (optimizer state starts at zero).
   arena_ = static_cast<char *>(device_.allocate(plan_.arena_bytes()));
   try {
+    if (plan_.host_arena_bytes() > 0)
+      hostArena_ = static_cast<char *>(device_.allocateHost(plan_.host_arena_bytes()));
     bindKernels();
   } catch (...) {
-    device_.release(arena_); // no destructor runs for a failed constructor
+    // No destructor runs for a failed constructor.
+    hostWorker_.reset();
+    if (hostArena_)
+      device_.releaseHost(hostArena_);
+    device_.release(arena_);
     throw;
   }
+}
+
+/// Where kernel `k` runs: a host kernel's buffers are host buffers (the plan
+/// checker made sure all of them are), and the two copies cross.
+static bool runsOnHost(const zero::zplan::Plan &plan, int k) {
+  const auto &pk = plan.kernels(k);
+  return pk.name() != "to_host" && pk.name() != "to_device" && pk.outputs_size() > 0 &&
+         plan.buffers(pk.outputs(0)).host();
+}
+
+BoundKernel Executor::bindKernel(const KernelTable &table, int k) {
+  KernelCall call = planKernelCall(plan_, k, arena_, hostArena_, &comm_, async_.get());
+  const std::string &name = plan_.kernels(k).name();
+  if (name == "to_device") {
+    // The host kernels that made its source must be done before the copy is
+    // issued (a GPU copies when it gets to it, not when it is issued).
+    BoundKernel copy = bindKernelCall(table, call);
+    HostWorker *worker = hostWorker_.get();
+    return [worker, copy] {
+      worker->drain();
+      copy();
+    };
+  }
+  if (!runsOnHost(plan_, k))
+    return bindKernelCall(table, call);
+  // A host kernel: the CPU's, split across the worker's threads, run by the worker
+  // once the copies issued before it (its inputs) are done.
+  std::vector<BoundKernel> chunks;
+  for (const KernelCall &part : splitElementwise(call, hostWorker_->threads()))
+    chunks.push_back(bindKernelCall(cpuKernels(), part));
+  Device::TransferFence fence = device_.makeTransferFence();
+  HostWorker *worker = hostWorker_.get();
+  return [worker, fence, chunks] {
+    fence.mark();
+    worker->enqueue(fence.wait, chunks);
+  };
 }
 
 void Executor::bindKernels() {
@@ -52,8 +96,13 @@ void Executor::bindKernels() {
     async_ = std::make_unique<AsyncCollectives>(requests, comm_.rank(),
                                                 options_.commDelayNsPerByte);
 
+  if (hostArena_) {
+    int threads = options_.hostThreads > 0 ? options_.hostThreads
+                                           : (int)std::thread::hardware_concurrency();
+    hostWorker_ = std::make_unique<HostWorker>(threads);
+  }
   for (int k = 0; k < plan_.kernels_size(); ++k)
-    kernels_.push_back(bindPlanKernel(table, plan_, k, arena_, &comm_, async_.get()));
+    kernels_.push_back(bindKernel(table, k));
 
   // Gathered buckets: alive from the gather to the last kernel reading its result
   // (after binding, which checked each gather's one output).
@@ -78,12 +127,15 @@ void Executor::bindKernels() {
 
 Executor::~Executor() {
   async_.reset(); // join the communication thread before the arena goes
+  hostWorker_.reset(); // and the host kernels' thread (it finishes what it has)
   try {
     device_.synchronize();
   } catch (const std::exception &) {
     // Unwinding from a failed run (an aborted NCCL communicator, say): that
     // failure is the one reported; the arena still goes.
   }
+  if (hostArena_)
+    device_.releaseHost(hostArena_);
   device_.release(arena_);
 }
 
@@ -91,6 +143,11 @@ void Executor::write(int i, const void *host, size_t bytes) {
   ZRT_CHECK((int64_t)bytes == plan_.buffers(i).bytes(),
             "writing " << bytes << " bytes into buffer " << i << " of "
                        << plan_.buffers(i).bytes());
+  if (plan_.buffers(i).host()) {
+    hostWorker_->drain();
+    std::memcpy(buffer(i).data, host, bytes);
+    return;
+  }
   device_.upload(buffer(i).data, host, bytes);
 }
 
@@ -100,6 +157,11 @@ HostTensor Executor::read(int i) {
   h.bytes.resize(v.bytes());
   h.dtype = v.dtype;
   h.shape = v.shape;
+  if (plan_.buffers(i).host()) {
+    hostWorker_->drain();
+    std::memcpy(h.bytes.data(), v.data, v.bytes());
+    return h;
+  }
   device_.synchronize();
   device_.download(h.bytes.data(), v.data, v.bytes());
   return h;
@@ -114,7 +176,7 @@ int Executor::inputBuffer(int index) const {
 
 TensorView Executor::buffer(int i) const {
   const auto &b = plan_.buffers(i);
-  return TensorView{arena_ + b.offset(), b.dtype(),
+  return TensorView{(b.host() ? hostArena_ : arena_) + b.offset(), b.dtype(),
                     std::vector<int64_t>(b.shape().begin(), b.shape().end())};
 }
 
@@ -294,6 +356,8 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
     if (timed) {
       auto begin = std::chrono::steady_clock::now();
       kernels_[k]();
+      if (hostWorker_)
+        hostWorker_->drain(); // a host kernel's span ends when the worker ran it
       device_.synchronize(); // a kernel's span ends when the device is done with it
       auto end = std::chrono::steady_clock::now();
       if (options_.trace)
@@ -306,6 +370,8 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
     }
     live -= gatheredUntil_[k];
   }
+  if (hostWorker_)
+    hostWorker_->drain();
   device_.synchronize();
   if (options_.trace && async_)
     for (auto &e : async_->takeEvents())

@@ -40,6 +40,9 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
             what << ": world size " << plan.world_size() << " is not positive");
   ZRT_CHECK(plan.arena_bytes() >= 0 && plan.arena_bytes() <= (int64_t(1) << 46),
             what << ": arena size " << plan.arena_bytes() << " bytes is out of range");
+  ZRT_CHECK(plan.host_arena_bytes() >= 0 && plan.host_arena_bytes() <= (int64_t(1) << 46),
+            what << ": host arena size " << plan.host_arena_bytes()
+                 << " bytes is out of range");
   int64_t maxInput = -1;
   for (int i = 0; i < plan.buffers_size(); ++i) {
     const auto &b = plan.buffers(i);
@@ -59,11 +62,11 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
     ZRT_CHECK(bytes == b.bytes(),
               what << ": " << name << " says " << b.bytes()
                    << " bytes, its shape and dtype need " << numel * esize);
-    ZRT_CHECK(b.offset() >= 0 && b.offset() <= plan.arena_bytes() &&
-                  b.bytes() <= plan.arena_bytes() - b.offset(),
+    int64_t arena = b.host() ? plan.host_arena_bytes() : plan.arena_bytes();
+    ZRT_CHECK(b.offset() >= 0 && b.offset() <= arena && b.bytes() <= arena - b.offset(),
               what << ": " << name << " at offset " << b.offset() << " with "
-                   << b.bytes() << " bytes lies outside the arena of "
-                   << plan.arena_bytes() << " bytes");
+                   << b.bytes() << " bytes lies outside the " << (b.host() ? "host " : "")
+                   << "arena of " << arena << " bytes");
     // A bucket slice (PARAM, MASTER, STATE above stage 0): 1/world of the bucket,
     // every member inside it.
     auto checkBucket = [&] {
@@ -95,6 +98,8 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
                   what << ": " << name << " is a view of buffer " << root
                        << ", which is not a buffer that views can read");
         const auto &r = plan.buffers(root);
+        ZRT_CHECK(b.host() == r.host(), what << ": " << name << " is a view of buffer "
+                                             << root << " in the other arena");
         ZRT_CHECK(b.offset() >= r.offset() && b.offset() + b.bytes() <= r.offset() + r.bytes(),
                   what << ": " << name << " [" << b.offset() << ", " << b.offset() + b.bytes()
                        << ") lies outside buffer " << root << " [" << r.offset() << ", "
@@ -155,6 +160,32 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
                     role == zero::zplan::STATE || role == zero::zplan::MASTER,
                 what << ": " << where << " writes buffer " << idx
                      << ", which is not a temporary, parameter, master copy or state");
+    }
+    // A host kernel's buffers are host buffers, a device kernel's device buffers;
+    // only the two copies cross (so no kernel touches memory its side cannot).
+    bool toHost = kern.name() == "to_host", toDevice = kern.name() == "to_device";
+    if (toHost || toDevice) {
+      ZRT_CHECK(kern.inputs_size() == 1 && kern.outputs_size() == 1,
+                what << ": " << where << " copies one buffer into one");
+      const auto &in = plan.buffers(kern.inputs(0)), &out = plan.buffers(kern.outputs(0));
+      ZRT_CHECK(in.host() == toDevice && out.host() == toHost,
+                what << ": " << where << " must copy a "
+                     << (toHost ? "device buffer into a host" : "host buffer into a device")
+                     << " buffer");
+      ZRT_CHECK(in.bytes() == out.bytes() && in.dtype() == out.dtype(),
+                what << ": " << where << " copies " << in.bytes() << " bytes of "
+                     << dtypeName(in.dtype()) << " into " << out.bytes() << " bytes of "
+                     << dtypeName(out.dtype()));
+    } else if (kern.outputs_size() > 0) {
+      bool host = plan.buffers(kern.outputs(0)).host();
+      for (int idx : kern.inputs())
+        ZRT_CHECK(plan.buffers(idx).host() == host,
+                  what << ": " << where << " reads " << (host ? "device" : "host")
+                       << " buffer " << idx << " but writes "
+                       << (host ? "host" : "device") << " memory");
+      for (int idx : kern.outputs())
+        ZRT_CHECK(plan.buffers(idx).host() == host,
+                  what << ": " << where << " writes both host and device buffers");
     }
   }
   for (int i = 0; i < plan.outputs_size(); ++i)

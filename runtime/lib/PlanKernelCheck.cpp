@@ -50,7 +50,7 @@ std::string zrt::checkPlanKernels(const zero::zplan::Plan &plan, const std::stri
     // an address range that no allocation will ever have stands in for it.
     char *arena = reinterpret_cast<char *>(uintptr_t(1) << 46);
     for (int k = 0; k < plan.kernels_size(); ++k)
-      bindPlanKernel(cpuKernels(), plan, k, arena, &comm, &async);
+      bindPlanKernel(cpuKernels(), plan, k, arena, arena, &comm, &async);
   } catch (const Error &e) {
     return e.what();
   }

@@ -167,7 +167,9 @@ void zrt::verifyPlan(const Plan &plan, const std::string &what) {
     ZRT_CHECK(b.offset() % size == 0, what << ": " << nameOf(plan, i) << " at offset "
                                            << b.offset() << " is not aligned to its "
                                            << size << "-byte elements");
-    if (b.role() != zero::zplan::TEMP) {
+    // Host buffers (an offloaded optimizer's) never share bytes: host kernels run
+    // on their own thread, so the kernel order does not bound when they read.
+    if (b.role() != zero::zplan::TEMP || b.host()) {
       first[i] = 0;
       last[i] = n;
     }
@@ -182,23 +184,24 @@ void zrt::verifyPlan(const Plan &plan, const std::string &what) {
   std::sort(order.begin(), order.end(),
             [&](int a, int b) { return first[a] < first[b]; });
   std::multimap<int, int> dying;      // last position -> buffer
-  std::map<int64_t, int> live;        // offset -> buffer
+  std::map<std::pair<bool, int64_t>, int> live; // (host, offset) -> buffer
   for (int i : order) {
     // Retire what died before this buffer's first kernel.
     while (!dying.empty() && dying.begin()->first < first[i]) {
-      live.erase(plan.buffers(dying.begin()->second).offset());
+      const auto &d = plan.buffers(dying.begin()->second);
+      live.erase({d.host(), d.offset()});
       dying.erase(dying.begin());
     }
     const auto &b = plan.buffers(i);
     int64_t begin = b.offset(), end = b.offset() + b.bytes();
-    auto next = live.lower_bound(begin);
+    auto next = live.lower_bound({b.host(), begin});
     int clash = -1;
-    if (next != live.end() && next->first < end)
+    if (next != live.end() && next->first.first == b.host() && next->first.second < end)
       clash = next->second;
     if (clash < 0 && next != live.begin()) {
       auto prev = std::prev(next);
       const auto &p = plan.buffers(prev->second);
-      if (p.offset() + p.bytes() > begin)
+      if (p.host() == b.host() && p.offset() + p.bytes() > begin)
         clash = prev->second;
     }
     ZRT_CHECK(clash < 0,
@@ -209,7 +212,7 @@ void zrt::verifyPlan(const Plan &plan, const std::string &what) {
                    << ") share bytes while both are alive (kernels "
                    << std::max(first[i], first[clash]) << " to "
                    << std::min(last[i], last[clash]) << ")");
-    live.emplace(begin, i);
+    live.emplace(std::make_pair(b.host(), begin), i);
     dying.emplace(last[i], i);
   }
 }

@@ -253,6 +253,11 @@ static cl::opt<bool>
 static cl::opt<double> bucketSizeMb("bucket-size-mb",
                                     cl::desc("Target size of a parameter bucket, MiB"),
                                     cl::init(25.0), cl::cat(zeroCategory));
+static cl::opt<std::string> offloadOptimizer(
+    "offload-optimizer",
+    cl::desc("ZeRO-Offload: cpu keeps the f32 master weights and optimizer state in "
+             "host memory and runs the optimizer there (stages 1-3); none"),
+    cl::value_desc("none|cpu"), cl::init("none"), cl::cat(zeroCategory));
 static cl::opt<int64_t> persistenceThreshold(
     "persistence-threshold",
     cl::desc("Stage 3: parameters with fewer elements stay replicated (0: off)"),
@@ -374,6 +379,7 @@ void buildPipeline(PassManager &pm, bool isGraph, StringRef level,
   o.maxLiveMb = maxLiveMb;
   o.fuseBelowKb = fuseBelowKb;
   o.noOverlap = noOverlap;
+  o.offloadOptimizer = offloadOptimizer == "cpu";
   o.views = !noViews;
   zero::buildZeroPipeline(pm, o);
 }
@@ -778,6 +784,16 @@ int main(int argc, char **argv) {
       recompute != "blocks") {
     llvm::errs() << "zero-opt: error: --recompute=" << recompute
                  << " is not one of auto, none, cheap, blocks\n";
+    return 1;
+  }
+  if (offloadOptimizer != "none" && offloadOptimizer != "cpu") {
+    llvm::errs() << "zero-opt: error: --offload-optimizer=" << offloadOptimizer
+                 << " is not one of none, cpu\n";
+    return 1;
+  }
+  if (offloadOptimizer == "cpu" && (mode != "train" || zeroStage == 0)) {
+    llvm::errs() << "zero-opt: error: --offload-optimizer=cpu offloads a ZeRO "
+                    "optimizer: it needs --mode=train and --zero-stage 1, 2 or 3\n";
     return 1;
   }
   if (maxMemoryGb < 0) {

@@ -41,6 +41,8 @@ struct ZeroPipelineOptions {
   int64_t prefetchBuckets = 2;
   double maxLiveMb = 0, fuseBelowKb = 256;
   bool noOverlap = false;
+  // ZeRO-Offload: the optimizer, its master weights and state on the host.
+  bool offloadOptimizer = false;
   // Reshapes and contiguous slices as views of their input (false: copies).
   bool views = true;
 };

@@ -135,19 +135,22 @@ struct ConvertComputeToPlanPass
     Location loc = func.getLoc();
     auto program = plan::ProgramOp::create(b, loc, b.getStringAttr("main"),
                                            b.getI64IntegerAttr(0),
-                                           b.getI64IntegerAttr(worldSize));
+                                           b.getI64IntegerAttr(worldSize), nullptr);
     program.getBody().emplaceBlock();
     b.setInsertionPointToStart(&program.getBody().front());
 
-    ArenaAllocator arena;
+    // Device memory, and host memory for an offloaded optimizer (its master
+    // weights, state and the values its host kernels read and write).
+    ArenaAllocator arena, hostArena;
     DenseSet<Value> inPlace;
     DenseMap<Operation *, int64_t> requestOf; // started collective -> request id
     DenseMap<Value, Value> bufferOf;
     DenseMap<Value, int64_t> offsetOf; // the arena's id of each value's buffer
-    SmallVector<std::pair<plan::BufferOp, int64_t>> placements;
+    SmallVector<std::pair<plan::BufferOp, int64_t>> placements, hostPlacements;
     struct ViewPlacement {
       plan::BufferOp view;
       int64_t rootId, bytes;
+      bool host;
     };
     SmallVector<ViewPlacement> viewPlacements;
 
@@ -241,16 +244,36 @@ struct ConvertComputeToPlanPass
         lastUse[base(w.getToken().getDefiningOp()->getOperand(0))] = &op;
     }
 
+    // Host memory (optimizer offload): arguments the offload pass marked, values
+    // of host ops and of copies to the host.
+    auto isHost = [&](Value v) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return bool(func.getArgAttr(arg.getArgNumber(), "compute.host"));
+      Operation *def = v.getDefiningOp();
+      return def && (def->hasAttr("zero.host") || isa<compute::ToHostOp>(def));
+    };
+    // A device buffer is freed at its last reader. A host one is not reused within
+    // the step: host kernels run on their own thread, after the kernels before them
+    // in the plan have been issued, so the plan's order does not bound when they
+    // read it.
+    auto release = [&](Value v) {
+      if (!isHost(v))
+        arena.release(offsetOf[v]);
+    };
+
     auto makeBuffer = [&](Value v, StringRef role, NamedAttrList attrs) {
-      int64_t id = arena.allocate(bytesOf(v)); // the offset is set once all are known
+      bool host = isHost(v);
+      // The offset is set once all are known.
+      int64_t id = (host ? hostArena : arena).allocate(bytesOf(v));
       auto buf = plan::BufferOp::create(b, v.getLoc(), bufferTypeOf(v),
                                         b.getStringAttr(role), b.getI64IntegerAttr(0),
-                                        nullptr, nullptr, nullptr, Value());
+                                        nullptr, nullptr, nullptr, host ? b.getUnitAttr() : nullptr,
+                                        Value());
       for (NamedAttribute a : attrs)
         buf->setAttr(a.getName(), a.getValue());
       bufferOf[v] = buf;
       offsetOf[v] = id;
-      placements.push_back({buf, id});
+      (host ? hostPlacements : placements).push_back({buf, id});
       return buf;
     };
 
@@ -337,7 +360,7 @@ struct ConvertComputeToPlanPass
         Value in = base(start->getOperand(0));
         if (lastUse.lookup(in) == &op &&
             cast<plan::BufferOp>(bufferOf.lookup(in).getDefiningOp()).getRole() == "temp")
-          arena.release(offsetOf[in]);
+          release(in);
         continue;
       }
       bool isStart =
@@ -358,12 +381,14 @@ struct ConvertComputeToPlanPass
       if (auto it = viewOf.find(op.getResult(0)); it != viewOf.end()) {
         // A view: a buffer over its root's bytes, no kernel.
         Value r = op.getResult(0), root = bufferOf.lookup(it->second.root);
+        bool host = isHost(it->second.root);
         auto view = plan::BufferOp::create(b, r.getLoc(), bufferTypeOf(r),
                                            b.getStringAttr("temp"), b.getI64IntegerAttr(0),
-                                           nullptr, nullptr, nullptr, root);
+                                           nullptr, nullptr, nullptr,
+                                           host ? b.getUnitAttr() : nullptr, root);
         bufferOf[r] = view;
         offsetOf[r] = offsetOf.lookup(it->second.root);
-        viewPlacements.push_back({view, offsetOf[r], it->second.bytes});
+        viewPlacements.push_back({view, offsetOf[r], it->second.bytes, host});
         continue;
       }
       SmallVector<Value> ins, outs;
@@ -424,7 +449,7 @@ struct ConvertComputeToPlanPass
           return;
         Operation *last = lastUse.lookup(v);
         if ((isResult && !last) || last == &op)
-          arena.release(offsetOf[v]);
+          release(v);
       };
       // A new value whose argument nobody reads any more goes into it at once (not
       // at the end of the step), so that its temporary dies here: otherwise every
@@ -442,7 +467,7 @@ struct ConvertComputeToPlanPass
         copiedEarly.insert(r);
         // Dead now unless a kernel still reads it (then its last reader frees it).
         if (llvm::count(terminator->getOperands(), r) == 1 && !lastKernelUse.count(r))
-          arena.release(offsetOf[r]);
+          release(r);
       }
       for (Value r : op.getResults())
         if (isa<RankedTensorType>(r.getType()))
@@ -458,7 +483,7 @@ struct ConvertComputeToPlanPass
           releaseIfDead(v, /*isResult=*/false);
         else if (copiedEarly.contains(v) && lastKernelUse.lookup(v) == &op &&
                  llvm::count(terminator->getOperands(), v) == 1)
-          arena.release(offsetOf[v]); // copied into its argument already
+          release(v); // copied into its argument already
       }
     }
 
@@ -482,11 +507,17 @@ struct ConvertComputeToPlanPass
     if (allNames)
       ret.setNamesAttr(b.getArrayAttr(names));
     arena.place();
+    hostArena.place();
     for (auto [buf, id] : placements)
       buf.setOffsetAttr(b.getI64IntegerAttr(arena.offset(id)));
+    for (auto [buf, id] : hostPlacements)
+      buf.setOffsetAttr(b.getI64IntegerAttr(hostArena.offset(id)));
     for (ViewPlacement &v : viewPlacements)
-      v.view.setOffsetAttr(b.getI64IntegerAttr(arena.offset(v.rootId) + v.bytes));
+      v.view.setOffsetAttr(b.getI64IntegerAttr(
+          (v.host ? hostArena : arena).offset(v.rootId) + v.bytes));
     program.setArenaBytes(arena.size());
+    if (!hostPlacements.empty())
+      program.setHostArenaBytes(hostArena.size());
     return success();
   }
 };

@@ -99,6 +99,8 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
   out.set_version(zrt::kPlanVersion);
   out.set_world_size(program.getWorldSize());
   out.set_arena_bytes(program.getArenaBytes());
+  if (auto host = program.getHostArenaBytes())
+    out.set_host_arena_bytes(*host);
   out.set_source(source.str());
   // Mixed precision: what zero-opt recorded on the module (--precision and the
   // loss-scaling flags), for zero-run's loss scaler.
@@ -168,6 +170,7 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
         pb->set_name(name->str());
       if (Value root = buf.getViewOf())
         pb->set_view_of(index.lookup(root));
+      pb->set_host(buf.getHost());
       if (auto idx = buf.getIndex())
         pb->set_index(*idx);
       if (auto micro = buf->getAttrOfType<IntegerAttr>("micro_step")) {

@@ -11,6 +11,7 @@
 #include "zrt/Kernels.h"
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,18 @@ public:
   /// Zeroed memory of `bytes`, 64-byte aligned at least.
   virtual void *allocate(size_t bytes) = 0;
   virtual void release(void *memory) = 0;
+  /// Host memory for a plan's host arena (an offloaded optimizer's), zeroed,
+  /// 64-byte aligned: page-locked for a GPU, so that copies to and from it run
+  /// asynchronously. The host's own memory for the CPU.
+  virtual void *allocateHost(size_t bytes) { return allocate(bytes); }
+  virtual void releaseHost(void *memory) { release(memory); }
+  /// `mark` (called in kernel order) and `wait` (called from any thread; returns
+  /// once every transfer issued before `mark` is done). For host kernels, which
+  /// read what the transfers wrote. No-ops where transfers finish when issued.
+  struct TransferFence {
+    std::function<void()> mark = [] {}, wait = [] {};
+  };
+  virtual TransferFence makeTransferFence() { return {}; }
   virtual void upload(void *device, const void *host, size_t bytes) = 0;
   virtual void download(void *host, const void *device, size_t bytes) = 0;
   /// Waits until every kernel launched so far is done.

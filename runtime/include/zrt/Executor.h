@@ -24,12 +24,16 @@
 namespace zrt {
 
 class AsyncCollectives;
+class HostWorker;
 
 struct ExecutorOptions {
   /// Test-only: sleep this long per byte after each started collective.
   double commDelayNsPerByte = 0;
   /// Record every kernel and collective, for --trace.
   bool trace = false;
+  /// Threads that share each host kernel of an offloaded optimizer (0: the
+  /// machine's hardware threads).
+  int hostThreads = 0;
 };
 
 /// One span of a traced run: `track` 0 is compute, 1 communication.
@@ -110,6 +114,9 @@ private:
   /// Writes the constants, binds every kernel and sets up the collectives (the
   /// constructor's work once the arena exists).
   void bindKernels();
+  /// Kernel `k`: from `table`, or the CPU's on the host worker (an offloaded
+  /// optimizer's), or a copy between the arenas.
+  BoundKernel bindKernel(const KernelTable &table, int k);
   /// run() and runProfiled(): with `msByKernel` or a trace, each kernel is timed
   /// to the end of its device work.
   void runKernels(std::map<std::string, double> *msByKernel);
@@ -118,6 +125,9 @@ private:
   Device &device_;
   Communicator &comm_;
   char *arena_ = nullptr;
+  /// An offloaded optimizer's memory, and the thread that runs its kernels.
+  char *hostArena_ = nullptr;
+  std::unique_ptr<HostWorker> hostWorker_;
   std::vector<BoundKernel> kernels_;
   std::unique_ptr<AsyncCollectives> async_;
   ExecutorOptions options_;

@@ -54,11 +54,17 @@ using KernelTable = std::map<std::string, KernelBinder>;
 /// The CPU implementation of every kernel the compiler emits.
 const KernelTable &cpuKernels();
 
-/// Binds kernel `k` of `plan` from `table`, its buffers at their offsets in
-/// `arena` (binding computes addresses there but touches none). Throws zrt::Error
-/// when the table lacks the kernel or binding finds a problem.
+/// Kernel `k` of `plan` as a call, its buffers at their offsets in `arena`, or in
+/// `hostArena` for host buffers (computing addresses there, touching none).
+KernelCall planKernelCall(const zero::zplan::Plan &plan, int k, char *arena,
+                          char *hostArena, Communicator *comm, AsyncCollectives *async);
+/// Binds `call` from `table`. Throws zrt::Error when the table lacks the kernel or
+/// binding finds a problem.
+BoundKernel bindKernelCall(const KernelTable &table, const KernelCall &call);
+/// Both: kernel `k` of `plan`, bound.
 BoundKernel bindPlanKernel(const KernelTable &table, const zero::zplan::Plan &plan, int k,
-                           char *arena, Communicator *comm, AsyncCollectives *async);
+                           char *arena, char *hostArena, Communicator *comm,
+                           AsyncCollectives *async);
 
 /// How the CPU runs bf16 matrix products, for zero-run to say.
 const char *bf16MatmulPath();

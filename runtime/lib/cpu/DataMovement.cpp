@@ -188,6 +188,9 @@ BoundKernel bindTrilu(const KernelCall &call) {
 void zrt::addDataMovementKernels(KernelTable &t) {
   t["reshape"] = bindCopy;
   t["copy"] = bindCopy;
+  // Optimizer offload: on the CPU the device's memory is host memory too.
+  t["to_host"] = bindCopy;
+  t["to_device"] = bindCopy;
   t["transpose"] = bindTranspose;
   t["slice"] = bindSlice;
   t["concat"] = bindConcat;

@@ -205,14 +205,10 @@ const KernelTable &zrt::cpuKernels() {
   return table;
 }
 
-BoundKernel zrt::bindPlanKernel(const KernelTable &table, const zero::zplan::Plan &plan,
-                                int k, char *arena, Communicator *comm,
-                                AsyncCollectives *async) {
+KernelCall zrt::planKernelCall(const zero::zplan::Plan &plan, int k, char *arena,
+                               char *hostArena, Communicator *comm,
+                               AsyncCollectives *async) {
   const auto &pk = plan.kernels(k);
-  auto it = table.find(pk.name());
-  ZRT_CHECK(it != table.end(), "kernel " << k << " '" << pk.name() << "'"
-                                         << (pk.loc().empty() ? "" : " at " + pk.loc())
-                                         << " is not implemented by this runtime");
   KernelCall call;
   call.name = pk.name();
   call.loc = pk.loc();
@@ -221,12 +217,26 @@ BoundKernel zrt::bindPlanKernel(const KernelTable &table, const zero::zplan::Pla
   call.async = async;
   auto view = [&](int i) {
     const auto &b = plan.buffers(i);
-    return TensorView{arena + b.offset(), b.dtype(),
+    return TensorView{(b.host() ? hostArena : arena) + b.offset(), b.dtype(),
                       std::vector<int64_t>(b.shape().begin(), b.shape().end())};
   };
   for (int i : pk.inputs())
     call.ins.push_back(view(i));
   for (int i : pk.outputs())
     call.outs.push_back(view(i));
+  return call;
+}
+
+BoundKernel zrt::bindKernelCall(const KernelTable &table, const KernelCall &call) {
+  auto it = table.find(call.name);
+  ZRT_CHECK(it != table.end(), "kernel '" << call.name << "'"
+                                          << (call.loc.empty() ? "" : " at " + call.loc)
+                                          << " is not implemented by this runtime");
   return it->second(call);
+}
+
+BoundKernel zrt::bindPlanKernel(const KernelTable &table, const zero::zplan::Plan &plan,
+                                int k, char *arena, char *hostArena, Communicator *comm,
+                                AsyncCollectives *async) {
+  return bindKernelCall(table, planKernelCall(plan, k, arena, hostArena, comm, async));
 }

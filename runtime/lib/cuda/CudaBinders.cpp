@@ -635,6 +635,37 @@ BoundKernel bindAllSlice(const KernelCall &call) {
   };
 }
 
+/// An event the context owns (destroyed with it).
+cudaEvent_t copyEvent() {
+  cudaEvent_t e;
+  ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  context().copyEvents.push_back(e);
+  return e;
+}
+
+/// to_host, to_device (an offloaded optimizer's): on the copy stream, after the
+/// compute stream's work so far (which made the source, or last read the
+/// destination's bytes); the compute stream's later work waits for it (it may
+/// reuse the device buffer's bytes). The host memory is page-locked (the host
+/// arena), so the copy is asynchronous.
+BoundKernel bindTransfer(const KernelCall &call) {
+  validate(call);
+  bool toHost = call.name == "to_host";
+  void *dst = call.outs[0].data;
+  const void *src = call.ins[0].data;
+  size_t bytes = call.ins[0].bytes();
+  cudaEvent_t ready = copyEvent(), copied = copyEvent();
+  return [=] {
+    Context &ctx = context();
+    ZERO_CUDA_CHECK(cudaEventRecord(ready, ctx.compute));
+    ZERO_CUDA_CHECK(cudaStreamWaitEvent(ctx.copy, ready, 0));
+    ZERO_CUDA_CHECK(cudaMemcpyAsync(
+        dst, src, bytes, toHost ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, ctx.copy));
+    ZERO_CUDA_CHECK(cudaEventRecord(copied, ctx.copy));
+    ZERO_CUDA_CHECK(cudaStreamWaitEvent(ctx.compute, copied, 0));
+  };
+}
+
 } // namespace
 
 void zrt::cuda::checkCuda(cudaError_t rc, const char *what) {
@@ -697,6 +728,8 @@ const KernelTable &zrt::cuda::cudaKernels() {
     add("all_reduce_start", [](const KernelCall &c) { return bindStart(c, Kind::AllReduce); });
     add("wait", bindWait);
     add("all_slice", bindAllSlice);
+    add("to_host", bindTransfer);
+    add("to_device", bindTransfer);
     // Every CPU kernel has a CUDA one: a plan never meets a gap on the GPU.
     for (const auto &[name, binder] : cpuKernels())
       ZRT_CHECK(t.count(name), "the CUDA backend has no kernel '" << name << "'");

@@ -46,6 +46,8 @@ namespace zrt::cuda {
 struct Context {
   int ordinal = 0;
   cudaStream_t compute = nullptr, comm = nullptr;
+  cudaStream_t copy = nullptr; // host <-> device copies of an offloaded optimizer
+  std::vector<cudaEvent_t> copyEvents; // owned: the copies' and fences' events
   cublasHandle_t blas = nullptr;
   ncclComm_t nccl = nullptr;
   int ranks = 1;

@@ -13,6 +13,7 @@
 #include "zrt/Watchdog.h"
 
 #include <atomic>
+#include <cstring>
 
 using namespace zrt;
 using namespace zrt::cuda;
@@ -33,6 +34,7 @@ public:
     ZERO_CUDA_CHECK(cudaSetDevice(ordinal));
     ZERO_CUDA_CHECK(cudaStreamCreate(&ctx_.compute));
     ZERO_CUDA_CHECK(cudaStreamCreate(&ctx_.comm));
+    ZERO_CUDA_CHECK(cudaStreamCreate(&ctx_.copy));
     ZERO_CUBLAS_CHECK(cublas().create(&ctx_.blas));
     ZERO_CUBLAS_CHECK(cublas().setStream(ctx_.blas, ctx_.compute));
     // fp32 GEMMs stay fp32 (no TF32): parity with the CPU backend comes first.
@@ -50,7 +52,10 @@ public:
     cudaSetDevice(ctx_.ordinal);
     cudaStreamSynchronize(ctx_.compute);
     cudaStreamSynchronize(ctx_.comm);
+    cudaStreamSynchronize(ctx_.copy);
     for (cudaEvent_t e : ctx_.done)
+      cudaEventDestroy(e);
+    for (cudaEvent_t e : ctx_.copyEvents)
       cudaEventDestroy(e);
     cudaEventDestroy(ctx_.ready);
     cudaEventDestroy(ctx_.doneSync);
@@ -58,6 +63,7 @@ public:
       ncclCommDestroy(ctx_.nccl);
     cublas().destroy(ctx_.blas);
     cudaFree(ctx_.errorFlag);
+    cudaStreamDestroy(ctx_.copy);
     cudaStreamDestroy(ctx_.comm);
     cudaStreamDestroy(ctx_.compute);
     if (current == &ctx_)
@@ -78,6 +84,19 @@ public:
     return p;
   }
   void release(void *memory) override { cudaFree(memory); }
+  void *allocateHost(size_t bytes) override {
+    void *p = nullptr;
+    ZERO_CUDA_CHECK(cudaMallocHost(&p, bytes ? bytes : 1));
+    std::memset(p, 0, bytes ? bytes : 1);
+    return p;
+  }
+  void releaseHost(void *memory) override { cudaFreeHost(memory); }
+  TransferFence makeTransferFence() override {
+    cudaEvent_t e = newEvent();
+    Context *ctx = &ctx_;
+    return {[=] { ZERO_CUDA_CHECK(cudaEventRecord(e, ctx->copy)); },
+            [=] { ZERO_CUDA_CHECK(cudaEventSynchronize(e)); }};
+  }
   void upload(void *device, const void *host, size_t bytes) override {
     ZERO_CUDA_CHECK(cudaStreamSynchronize(ctx_.compute));
     ZERO_CUDA_CHECK(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice));
@@ -92,6 +111,7 @@ public:
       WatchedWait watched(rank_, "the GPU's kernels and NCCL collectives");
       ZERO_CUDA_CHECK(cudaStreamSynchronize(ctx_.compute));
       ZERO_CUDA_CHECK(cudaStreamSynchronize(ctx_.comm));
+      ZERO_CUDA_CHECK(cudaStreamSynchronize(ctx_.copy));
     }
     ZRT_CHECK(!aborted_, "stopped on " << name_ << ": another rank of this process "
                                        << "failed and its NCCL communicator was aborted");
@@ -119,6 +139,13 @@ public:
   }
 
 private:
+  cudaEvent_t newEvent() {
+    cudaEvent_t e = nullptr;
+    ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    ctx_.copyEvents.push_back(e);
+    return e;
+  }
+
   Context ctx_;
   std::string name_;
   int rank_;

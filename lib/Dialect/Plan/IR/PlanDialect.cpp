@@ -56,6 +56,8 @@ LogicalResult BufferOp::verify() {
       return emitOpError("is a view of a value that is not a plan.buffer root");
     if (role != "temp")
       return emitOpError("a view is a temp buffer, not ") << role;
+    if (getHost() != r.getHost())
+      return emitOpError("a view lies in its root's memory (host or device)");
     int64_t begin = getOffsetAttr().getInt(), rootBegin = r.getOffsetAttr().getInt();
     if (begin < rootBegin || begin + getSizeInBytes() > rootBegin + r.getSizeInBytes())
       return emitOpError("view bytes [")
@@ -76,6 +78,24 @@ LogicalResult KernelOp::verify() {
     if (role == "input" || role == "constant")
       return emitOpError("writes a ") << role << " buffer";
   }
+  // Host kernels read and write host buffers, device kernels device buffers; the
+  // two copies cross.
+  auto isHost = [](Value v) { return v.getDefiningOp<BufferOp>().getHost(); };
+  bool toHost = getKernel() == "to_host", toDevice = getKernel() == "to_device";
+  if (toHost || toDevice) {
+    if (getInputs().size() != 1 || getOutputs().size() != 1 ||
+        getInputs()[0].getType() != getOutputs()[0].getType())
+      return emitOpError("copies one buffer into one of the same type");
+    if (isHost(getInputs()[0]) != toDevice || isHost(getOutputs()[0]) != toHost)
+      return emitOpError(toHost ? "copies a device buffer into a host buffer"
+                                : "copies a host buffer into a device buffer");
+  } else {
+    bool host = isHost(getOutputs()[0]);
+    for (Value v : llvm::concat<Value>(getInputs(), getOutputs()))
+      if (isHost(v) != host)
+        return emitOpError("mixes host and device buffers (only to_host and "
+                           "to_device cross)");
+  }
   for (NamedAttribute a : getAttrs())
     if (!isa<IntegerAttr, FloatAttr, StringAttr, DenseI64ArrayAttr, BoolAttr>(
             a.getValue()))
@@ -91,15 +111,19 @@ LogicalResult ProgramOp::verifyRegions() {
     return emitOpError("arena_bytes must be non-negative");
   if (getWorldSizeAttr().getInt() < 1)
     return emitOpError("world_size must be at least 1");
+  int64_t hostArena = getHostArenaBytes() ? (int64_t)*getHostArenaBytes() : 0;
+  if (hostArena < 0)
+    return emitOpError("host_arena_bytes must be non-negative");
   for (Operation &op : getBody().front()) {
     auto buf = dyn_cast<BufferOp>(op);
     if (!buf)
       continue;
     int64_t offset = buf.getOffsetAttr().getInt();
-    if (offset < 0 || offset + buf.getSizeInBytes() > arena)
+    int64_t size = buf.getHost() ? hostArena : arena;
+    if (offset < 0 || offset + buf.getSizeInBytes() > size)
       return buf.emitOpError("bytes [")
-             << offset << ", " << offset + buf.getSizeInBytes()
-             << ") lie outside the arena of " << arena << " bytes";
+             << offset << ", " << offset + buf.getSizeInBytes() << ") lie outside the "
+             << (buf.getHost() ? "host arena" : "arena") << " of " << size << " bytes";
   }
   return success();
 }

@@ -278,4 +278,37 @@ def Compute_NonfiniteCountOp : Compute_Op<"nonfinite_count", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
+//===----------------------------------------------------------------------===//
+// Optimizer offload
+//===----------------------------------------------------------------------===//
+
+def Compute_ToHostOp : Compute_Op<"to_host", [Pure, SameOperandsAndResultType]> {
+  let summary = "The same tensor, copied from device memory to host memory.";
+  let description = [{
+    Optimizer offload (ZeRO-Offload) runs the optimizer on the host: a gradient
+    crosses to the host once it is reduced. Ops marked `zero.host` read host values.
+
+    ```mlir
+    %h = compute.to_host %g : tensor<64xbf16>
+    ```
+  }];
+  let arguments = (ins Compute_Tensor:$input);
+  let results = (outs Compute_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Compute_ToDeviceOp : Compute_Op<"to_device", [Pure, SameOperandsAndResultType]> {
+  let summary = "The same tensor, copied from host memory to device memory.";
+  let description = [{
+    The updated 16-bit parameters of an offloaded optimizer return to the device.
+
+    ```mlir
+    %d = compute.to_device %p : tensor<64xbf16>
+    ```
+  }];
+  let arguments = (ins Compute_Tensor:$input);
+  let results = (outs Compute_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 #endif // ZERO_DIALECT_COMPUTE_IR_COMPUTETRAININGOPS_TD

@@ -165,6 +165,30 @@ def RecomputePass : Pass<"zero-recompute", "mlir::ModuleOp"> {
   ];
 }
 
+def OffloadOptimizerPass : Pass<"zero-offload-optimizer", "mlir::ModuleOp"> {
+  let summary = "ZeRO-Offload: the optimizer runs on the host, its master weights "
+                "and state in host memory.";
+  let description = [{
+    Runs last on a sharded training step (after `--zero-schedule-collectives`).
+    The optimizer updates (`compute.adamw`, `compute.sgd`) and the casts of their
+    results (the new 16-bit parameters) are marked `zero.host`; the arguments only
+    they read (f32 master weights, optimizer state, a runtime learning rate) are
+    marked `compute.host`, so the lowering places them in the host arena. A device
+    value a host op reads crosses once, by `compute.to_host` right after it is made
+    (a gradient as soon as it is reduced); a host result a device op reads crosses
+    back by `compute.to_device` right before its first device reader (the gather
+    of the updated parameters, or the end of the step). The arithmetic is the same
+    ops on the same values: losses and weights do not change.
+
+    ```mlir
+    %gh = compute.to_host %g : tensor<8xbf16>
+    %p, %m, %v = compute.adamw %master, %gh, %exp_avg, %exp_avg_sq, %step ... {zero.host}
+    %p16 = compute.cast %p {zero.host} : tensor<8xf32> -> tensor<8xbf16>
+    %d = compute.to_device %p16 : tensor<8xbf16>
+    ```
+  }];
+}
+
 def ShardZeroPass : Pass<"zero-shard", "mlir::ModuleOp"> {
   let summary = "Shards a training step across ranks the way ZeRO stage 0-3 does, "
                 "with flat, padded parameter buckets.";

@@ -27,7 +27,7 @@ def Plan_ProgramOp : Plan_Op<"program",
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$arena_bytes,
-                       I64Attr:$world_size);
+                       I64Attr:$world_size, OptionalAttr<I64Attr>:$host_arena_bytes);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   // Checked after the buffers themselves, so a bad offset is reported once.
@@ -51,14 +51,19 @@ def Plan_BufferOp : Plan_Op<"buffer", [HasParent<"ProgramOp">]> {
     kernel copies it). It lies inside the root's bytes, and the root lives as long
     as its views are read.
 
+    A `host` buffer lies in the program's host arena (`host_arena_bytes`) instead
+    of the device's: optimizer offload (ZeRO-Offload) keeps master weights and
+    optimizer state there, and the kernels that read them run on the host.
+
     ```mlir
     %w = plan.buffer param at 256 {name = "fc.weight"} : memref<8x4xf32>
     %v = plan.buffer temp at 256 view of %w : memref<8x4xf32> : memref<32xf32>
+    %m = plan.buffer state at 0 {host, name = "fc.weight.exp_avg"} : memref<8x4xf32>
     ```
   }];
   let arguments = (ins StrAttr:$role, I64Attr:$offset,
                        OptionalAttr<StrAttr>:$name, OptionalAttr<I64Attr>:$index,
-                       OptionalAttr<ElementsAttr>:$value,
+                       OptionalAttr<ElementsAttr>:$value, UnitAttr:$host,
                        Optional<Plan_BufferType>:$view_of);
   let results = (outs Plan_BufferType:$result);
   let assemblyFormat =
@@ -78,6 +83,10 @@ def Plan_KernelOp : Plan_Op<"kernel", [HasParent<"ProgramOp">, AttrSizedOperandS
     float, string and integer-array arguments. Outputs are `temp` buffers, or `param`
     and `state` buffers that an optimizer step updates (possibly in place: an output
     may be one of the inputs).
+
+    A kernel whose buffers are `host` buffers runs on the host; `to_host` and
+    `to_device` (one input, one output of the same type) move bytes between
+    the two arenas, and are the only kernels that read one space and write the other.
 
     ```mlir
     plan.kernel "softmax" ins(%x : memref<4x8xf32>) outs(%y : memref<4x8xf32>)

@@ -1,0 +1,136 @@
+//===- HostWorker.cpp - Runs host kernels beside the device's -------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zrt/HostWorker.h"
+#include "zrt/Error.h"
+
+#include <algorithm>
+
+using namespace zrt;
+
+HostWorker::HostWorker(int threads)
+    : threads_(std::max(1, threads)), thread_([this] { loop(); }) {}
+
+HostWorker::~HostWorker() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void HostWorker::enqueue(std::function<void()> before, std::vector<BoundKernel> chunks) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back({std::move(before), std::move(chunks)});
+  }
+  wake_.notify_all();
+}
+
+void HostWorker::drain() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  if (error_) {
+    std::exception_ptr e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+void HostWorker::loop() {
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty())
+        return; // stopping, nothing left
+      task = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = !error_;
+      if (error_) { // a task failed: the rest is skipped until drain reports it
+        idle_.notify_all();
+        continue;
+      }
+    }
+    std::exception_ptr failure;
+    try {
+      if (task.before)
+        task.before();
+      runChunks(task.chunks);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (failure && !error_)
+        error_ = failure;
+      busy_ = false;
+    }
+    idle_.notify_all();
+  }
+}
+
+void HostWorker::runChunks(std::vector<BoundKernel> &chunks) {
+  if (chunks.size() <= 1) {
+    for (auto &c : chunks)
+      c();
+    return;
+  }
+  // Chunk 0 here, the others on threads of their own (elementwise work of a few
+  // milliseconds or more: starting a thread costs microseconds).
+  std::vector<std::thread> helpers;
+  std::vector<std::exception_ptr> errors(chunks.size());
+  for (size_t i = 1; i < chunks.size(); ++i)
+    helpers.emplace_back([&, i] {
+      try {
+        chunks[i]();
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  try {
+    chunks[0]();
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (auto &t : helpers)
+    t.join();
+  for (auto &e : errors)
+    if (e)
+      std::rethrow_exception(e);
+}
+
+std::vector<KernelCall> zrt::splitElementwise(const KernelCall &call, int parts) {
+  static const char *elementwise[] = {"adamw", "sgd", "cast", "copy"};
+  bool split = parts > 1 && !call.outs.empty() &&
+               std::find_if(std::begin(elementwise), std::end(elementwise),
+                            [&](const char *n) { return call.name == n; }) !=
+                   std::end(elementwise);
+  int64_t n = split ? call.outs[0].numel() : 0;
+  // Below this many elements a thread costs more than it saves.
+  const int64_t kMinChunk = 1 << 16;
+  parts = (int)std::min<int64_t>(parts, n / kMinChunk);
+  if (parts <= 1)
+    return {call};
+  std::vector<KernelCall> calls;
+  for (int p = 0; p < parts; ++p) {
+    int64_t lo = n * p / parts, hi = n * (p + 1) / parts;
+    KernelCall c = call;
+    auto cut = [&](std::vector<TensorView> &views) {
+      for (TensorView &v : views)
+        if (!v.shape.empty() && v.numel() == n) {
+          v.data = static_cast<char *>(v.data) + lo * dtypeSize(v.dtype);
+          v.shape = {hi - lo};
+        }
+    };
+    cut(c.ins);
+    cut(c.outs);
+    calls.push_back(std::move(c));
+  }
+  return calls;
+}
