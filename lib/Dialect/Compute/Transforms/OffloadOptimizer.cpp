@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
@@ -27,6 +28,28 @@ namespace {
 
 struct OffloadOptimizerPass
     : public zero::impl::OffloadOptimizerPassBase<OffloadOptimizerPass> {
+  /// The device's other readers of a gradient that crosses (the overflow count,
+  /// the squared norm for clipping) move up to right after its copy, where their
+  /// operands allow: then the device copy dies there, instead of living until
+  /// the optimizer, which is where the schedule puts what feeds it.
+  static void hoistDeviceReaders(Value v, Operation *copy,
+                                 const DenseSet<Operation *> &host) {
+    SmallVector<Operation *> readers;
+    for (Operation *user : v.getUsers())
+      if (user != copy && !host.contains(user) && user->getBlock() == copy->getBlock() &&
+          copy->isBeforeInBlock(user) && isPure(user) && user->getNumRegions() == 0)
+        readers.push_back(user);
+    llvm::sort(readers, [](Operation *a, Operation *b) { return b->isBeforeInBlock(a); });
+    for (Operation *reader : readers) { // the last first: each lands right after `copy`
+      bool ready = llvm::all_of(reader->getOperands(), [&](Value o) {
+        Operation *def = o.getDefiningOp();
+        return !def || def == copy || def->isBeforeInBlock(copy);
+      });
+      if (ready)
+        reader->moveAfter(copy);
+    }
+  }
+
   void runOnOperation() override {
     auto func = getOperation().lookupSymbol<func::FuncOp>("main");
     if (!func || !func.getBody().hasOneBlock()) {
@@ -96,6 +119,7 @@ struct OffloadOptimizerPass
             b.setInsertionPointToStart(&entry);
           copy = ToHostOp::create(b, v.getLoc(), v);
           hostValues.insert(copy);
+          hoistDeviceReaders(v, copy.getDefiningOp(), host);
         }
         use.set(copy);
       }

@@ -31,6 +31,8 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
   r.stage = stage;
   r.worldSize = program.getWorldSizeAttr().getInt();
   r.totalPeak = program.getArenaBytesAttr().getInt();
+  if (auto host = program.getHostArenaBytes())
+    r.hostPeak = *host;
   int64_t persistent = 0, optimizerGrads = 0, optimizerElements = 0;
   DenseSet<Value> written;
   // The overflow count's and the clipping norm's all-reduces (fed by
@@ -66,7 +68,11 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
       // A started collective counts like its synchronous form.
       StringRef name = k.getKernel();
       name.consume_back("_start");
-      if (name == "all_gather")
+      if (name == "to_host")
+        r.toHostBytes += bytesOf(k.getInputs()[0]);
+      else if (name == "to_device")
+        r.toDeviceBytes += bytesOf(k.getInputs()[0]);
+      else if (name == "all_gather")
         r.allGather += elementsOf(k.getOutputs()[0]);
       else if (name == "reduce_scatter") {
         r.reduceScatter += elementsOf(k.getInputs()[0]);
@@ -88,12 +94,21 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
   // output lives only until it is added in).
   if ((r.reduceScatter == 0 && r.allReduce == 0) || stage >= 2)
     r.grads = optimizerGrads;
+  if (r.hostPeak) { // offloaded: the optimizer reads them in host memory
+    r.hostGrads = optimizerGrads;
+    r.grads = 0;
+  }
   for (Operation &op : program.getBody().front()) {
     auto buf = dyn_cast<plan::BufferOp>(op);
     if (!buf)
       continue;
     StringRef role = buf.getRole();
     int64_t bytes = buf.getSizeInBytes();
+    if (buf.getHost()) { // offloaded: master weights and optimizer state
+      if (role == "state" || role == "master")
+        r.hostOptimizerState += bytes;
+      continue;
+    }
     if (role != "temp")
       persistent += bytes;
     // Optimizer state: moments, momentum, and (mixed precision) the f32 master
@@ -169,6 +184,15 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
   row("transient_peak", r.transientPeak);
   row("gathered_peak", r.gatheredPeak);
   row("total_peak", r.totalPeak);
+  if (r.hostPeak) {
+    os << "host memory (optimizer offload)\n";
+    row("grads", r.hostGrads);
+    row("optimizer_state", r.hostOptimizerState);
+    row("host_peak", r.hostPeak);
+    os << "copied per step            bytes          MiB\n";
+    row("to_host", r.toHostBytes);
+    row("to_device", r.toDeviceBytes);
+  }
   os << "communication per step     elements\n";
   auto crow = [&](const char *name, int64_t e) {
     os << llvm::format("  %-20s %14lld", name, (long long)e);
@@ -226,6 +250,12 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
                           {"all_reduce", r.allReduce},
                           {"volume", r.volume()}}},
   };
+  if (r.hostPeak)
+    out["host_bytes"] = llvm::json::Object{{"grads", r.hostGrads},
+                                           {"optimizer_state", r.hostOptimizerState},
+                                           {"host_peak", r.hostPeak},
+                                           {"to_host_per_step", r.toHostBytes},
+                                           {"to_device_per_step", r.toDeviceBytes}};
   if (r.predicted)
     out["predicted"] = llvm::json::Object{
         {"machine", r.machine},

@@ -32,6 +32,13 @@ struct ZeroReport {
   /// The arena (the plan's peak), and what of it is not persistent storage
   /// (gathered buckets, gradient buckets, activations).
   int64_t totalPeak = 0, transientPeak = 0;
+  /// Optimizer offload: the host arena, the optimizer state and master weights in
+  /// it (not in optimizerState, which is the device's), and the bytes copied each
+  /// step to the host (gradients) and back (updated parameters). All 0 without.
+  /// The gradients the host optimizer reads are host bytes too (on the device
+  /// they are transient: each bucket leaves once reduced).
+  int64_t hostPeak = 0, hostOptimizerState = 0, hostGrads = 0, toHostBytes = 0,
+          toDeviceBytes = 0;
   /// Gathered parameter buckets alive at once, at most: each from its all-gather
   /// (start) to the last kernel reading its result.
   int64_t gatheredPeak = 0;
