@@ -579,7 +579,8 @@ __global__ void adamwKernel(const T *p, const G *g, const T *m, const T *v,
   T param = p[i] * decay;
   T mi = m[i] * T(b1) + gi * T(1.0 - b1);
   T vi = v[i] * T(b2) + T(1.0 - b2) * gi * gi;
-  T denom = sqrt(vi) / bc2Sqrt + T(eps);
+  // T(): the square root in T, as on the CPU (a double overload would round later).
+  T denom = T(sqrt(vi)) / bc2Sqrt + T(eps);
   po[i] = param + stepSize * (mi / denom);
   mo[i] = mi;
   vo[i] = vi;

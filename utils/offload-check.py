@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+# zero-opt --offload-optimizer=cpu (ZeRO-Offload): the optimizer runs on the host,
+# its master weights and state in host memory. Training with it must match training
+# without it: bit-identical losses and weights on the CPU backend (the same kernels
+# on the same values), within --rtol on the CUDA backend (the host's optimizer
+# kernels against the GPU's).
+#
+#   offload-check.py --bin BUILD/bin --work DIR [--device cpu|cuda] [--zero-run Z]
+#                    [--rtol 0] [--quick]
+#
+# Cases: stages 1-3 on 1, 2 and 4 ranks (AdamW, f32); bf16; fp16 with dynamic loss
+# scaling, gradient clipping, gradient accumulation and a learning-rate schedule (the
+# runtime learning rate and the overflow flag cross to the host); SGD with momentum.
+# --quick: the stage 1-3 cases on 2 ranks and one bf16 case (for the emulated GPU).
+# Prints the device and host bytes of each offloaded plan. Exit 1 on a mismatch.
+# Run with Debian's /usr/bin/python3 (python3-torch, python3-onnx).
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zero_models  # noqa: E402
+
+# (label, stage, ranks, flags)
+FULL = [("", stage, world, []) for stage in (1, 2, 3) for world in (1, 2, 4)] + [
+    ("bf16", 2, 2, ["--precision=bf16"]),
+    ("bf16", 3, 2, ["--precision=bf16"]),
+    ("fp16-clip-accum-warmup", 2, 2, [
+        "--precision=fp16", "--clip-grad-norm=0.5", "--grad-accum-steps=2",
+        "--lr-schedule=warmup", "--warmup-steps=3"]),
+    ("sgd-momentum", 1, 2, ["--optimizer=sgd", "--momentum=0.9"]),
+]
+QUICK = [("", stage, 2, []) for stage in (1, 2, 3)] + [("bf16", 2, 1, ["--precision=bf16"])]
+
+
+def weights(path):
+    return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--zero-run", help="the zero-run binary (default: BIN/zero-run)")
+    p.add_argument("--rtol", type=float, default=0.0,
+                   help="0: bit-identical; else the largest relative difference allowed")
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--quick", action="store_true")
+    a = p.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    model, data = zero_models.test_gpt(a.work)
+    zero_opt = os.path.join(a.bin, "zero-opt")
+    zero_run = a.zero_run or os.path.join(a.bin, "zero-run")
+    ok = True
+    for label, stage, world, extra in QUICK if a.quick else FULL:
+        name = "s%d-w%d%s" % (stage, world, "-" + label if label else "")
+        work = os.path.join(a.work, name)
+        os.makedirs(work, exist_ok=True)
+        flags = ["--zero-stage=%d" % stage, "--world-size=%d" % world,
+                 "--bucket-size-mb=0.02"] + extra
+        runs, report = {}, None
+        for offload in ("none", "cpu"):
+            plan = os.path.join(work, offload + ".zplan")
+            subprocess.run([zero_opt, model, "-o", plan, "--offload-optimizer=" + offload] +
+                           flags, check=True)
+            if offload == "cpu":
+                report = json.loads(subprocess.run(
+                    [zero_opt, model, "--report=json", "--offload-optimizer=cpu"] + flags,
+                    check=True, capture_output=True, text=True).stdout)
+            log, saved = (os.path.join(work, offload + ext) for ext in (".json", ".onnx"))
+            # Ranks are threads of one zero-run (the offload is per rank).
+            subprocess.run([zero_run, plan, "--init", model, "--data", data,
+                            "--device", a.device, "--steps", str(a.steps),
+                            "--log-json", log, "--save-weights", saved, "--quiet"],
+                           check=True)
+            runs[offload] = ([json.loads(l)["loss"] for l in open(log)], weights(saved))
+        (loss0, w0), (loss1, w1) = runs["none"], runs["cpu"]
+        if a.rtol == 0:
+            same = loss0 == loss1 and w0.keys() == w1.keys() and all(
+                w0[k].tobytes() == w1[k].tobytes() for k in w0)
+            worst = 0.0 if same else float("inf")
+        else:
+            worst = max([abs(x - y) / max(abs(x), 1e-30) for x, y in zip(loss0, loss1)] +
+                        [float(np.max(np.abs(w0[k].astype(np.float64) - w1[k]) /
+                                      np.maximum(np.abs(w0[k].astype(np.float64)), 1e-3)))
+                         for k in w0])
+            same = len(loss0) == len(loss1) == a.steps and w0.keys() == w1.keys() and \
+                worst <= a.rtol
+        host = report.get("host_bytes", {})
+        print("%-30s device peak %9d, host %9d bytes (optimizer state %d), copied %d/%d; "
+              "%s: %s" % (
+                  name, report["per_rank_bytes"]["total_peak"], host.get("host_peak", 0),
+                  host.get("optimizer_state", 0), host.get("to_host_per_step", 0),
+                  host.get("to_device_per_step", 0),
+                  "identical" if a.rtol == 0 and same else "worst relative %.2e" % worst,
+                  "ok" if same and host else "MISMATCH"))
+        ok &= same and bool(host)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
