@@ -115,3 +115,41 @@ func.func @outside() {
   %x = plan.buffer "temp" at 0 : memref<4xf32>
   return
 }
+
+// -----
+
+// Optimizer offload: a host buffer lies in the host arena.
+plan.program @main attributes {arena_bytes = 64 : i64, host_arena_bytes = 16 : i64, world_size = 1 : i64} {
+  // expected-error@+1 {{bytes [0, 32) lie outside the host arena of 16 bytes}}
+  %x = plan.buffer "temp" at 0 {host} : memref<8xf32>
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, host_arena_bytes = 64 : i64, world_size = 1 : i64} {
+  %x = plan.buffer "temp" at 0 : memref<4xf32>
+  %y = plan.buffer "temp" at 0 {host} : memref<4xf32>
+  // expected-error@+1 {{mixes host and device buffers (only to_host and to_device cross)}}
+  plan.kernel "relu" ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, host_arena_bytes = 64 : i64, world_size = 1 : i64} {
+  %x = plan.buffer "temp" at 0 {host} : memref<4xf32>
+  %y = plan.buffer "temp" at 16 {host} : memref<4xf32>
+  // expected-error@+1 {{copies a device buffer into a host buffer}}
+  plan.kernel "to_host" ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, host_arena_bytes = 64 : i64, world_size = 1 : i64} {
+  %x = plan.buffer "temp" at 0 {host} : memref<4xf32>
+  // expected-error@+1 {{a view lies in its root's memory (host or device)}}
+  %v = plan.buffer "temp" at 0 view of %x : memref<4xf32> : memref<2x2xf32>
+  plan.return
+}
