@@ -12,7 +12,9 @@
 # scaling, gradient clipping, gradient accumulation and a learning-rate schedule (the
 # runtime learning rate and the overflow flag cross to the host); SGD with momentum.
 # --quick: the stage 1-3 cases on 2 ranks and one bf16 case (for the emulated GPU).
-# Prints the device and host bytes of each offloaded plan. Exit 1 on a mismatch.
+# Prints the device and host bytes of each offloaded plan, and checks that the bytes
+# zero-run copied each step (counted as the copies ran) are the report's. Exit 1 on
+# a mismatch.
 # Run with Debian's /usr/bin/python3 (python3-torch, python3-onnx).
 import argparse
 import json
@@ -81,6 +83,17 @@ def main():
                             "--log-json", log, "--save-weights", saved, "--quiet"],
                            check=True)
             runs[offload] = ([json.loads(l)["loss"] for l in open(log)], weights(saved))
+            if offload == "cpu":
+                # zero-run counts the copies as they run: the report's figures.
+                steps = [json.loads(l) for l in open(log)]
+                copied = {(s["copied_bytes"]["to_host"], s["copied_bytes"]["to_device"])
+                          for s in steps}
+                host = report["host_bytes"]
+                expected = (host["to_host_per_step"], host["to_device_per_step"])
+                if copied != {expected}:
+                    print("%s: zero-run copied %s bytes per step, the report says %s" %
+                          (name, sorted(copied), expected))
+                    ok = False
         (loss0, w0), (loss1, w1) = runs["none"], runs["cpu"]
         if a.rtol == 0:
             same = loss0 == loss1 and w0.keys() == w1.keys() and all(

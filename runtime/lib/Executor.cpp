@@ -53,14 +53,24 @@ static bool runsOnHost(const zero::zplan::Plan &plan, int k) {
 BoundKernel Executor::bindKernel(const KernelTable &table, int k) {
   KernelCall call = planKernelCall(plan_, k, arena_, hostArena_, &comm_, async_.get());
   const std::string &name = plan_.kernels(k).name();
+  if (name == "to_host") {
+    BoundKernel copy = bindKernelCall(table, call);
+    int64_t bytes = call.ins[0].bytes();
+    return [this, copy, bytes] {
+      copy();
+      copiedToHost_ += bytes;
+    };
+  }
   if (name == "to_device") {
     // The host kernels that made its source must be done before the copy is
     // issued (a GPU copies when it gets to it, not when it is issued).
     BoundKernel copy = bindKernelCall(table, call);
     HostWorker *worker = hostWorker_.get();
-    return [worker, copy] {
+    int64_t bytes = call.ins[0].bytes();
+    return [this, worker, copy, bytes] {
       worker->drain();
       copy();
+      copiedToDevice_ += bytes;
     };
   }
   if (!runsOnHost(plan_, k))

@@ -104,6 +104,10 @@ public:
   /// The most bytes of gathered parameter buckets alive at once, over all runs so
   /// far: from an all-gather's start to the last kernel that reads its result.
   int64_t gatheredPeakBytes() const { return gatheredPeak_; }
+  /// Bytes the to_host and to_device kernels have copied so far (counted as they
+  /// run): an offloaded optimizer's traffic between device and host.
+  int64_t copiedToHostBytes() const { return copiedToHost_; }
+  int64_t copiedToDeviceBytes() const { return copiedToDevice_; }
 
   int numOutputs() const { return plan_.outputs_size(); }
   HostTensor readOutput(int i) { return read(plan_.outputs(i).buffer()); }
@@ -136,6 +140,7 @@ private:
   // Gathered bytes that become alive at kernel k, and die after it.
   std::vector<int64_t> gatheredFrom_, gatheredUntil_;
   int64_t gatheredPeak_ = 0;
+  int64_t copiedToHost_ = 0, copiedToDevice_ = 0;
 };
 
 } // namespace zrt

@@ -84,7 +84,10 @@ const char *kUsage =
     "                         arena), measured_peak_bytes (per rank: the device's\n"
     "                         peak memory in use over what was in use before the\n"
     "                         arena; on the CPU the process's resident set, shared\n"
-    "                         by thread ranks), comm_elements;\n"
+    "                         by thread ranks), comm_elements; an offloaded\n"
+    "                         optimizer's plan adds host_bytes (rank 0's host\n"
+    "                         arena) and copied_bytes (to_host, to_device: rank\n"
+    "                         0's copies in the step, counted as they ran);\n"
     "                         mixed-precision plans add loss_scale (the scale the step\n"
     "                         used) and skipped (gradients overflowed: no update); a\n"
     "                         schedule adds lr, gradient clipping grad_norm (before\n"
@@ -534,6 +537,7 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
       }
       int64_t ag = comm.allGatherElements, rs = comm.reduceScatterElements,
               ar = comm.allReduceElements;
+      int64_t toHost = exec.copiedToHostBytes(), toDevice = exec.copiedToDeviceBytes();
       double scaleUsed = scaler.scale();
       bool forceOverflow =
           o.testOverflow.rank == comm.rank() && o.testOverflow.step == step + 1;
@@ -597,6 +601,12 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
                     (long long)step + 1, jsonNumber(loss).c_str(), ms, tps, peaks.c_str(),
                     (long long)exec.gatheredPeakBytes(), measuredList.c_str(), (long long)ag,
                     (long long)rs, (long long)ar, (long long)(ag + rs + 2 * ar));
+        if (exec.plan().host_arena_bytes() > 0)
+          log->printf(", \"host_bytes\": %lld, \"copied_bytes\": {\"to_host\": %lld, "
+                      "\"to_device\": %lld}",
+                      (long long)exec.plan().host_arena_bytes(),
+                      (long long)(exec.copiedToHostBytes() - toHost),
+                      (long long)(exec.copiedToDeviceBytes() - toDevice));
         if (mixed)
           log->printf(", \"loss_scale\": %.17g, \"skipped\": %s", scaleUsed,
                       skipped ? "true" : "false");
