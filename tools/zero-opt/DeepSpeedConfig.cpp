@@ -70,7 +70,8 @@ const Table kTop = {
     {"seq_parallel_communication_data_type", {Role::Note, "no sequence parallelism"}},
     {"autotuning", {Role::Note, "zero-opt --auto-tune picks bucket size and prefetch"}},
     {"amp", {Role::Unsupported, "use \"bf16\" or \"fp16\" (--precision)"}},
-    {"activation_checkpointing", {Role::Unsupported, "activations are all kept"}},
+    {"activation_checkpointing",
+     {Role::Note, "zero-opt chooses what to recompute (--recompute, --max-memory-gb)"}},
     {"sparse_attention", {Role::Unsupported, "attention runs as the model computes it"}},
     {"pipeline", {Role::Unsupported, "no pipeline parallelism"}},
     {"data_efficiency", {Role::Unsupported, "data order is zero-run's"}},
@@ -95,7 +96,7 @@ const Table kZero = {
     {"offload_param", {Role::Read}},
     {"cpu_offload", {Role::Read}},
     {"cpu_offload_params", {Role::Read}},
-    {"cpu_offload_use_pin_memory", {Role::Note, "no offload"}},
+    {"cpu_offload_use_pin_memory", {Role::Note, "the host arena is always pinned"}},
     {"contiguous_gradients", {Role::Note, "buckets are always contiguous in the plan"}},
     {"reduce_scatter", {Role::Note, "the stage chooses the collectives"}},
     {"allgather_partitions", {Role::Note, "the stage chooses the collectives"}},
@@ -480,18 +481,29 @@ bool Reader::zero(const json::Object &o) {
   if (auto v = boolean(o, "overlap_comm", "zero_optimization.overlap_comm", "--no-overlap"))
     if (!*v)
       flag("no-overlap", "true", "zero_optimization.overlap_comm");
-  // Offload is not built yet: asking for it is an error, not a silent f32 run.
-  for (const char *k : {"cpu_offload", "cpu_offload_params"})
-    if (auto v = boolean(o, k, std::string("zero_optimization.") + k, ""))
-      if (*v)
-        return fail(std::string("'zero_optimization.") + k +
-                    "' (offload to the CPU) is not supported yet");
+  // Optimizer offload to the CPU is --offload-optimizer=cpu; parameter offload and
+  // NVMe are not built: asking for them is an error, not a silent run without.
+  if (auto v = boolean(o, "cpu_offload_params", "zero_optimization.cpu_offload_params", ""))
+    if (*v)
+      return fail("'zero_optimization.cpu_offload_params' (parameter offload) is not "
+                  "supported yet");
+  if (auto v = boolean(o, "cpu_offload", "zero_optimization.cpu_offload",
+                       "--offload-optimizer=cpu"))
+    if (*v)
+      flag("offload-optimizer", "cpu", "zero_optimization.cpu_offload");
   for (const char *k : {"offload_optimizer", "offload_param"})
     if (const json::Object *s = section(o, k, std::string("zero_optimization.") + k)) {
-      auto device = string(*s, "device", std::string("zero_optimization.") + k + ".device", "");
-      if (device && *device != "none")
-        return fail(std::string("'zero_optimization.") + k + "' to device '" + *device +
-                    "' is not supported yet");
+      std::string key = std::string("zero_optimization.") + k + ".device";
+      auto device = string(*s, "device", key, "");
+      if (!device || *device == "none")
+        continue;
+      if (std::string(k) == "offload_optimizer" && *device == "cpu") {
+        flag("offload-optimizer", "cpu", key);
+        continue;
+      }
+      return fail(std::string("'zero_optimization.") + k + "' to device '" + *device +
+                  "' is not supported yet" +
+                  (std::string(k) == "offload_optimizer" ? " (only \"cpu\")" : ""));
     }
   return error.empty();
 }
