@@ -5,12 +5,16 @@
 #
 #   bench-train-step.py --bin BUILD/bin [--threads N] [--layers 4 --hidden 256
 #                       --heads 8 --vocab 256 --seq 128 --batch 8] [--steps 20 --warmup 3]
-#                       [--precision bf16|fp16] [--recompute cheap|blocks]
+#                       [--precision bf16|fp16] [--recompute cheap|blocks] [--offload]
 #
 # With --precision, zero-run also runs the step compiled with zero-opt --precision
 # (and, for bf16, PyTorch under torch.autocast("cpu", torch.bfloat16)), next to fp32.
 # With --recompute, zero-run also runs the fp32 step with activation checkpointing,
 # next to the extra FLOPs and the peak saved that zero-opt's report gives for it.
+# With --offload, zero-run also runs the step as ZeRO stage 2 on one rank (in
+# --precision) with and without --offload-optimizer=cpu, next to the report's device
+# and host bytes: on the CPU backend the "device" is the host too, so this measures
+# what the split costs (the copies, the host kernels' thread), not a PCIe link.
 #
 # Both train the same model on the same batches (DESIGN.md's data order); the figure
 # is the median step time after the warm-up steps. Both get N threads (default: every
@@ -66,6 +70,8 @@ def main():
                    help="also time the step in this mixed precision")
     p.add_argument("--recompute", choices=["cheap", "blocks"],
                    help="also time the fp32 step with this recomputation")
+    p.add_argument("--offload", action="store_true",
+                   help="also time stage 2 on one rank with and without optimizer offload")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
 
@@ -102,6 +108,14 @@ def main():
                 [os.path.join(a.bin, "zero-opt"), onnx_path, "--optimizer=adamw",
                  "--report=json"] + flags, check=True, capture_output=True,
                 text=True).stdout)
+        offload = {}
+        if a.offload:
+            for mode in ("none", "cpu"):
+                flags = ["--zero-stage=2", "--world-size=1", "--offload-optimizer=" + mode]
+                offload[mode] = (zero_run(a.precision, flags), json.loads(subprocess.run(
+                    [os.path.join(a.bin, "zero-opt"), onnx_path, "--optimizer=adamw",
+                     "--precision=" + a.precision, "--report=json"] + flags, check=True,
+                    capture_output=True, text=True).stdout))
 
     def torch_step_ms(autocast):
         m = copy.deepcopy(model)
@@ -148,6 +162,15 @@ def main():
                   100 * r["extra_ms"] / (report["predicted"]["step_ms"] - r["extra_ms"]),
                   r["saved_peak_bytes"] / 2**20,
                   (report["per_rank_bytes"]["total_peak"] + r["saved_peak_bytes"]) / 2**20))
+    if offload:
+        (none_ms, none_r), (cpu_ms, cpu_r) = offload["none"], offload["cpu"]
+        h = cpu_r["host_bytes"]
+        print("  ZeRO stage 2, one rank, %s: %6.1f ms/step, device peak %.2f MiB" % (
+            a.precision, none_ms, none_r["per_rank_bytes"]["total_peak"] / 2**20))
+        print("  ... --offload-optimizer=cpu: %6.1f ms/step (%.2f x), device peak %.2f MiB, "
+              "host %.2f MiB, %.2f MiB copied each way per step" % (
+                  cpu_ms, cpu_ms / none_ms, cpu_r["per_rank_bytes"]["total_peak"] / 2**20,
+                  h["host_peak"] / 2**20, h["to_device_per_step"] / 2**20))
     return 0
 
 
