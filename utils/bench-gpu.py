@@ -19,7 +19,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -27,11 +26,7 @@ import zero_models  # noqa: E402
 
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
-MODELS = {
-    "small": dict(layers=12, hidden=768, heads=12, vocab=50257, seq=1024, batch=8),
-    # Only to rehearse this script without a GPU (utils/gpu-checks.sh rehearse).
-    "tiny": dict(layers=1, hidden=32, heads=2, vocab=64, seq=16, batch=2),
-}
+MODELS = zero_models.GPU_BENCH_MODELS  # tiny: only to rehearse without a GPU
 
 
 def main():
@@ -53,18 +48,9 @@ def main():
     def sync():
         if dev.type == "cuda":
             torch.cuda.synchronize()
-    here = os.path.dirname(os.path.abspath(__file__))
     total = a.warmup + a.steps
     with tempfile.TemporaryDirectory() as tmp:
-        model = os.path.join(tmp, "gpt.onnx")
-        subprocess.run([sys.executable, os.path.join(here, "gen_gpt_onnx.py"), model,
-                        "--layers", str(CFG["layers"]), "--hidden", str(CFG["hidden"]),
-                        "--heads", str(CFG["heads"]), "--vocab", str(CFG["vocab"]),
-                        "--seq", str(CFG["seq"]), "--batch", str(CFG["batch"]),
-                        "--weights", "random"], check=True)
-        data = os.path.join(tmp, "tokens.u16")
-        np.random.RandomState(0).randint(0, CFG["vocab"], size=2_000_000).astype(
-            np.uint16).tofile(data)
+        model, data = zero_models.gpu_bench_inputs(tmp, CFG)
         log = os.path.join(tmp, "log.json")
         subprocess.run([a.zero_run, a.plan, "--init", model, "--data", data,
                         "--data-format", "u16", "--steps", str(total), "--log-json", log,

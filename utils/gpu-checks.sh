@@ -4,7 +4,9 @@
 #   utils/gpu-checks.sh bundle    here (no GPU needed): build, then fill gpu-bundle/
 #                                 with zero-run, its libraries, compiled plans and
 #                                 the CPU references, packed as gpu-bundle/bundle.tgz
-#   bash utils/gpu-checks.sh run  on the GPU machine, with gpu-bundle/ copied there
+#   bash utils/gpu-checks.sh run [CHECK...]
+#                                 on the GPU machine, with gpu-bundle/ copied there:
+#                                 every check, or those named (e.g. run 3e 5)
 #
 # run checks, on --device=cuda:
 #   1. the ONNX backend node tests (the same cases and tolerances as on the CPU);
@@ -16,15 +18,21 @@
 #      3d. mixed precision: the GPT in bf16 and fp16 (ZeRO stage 2, one rank), 20
 #          steps, per-step losses within 1e-2 of the CPU backend's (16-bit rounding
 #          amplifies the GEMMs' different summation orders);
+#      3e. optimizer offload (--offload-optimizer=cpu, ZeRO stage 2, one rank): the
+#          GPT in f32 and bf16, 20 steps, per-step losses within 1e-4 / 1e-2 of the
+#          CPU backend's without offload;
 #   4. the GPT-2 small training step in zero-run and in PyTorch eager, and their ratio;
-#      4b. the same in bf16 (PyTorch under torch.autocast).
+#      4b. the same in bf16 (PyTorch under torch.autocast);
+#   5. GPT-2 small's measured peak device memory against the report's, without and
+#      under a budget, and step time with and without optimizer offload
+#      (utils/gpu-memory.py).
 # The GPU machine has no zero-opt (no MLIR there): plans are compiled by `bundle`.
 #
 #   utils/gpu-checks.sh bundle rehearsal; utils/gpu-checks.sh rehearse
-#                                 here, no GPU: checks 1-3d as `run` does them,
+#                                 here, no GPU: checks 1-3e as `run` does them,
 #                                 with zero-run-cuda-emulated (the CUDA backend over
-#                                 emulated CUDA) and 8 emulated GPUs; check 4's script
-#                                 on a tiny GPT, PyTorch on the CPU
+#                                 emulated CUDA) and 8 emulated GPUs; checks 4 and 5's
+#                                 scripts on a tiny GPT, PyTorch on the CPU
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${GPU_BUNDLE:-gpu-bundle}        # where bundle writes and run/rehearse read
@@ -37,7 +45,7 @@ bundle() {
     ldd "$BUILD/bin/zero-run" | grep -q libnccl ||
       { echo "gpu-checks: this build has no CUDA backend" >&2; exit 1; }
   fi
-  rm -rf "$B" && mkdir -p "$B/bin" "$B/lib" "$B/gpt" "$B/bench" "$B/div"
+  rm -rf "$B" && mkdir -p "$B/bin" "$B/lib" "$B/gpt" "$B/bench" "$B/div" "$B/mem"
   cp "$BUILD/bin/zero-run" "$B/bin/" && strip "$B/bin/zero-run"
   # The Debian libraries zero-run needs; not the C runtime, not CUDA's (the GPU
   # image has CUDA 13's cuBLAS and NCCL).
@@ -69,6 +77,11 @@ bundle() {
     $BUILD/bin/zero-run "$B/gpt/step-$p.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
       --steps 20 --log-json "$B/gpt/cpu-$p.json" --device cpu --quiet
   done
+  # 3e. optimizer offload, the same GPT (compared with 3's and 3d's CPU runs).
+  for p in fp32 bf16; do
+    $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=2 --world-size=1 --precision=$p \
+      --offload-optimizer=cpu -o "$B/gpt/step-offload-$p.zplan"
+  done
   # 3c. integer division by zero: an error on the GPU too (the lit test's inputs).
   $BUILD/bin/zero-opt test/Target/Zplan/Inputs/int-div.onnxtxt --mode=inference -o "$B/div/div.zplan"
   /usr/bin/python3 - "$B/div" <<'PY'
@@ -90,6 +103,22 @@ PY
     --heads 2 --vocab 64 --seq 16 --batch 2 > /dev/null
   $BUILD/bin/zero-opt "$B/bench/tiny.onnx" -o "$B/bench/tiny.zplan"
   $BUILD/bin/zero-opt "$B/bench/tiny.onnx" --precision=bf16 -o "$B/bench/tiny-bf16.zplan"
+  # 5. memory and offload: GPT-2 small's plans and reports (and the tiny GPT's).
+  for m in small tiny; do
+    shape="$B/bench/shape.onnx"; [ $m = tiny ] && shape="$B/bench/tiny.onnx"
+    base="--zero-stage=2 --world-size=1"
+    $BUILD/bin/zero-opt "$shape" $base --report=json > "$B/mem/$m-fp32.json"
+    # Half the peak (the tiny GPT: its own peak; recomputation saves it nothing).
+    share=0.5; [ $m = tiny ] && share=1.0
+    budget=$(/usr/bin/python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['per_rank_bytes']['total_peak'] * $share / 2**30)" "$B/mem/$m-fp32.json")
+    echo "{\"fp32-budget\": $(/usr/bin/python3 -c "print(int($budget * 2**30))")}" > "$B/mem/$m-budgets.json"
+    for v in "fp32:" "fp32-budget:--max-memory-gb=$budget" "fp32-offload:--offload-optimizer=cpu" \
+             "bf16:--precision=bf16" "bf16-offload:--precision=bf16 --offload-optimizer=cpu"; do
+      name=${v%%:*} flags=${v#*:}
+      $BUILD/bin/zero-opt "$shape" $base $flags -o "$B/mem/$m-$name.zplan"
+      $BUILD/bin/zero-opt "$shape" $base $flags --report=json > "$B/mem/$m-$name.json"
+    done
+  done
   # One compressed file (about 17 MB instead of 62: OpenBLAS compresses well), so
   # that the bundle and the repository stay well under what a GPU run can carry.
   tar -C "$B" -czf "$B.tgz" . && rm -rf "$B" && mkdir -p "$B" && mv "$B.tgz" "$B/bundle.tgz"
@@ -108,6 +137,9 @@ print("losses: %d steps, worst relative error %.2e (limit %g)" % (len(got), wors
 sys.exit(0 if len(ref) == len(got) == 20 and worst < limit else 1)
 PY
 }
+
+# Whether check $1 is to run: all of them, or those named after run/rehearse.
+want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 # run [rehearse]
 run() {
@@ -149,50 +181,83 @@ PY
   fi
   export OPENBLAS_NUM_THREADS=4
   failed=0
-  echo "== 1. ONNX backend node tests on cuda"
-  $PY utils/run-onnx-node-tests.py --bin "$B/bin" --zero-run "$ZR" --cases "$B/onnx-node" \
-    --skip test/onnx-node/skipped.txt --prebuilt "$B/node" --device cuda || failed=1
-  echo "== 2. gradient checks on cuda"
-  $PY utils/grad-check.py --bin "$B/bin" --zero-run "$ZR" --cases test/Gradients/cases.py \
-    --prebuilt "$B/grad" --device cuda || failed=1
-  echo "== 3. GPT, 20 steps of AdamW, cuda (NCCL from ncclCommInitAll, one rank) vs cpu"
-  "$ZR" "$B/gpt/step.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
-    --steps 20 --log-json "$B/gpt/cuda.json" --device cuda --quiet || failed=1
-  compare_losses "$B/gpt/cpu.json" "$B/gpt/cuda.json" || failed=1
-  echo "== 3b. GPT at ZeRO-3 on 2 GPUs, one process (ncclCommInitAll) vs cpu"
-  if [ -n "$rehearse" ] || [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
-    "$ZR" "$B/gpt/step-w2.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
-      --steps 20 --log-json "$B/gpt/cuda-w2.json" --device cuda --quiet || failed=1
-    compare_losses "$B/gpt/cpu-w2.json" "$B/gpt/cuda-w2.json" || failed=1
-  else
-    echo "skipped: this machine has fewer than 2 GPUs"
+  if want 1; then
+    echo "== 1. ONNX backend node tests on cuda"
+    $PY utils/run-onnx-node-tests.py --bin "$B/bin" --zero-run "$ZR" --cases "$B/onnx-node" \
+      --skip test/onnx-node/skipped.txt --prebuilt "$B/node" --device cuda || failed=1
   fi
-  echo "== 3c. integer division by zero on cuda is an error"
-  "$ZR" --device=cuda "$B/div/div.zplan" --inputs "$B/div/ok" | tee "$B/div/ok.txt"
-  grep -q "y: i64\[3\] = 3 -3 3" "$B/div/ok.txt" || { echo "wrong quotients"; failed=1; }
-  if "$ZR" --device=cuda "$B/div/div.zplan" --inputs "$B/div/zero" 2> "$B/div/zero.txt"; then
-    echo "a zero divisor was not reported"; failed=1
-  else
-    cat "$B/div/zero.txt"
-    grep -q "integer division by zero" "$B/div/zero.txt" || failed=1
+  if want 2; then
+    echo "== 2. gradient checks on cuda"
+    $PY utils/grad-check.py --bin "$B/bin" --zero-run "$ZR" --cases test/Gradients/cases.py \
+      --prebuilt "$B/grad" --device cuda || failed=1
   fi
-  echo "== 3d. GPT in bf16 and fp16, 20 steps of AdamW, cuda vs cpu"
-  for p in bf16 fp16; do
-    "$ZR" "$B/gpt/step-$p.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
-      --steps 20 --log-json "$B/gpt/cuda-$p.json" --device cuda --quiet || failed=1
-    compare_losses "$B/gpt/cpu-$p.json" "$B/gpt/cuda-$p.json" 1e-2 || failed=1
-  done
-  echo "== 4. GPT-2 small training step: zero-run vs PyTorch eager (fp32, then bf16)"
-  if [ -n "$rehearse" ]; then
-    echo "(rehearsed with a tiny GPT and PyTorch on the CPU)"
-    $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny.zplan" --model tiny \
-      --torch-device cpu --steps 2 --warmup 1 || failed=1
-    $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-bf16.zplan" --model tiny \
-      --torch-device cpu --steps 2 --warmup 1 --precision bf16 || failed=1
-  else
-    $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step.zplan" || failed=1
-    $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16.zplan" \
-      --precision bf16 || failed=1
+  if want 3; then
+    echo "== 3. GPT, 20 steps of AdamW, cuda (NCCL from ncclCommInitAll, one rank) vs cpu"
+    "$ZR" "$B/gpt/step.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+      --steps 20 --log-json "$B/gpt/cuda.json" --device cuda --quiet || failed=1
+    compare_losses "$B/gpt/cpu.json" "$B/gpt/cuda.json" || failed=1
+  fi
+  if want 3b; then
+    echo "== 3b. GPT at ZeRO-3 on 2 GPUs, one process (ncclCommInitAll) vs cpu"
+    if [ -n "$rehearse" ] || [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+      "$ZR" "$B/gpt/step-w2.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+        --steps 20 --log-json "$B/gpt/cuda-w2.json" --device cuda --quiet || failed=1
+      compare_losses "$B/gpt/cpu-w2.json" "$B/gpt/cuda-w2.json" || failed=1
+    else
+      echo "skipped: this machine has fewer than 2 GPUs"
+    fi
+  fi
+  if want 3c; then
+    echo "== 3c. integer division by zero on cuda is an error"
+    "$ZR" --device=cuda "$B/div/div.zplan" --inputs "$B/div/ok" | tee "$B/div/ok.txt"
+    grep -q "y: i64\[3\] = 3 -3 3" "$B/div/ok.txt" || { echo "wrong quotients"; failed=1; }
+    if "$ZR" --device=cuda "$B/div/div.zplan" --inputs "$B/div/zero" 2> "$B/div/zero.txt"; then
+      echo "a zero divisor was not reported"; failed=1
+    else
+      cat "$B/div/zero.txt"
+      grep -q "integer division by zero" "$B/div/zero.txt" || failed=1
+    fi
+  fi
+  if want 3d; then
+    echo "== 3d. GPT in bf16 and fp16, 20 steps of AdamW, cuda vs cpu"
+    for p in bf16 fp16; do
+      "$ZR" "$B/gpt/step-$p.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+        --steps 20 --log-json "$B/gpt/cuda-$p.json" --device cuda --quiet || failed=1
+      compare_losses "$B/gpt/cpu-$p.json" "$B/gpt/cuda-$p.json" 1e-2 || failed=1
+    done
+  fi
+  if want 3e; then
+    echo "== 3e. GPT with optimizer offload (f32 and bf16), 20 steps, cuda vs cpu without"
+    for p in fp32 bf16; do
+      ref="$B/gpt/cpu.json" tol=1e-4
+      [ $p = bf16 ] && ref="$B/gpt/cpu-bf16.json" tol=1e-2
+      "$ZR" "$B/gpt/step-offload-$p.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+        --steps 20 --log-json "$B/gpt/cuda-offload-$p.json" --device cuda --quiet || failed=1
+      compare_losses "$ref" "$B/gpt/cuda-offload-$p.json" $tol || failed=1
+    done
+  fi
+  if want 4; then
+    echo "== 4. GPT-2 small training step: zero-run vs PyTorch eager (fp32, then bf16)"
+    if [ -n "$rehearse" ]; then
+      echo "(rehearsed with a tiny GPT and PyTorch on the CPU)"
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny.zplan" --model tiny \
+        --torch-device cpu --steps 2 --warmup 1 || failed=1
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-bf16.zplan" --model tiny \
+        --torch-device cpu --steps 2 --warmup 1 --precision bf16 || failed=1
+    else
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step.zplan" || failed=1
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16.zplan" \
+        --precision bf16 || failed=1
+    fi
+  fi
+  if want 5; then
+    echo "== 5. GPT-2 small: measured peak memory against the report, under a budget; offload"
+    if [ -n "$rehearse" ]; then
+      echo "(rehearsed with a tiny GPT)"
+      $PY utils/gpu-memory.py --zero-run "$ZR" --dir "$B/mem" --model tiny || failed=1
+    else
+      $PY utils/gpu-memory.py --zero-run "$ZR" --dir "$B/mem" || failed=1
+    fi
   fi
   [ "$failed" = 0 ] && echo "gpu-checks: all passed" || echo "gpu-checks: FAILED"
   return "$failed"
@@ -200,7 +265,7 @@ PY
 
 case "${1:-}" in
 bundle) bundle "${2:-}" ;;
-run) run ;;
-rehearse) run rehearse ;;
-*) echo "usage: utils/gpu-checks.sh bundle|run|rehearse" >&2; exit 2 ;;
+run) shift; ONLY="$*" run ;;
+rehearse) shift; ONLY="$*" run rehearse ;;
+*) echo "usage: utils/gpu-checks.sh bundle [rehearsal] | run [CHECK...] | rehearse [CHECK...]" >&2; exit 2 ;;
 esac

@@ -237,6 +237,33 @@ def make_batch(data, step, global_batch, seq):
     return make_samples(data, step * global_batch, global_batch, seq)
 
 
+# The GPU benchmarks' models (utils/gpu-checks.sh): GPT-2 small, and a tiny one only
+# to rehearse the scripts without a GPU.
+GPU_BENCH_MODELS = {
+    "small": dict(layers=12, hidden=768, heads=12, vocab=50257, seq=1024, batch=8),
+    "tiny": dict(layers=1, hidden=32, heads=2, vocab=64, seq=16, batch=2),
+}
+
+
+def gpu_bench_inputs(work, cfg):
+    """GPU_BENCH_MODELS entry CFG with random weights (utils/gen_gpt_onnx.py) in
+    WORK/gpt.onnx, and 2M random tokens (seed 0) in WORK/tokens.u16: (model, data)."""
+    import subprocess
+    import sys
+    import numpy as np
+    model = os.path.join(work, "gpt.onnx")
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                 "gen_gpt_onnx.py"), model,
+                    "--layers", str(cfg["layers"]), "--hidden", str(cfg["hidden"]),
+                    "--heads", str(cfg["heads"]), "--vocab", str(cfg["vocab"]),
+                    "--seq", str(cfg["seq"]), "--batch", str(cfg["batch"]),
+                    "--weights", "random"], check=True)
+    data = os.path.join(work, "tokens.u16")
+    np.random.RandomState(0).randint(0, cfg["vocab"], size=2_000_000).astype(
+        np.uint16).tofile(data)
+    return model, data
+
+
 def test_gpt(work, vocab=64, seq=16, batch=4, layers=2):
     """The tests' small GPT (2 layers, hidden 32, 4 heads; seed 0) exported to
     WORK/gpt.onnx with its trainable set, and a reproducible token file of 4096
