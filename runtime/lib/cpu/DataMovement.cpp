@@ -16,21 +16,6 @@ using namespace zrt::cpu;
 
 namespace {
 
-/// Calls fn(T{}) with an unsigned integer type of `size` bytes: data movement
-/// copies elements without looking at their values.
-template <typename Fn> auto dispatchBySize(int64_t size, Fn &&fn) {
-  switch (size) {
-  case 1:
-    return fn(uint8_t{});
-  case 2:
-    return fn(uint16_t{});
-  case 4:
-    return fn(uint32_t{});
-  default:
-    return fn(uint64_t{});
-  }
-}
-
 /// out[i] = in[base + offset(i)], with the output walked in row-major order and the
 /// input through `strides` (elements): transpose, slice and broadcast in one loop.
 BoundKernel stridedCopy(const TensorView &in, const TensorView &out, Shape strides,

@@ -47,6 +47,21 @@ template <typename Fn> auto dispatchAny(DType t, const KernelCall &call, Fn &&fn
   }
 }
 
+/// Calls fn(T{}) with an unsigned integer type of `size` bytes: data movement
+/// copies elements without looking at their values.
+template <typename Fn> auto dispatchBySize(int64_t size, Fn &&fn) {
+  switch (size) {
+  case 1:
+    return fn(uint8_t{});
+  case 2:
+    return fn(uint16_t{});
+  case 4:
+    return fn(uint32_t{});
+  default:
+    return fn(uint64_t{});
+  }
+}
+
 /// Calls fn(T{}) for the floating-point dtypes (16-bit ones compute in f32); other
 /// dtypes are an error.
 template <typename Fn> auto dispatchFloat(DType t, const KernelCall &call, Fn &&fn) {

@@ -195,15 +195,18 @@ BoundKernel bindSliceGrad(const KernelCall &call) {
   const TensorView g = call.ins[0], out = call.outs[0];
   ZRT_CHECK(g.dtype == out.dtype, call.where() << ": dtypes differ");
   SliceWindow w = sliceWindow(call, out.shape, g.shape, "grad", "result", "writes");
-  std::vector<int64_t> offsets;
-  forEachBroadcast<1>(g.shape, std::array<Shape, 1>{w.strides},
-                      [&](int64_t, auto off) { offsets.push_back(w.base + off[0]); });
-  int64_t size = dtypeSize(g.dtype);
-  return [=] {
-    std::memset(out.data, 0, out.bytes());
-    for (size_t i = 0; i < offsets.size(); ++i)
-      std::memcpy(out.as<char>() + offsets[i] * size, g.as<char>() + i * size, size);
-  };
+  // The window is walked as the step runs: a table of its offsets, made here,
+  // would be memory outside the plan (8 bytes per element of every slice_grad).
+  return dispatchBySize(dtypeSize(g.dtype), [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      std::memset(out.data, 0, out.bytes());
+      const T *src = g.as<T>();
+      T *dst = out.as<T>() + w.base;
+      forEachBroadcast<1>(g.shape, std::array<Shape, 1>{w.strides},
+                          [&](int64_t i, auto off) { dst[off[0]] = src[i]; });
+    };
+  });
 }
 
 /// Checks that every listed view has `p`'s dtype and shape (the gradient is
