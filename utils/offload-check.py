@@ -12,6 +12,7 @@
 # scaling, gradient clipping, gradient accumulation and a learning-rate schedule (the
 # runtime learning rate and the overflow flag cross to the host); SGD with momentum.
 # --quick: the stage 1-3 cases on 2 ranks and one bf16 case (for the emulated GPU).
+# A checkpoint saved by either plan resumes in the other (the same losses follow).
 # Prints the device and host bytes of each offloaded plan, and checks that the bytes
 # zero-run copied each step (counted as the copies ran) are the report's. Exit 1 on
 # a mismatch.
@@ -94,6 +95,24 @@ def main():
                     print("%s: zero-run copied %s bytes per step, the report says %s" %
                           (name, sorted(copied), expected))
                     ok = False
+        # A checkpoint of either plan resumes in the other: the same step follows.
+        half = a.steps // 2
+        for saver, resumer in (("cpu", "none"), ("none", "cpu")):
+            ckpt = os.path.join(work, "ckpt-" + saver)
+            log = os.path.join(work, "resumed-" + resumer + ".json")
+            subprocess.run([zero_run, os.path.join(work, saver + ".zplan"), "--init", model,
+                            "--data", data, "--device", a.device, "--steps", str(half),
+                            "--save-checkpoint", ckpt, "--checkpoint-every", str(half),
+                            "--quiet"], check=True)
+            subprocess.run([zero_run, os.path.join(work, resumer + ".zplan"), "--init",
+                            model, "--data", data, "--device", a.device, "--steps",
+                            str(a.steps), "--resume", ckpt, "--log-json", log, "--quiet"],
+                           check=True)
+            resumed = [json.loads(l)["loss"] for l in open(log)]
+            if resumed != runs[resumer][0][half:]:
+                print("%s: resumed with %s from %s's checkpoint: losses %s, not %s" % (
+                    name, resumer, saver, resumed, runs[resumer][0][half:]))
+                ok = False
         (loss0, w0), (loss1, w1) = runs["none"], runs["cpu"]
         if a.rtol == 0:
             same = loss0 == loss1 and w0.keys() == w1.keys() and all(
