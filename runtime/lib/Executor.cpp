@@ -11,6 +11,7 @@
 #include "zrt/HostWorker.h"
 #include "zrt/OnnxTensors.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -29,8 +30,14 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
   // One allocation for the whole plan, zeroed (optimizer state starts at zero).
   arena_ = static_cast<char *>(device_.allocate(plan_.arena_bytes()));
   try {
-    if (plan_.host_arena_bytes() > 0)
-      hostArena_ = static_cast<char *>(device_.allocateHost(plan_.host_arena_bytes()));
+    // Any host buffer (even an empty one, in a plan that has no host bytes) gets
+    // the host arena and the worker that runs host kernels.
+    bool anyHost = false;
+    for (const auto &b : plan_.buffers())
+      anyHost |= b.host();
+    if (anyHost)
+      hostArena_ = static_cast<char *>(
+          device_.allocateHost(std::max<int64_t>(plan_.host_arena_bytes(), 64)));
     bindKernels();
   } catch (...) {
     // No destructor runs for a failed constructor.

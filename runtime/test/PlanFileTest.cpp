@@ -100,6 +100,28 @@ TEST(PlanFile, OutOfRangeOffset) {
   EXPECT_NE(loadError(fileOf(p)).find("lies outside the arena"), std::string::npos);
 }
 
+// Optimizer offload: host buffers lie in the host arena, and only to_host and
+// to_device read one memory and write the other.
+TEST(PlanFile, HostBuffers) {
+  Plan p = validPlan();
+  p.mutable_buffers(1)->set_host(true); // the host arena has no bytes
+  EXPECT_NE(loadError(fileOf(p)).find("lies outside the host arena of 0 bytes"),
+            std::string::npos);
+  p.set_host_arena_bytes(64);
+  p.mutable_buffers(1)->set_offset(0);
+  EXPECT_NE(loadError(fileOf(p)).find("reads device buffer 0 but writes host memory"),
+            std::string::npos);
+  p.mutable_kernels(0)->set_name("to_host"); // a device buffer into a host one
+  EXPECT_EQ(loadError(fileOf(p)), "");
+  p.mutable_kernels(0)->set_name("to_device");
+  EXPECT_NE(loadError(fileOf(p)).find("must copy a host buffer into a device buffer"),
+            std::string::npos);
+  p.mutable_kernels(0)->set_name("to_host");
+  p.mutable_buffers(1)->set_dtype(zero::zplan::I32);
+  EXPECT_NE(loadError(fileOf(p)).find("copies 16 bytes of f32 into 16 bytes of i32"),
+            std::string::npos);
+}
+
 TEST(PlanFile, SizeShapeAndDtypeMustAgree) {
   Plan p = validPlan();
   p.mutable_buffers(0)->set_bytes(8);
