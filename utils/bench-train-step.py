@@ -16,7 +16,7 @@
 # and host bytes: on the CPU backend the "device" is the host too, so this measures
 # what the split costs (the copies, the host kernels' thread), not a PCIe link.
 #
-# Both train the same model on the same batches (DESIGN.md's data order); the figure
+# Both train the same model on the same batches (docs/Design.md's data order); the figure
 # is the median step time after the warm-up steps. Both get N threads (default: every
 # core) through OMP_NUM_THREADS and OPENBLAS_NUM_THREADS, set before torch loads:
 # Debian's torch does its GEMMs in the same OpenBLAS as zero-run, and

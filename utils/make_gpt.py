@@ -8,7 +8,7 @@
 #                         [--constant-folding]
 #
 # The model's inputs are tokens[B,T] and targets[B,T] (int64); its output is the mean
-# cross-entropy loss. Export follows DESIGN.md: opset 17, no constant folding, training
+# cross-entropy loss. Export follows docs/Design.md: opset 17, no constant folding, training
 # mode, so tied weights stay one initializer and Linear weights keep their names.
 import argparse
 import os

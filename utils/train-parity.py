@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # Trains one model for K steps in zero-run and in PyTorch (python3-torch, CPU) from
-# the same initial weights on the same batches (DESIGN.md's data order), and checks
+# the same initial weights on the same batches (docs/Design.md's data order), and checks
 # that per-step losses and final weights agree.
 #
 #   train-parity.py --bin BUILD/bin --work DIR --model gpt|mlp|llama

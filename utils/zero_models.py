@@ -217,7 +217,7 @@ def export(model, path, batch, seq, vocab, constant_folding=False,
 
 
 def sample_starts(first, count, seq, length):
-    """Starts of global samples first .. first + count - 1 in DESIGN.md's
+    """Starts of global samples first .. first + count - 1 in docs/Design.md's
     deterministic order (sample k starts at k * seq mod (length - seq - 1))."""
     span = length - seq - 1
     return [((first + g) * seq) % span for g in range(count)]

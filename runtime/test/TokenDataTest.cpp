@@ -1,4 +1,4 @@
-//===- TokenDataTest.cpp - Token files and DESIGN.md's batch order --------===//
+//===- TokenDataTest.cpp - Token files and the design's batch order -------===//
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //

@@ -23,7 +23,7 @@ public:
   int64_t size() const { return (int64_t)tokens_.size(); }
   uint32_t at(int64_t i) const { return tokens_[i]; }
 
-  /// Start of global sample `k` (DESIGN.md, "Data and the training loop"): sample
+  /// Start of global sample `k` (docs/Design.md, "Data and the training loop"): sample
   /// g of step s is k = s * G + g with G the global batch, unless the global batch
   /// changed (a checkpoint resumed on another world size): k counts the samples
   /// consumed before. Starts at (k * T) mod (L - T - 1); with `shuffle`, a hash

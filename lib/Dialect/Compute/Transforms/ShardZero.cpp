@@ -5,7 +5,7 @@
 // Rewrites the per-parameter optimizer of a training step into bucketed, sharded
 // form. The upstream shard passes are not used: they would pick tensor parallelism,
 // hoist every gather to the function entry and never emit reduce-scatter (see
-// DESIGN.md); this pass places each collective itself.
+// docs/Design.md); this pass places each collective itself.
 //
 //===----------------------------------------------------------------------===//
 
