@@ -45,12 +45,23 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <sys/stat.h>
 #include <unistd.h>
 
 using namespace zrt;
+
+namespace {
+
+/// A failure every rank found and agreed on: each rank reports it and exits 1,
+/// without ending the others (they are ending too).
+struct FailedOnEveryRank : zrt::Error {
+  using zrt::Error::Error;
+};
+
+} // namespace
 
 namespace {
 
@@ -878,9 +889,18 @@ int run(const Options &o, Communicator &comm, bool launched) {
   zero::zplan::Plan plan = loadPlanFile(o.plan);
   if (!launched)
     return runInProcess(o, plan);
-  ZRT_CHECK(plan.world_size() == comm.size(),
-            o.plan << " was compiled for " << plan.world_size() << " ranks; this run has "
-                   << comm.size());
+  // Every rank finds a mismatch at once: they agree on it first, so that each says
+  // why and exits (an MPI_Abort from the first could end the others before they do).
+  bool mismatch = plan.world_size() != comm.size();
+  if (comm.meanOf(mismatch ? 1.0 : 0.0) > 0) {
+    std::ostringstream why;
+    if (mismatch)
+      why << o.plan << " was compiled for " << plan.world_size() << " ranks; this run has "
+          << comm.size();
+    else
+      why << "another rank's plan was compiled for another number of ranks";
+    throw FailedOnEveryRank(why.str());
+  }
   // Under mpirun each rank takes the GPU of its rank among the machine's.
   std::unique_ptr<Device> device;
   if (deviceKind(o) == "cpu")
@@ -911,6 +931,9 @@ int main(int argc, char **argv) {
       std::_Exit(1);
     });
     rc = run(o, *comm, launched);
+  } catch (const FailedOnEveryRank &e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "zero-run: error (rank %d): %s\n", comm->rank(), e.what());
   } catch (const std::exception &e) {
     std::fflush(stdout);
     std::string who = comm && comm->size() > 1
