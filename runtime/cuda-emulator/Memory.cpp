@@ -77,32 +77,35 @@ bool zero_cuda_emulator::isDeviceMemory(const void *ptr, size_t bytes) {
   return findAllocation(ptr, bytes ? bytes : 1) != nullptr;
 }
 
-cudaError_t cudaMalloc(void **ptr, size_t bytes) {
+namespace {
+
+/// 256-byte aligned memory filled with NaN bytes (uninitialized reads become NaN),
+/// recorded by `record` under the memory lock.
+template <typename Record> cudaError_t allocateNaN(void **ptr, size_t bytes, Record record) {
   if (!ptr)
     return cudaErrorInvalidValue;
-  size_t rounded = (bytes + 255) / 256 * 256;
-  void *p = std::aligned_alloc(256, rounded ? rounded : 256);
+  size_t rounded = bytes ? (bytes + 255) / 256 * 256 : 256;
+  void *p = std::aligned_alloc(256, rounded);
   if (!p)
     return cudaErrorMemoryAllocation;
-  std::memset(p, 0xff, rounded ? rounded : 256); // uninitialized reads become NaN
+  std::memset(p, 0xff, rounded);
   std::lock_guard<std::mutex> lock(memoryMutex);
-  allocations[(uintptr_t)p] = Allocation{bytes, currentDevice};
+  record((uintptr_t)p);
   *ptr = p;
   return cudaSuccess;
 }
 
+} // namespace
+
+cudaError_t cudaMalloc(void **ptr, size_t bytes) {
+  int device = currentDevice;
+  return allocateNaN(ptr, bytes, [&](uintptr_t p) {
+    allocations[p] = Allocation{bytes, device};
+  });
+}
+
 cudaError_t cudaMallocHost(void **ptr, size_t bytes) {
-  if (!ptr)
-    return cudaErrorInvalidValue;
-  size_t rounded = (bytes + 255) / 256 * 256;
-  void *p = std::aligned_alloc(256, rounded ? rounded : 256);
-  if (!p)
-    return cudaErrorMemoryAllocation;
-  std::memset(p, 0xff, rounded ? rounded : 256); // as uninitialized as cudaMalloc's
-  std::lock_guard<std::mutex> lock(memoryMutex);
-  pinnedAllocations[(uintptr_t)p] = bytes;
-  *ptr = p;
-  return cudaSuccess;
+  return allocateNaN(ptr, bytes, [&](uintptr_t p) { pinnedAllocations[p] = bytes; });
 }
 
 cudaError_t cudaFreeHost(void *ptr) {

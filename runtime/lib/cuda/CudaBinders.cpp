@@ -635,14 +635,6 @@ BoundKernel bindAllSlice(const KernelCall &call) {
   };
 }
 
-/// An event the context owns (destroyed with it).
-cudaEvent_t copyEvent() {
-  cudaEvent_t e;
-  ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  context().copyEvents.push_back(e);
-  return e;
-}
-
 /// to_host, to_device (an offloaded optimizer's): on the copy stream, after the
 /// compute stream's work so far (which made the source, or last read the
 /// destination's bytes); the compute stream's later work waits for it (it may
@@ -654,7 +646,7 @@ BoundKernel bindTransfer(const KernelCall &call) {
   void *dst = call.outs[0].data;
   const void *src = call.ins[0].data;
   size_t bytes = call.ins[0].bytes();
-  cudaEvent_t ready = copyEvent(), copied = copyEvent();
+  cudaEvent_t ready = ownedEvent(context()), copied = ownedEvent(context());
   return [=] {
     Context &ctx = context();
     ZERO_CUDA_CHECK(cudaEventRecord(ready, ctx.compute));

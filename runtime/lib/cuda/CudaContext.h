@@ -59,6 +59,14 @@ struct Context {
 /// The context of this process's CUDA device (made by makeCudaDevice).
 Context &context();
 
+/// A new event that `ctx` owns (destroyed with it): the offload copies' and fences'.
+inline cudaEvent_t ownedEvent(Context &ctx) {
+  cudaEvent_t e = nullptr;
+  ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  ctx.copyEvents.push_back(e);
+  return e;
+}
+
 /// The CUDA kernel table (validation shared with the CPU table).
 const KernelTable &cudaKernels();
 

@@ -92,7 +92,7 @@ public:
   }
   void releaseHost(void *memory) override { cudaFreeHost(memory); }
   TransferFence makeTransferFence() override {
-    cudaEvent_t e = newEvent();
+    cudaEvent_t e = ownedEvent(ctx_);
     Context *ctx = &ctx_;
     return {[=] { ZERO_CUDA_CHECK(cudaEventRecord(e, ctx->copy)); },
             [=] { ZERO_CUDA_CHECK(cudaEventSynchronize(e)); }};
@@ -139,13 +139,6 @@ public:
   }
 
 private:
-  cudaEvent_t newEvent() {
-    cudaEvent_t e = nullptr;
-    ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    ctx_.copyEvents.push_back(e);
-    return e;
-  }
-
   Context ctx_;
   std::string name_;
   int rank_;
