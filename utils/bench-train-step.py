@@ -6,6 +6,7 @@
 #   bench-train-step.py --bin BUILD/bin [--threads N] [--layers 4 --hidden 256
 #                       --heads 8 --vocab 256 --seq 128 --batch 8] [--steps 20 --warmup 3]
 #                       [--precision bf16|fp16] [--recompute cheap|blocks] [--offload]
+#                       [--profile]
 #
 # With --precision, zero-run also runs the step compiled with zero-opt --precision
 # (and, for bf16, PyTorch under torch.autocast("cpu", torch.bfloat16)), next to fp32.
@@ -15,6 +16,8 @@
 # --precision) with and without --offload-optimizer=cpu, next to the report's device
 # and host bytes: on the CPU backend the "device" is the host too, so this measures
 # what the split costs (the copies, the host kernels' thread), not a PCIe link.
+# With --profile, zero-run's fp32 run also prints its time per kernel kind (zero-run
+# --profile), a separate run after the timed one so profiling does not slow the figure.
 #
 # Both train the same model on the same batches (docs/Design.md's data order); the figure
 # is the median step time after the warm-up steps. Both get N threads (default: every
@@ -72,6 +75,8 @@ def main():
                    help="also time the fp32 step with this recomputation")
     p.add_argument("--offload", action="store_true",
                    help="also time stage 2 on one rank with and without optimizer offload")
+    p.add_argument("--profile", action="store_true",
+                   help="also print zero-run's time per kernel kind for the fp32 step")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
 
@@ -99,6 +104,12 @@ def main():
                 [json.loads(line)["ms"] for line in open(log)][a.warmup:])
 
         z = zero_run("fp32")
+        profile = None
+        if a.profile:
+            profile = subprocess.run(
+                [os.path.join(a.bin, "zero-run"), os.path.join(tmp, "fp32.zplan"), "--init",
+                 onnx_path, "--data", data_path, "--steps", str(total), "--quiet",
+                 "--profile"], check=True, capture_output=True, text=True).stdout
         zmixed = zero_run(a.precision) if a.precision != "fp32" else None
         zrecompute = report = None
         if a.recompute:
@@ -171,6 +182,9 @@ def main():
               "host %.2f MiB, %.2f MiB copied each way per step" % (
                   cpu_ms, cpu_ms / none_ms, cpu_r["per_rank_bytes"]["total_peak"] / 2**20,
                   h["host_peak"] / 2**20, h["to_device_per_step"] / 2**20))
+    if profile is not None:
+        print("zero-run --profile, fp32, %d steps:" % total)
+        print(profile.rstrip())
     return 0
 
 

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelUtil.h"
+#include "VectorLoops.h"
+#include "../kernels/ElementwiseMath.h"
 
 #include <cmath>
 #include <type_traits>
@@ -14,62 +16,78 @@ using namespace zrt::cpu;
 
 namespace {
 
-enum class BinaryKind { Add, Sub, Mul, Div, Equal };
+using kernels::BinaryOp;
+using kernels::ComputeType;
+using kernels::UnaryOp;
 
-template <typename T> T applyBinary(BinaryKind k, T a, T b) {
-  switch (k) {
-  case BinaryKind::Add:
-    return a + b;
-  case BinaryKind::Sub:
-    return a - b;
-  case BinaryKind::Mul:
-    return a * b;
-  case BinaryKind::Div:
-    return a / b;
-  default:
-    return T{};
+/// o[j] = x[j * sx] op y[j * sy] for a run of n; strides of 0 or 1 get loops of
+/// their own (those vectorize).
+template <BinaryOp K, typename T>
+ZRT_VECTORIZED void binaryRun(const T *x, int64_t sx, const T *y, int64_t sy, T *o,
+                              int64_t n) {
+  using C = ComputeType<T>;
+  if (sx == 1 && sy == 1) {
+    for (int64_t j = 0; j < n; ++j)
+      o[j] = T(kernels::binary<K>(C(x[j]), C(y[j])));
+  } else if (sx == 1 && sy == 0) {
+    C b = C(y[0]);
+    for (int64_t j = 0; j < n; ++j)
+      o[j] = T(kernels::binary<K>(C(x[j]), b));
+  } else if (sx == 0 && sy == 1) {
+    C a = C(x[0]);
+    for (int64_t j = 0; j < n; ++j)
+      o[j] = T(kernels::binary<K>(a, C(y[j])));
+  } else {
+    for (int64_t j = 0; j < n; ++j)
+      o[j] = T(kernels::binary<K>(C(x[j * sx]), C(y[j * sy])));
   }
 }
 
-template <BinaryKind K> BoundKernel bindBinary(const KernelCall &call) {
+template <BinaryOp K> BoundKernel bindBinary(const KernelCall &call) {
   call.expectArity(2, 1);
   const TensorView a = call.ins[0], b = call.ins[1], out = call.outs[0];
   ZRT_CHECK(a.dtype == b.dtype, call.where() << ": operand dtypes differ");
-  ZRT_CHECK(out.dtype == (K == BinaryKind::Equal ? zero::zplan::BOOL : a.dtype),
+  ZRT_CHECK(out.dtype == (K == BinaryOp::Equal ? zero::zplan::BOOL : a.dtype),
             call.where() << ": wrong result dtype " << dtypeName(out.dtype));
   Shape shape = broadcastShapes({a.shape, b.shape}, call);
   expectShape(call, out, shape, "result");
   std::array<Shape, 2> strides = {broadcastStrides(a.shape, shape),
                                   broadcastStrides(b.shape, shape)};
-  bool intDiv = K == BinaryKind::Div &&
+  bool intDiv = K == BinaryOp::Div &&
                 dispatchAny(a.dtype, call, [](auto tag) { return !isFloat<decltype(tag)>; });
   std::string where = call.where();
   return dispatchAny(a.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=] {
       const T *x = a.as<T>(), *y = b.as<T>();
-      if constexpr (K == BinaryKind::Equal) {
+      if constexpr (K == BinaryOp::Equal) {
         uint8_t *o = out.as<uint8_t>();
-        forEachBroadcast<2>(shape, strides, [&](int64_t i, auto off) {
-          o[i] = x[off[0]] == y[off[1]];
+        forEachRun<2>(shape, strides, [&](int64_t i, auto off, auto step, int64_t n) {
+          for (int64_t j = 0; j < n; ++j)
+            o[i + j] = x[off[0] + j * step[0]] == y[off[1] + j * step[1]];
         });
       } else {
         T *o = out.as<T>();
         if (intDiv)
-          forEachBroadcast<2>(shape, strides, [&](int64_t, auto off) {
-            ZRT_CHECK(y[off[1]] != 0, where << ": integer division by zero");
+          forEachRun<2>(shape, strides, [&](int64_t, auto off, auto step, int64_t n) {
+            for (int64_t j = 0; j < n; ++j)
+              ZRT_CHECK(y[off[1] + j * step[1]] != 0, where << ": integer division by zero");
           });
-        forEachBroadcast<2>(shape, strides, [&](int64_t i, auto off) {
-          o[i] = applyBinary<T>(K, x[off[0]], y[off[1]]);
+        forEachRun<2>(shape, strides, [&](int64_t i, auto off, auto step, int64_t n) {
+          binaryRun<K, T>(x + off[0], step[0], y + off[1], step[1], o + i, n);
         });
       }
     };
   });
 }
 
-enum class UnaryKind { Neg, Sqrt, Reciprocal, Exp, Log, Relu, Tanh, Sigmoid, Erf };
+template <UnaryOp K, typename T> ZRT_VECTORIZED void unaryRun(const T *in, T *o, int64_t n) {
+  using C = ComputeType<T>;
+  for (int64_t j = 0; j < n; ++j)
+    o[j] = T(kernels::unary<K>(C(in[j])));
+}
 
-template <UnaryKind K> BoundKernel bindUnary(const KernelCall &call) {
+template <UnaryOp K> BoundKernel bindUnary(const KernelCall &call) {
   call.expectArity(1, 1);
   const TensorView x = call.ins[0], out = call.outs[0];
   ZRT_CHECK(x.dtype == out.dtype, call.where() << ": dtype changes");
@@ -79,33 +97,11 @@ template <UnaryKind K> BoundKernel bindUnary(const KernelCall &call) {
     return [=] {
       const T *in = x.as<T>();
       T *o = out.as<T>();
-      int64_t n = x.numel();
-      for (int64_t i = 0; i < n; ++i) {
-        T v = in[i];
-        if constexpr (K == UnaryKind::Neg)
-          o[i] = (T)-v;
-        else if constexpr (isFloat<T>) {
-          if constexpr (K == UnaryKind::Sqrt)
-            o[i] = std::sqrt(v);
-          else if constexpr (K == UnaryKind::Reciprocal)
-            o[i] = T(1) / v;
-          else if constexpr (K == UnaryKind::Exp)
-            o[i] = std::exp(v);
-          else if constexpr (K == UnaryKind::Log)
-            o[i] = std::log(v);
-          else if constexpr (K == UnaryKind::Relu)
-            o[i] = v > T(0) ? v : T(0);
-          else if constexpr (K == UnaryKind::Tanh)
-            o[i] = std::tanh(v);
-          else if constexpr (K == UnaryKind::Sigmoid)
-            o[i] = T(1) / (T(1) + std::exp(-v));
-          else if constexpr (K == UnaryKind::Erf)
-            o[i] = std::erf(v);
-        }
-      }
+      parallelFor(x.numel(), kParallelGrain,
+                  [&](int64_t lo, int64_t hi) { unaryRun<K, T>(in + lo, o + lo, hi - lo); });
     };
   };
-  if constexpr (K == UnaryKind::Neg)
+  if constexpr (K == UnaryOp::Neg)
     return dispatchAny(x.dtype, call, body);
   else
     return dispatchFloat(x.dtype, call, body);
@@ -128,8 +124,9 @@ BoundKernel bindPow(const KernelCall &call) {
         const T *x = a.as<T>();
         const U *y = b.as<U>();
         T *o = out.as<T>();
-        forEachBroadcast<2>(shape, strides, [&](int64_t i, auto off) {
-          o[i] = (T)std::pow((double)x[off[0]], (double)y[off[1]]);
+        forEachRun<2>(shape, strides, [&](int64_t i, auto off, auto step, int64_t n) {
+          for (int64_t j = 0; j < n; ++j)
+            o[i + j] = kernels::power(x[off[0] + j * step[0]], y[off[1] + j * step[1]]);
         });
       };
     });
@@ -153,11 +150,23 @@ BoundKernel bindWhere(const KernelCall &call) {
       const uint8_t *cond = c.as<uint8_t>();
       const T *x = a.as<T>(), *y = b.as<T>();
       T *o = out.as<T>();
-      forEachBroadcast<3>(shape, strides, [&](int64_t i, auto off) {
-        o[i] = cond[off[0]] ? x[off[1]] : y[off[2]];
+      forEachRun<3>(shape, strides, [&](int64_t i, auto off, auto step, int64_t n) {
+        for (int64_t j = 0; j < n; ++j)
+          o[i + j] = cond[off[0] + j * step[0]] ? x[off[1] + j * step[1]]
+                                                : y[off[2] + j * step[2]];
       });
     };
   });
+}
+
+template <typename In, typename Out>
+ZRT_VECTORIZED void castRun(const In *in, Out *o, int64_t n, bool toBool) {
+  if (toBool)
+    for (int64_t j = 0; j < n; ++j)
+      o[j] = (Out)(in[j] != In(0));
+  else
+    for (int64_t j = 0; j < n; ++j)
+      o[j] = static_cast<Out>(in[j]);
 }
 
 BoundKernel bindCast(const KernelCall &call) {
@@ -172,9 +181,9 @@ BoundKernel bindCast(const KernelCall &call) {
       return [=] {
         const In *in = x.as<In>();
         Out *o = out.as<Out>();
-        int64_t n = x.numel();
-        for (int64_t i = 0; i < n; ++i)
-          o[i] = toBool ? (Out)(in[i] != In(0)) : static_cast<Out>(in[i]);
+        parallelFor(x.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
+          castRun<In, Out>(in + lo, o + lo, hi - lo, toBool);
+        });
       };
     });
   });
@@ -183,21 +192,21 @@ BoundKernel bindCast(const KernelCall &call) {
 } // namespace
 
 void zrt::addElementwiseKernels(KernelTable &t) {
-  t["add"] = bindBinary<BinaryKind::Add>;
-  t["sub"] = bindBinary<BinaryKind::Sub>;
-  t["mul"] = bindBinary<BinaryKind::Mul>;
-  t["div"] = bindBinary<BinaryKind::Div>;
+  t["add"] = bindBinary<BinaryOp::Add>;
+  t["sub"] = bindBinary<BinaryOp::Sub>;
+  t["mul"] = bindBinary<BinaryOp::Mul>;
+  t["div"] = bindBinary<BinaryOp::Div>;
   t["pow"] = bindPow;
-  t["equal"] = bindBinary<BinaryKind::Equal>;
-  t["neg"] = bindUnary<UnaryKind::Neg>;
-  t["sqrt"] = bindUnary<UnaryKind::Sqrt>;
-  t["reciprocal"] = bindUnary<UnaryKind::Reciprocal>;
-  t["exp"] = bindUnary<UnaryKind::Exp>;
-  t["log"] = bindUnary<UnaryKind::Log>;
-  t["relu"] = bindUnary<UnaryKind::Relu>;
-  t["tanh"] = bindUnary<UnaryKind::Tanh>;
-  t["sigmoid"] = bindUnary<UnaryKind::Sigmoid>;
-  t["erf"] = bindUnary<UnaryKind::Erf>;
+  t["equal"] = bindBinary<BinaryOp::Equal>;
+  t["neg"] = bindUnary<UnaryOp::Neg>;
+  t["sqrt"] = bindUnary<UnaryOp::Sqrt>;
+  t["reciprocal"] = bindUnary<UnaryOp::Reciprocal>;
+  t["exp"] = bindUnary<UnaryOp::Exp>;
+  t["log"] = bindUnary<UnaryOp::Log>;
+  t["relu"] = bindUnary<UnaryOp::Relu>;
+  t["tanh"] = bindUnary<UnaryOp::Tanh>;
+  t["sigmoid"] = bindUnary<UnaryOp::Sigmoid>;
+  t["erf"] = bindUnary<UnaryOp::Erf>;
   t["where"] = bindWhere;
   t["cast"] = bindCast;
 }

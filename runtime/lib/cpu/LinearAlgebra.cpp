@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelUtil.h"
+#include "../kernels/MatMulGeometry.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -80,54 +81,14 @@ void gemm(bool ta, bool tb, const f16 *a, const f16 *b, f16 *c, int64_t m, int64
   widenedGemm(ta, tb, a, b, c, m, n, k);
 }
 
-/// numpy.matmul: 1-D operands are promoted to matrices and the added dimension is
-/// dropped again; batch dimensions broadcast. `transpose_lhs` / `transpose_rhs`
-/// (set by the plan lowering in place of a transpose kernel) say that an operand
-/// is stored with its last two dimensions swapped.
 BoundKernel bindMatMul(const KernelCall &call) {
-  call.expectArity(2, 1);
+  kernels::MatMulGeometry g = kernels::matMulGeometry(call);
   const TensorView a = call.ins[0], b = call.ins[1], out = call.outs[0];
-  ZRT_CHECK(a.dtype == b.dtype && a.dtype == out.dtype,
-            call.where() << ": operand dtypes differ");
-  bool ta = call.hasAttr("transpose_lhs") && call.intAttr("transpose_lhs");
-  bool tb = call.hasAttr("transpose_rhs") && call.intAttr("transpose_rhs");
-  Shape as = a.shape, bs = b.shape;
-  ZRT_CHECK(!as.empty() && !bs.empty(), call.where() << ": scalar operand");
-  ZRT_CHECK((!ta || as.size() >= 2) && (!tb || bs.size() >= 2),
-            call.where() << ": a transposed operand needs rank >= 2");
-  if (ta)
-    std::swap(as[as.size() - 1], as[as.size() - 2]);
-  if (tb)
-    std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
-  bool aVec = as.size() == 1, bVec = bs.size() == 1;
-  if (aVec)
-    as.insert(as.begin(), 1);
-  if (bVec)
-    bs.push_back(1);
-  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
-  ZRT_CHECK(bs[bs.size() - 2] == k, call.where() << ": inner dimensions differ ("
-                                                 << shapeString(as) << " x "
-                                                 << shapeString(bs) << ")");
-  Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
-  Shape batch = broadcastShapes({aBatch, bBatch}, call);
-  Shape expected = batch;
-  if (!aVec)
-    expected.push_back(m);
-  if (!bVec)
-    expected.push_back(n);
-  expectShape(call, out, expected, "result");
-  // Offsets (in matrices) of each batch's operands.
-  std::vector<int64_t> aOff, bOff;
-  std::array<Shape, 2> strides = {broadcastStrides(aBatch, batch),
-                                  broadcastStrides(bBatch, batch)};
-  forEachBroadcast<2>(batch, strides, [&](int64_t, auto off) {
-    aOff.push_back(off[0]);
-    bOff.push_back(off[1]);
-  });
   return dispatchFloat(a.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=] {
-      for (size_t i = 0; i < aOff.size(); ++i) {
+      int64_t m = g.m, n = g.n, k = g.k;
+      for (int64_t i = 0; i < g.batches(); ++i) {
         T *c = out.as<T>() + i * m * n;
         if (m == 0 || n == 0)
           continue;
@@ -135,8 +96,8 @@ BoundKernel bindMatMul(const KernelCall &call) {
           std::fill(c, c + m * n, T(0));
           continue;
         }
-        gemm(ta, tb, a.as<T>() + aOff[i] * m * k, b.as<T>() + bOff[i] * k * n, c, m, n,
-             k);
+        gemm(g.transposeA, g.transposeB, a.as<T>() + g.aOffsets[i] * m * k,
+             b.as<T>() + g.bOffsets[i] * k * n, c, m, n, k);
       }
     };
   });

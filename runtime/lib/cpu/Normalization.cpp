@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelUtil.h"
+#include "VectorLoops.h"
+#include "../kernels/ElementwiseMath.h"
 
 #include <cmath>
 #include <limits>
@@ -17,11 +19,60 @@ using namespace zrt::cpu;
 
 namespace {
 
+/// y[d] = e^(x[d] - mx) in the tensor's type, as PyTorch computes it; returns
+/// their sum in double.
+template <typename T>
+ZRT_VECTORIZED double shiftedExpRun(const T *x, T mx, T *y, int64_t n) {
+  using C = kernels::ComputeType<T>;
+  double lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      T e = T(kernels::expOf(C(x[i + l]) - C(mx)));
+      y[i + l] = e;
+      lane[l] += (double)e;
+    }
+  double s = 0;
+  for (int l = 0; l < kLanes; ++l)
+    s += lane[l];
+  for (; i < n; ++i) {
+    T e = T(kernels::expOf(C(x[i]) - C(mx)));
+    y[i] = e;
+    s += (double)e;
+  }
+  return s;
+}
+template <typename T> ZRT_VECTORIZED void scaleRun(T *y, T scale, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = y[i] * scale;
+}
+template <typename T> ZRT_VECTORIZED void shiftRun(const T *x, T shift, T *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] - shift;
+}
+
 /// Log-softmax (or softmax) along the middle extent of [outer, dim, inner]: one
-/// exp per element, in the tensor's type as PyTorch does; sums in double.
+/// exp per element, in the tensor's type as PyTorch does; sums in double. Rows
+/// (inner == 1) run vectorized, over the kernel threads.
 template <typename T>
 void softmaxRows(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner,
                  bool log) {
+  if (inner == 1) {
+    parallelFor(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, dim)),
+                [&](int64_t lo, int64_t hi) {
+                  for (int64_t o = lo; o < hi && dim > 0; ++o) {
+                    const T *px = x + o * dim;
+                    T *py = y + o * dim;
+                    T mx = maxRun(px, dim);
+                    double sum = shiftedExpRun(px, mx, py, dim);
+                    if (log)
+                      shiftRun(px, T(mx + (T)std::log(sum)), py, dim);
+                    else
+                      scaleRun(py, T(1.0 / sum), dim);
+                  }
+                });
+    return;
+  }
   std::vector<T> e(dim);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
@@ -32,7 +83,7 @@ void softmaxRows(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner,
         mx = std::max(mx, px[d * inner]);
       double sum = 0;
       for (int64_t d = 0; d < dim; ++d) {
-        e[d] = std::exp(px[d * inner] - mx);
+        e[d] = T(kernels::expOf(kernels::ComputeType<T>(px[d * inner] - mx)));
         sum += e[d];
       }
       if (log) {

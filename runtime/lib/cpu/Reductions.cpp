@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelUtil.h"
+#include "VectorLoops.h"
 
 #include <type_traits>
 
@@ -38,6 +39,24 @@ template <bool Mean> BoundKernel bindReduce(const KernelCall &call) {
       expected.push_back(1);
   }
   expectShape(call, out, expected, "result");
+  // Adjacent dimensions both reduced or both kept merge (size-1 ones drop): a
+  // sum over leading dimensions is [reduced, kept], over trailing ones [kept,
+  // reduced]; those two run vectorized, anything else walks element by element.
+  Shape groups;
+  std::vector<bool> groupReduced;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (x.shape[d] == 1)
+      continue;
+    if (!groups.empty() && groupReduced.back() == reduced[d])
+      groups.back() *= x.shape[d];
+    else {
+      groups.push_back(x.shape[d]);
+      groupReduced.push_back(reduced[d]);
+    }
+  }
+  bool leading = groups.size() == 2 && groupReduced[0] && !groupReduced[1];
+  bool trailing = (groups.size() == 2 && !groupReduced[0] && groupReduced[1]) ||
+                  (groups.size() == 1 && groupReduced[0]); // everything: one row
   // Each input element adds into the output element at its kept coordinates: the
   // output, seen with keepdims, is the input "broadcast" backwards.
   std::array<Shape, 1> strides = {broadcastStrides(kept, x.shape)};
@@ -46,13 +65,37 @@ template <bool Mean> BoundKernel bindReduce(const KernelCall &call) {
     using Acc = std::conditional_t<isFloat<T>, double, int64_t>;
     return [=] {
       int64_t n = out.numel();
-      std::vector<Acc> acc(n, Acc(0));
       const T *in = x.as<T>();
+      T *o = out.as<T>();
+      auto finish = [&](int64_t i, Acc sum) {
+        o[i] = Mean ? (T)(count ? sum / (Acc)count : Acc(0)) : (T)sum;
+      };
+      if constexpr (isFloat<T>) {
+        if (trailing) { // row sums
+          int64_t cols = groups.back();
+          parallelFor(n, std::max<int64_t>(1, kParallelGrain / cols), [&](int64_t lo, int64_t hi) {
+            for (int64_t i = lo; i < hi; ++i)
+              finish(i, sumRun(in + i * cols, cols));
+          });
+          return;
+        }
+        if (leading) { // column sums: each thread its own columns
+          int64_t rows = groups[0];
+          parallelFor(n, std::max<int64_t>(64, kParallelGrain / rows), [&](int64_t lo, int64_t hi) {
+            std::vector<double> acc(hi - lo, 0.0);
+            for (int64_t r = 0; r < rows; ++r)
+              accumulateRun(in + r * n + lo, acc.data(), hi - lo);
+            for (int64_t i = lo; i < hi; ++i)
+              finish(i, acc[i - lo]);
+          });
+          return;
+        }
+      }
+      std::vector<Acc> acc(n, Acc(0));
       forEachBroadcast<1>(x.shape, strides,
                           [&](int64_t i, auto off) { acc[off[0]] += in[i]; });
-      T *o = out.as<T>();
       for (int64_t i = 0; i < n; ++i)
-        o[i] = Mean ? (T)(count ? acc[i] / (Acc)count : Acc(0)) : (T)acc[i];
+        finish(i, acc[i]);
     };
   });
 }

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelUtil.h"
+#include "VectorLoops.h"
+#include "../kernels/OptimizerMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -291,6 +293,29 @@ BoundKernel dispatchOptimizer(const KernelCall &call, const TensorView &p,
   return withGrad(float{});
 }
 
+/// The optimizers over a range: the gradient times `mult` (1 when unscaled: exact).
+template <typename T, typename G>
+ZRT_VECTORIZED void adamwRun(const kernels::AdamWStep<T> &c, T mult, const G *g, const T *p,
+                             const T *m, const T *v, T *po, T *mo, T *vo, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    T pi = p[i], mi = m[i], vi = v[i];
+    kernels::adamwElement(c, T(g[i]) * mult, pi, mi, vi);
+    po[i] = pi;
+    mo[i] = mi;
+    vo[i] = vi;
+  }
+}
+template <typename T, typename G>
+ZRT_VECTORIZED void sgdRun(const kernels::SgdStep<T> &c, T mult, const G *g, const T *p,
+                           const T *b, T *po, T *bo, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    T pi = p[i], bi = b[i];
+    kernels::sgdElement(c, T(g[i]) * mult, pi, bi);
+    po[i] = pi;
+    bo[i] = bi;
+  }
+}
+
 BoundKernel bindAdamW(const KernelCall &call) {
   ZRT_CHECK(call.outs.size() == 3 && call.ins.size() >= 5,
             call.where() << ": takes 5 to 8 inputs and 3 outputs");
@@ -312,25 +337,15 @@ BoundKernel bindAdamW(const KernelCall &call) {
         return keepInputs({{p, po}, {m, mo}, {v, vo}});
       T mult = rt.hasScale ? T(rt.scale.as<float>()[0]) : T(1);
       double lr = rt.hasLr ? rt.lr.as<double>()[0] : lrAttr;
-      int64_t t = step.as<int64_t>()[0];
-      // Scalars in double, as Python computes them in torch.optim.AdamW.
-      double bc1 = 1.0 - std::pow(b1, (double)t), bc2 = 1.0 - std::pow(b2, (double)t);
-      T decay = T(1.0 - lr * wd), stepSize = T(-(lr / bc1)), bc2Sqrt = T(std::sqrt(bc2));
-      T beta1 = T(b1), beta2 = T(b2), oneMinusB1 = T(1.0 - b1), oneMinusB2 = T(1.0 - b2);
-      T epsT = T(eps);
+      auto coefficients =
+          kernels::adamwStep<T>(lr, b1, b2, eps, wd, step.as<int64_t>()[0]);
       const G *pg = g.as<G>();
       const T *pp = p.as<T>(), *pm = m.as<T>(), *pv = v.as<T>();
       T *opp = po.as<T>(), *opm = mo.as<T>(), *opv = vo.as<T>();
-      for (int64_t i = 0, n = p.numel(); i < n; ++i) {
-        T gi = rt.hasScale ? T(pg[i]) * mult : T(pg[i]);
-        T param = pp[i] * decay;
-        T mi = pm[i] * beta1 + gi * oneMinusB1;
-        T vi = pv[i] * beta2 + oneMinusB2 * gi * gi;
-        T denom = std::sqrt(vi) / bc2Sqrt + epsT;
-        opp[i] = param + stepSize * (mi / denom);
-        opm[i] = mi;
-        opv[i] = vi;
-      }
+      parallelFor(p.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
+        adamwRun(coefficients, mult, pg + lo, pp + lo, pm + lo, pv + lo, opp + lo, opm + lo,
+                 opv + lo, hi - lo);
+      });
     };
   });
 }
@@ -352,18 +367,13 @@ BoundKernel bindSgd(const KernelCall &call) {
         return keepInputs({{p, po}, {buf, bo}});
       T mult = rt.hasScale ? T(rt.scale.as<float>()[0]) : T(1);
       double lr = rt.hasLr ? rt.lr.as<double>()[0] : lrAttr;
-      T lrT = T(-lr), momT = T(mom), wdT = T(wd);
+      auto coefficients = kernels::sgdStep<T>(lr, mom, wd);
       const G *pg = g.as<G>();
       const T *pp = p.as<T>(), *pb = buf.as<T>();
       T *opp = po.as<T>(), *opb = bo.as<T>();
-      for (int64_t i = 0, n = p.numel(); i < n; ++i) {
-        T gi = rt.hasScale ? T(pg[i]) * mult : T(pg[i]);
-        T d = wd != 0.0 ? gi + pp[i] * wdT : gi;
-        // The buffer starts at zero, so the first step gives d, as PyTorch's clone.
-        T b = mom != 0.0 ? pb[i] * momT + d : d;
-        opp[i] = pp[i] + b * lrT;
-        opb[i] = b;
-      }
+      parallelFor(p.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
+        sgdRun(coefficients, mult, pg + lo, pp + lo, pb + lo, opp + lo, opb + lo, hi - lo);
+      });
     };
   });
 }

@@ -14,6 +14,7 @@
 #include "CudaLaunch.h"
 
 #include "../cpu/KernelUtil.h"
+#include "../kernels/MatMulGeometry.h"
 #include "zrt/Communicator.h"
 
 #include <memory>
@@ -163,55 +164,23 @@ void gemm(bool ta, bool tb, Elem t, const void *a, int64_t strideA, const void *
   }
 }
 
-/// The common stride of `offsets` (offsets[i] == i * stride), or -1 if none.
-int64_t uniformStride(const std::vector<int64_t> &offsets) {
-  int64_t stride = offsets.size() > 1 ? offsets[1] - offsets[0] : 0;
-  for (size_t i = 0; i < offsets.size(); ++i)
-    if (offsets[i] != (int64_t)i * stride)
-      return -1;
-  return stride;
-}
-
 BoundKernel bindMatMul(const KernelCall &call) {
   validate(call);
+  kernels::MatMulGeometry g = kernels::matMulGeometry(call);
   TensorView a = call.ins[0], b = call.ins[1], out = call.outs[0];
-  bool ta = call.hasAttr("transpose_lhs") && call.intAttr("transpose_lhs");
-  bool tb = call.hasAttr("transpose_rhs") && call.intAttr("transpose_rhs");
-  Shape as = a.shape, bs = b.shape;
-  if (ta)
-    std::swap(as[as.size() - 1], as[as.size() - 2]);
-  if (tb)
-    std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
-  if (as.size() == 1)
-    as.insert(as.begin(), 1);
-  if (bs.size() == 1)
-    bs.push_back(1);
-  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
-  Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
-  Shape batch = broadcastShapes({aBatch, bBatch}, call);
-  std::vector<int64_t> aOff, bOff;
-  forEachBroadcast<2>(batch,
-                      std::array<Shape, 2>{broadcastStrides(aBatch, batch),
-                                           broadcastStrides(bBatch, batch)},
-                      [&](int64_t, auto off) {
-                        aOff.push_back(off[0]);
-                        bOff.push_back(off[1]);
-                      });
   Elem t = elemOf(a.dtype);
-  int64_t size = dtypeSize(a.dtype), batches = (int64_t)aOff.size();
+  int64_t size = dtypeSize(a.dtype), batches = g.batches();
   // Batches a fixed number of matrices apart (or broadcast): one cuBLAS call.
-  int64_t sa = uniformStride(aOff), sb = uniformStride(bOff);
+  int64_t sa = kernels::MatMulGeometry::uniformStride(g.aOffsets),
+          sb = kernels::MatMulGeometry::uniformStride(g.bOffsets);
   bool strided = sa >= 0 && sb >= 0 && batches <= INT32_MAX;
   return [=] {
+    int64_t m = g.m, n = g.n, k = g.k;
+    bool ta = g.transposeA, tb = g.transposeB;
     if (m == 0 || n == 0)
       return;
     if (k == 0) {
       ZERO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, batches * m * n * size, context().compute));
-      return;
-    }
-    if (strided && sa == 1 && sb == 0 && !ta) {
-      // Consecutive row-major A's times one B: a single GEMM of batches * m rows.
-      gemm(ta, tb, t, a.data, 0, b.data, 0, out.data, batches * m, n, k, 1);
       return;
     }
     if (strided) {
@@ -219,9 +188,9 @@ BoundKernel bindMatMul(const KernelCall &call) {
       return;
     }
     for (int64_t i = 0; i < batches; ++i)
-      gemm(ta, tb, t, a.as<char>() + aOff[i] * m * k * size, 0,
-           b.as<char>() + bOff[i] * k * n * size, 0, out.as<char>() + i * m * n * size, m,
-           n, k, 1);
+      gemm(ta, tb, t, a.as<char>() + g.aOffsets[i] * m * k * size, 0,
+           b.as<char>() + g.bOffsets[i] * k * n * size, 0, out.as<char>() + i * m * n * size,
+           m, n, k, 1);
   };
 }
 

@@ -9,6 +9,9 @@
 
 #include "CudaLaunch.h"
 
+#include "../kernels/ElementwiseMath.h"
+#include "../kernels/OptimizerMath.h"
+
 #include "zrt/Float16.h"
 
 #include <cmath>
@@ -191,11 +194,8 @@ __global__ void binaryKernel(BinaryOp op, const T *a, Strided sa, const T *b, St
     static_cast<T *>(out)[i] = T(0);
     return;
   }
-  T r = op == BinaryOp::Add   ? T(x + y)
-        : op == BinaryOp::Sub ? T(x - y)
-        : op == BinaryOp::Mul ? T(x * y)
-                              : T(x / y);
-  static_cast<T *>(out)[i] = r;
+  using C = kernels::ComputeType<T>;
+  static_cast<T *>(out)[i] = T(kernels::binary(op, C(x), C(y)));
 }
 
 template <typename T, typename U>
@@ -203,7 +203,7 @@ __global__ void powerKernel(const T *a, Strided sa, const U *b, Strided sb, T *o
                             int64_t n) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i < n)
-    out[i] = (T)pow((double)a[offsetOf(sa, i)], (double)b[offsetOf(sb, i)]);
+    out[i] = kernels::power(a[offsetOf(sa, i)], b[offsetOf(sb, i)]);
 }
 
 template <typename T>
@@ -211,41 +211,11 @@ __global__ void unaryKernel(UnaryOp op, const T *in, T *out, int64_t n) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i >= n)
     return;
-  T v = in[i];
-  if (op == UnaryOp::Neg) {
-    out[i] = (T)-v;
-    return;
-  }
-  double x = (double)v, r = 0;
-  switch (op) {
-  case UnaryOp::Sqrt:
-    r = sqrt(x);
-    break;
-  case UnaryOp::Reciprocal:
-    r = 1.0 / x;
-    break;
-  case UnaryOp::Exp:
-    r = exp(x);
-    break;
-  case UnaryOp::Log:
-    r = log(x);
-    break;
-  case UnaryOp::Relu:
-    r = x > 0 ? x : 0;
-    break;
-  case UnaryOp::Tanh:
-    r = tanh(x);
-    break;
-  case UnaryOp::Sigmoid:
-    r = 1.0 / (1.0 + exp(-x));
-    break;
-  case UnaryOp::Erf:
-    r = erf(x);
-    break;
-  default:
-    break;
-  }
-  out[i] = (T)r;
+  // Integers have only Neg (the binders check).
+  if constexpr (std::is_integral_v<T>)
+    out[i] = (T)-in[i];
+  else
+    out[i] = T(kernels::unary(op, kernels::ComputeType<T>(in[i])));
 }
 
 template <typename T>
@@ -573,15 +543,9 @@ __global__ void adamwKernel(const T *p, const G *g, const T *m, const T *v,
   }
   if (lrValue)
     lr = *lrValue;
-  double t = (double)*step;
-  double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
-  T decay = T(1.0 - lr * wd), stepSize = T(-(lr / bc1)), bc2Sqrt = T(sqrt(bc2));
-  T param = p[i] * decay;
-  T mi = m[i] * T(b1) + gi * T(1.0 - b1);
-  T vi = v[i] * T(b2) + T(1.0 - b2) * gi * gi;
-  // T(): the square root in T, as on the CPU (a double overload would round later).
-  T denom = T(sqrt(vi)) / bc2Sqrt + T(eps);
-  po[i] = param + stepSize * (mi / denom);
+  T pi = p[i], mi = m[i], vi = v[i];
+  kernels::adamwElement(kernels::adamwStep<T>(lr, b1, b2, eps, wd, *step), gi, pi, mi, vi);
+  po[i] = pi;
   mo[i] = mi;
   vo[i] = vi;
 }
@@ -601,10 +565,10 @@ __global__ void sgdKernel(const T *p, const G *g, const T *buf, const float *sca
   }
   if (lrValue)
     lr = *lrValue;
-  T d = wd != 0.0 ? gi + p[i] * T(wd) : gi;
-  T b = mom != 0.0 ? buf[i] * T(mom) + d : d;
-  po[i] = p[i] + b * T(-lr);
-  bo[i] = b;
+  T pi = p[i], bi = buf[i];
+  kernels::sgdElement(kernels::sgdStep<T>(lr, mom, wd), gi, pi, bi);
+  po[i] = pi;
+  bo[i] = bi;
 }
 
 /// One block: the sum of squares (f64) of all of x, as one f32.

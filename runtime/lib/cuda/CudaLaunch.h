@@ -10,6 +10,8 @@
 #ifndef ZRT_LIB_CUDA_CUDALAUNCH_H
 #define ZRT_LIB_CUDA_CUDALAUNCH_H
 
+#include "../kernels/ElementwiseMath.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -30,8 +32,8 @@ struct Strided {
 /// Storage types; bool is U8. BF16 and F16 compute in f32 (zrt/Float16.h).
 enum class Elem { F32, F64, BF16, F16, I32, I64, I8, U8 };
 
-enum class BinaryOp { Add, Sub, Mul, Div, Equal };
-enum class UnaryOp { Neg, Sqrt, Reciprocal, Exp, Log, Relu, Tanh, Sigmoid, Erf };
+using kernels::BinaryOp;
+using kernels::UnaryOp;
 
 /// What kernels that find bad data write to *errorFlag; the next synchronization
 /// turns it into an error.

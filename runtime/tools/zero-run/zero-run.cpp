@@ -28,6 +28,7 @@
 #include "zrt/LossScaler.h"
 #include "zrt/LrSchedule.h"
 #include "zrt/OnnxTensors.h"
+#include "zrt/ParallelFor.h"
 #include "zrt/PlanFile.h"
 #include "zrt/ResidentMemory.h"
 #include "zrt/SaveWeights.h"
@@ -106,6 +107,9 @@ const char *kUsage =
     "  --print-every N        a terminal line every N steps (default 1; the JSON log\n"
     "                         still has every step)\n"
     "  --profile              at the end, time spent per kernel kind\n"
+    "  --threads N            CPU threads of each rank process, for OpenBLAS and\n"
+    "                         the CPU kernels alike (default: OpenBLAS's count,\n"
+    "                         OPENBLAS_NUM_THREADS or one per core)\n"
     "  --trace FILE           Chrome trace-event JSON of every step (compute and\n"
     "                         communication tracks; ranks other than 0 write\n"
     "                         FILE.rankN); opens in Perfetto or chrome://tracing\n"
@@ -165,7 +169,7 @@ struct Options {
   int64_t checkpointEvery = 0, keepCheckpoints = 0;
   double commDelayNsPerByte = 0, collectiveTimeoutS = 600;
   RankAtStep testFail, testStall, testOverflow;
-  int64_t steps = 1, printEvery = 1;
+  int64_t steps = 1, printEvery = 1, threads = 0;
   bool printEveryGiven = false; // else the plan's steps_per_print, if it has one
   bool shuffle = false, quiet = false, profile = false, withOptimizerState = false;
   uint64_t seed = 0;
@@ -287,6 +291,9 @@ Options parseArgs(int argc, char **argv) {
       o.shuffle = true;
     } else if (a == "--profile") {
       o.profile = true;
+    } else if (is("--threads")) {
+      o.threads = parseInt("--threads", value("--threads"));
+      ZRT_CHECK(o.threads >= 1, "--threads needs at least 1");
     } else if (a == "--quiet") {
       o.quiet = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -921,6 +928,7 @@ int main(int argc, char **argv) {
     if (!launched)
       comm = makeLocalCommunicator();
     Options o = parseArgs(argc, argv);
+    setCpuThreads(o.threads ? (int)o.threads : blasThreads());
     // A rank waiting too long for the others reports the wait and ends the job.
     Communicator *c = comm.get();
     startWatchdog(o.collectiveTimeoutS, [c, launched](const std::string &message) {

@@ -127,9 +127,18 @@ LogicalResult matmulGrad(GradBuilder &gb, MatMulOp op, Value g, ArrayRef<bool> n
   if (need[0]) // dA = g @ B^T, summed over broadcast batch dimensions
     grads[0] = gb.reshape(gb.unbroadcast(gb.matmul(g2, gb.transposeLast2(b2)), as),
                           typeOf(a).getShape());
-  if (need[1]) // dB = A^T @ g
+  if (need[1] && bs.size() == 2 && as.size() > 2) {
+    // One B for every batch of A (a linear layer): dB = A^T @ g with the batch
+    // folded into the rows, one product instead of a product per batch and a sum.
+    int64_t rows = 1;
+    for (int64_t d : ArrayRef<int64_t>(as).drop_back())
+      rows *= d;
+    Value aRows = gb.reshape(a2, {rows, as.back()}), gRows = gb.reshape(g2, {rows, bs.back()});
+    grads[1] = gb.reshape(gb.matmul(gb.transposeLast2(aRows), gRows), typeOf(bm).getShape());
+  } else if (need[1]) { // dB = A^T @ g, summed over broadcast batch dimensions
     grads[1] = gb.reshape(gb.unbroadcast(gb.matmul(gb.transposeLast2(a2), g2), bs),
                           typeOf(bm).getShape());
+  }
   return success();
 }
 

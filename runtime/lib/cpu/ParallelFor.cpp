@@ -1,0 +1,161 @@
+//===- ParallelFor.cpp - The CPU kernels' threads -------------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zrt/ParallelFor.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using namespace zrt;
+
+namespace {
+
+/// Workers sleep on a condition variable between kernels: spinning would take
+/// the cores from OpenBLAS's threads, which run the GEMMs in between.
+class Pool {
+public:
+  ~Pool() { resize(0); }
+
+  void resize(int workers) {
+    std::lock_guard<std::mutex> use(use_);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread &t : threads_)
+      t.join();
+    threads_.clear();
+    stopping_ = false;
+    for (int i = 0; i < workers; ++i)
+      threads_.emplace_back([this] { loop(); });
+  }
+
+  int workers() const { return (int)threads_.size(); }
+
+  /// False when another caller holds the pool.
+  bool tryRun(int parts, const std::function<void(int)> &part) {
+    std::unique_lock<std::mutex> use(use_, std::try_to_lock);
+    if (!use.owns_lock())
+      return false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      part_ = &part;
+      parts_ = parts;
+      next_.store(1); // part 0 is the caller's
+      pending_ = parts - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    runPart(0);
+    for (int p; (p = next_.fetch_add(1)) < parts;)
+      runPart(p);
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    part_ = nullptr;
+    return true;
+  }
+
+  std::exception_ptr takeError() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::exception_ptr e = error_;
+    error_ = nullptr;
+    return e;
+  }
+
+private:
+  void runPart(int p) {
+    try {
+      (*part_)(p);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_)
+        error_ = std::current_exception();
+    }
+  }
+  void loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_)
+          return;
+        seen = generation_;
+      }
+      int ran = 0;
+      for (int p; (p = next_.fetch_add(1)) < parts_;) {
+        runPart(p);
+        ++ran;
+      }
+      if (ran) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        pending_ -= ran;
+        if (pending_ == 0)
+          done_.notify_all();
+      }
+    }
+  }
+
+  std::mutex use_, mutex_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> threads_;
+  const std::function<void(int)> *part_ = nullptr;
+  int parts_ = 0, pending_ = 0;
+  std::atomic<int> next_{0};
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+};
+
+Pool &pool() {
+  static Pool p;
+  return p;
+}
+std::atomic<int> threadCount{1};
+
+} // namespace
+
+void zrt::setKernelThreads(int threads) {
+  threads = std::max(1, threads);
+  threadCount = threads;
+  pool().resize(threads - 1);
+}
+
+int zrt::kernelThreads() { return threadCount; }
+
+void zrt::setCpuThreads(int threads) {
+  openblas_set_num_threads(std::max(1, threads));
+  setKernelThreads(threads);
+}
+
+int zrt::blasThreads() { return openblas_get_num_threads(); }
+
+void zrt::parallelFor(int64_t n, int64_t grain,
+                      const std::function<void(int64_t, int64_t)> &body) {
+  if (n <= 0)
+    return;
+  int64_t parts = std::min<int64_t>(threadCount, n / std::max<int64_t>(1, grain));
+  if (parts > 1) {
+    std::function<void(int)> part = [&](int p) {
+      body(n * p / parts, n * (p + 1) / parts);
+    };
+    if (pool().tryRun((int)parts, part)) {
+      if (std::exception_ptr e = pool().takeError())
+        std::rethrow_exception(e);
+      return;
+    }
+  }
+  body(0, n);
+}
