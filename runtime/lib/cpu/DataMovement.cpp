@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelUtil.h"
+#include "VectorLoops.h"
 
 #include <cstring>
 
@@ -25,8 +26,18 @@ BoundKernel stridedCopy(const TensorView &in, const TensorView &out, Shape strid
     return [=] {
       const T *src = in.as<T>() + base;
       T *dst = out.as<T>();
-      forEachBroadcast<1>(out.shape, std::array<Shape, 1>{strides},
-                          [&](int64_t i, auto off) { dst[i] = src[off[0]]; });
+      // Runs of contiguous elements are one memcpy each (a head split moves rows of
+      // the head size); runs of one repeated element, a fill.
+      forEachRun<1>(out.shape, std::array<Shape, 1>{strides},
+                    [&](int64_t i, auto off, auto step, int64_t n) {
+                      if (step[0] == 1)
+                        std::memcpy(dst + i, src + off[0], n * sizeof(T));
+                      else if (step[0] == 0)
+                        std::fill(dst + i, dst + i + n, src[off[0]]);
+                      else
+                        for (int64_t j = 0; j < n; ++j)
+                          dst[i + j] = src[off[0] + j * step[0]];
+                    });
     };
   });
 }

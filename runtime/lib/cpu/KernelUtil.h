@@ -174,6 +174,11 @@ void forEachBroadcast(const Shape &out, const std::array<Shape, N> &inStrides, F
   }
 }
 
+/// A layer norm's scale (or bias) as one value per normalized element: `p` itself
+/// when `offsets` (its broadcast offsets) are 0, 1, 2..., else gathered into `copy`.
+template <typename T>
+const T *normParameter(const T *p, const std::vector<int64_t> &offsets, std::vector<T> &copy);
+
 /// Throws unless `v` has exactly shape `s`.
 void expectShape(const KernelCall &call, const TensorView &v, const Shape &s,
                  const char *what);

@@ -114,6 +114,58 @@ template <bool Log> BoundKernel bindSoftmax(const KernelCall &call) {
   });
 }
 
+/// sum (x[i] - mu)^2 in double.
+template <typename T>
+ZRT_VECTORIZED double squaredDeviationRun(const T *x, double mu, int64_t n) {
+  double lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      double d = (double)x[i + l] - mu;
+      lane[l] += d * d;
+    }
+  double s = 0;
+  for (int l = 0; l < kLanes; ++l)
+    s += lane[l];
+  for (; i < n; ++i)
+    s += ((double)x[i] - mu) * ((double)x[i] - mu);
+  return s;
+}
+
+/// y = (x - mu) r scale + bias, in double.
+template <typename T>
+ZRT_VECTORIZED void normalizeRun(const T *x, double mu, double r, const T *scale,
+                                 const T *bias, T *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = (T)(((double)x[i] - mu) * r * (double)scale[i] + (double)bias[i]);
+}
+
+} // namespace
+
+template <typename T>
+const T *zrt::cpu::normParameter(const T *p, const std::vector<int64_t> &offsets,
+                                 std::vector<T> &copy) {
+  bool identity = true;
+  for (size_t i = 0; i < offsets.size() && identity; ++i)
+    identity = offsets[i] == (int64_t)i;
+  if (identity)
+    return p;
+  copy.resize(offsets.size());
+  for (size_t i = 0; i < offsets.size(); ++i)
+    copy[i] = p[offsets[i]];
+  return copy.data();
+}
+template const float *zrt::cpu::normParameter(const float *, const std::vector<int64_t> &,
+                                              std::vector<float> &);
+template const double *zrt::cpu::normParameter(const double *, const std::vector<int64_t> &,
+                                               std::vector<double> &);
+template const bf16 *zrt::cpu::normParameter(const bf16 *, const std::vector<int64_t> &,
+                                             std::vector<bf16> &);
+template const f16 *zrt::cpu::normParameter(const f16 *, const std::vector<int64_t> &,
+                                            std::vector<f16> &);
+
+namespace {
+
 BoundKernel bindLayerNorm(const KernelCall &call) {
   call.expectArity(3, 3);
   const TensorView x = call.ins[0], scale = call.ins[1], bias = call.ins[2];
@@ -149,24 +201,23 @@ BoundKernel bindLayerNorm(const KernelCall &call) {
   return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=] {
-      const T *px = x.as<T>(), *ps = scale.as<T>(), *pb = bias.as<T>();
+      const T *px = x.as<T>();
       T *py = y.as<T>(), *pm = mean.as<T>(), *pr = rstd.as<T>();
-      for (int64_t o = 0; o < outer; ++o) {
-        const T *row = px + o * inner;
-        double mu = 0;
-        for (int64_t i = 0; i < inner; ++i)
-          mu += row[i];
-        mu /= inner;
-        double var = 0;
-        for (int64_t i = 0; i < inner; ++i)
-          var += ((double)row[i] - mu) * ((double)row[i] - mu);
-        var /= inner;
-        double r = 1.0 / std::sqrt(var + eps);
-        pm[o] = (T)mu;
-        pr[o] = (T)r;
-        for (int64_t i = 0; i < inner; ++i)
-          py[o * inner + i] = (T)(((double)row[i] - mu) * r * ps[sOff[i]] + pb[bOff[i]]);
-      }
+      std::vector<T> sc, bc;
+      const T *ps = normParameter(scale.as<T>(), sOff, sc);
+      const T *pb = normParameter(bias.as<T>(), bOff, bc);
+      parallelFor(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, inner)),
+                  [&](int64_t lo, int64_t hi) {
+                    for (int64_t o = lo; o < hi; ++o) {
+                      const T *row = px + o * inner;
+                      double mu = sumRun(row, inner) / inner;
+                      double var = squaredDeviationRun(row, mu, inner) / inner;
+                      double r = 1.0 / std::sqrt(var + eps);
+                      pm[o] = (T)mu;
+                      pr[o] = (T)r;
+                      normalizeRun(row, mu, r, ps, pb, py + o * inner, inner);
+                    }
+                  });
     };
   });
 }

@@ -40,6 +40,45 @@ BoundKernel bindReluGrad(const KernelCall &call) {
   });
 }
 
+template <typename T>
+ZRT_VECTORIZED void layerNormGradRow(const T *x, const T *g, const T *scale, T mean, T rstd,
+                                     T *dx, int64_t n) {
+  double mu = mean, r = rstd;
+  double sumG[kLanes] = {}, sumGX[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      double xhat = ((double)x[i + l] - mu) * r, gx = (double)g[i + l] * (double)scale[i + l];
+      sumG[l] += gx;
+      sumGX[l] += gx * xhat;
+    }
+  double sg = 0, sgx = 0;
+  for (int l = 0; l < kLanes; ++l) {
+    sg += sumG[l];
+    sgx += sumGX[l];
+  }
+  for (; i < n; ++i) {
+    double xhat = ((double)x[i] - mu) * r, gx = (double)g[i] * (double)scale[i];
+    sg += gx;
+    sgx += gx * xhat;
+  }
+  double meanG = sg / n, meanGX = sgx / n;
+  for (int64_t j = 0; j < n; ++j) {
+    double xhat = ((double)x[j] - mu) * r, gx = (double)g[j] * (double)scale[j];
+    dx[j] = (T)(r * (gx - meanG - xhat * meanGX));
+  }
+}
+
+template <typename T>
+ZRT_VECTORIZED void layerNormParamGradRun(const T *x, const T *g, T mean, T rstd, double *ds,
+                                          double *db, int64_t n) {
+  double mu = mean, r = rstd;
+  for (int64_t i = 0; i < n; ++i) {
+    ds[i] += (double)g[i] * (((double)x[i] - mu) * r);
+    db[i] += (double)g[i];
+  }
+}
+
 BoundKernel bindLayerNormGrad(const KernelCall &call) {
   call.expectArity(5, 3);
   const TensorView x = call.ins[0], scale = call.ins[1], mean = call.ins[2],
@@ -69,35 +108,30 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
   return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=] {
-      const T *px = x.as<T>(), *ps = scale.as<T>(), *pm = mean.as<T>(),
-              *pr = rstd.as<T>(), *pg = gy.as<T>();
+      const T *px = x.as<T>(), *pm = mean.as<T>(), *pr = rstd.as<T>(), *pg = gy.as<T>();
       T *pdx = dx.as<T>(), *pds = dscale.as<T>(), *pdb = dbias.as<T>();
-      std::vector<double> ds(inner, 0.0), db(inner, 0.0);
-      for (int64_t o = 0; o < outer; ++o) {
-        const T *row = px + o * inner, *grow = pg + o * inner;
-        double mu = pm[o], r = pr[o];
-        // With xhat = (x - mu) r and gx = gy * scale:
-        //   dx = r * (gx - mean(gx) - xhat * mean(gx * xhat))
-        double sumG = 0, sumGX = 0;
-        for (int64_t i = 0; i < inner; ++i) {
-          double xhat = ((double)row[i] - mu) * r;
-          double gx = (double)grow[i] * ps[sOff[i]];
-          sumG += gx;
-          sumGX += gx * xhat;
-          ds[i] += (double)grow[i] * xhat;
-          db[i] += grow[i];
-        }
-        double meanG = sumG / inner, meanGX = sumGX / inner;
-        for (int64_t i = 0; i < inner; ++i) {
-          double xhat = ((double)row[i] - mu) * r;
-          double gx = (double)grow[i] * ps[sOff[i]];
-          pdx[o * inner + i] = (T)(r * (gx - meanG - xhat * meanGX));
-        }
-      }
-      for (int64_t i = 0; i < inner; ++i) {
-        pds[i] = (T)ds[i];
-        pdb[i] = (T)db[i];
-      }
+      std::vector<T> sc;
+      const T *ps = normParameter(scale.as<T>(), sOff, sc);
+      // With xhat = (x - mu) r and gx = gy * scale:
+      //   dx = r * (gx - mean(gx) - xhat * mean(gx * xhat)), row by row;
+      parallelFor(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, inner)),
+                  [&](int64_t lo, int64_t hi) {
+                    for (int64_t o = lo; o < hi; ++o)
+                      layerNormGradRow(px + o * inner, pg + o * inner, ps, pm[o], pr[o],
+                                       pdx + o * inner, inner);
+                  });
+      // dscale = sum over rows of gy * xhat, dbias = sum of gy: column by column.
+      parallelFor(inner, std::max<int64_t>(64, kParallelGrain / std::max<int64_t>(1, outer)),
+                  [&](int64_t lo, int64_t hi) {
+                    std::vector<double> ds(hi - lo, 0.0), db(hi - lo, 0.0);
+                    for (int64_t o = 0; o < outer; ++o)
+                      layerNormParamGradRun(px + o * inner + lo, pg + o * inner + lo, pm[o],
+                                            pr[o], ds.data(), db.data(), hi - lo);
+                    for (int64_t i = lo; i < hi; ++i) {
+                      pds[i] = (T)ds[i - lo];
+                      pdb[i] = (T)db[i - lo];
+                    }
+                  });
     };
   });
 }
