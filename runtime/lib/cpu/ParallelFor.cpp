@@ -53,15 +53,16 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       part_ = &part;
       parts_ = parts;
-      next_.store(1); // part 0 is the caller's
-      pending_ = parts - 1;
+      next_.store(0);
+      pending_ = parts; // parts not yet run, whoever runs them
       ++generation_;
     }
     wake_.notify_all();
-    runPart(0);
-    for (int p; (p = next_.fetch_add(1)) < parts;)
+    int ran = 0;
+    for (int p; (p = next_.fetch_add(1)) < parts; ++ran)
       runPart(p);
     std::unique_lock<std::mutex> lock(mutex_);
+    pending_ -= ran;
     done_.wait(lock, [&] { return pending_ == 0; });
     part_ = nullptr;
     return true;
