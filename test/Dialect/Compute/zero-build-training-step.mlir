@@ -92,3 +92,23 @@ func.func @main(%w: tensor<3xf32> {compute.param = "w"},
   %2 = compute.reduce_sum %1 {axes = array<i64: 0>, keepdims = false} : tensor<3xf32> -> tensor<f32>
   return %2 : tensor<f32>
 }
+
+// -----
+
+// A linear layer over [batch, sequence, features]: the weight's gradient is one
+// product over the batch folded into rows (X^T [3, 8] @ dY [8, 2]), not a product
+// per sample and a sum over them.
+// CHECK-LABEL: func.func @main
+// GRAD-LABEL: func.func @main
+// GRAD: %[[XR:.+]] = compute.reshape %{{.+}} : tensor<2x4x3xf32> -> tensor<8x3xf32>
+// GRAD: %[[GR:.+]] = compute.reshape %{{.+}} : tensor<2x4x2xf32> -> tensor<8x2xf32>
+// GRAD: %[[XT:.+]] = compute.transpose %[[XR]] {perm = array<i64: 1, 0>} : tensor<8x3xf32> -> tensor<3x8xf32>
+// GRAD: %[[DW:.+]] = compute.matmul %[[XT]], %[[GR]] : tensor<3x8xf32>, tensor<8x2xf32> -> tensor<3x2xf32>
+// GRAD-NOT: tensor<2x3x2xf32>
+// GRAD: return %{{.+}}, %[[DW]]
+func.func @main(%w: tensor<3x2xf32> {compute.param = "w"},
+                %x: tensor<2x4x3xf32> {compute.input = 0 : i64}) -> tensor<f32> {
+  %0 = compute.matmul %x, %w : tensor<2x4x3xf32>, tensor<3x2xf32> -> tensor<2x4x2xf32>
+  %1 = compute.reduce_sum %0 {axes = array<i64: 0, 1, 2>, keepdims = false} : tensor<2x4x2xf32> -> tensor<f32>
+  return %1 : tensor<f32>
+}
