@@ -12,6 +12,7 @@
 #include "zero/Dialect/Compute/Transforms/Passes.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
 #include "zero/Dialect/Zero/Transforms/Passes.h"
+#include "zero/Pipeline/ZeroPipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -36,6 +37,7 @@ inline void registerAllPasses() {
   registerZeroComputePasses();
   registerZeroSchedulePasses();
   registerZeroConversionPasses();
+  registerVerifyPipelinePass();
 }
 
 } // namespace zero

@@ -80,4 +80,5 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
     opts.views = o.views;
     pm.addPass(createConvertComputeToPlanPass(opts));
   }
+  pm.addPass(createVerifyPipelinePass());
 }

@@ -47,6 +47,12 @@ struct ZeroPipelineOptions {
   bool views = true;
 };
 
+/// --zero-verify-pipeline: the invariants the pipeline's passes promise (every
+/// started collective waited for once, no shard collective after the schedule, a
+/// plan that passes zero-run's checks). buildZeroPipeline ends with it.
+std::unique_ptr<mlir::Pass> createVerifyPipelinePass();
+void registerVerifyPipelinePass();
+
 /// The passes from an imported forward graph (a module holding func.func @main)
 /// down to `options.level`.
 void buildZeroPipeline(mlir::OpPassManager &pm, const ZeroPipelineOptions &options);

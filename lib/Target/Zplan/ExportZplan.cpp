@@ -89,8 +89,7 @@ LogicalResult convertAttr(Location loc, StringRef name, Attribute a,
 
 } // namespace
 
-LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
-                                StringRef source) {
+FailureOr<zero::zplan::Plan> zero::buildZplan(ModuleOp module, StringRef source) {
   auto program = module.lookupSymbol<plan::ProgramOp>("main");
   if (!program)
     return module.emitError("no plan.program @main to write; lower the module "
@@ -218,13 +217,23 @@ LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
       }
     }
   }
-  std::string payload;
   // The runtime's own checks, every kernel bound: a plan zero-run would refuse is
   // a compiler bug, reported here rather than as a failed run.
   std::string problem = zrt::checkPlanKernels(out, "the plan");
   if (!problem.empty())
     return program.emitError("internal error, the plan fails zero-run's checks: ")
            << problem;
+  return out;
+}
+
+LogicalResult zero::exportZplan(ModuleOp module, llvm::raw_ostream &os,
+                                StringRef source) {
+  FailureOr<zplan::Plan> built = buildZplan(module, source);
+  if (failed(built))
+    return failure();
+  const zplan::Plan &out = *built;
+  auto program = module.lookupSymbol<plan::ProgramOp>("main");
+  std::string payload;
   // Deterministic: the same module gives the same bytes (kernel attributes are a
   // protobuf map, whose order is otherwise the hash table's).
   {

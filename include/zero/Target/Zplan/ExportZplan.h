@@ -10,7 +10,17 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
+namespace zero::zplan {
+class Plan;
+} // namespace zero::zplan
+
 namespace zero {
+
+/// The module's `plan.program @main` as the plan file's message, after the
+/// runtime's own checks (zrt::checkPlanKernels: every buffer and kernel valid, no
+/// two buffers alive at once over the same bytes, every start waited for once,
+/// every kernel bound as zero-run would); an error on the program otherwise.
+mlir::FailureOr<zplan::Plan> buildZplan(mlir::ModuleOp module, llvm::StringRef source);
 
 /// Writes the module's `plan.program @main` as a .zplan file (header + protobuf).
 /// `source` names the model it came from, for the runtime's messages.
