@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Conversion/ComputeToPlan/ArenaAllocator.h"
+#include "zero/Support/ElementBytes.h"
 #include "zero/Conversion/Passes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
@@ -26,20 +27,13 @@ using namespace zero;
 
 namespace {
 
-/// Bytes of one element as the runtime stores it (i1 takes a byte).
-int64_t elementBytes(Type t) {
-  unsigned bits = t.getIntOrFloatBitWidth();
-  return bits == 1 ? 1 : bits / 8;
-}
-
 MemRefType bufferTypeOf(Value v) {
   auto t = cast<RankedTensorType>(v.getType());
   return MemRefType::get(t.getShape(), t.getElementType());
 }
 
 int64_t bytesOf(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  return t.getNumElements() * elementBytes(t.getElementType());
+  return zero::shapedBytes(cast<RankedTensorType>(v.getType()));
 }
 
 /// The runtime's collectives work on the whole 1-D grid, on flat tensors, along

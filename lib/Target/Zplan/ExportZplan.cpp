@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Target/Zplan/ExportZplan.h"
+#include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
 
 #include "zplan.pb.h"
@@ -61,8 +62,7 @@ std::string constantBytes(ElementsAttr value) {
     }
     return out;
   }
-  unsigned bits = et.getIntOrFloatBitWidth();
-  int bytes = bits == 1 ? 1 : bits / 8;
+  int bytes = (int)zero::elementBytes(et);
   for (APInt v : value.getValues<APInt>())
     zrt::putLE(out, v.getZExtValue(), bytes);
   return out;

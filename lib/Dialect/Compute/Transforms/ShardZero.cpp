@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Compute/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -192,10 +193,10 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     SmallVector<Bucket> buckets;
     auto add = [&](SmallVector<Bucket> &list, BlockArgument p, bool replicated) {
       auto t = cast<RankedTensorType>(p.getType());
-      int64_t bytes = t.getNumElements() * (t.getElementTypeBitWidth() / 8);
+      int64_t bytes = zero::shapedBytes(t);
       if (list.empty() || list.back().elementType != t.getElementType() ||
           (list.back().elements > 0 &&
-           (list.back().elements * (t.getElementTypeBitWidth() / 8) + bytes > capBytes)))
+           (list.back().elements * zero::elementBytes(t.getElementType()) + bytes > capBytes)))
         list.push_back(Bucket{{}, 0, 0, replicated, t.getElementType()});
       Bucket &bk = list.back();
       Member m{p, masterOf[p],

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Dialect/Plan/Analysis/CostModel.h"
+#include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -81,9 +82,7 @@ namespace {
 
 int64_t elementsOf(Value v) { return cast<MemRefType>(v.getType()).getNumElements(); }
 int64_t bytesOf(Value v) {
-  auto t = cast<MemRefType>(v.getType());
-  unsigned bits = t.getElementTypeBitWidth();
-  return t.getNumElements() * (bits == 1 ? 1 : bits / 8);
+  return zero::shapedBytes(cast<MemRefType>(v.getType()));
 }
 
 /// Ring time of a collective moving `bytes` (the full tensor) over `n` ranks.

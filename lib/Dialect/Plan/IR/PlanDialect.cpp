@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
+#include "zero/Support/ElementBytes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -22,9 +23,7 @@ void PlanDialect::initialize() {
 }
 
 int64_t BufferOp::getSizeInBytes() {
-  MemRefType t = getResult().getType();
-  unsigned bits = t.getElementTypeBitWidth();
-  return t.getNumElements() * (bits == 1 ? 1 : bits / 8);
+  return zero::shapedBytes(getResult().getType());
 }
 
 LogicalResult BufferOp::verify() {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Zero/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,8 +25,7 @@ using namespace zero::zops;
 namespace {
 
 int64_t bytesOf(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  return t.getNumElements() * (t.getElementTypeBitWidth() / 8);
+  return zero::shapedBytes(cast<RankedTensorType>(v.getType()));
 }
 
 struct ScheduleCollectivesPass
