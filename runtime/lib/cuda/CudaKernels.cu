@@ -14,6 +14,8 @@
 
 #include "zrt/Float16.h"
 
+#include <zrt_kernel_launch.h> // the GPU's or the emulator's (see the header)
+
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -24,25 +26,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-#ifdef ZERO_CUDA_EMULATOR
-/// The emulator's check of what a GPU would fault on: a pointer argument that is
-/// not device memory.
-template <typename... A> void checkPointers(const char *name, A... args) {
-  int index = 0;
-  auto one = [&](auto arg) {
-    ++index;
-    if constexpr (std::is_pointer_v<decltype(arg)>)
-      if (arg && !zero_cuda_emulator::isDeviceMemory(arg, 1))
-        zero_cuda_emulator::setLaunchError(
-            cudaErrorIllegalAddress,
-            (std::string(name) + ": argument " + std::to_string(index) +
-             " is not device memory")
-                .c_str());
-  };
-  (one(args), ...);
-}
-#endif
-
 /// Launches `kernel` as `grid` blocks of `block` threads on `s`; an empty grid has
 /// nothing to do (CUDA refuses it). A failed launch is an error naming `name`.
 /// `Barriers`: the kernel calls __syncthreads (the emulator runs such blocks'
@@ -52,16 +35,7 @@ void launch(const char *name, void (*kernel)(P...), int64_t grid, int block,
             cudaStream_t s, A... args) {
   if (grid <= 0)
     return;
-#ifdef ZERO_CUDA_EMULATOR
-  checkPointers(name, args...);
-  auto thread = [=] { kernel(static_cast<P>(args)...); };
-  if (Barriers)
-    zero_cuda_emulator::launchWithBarriers(s, grid, block, thread);
-  else
-    zero_cuda_emulator::launch(s, grid, block, thread);
-#else
-  kernel<<<(unsigned)grid, block, 0, s>>>(static_cast<P>(args)...);
-#endif
+  detail::startKernel<Barriers>(name, kernel, grid, block, s, args...);
   cudaError_t rc = cudaGetLastError();
   if (rc != cudaSuccess) // the message only when needed: launches are the hot path
     checkCuda(rc, (std::string("launching the kernel ") + name).c_str());
