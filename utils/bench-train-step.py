@@ -6,7 +6,7 @@
 #   bench-train-step.py --bin BUILD/bin [--threads N] [--layers 4 --hidden 256
 #                       --heads 8 --vocab 256 --seq 128 --batch 8] [--steps 20 --warmup 3]
 #                       [--precision bf16|fp16] [--recompute cheap|blocks] [--offload]
-#                       [--profile]
+#                       [--profile] [--repeat R]
 #
 # With --precision, zero-run also runs the step compiled with zero-opt --precision
 # (and, for bf16, PyTorch under torch.autocast("cpu", torch.bfloat16)), next to fp32.
@@ -16,6 +16,9 @@
 # --precision) with and without --offload-optimizer=cpu, next to the report's device
 # and host bytes: on the CPU backend the "device" is the host too, so this measures
 # what the split costs (the copies, the host kernels' thread), not a PCIe link.
+# With --repeat R, the fp32 figures are measured R times, zero-run and PyTorch
+# alternating (this machine's speed drifts by several percent from minute to
+# minute), and the median of the R ratios is printed with each.
 # With --profile, zero-run's fp32 run also prints its time per kernel kind (zero-run
 # --profile), a separate run after the timed one so profiling does not slow the figure.
 #
@@ -75,6 +78,8 @@ def main():
                    help="also time the fp32 step with this recomputation")
     p.add_argument("--offload", action="store_true",
                    help="also time stage 2 on one rank with and without optimizer offload")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="measure the fp32 step this many times, alternating the two")
     p.add_argument("--profile", action="store_true",
                    help="also print zero-run's time per kernel kind for the fp32 step")
     a = p.parse_args()
@@ -146,6 +151,23 @@ def main():
         return statistics.median(times)
 
     t = torch_step_ms(False)
+    ratios = [z / t]
+    if a.repeat > 1:
+        with tempfile.TemporaryDirectory() as tmp:
+            onnx_path = os.path.join(tmp, "gpt.onnx")
+            zero_models.export(model, onnx_path, a.batch, a.seq, a.vocab)
+            data_path = os.path.join(tmp, "tokens.u8")
+            data.tofile(data_path)
+            plan = os.path.join(tmp, "fp32.zplan")
+            subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "--optimizer=adamw",
+                            "-o", plan], check=True)
+            for _ in range(a.repeat - 1):
+                log = os.path.join(tmp, "repeat.json")
+                subprocess.run([os.path.join(a.bin, "zero-run"), plan, "--init", onnx_path,
+                                "--data", data_path, "--steps", str(total), "--log-json",
+                                log, "--quiet"], check=True)
+                zr = statistics.median([json.loads(line)["ms"] for line in open(log)][a.warmup:])
+                ratios.append(zr / torch_step_ms(False))
     tmixed = torch_step_ms(True) if a.precision == "bf16" else None
     tokens_per_step = a.batch * a.seq
     print("GPT: %d layers, hidden %d, %d heads, vocab %d, sequence %d, micro-batch %d: "
@@ -156,6 +178,9 @@ def main():
     print("  zero-run        %8.1f ms/step  %8.0f tokens/s" % (z, tokens_per_step / z * 1000))
     print("  PyTorch eager   %8.1f ms/step  %8.0f tokens/s" % (t, tokens_per_step / t * 1000))
     print("  zero-run / PyTorch step time: %.2f" % (z / t))
+    if len(ratios) > 1:
+        print("  over %d alternating measurements: ratios %s, median %.2f" % (
+            len(ratios), " ".join("%.2f" % r for r in ratios), statistics.median(ratios)))
     if zmixed is not None:
         print("  zero-run %s    %8.1f ms/step  %8.0f tokens/s  (%.2f x its fp32 step)" % (
             a.precision, zmixed, tokens_per_step / zmixed * 1000, zmixed / z))
