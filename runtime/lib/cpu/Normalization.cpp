@@ -9,7 +9,7 @@
 
 #include "KernelUtil.h"
 #include "VectorLoops.h"
-#include "../kernels/ElementwiseMath.h"
+#include "../kernels/NormalizationMath.h"
 
 #include <cmath>
 #include <limits>
@@ -23,12 +23,11 @@ namespace {
 /// their sum in double.
 template <typename T>
 ZRT_VECTORIZED double shiftedExpRun(const T *x, T mx, T *y, int64_t n) {
-  using C = kernels::ComputeType<T>;
   double lane[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
     for (int l = 0; l < kLanes; ++l) {
-      T e = T(kernels::expOf(C(x[i + l]) - C(mx)));
+      T e = kernels::shiftedExp(x[i + l], mx);
       y[i + l] = e;
       lane[l] += (double)e;
     }
@@ -36,7 +35,7 @@ ZRT_VECTORIZED double shiftedExpRun(const T *x, T mx, T *y, int64_t n) {
   for (int l = 0; l < kLanes; ++l)
     s += lane[l];
   for (; i < n; ++i) {
-    T e = T(kernels::expOf(C(x[i]) - C(mx)));
+    T e = kernels::shiftedExp(x[i], mx);
     y[i] = e;
     s += (double)e;
   }
@@ -66,7 +65,7 @@ void softmaxRows(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner,
                     T mx = maxRun(px, dim);
                     double sum = shiftedExpRun(px, mx, py, dim);
                     if (log)
-                      shiftRun(px, T(mx + (T)std::log(sum)), py, dim);
+                      shiftRun(px, kernels::logSoftmaxShift(mx, sum), py, dim);
                     else
                       scaleRun(py, T(1.0 / sum), dim);
                   }
@@ -83,11 +82,11 @@ void softmaxRows(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner,
         mx = std::max(mx, px[d * inner]);
       double sum = 0;
       for (int64_t d = 0; d < dim; ++d) {
-        e[d] = T(kernels::expOf(kernels::ComputeType<T>(px[d * inner] - mx)));
+        e[d] = kernels::shiftedExp(px[d * inner], mx);
         sum += e[d];
       }
       if (log) {
-        T lse = mx + (T)std::log(sum);
+        T lse = kernels::logSoftmaxShift(mx, sum);
         for (int64_t d = 0; d < dim; ++d)
           py[d * inner] = px[d * inner] - lse;
       } else {
@@ -137,7 +136,7 @@ template <typename T>
 ZRT_VECTORIZED void normalizeRun(const T *x, double mu, double r, const T *scale,
                                  const T *bias, T *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
-    y[i] = (T)(((double)x[i] - mu) * r * (double)scale[i] + (double)bias[i]);
+    y[i] = kernels::normalized(x[i], mu, r, scale[i], bias[i]);
 }
 
 } // namespace
@@ -212,7 +211,7 @@ BoundKernel bindLayerNorm(const KernelCall &call) {
                       const T *row = px + o * inner;
                       double mu = sumRun(row, inner) / inner;
                       double var = squaredDeviationRun(row, mu, inner) / inner;
-                      double r = 1.0 / std::sqrt(var + eps);
+                      double r = kernels::inverseStdDev(var, eps);
                       pm[o] = (T)mu;
                       pr[o] = (T)r;
                       normalizeRun(row, mu, r, ps, pb, py + o * inner, inner);

@@ -11,6 +11,7 @@
 
 #include "KernelUtil.h"
 #include "VectorLoops.h"
+#include "../kernels/NormalizationMath.h"
 #include "../kernels/OptimizerMath.h"
 
 #include <algorithm>
@@ -65,7 +66,7 @@ ZRT_VECTORIZED void layerNormGradRow(const T *x, const T *g, const T *scale, T m
   double meanG = sg / n, meanGX = sgx / n;
   for (int64_t j = 0; j < n; ++j) {
     double xhat = ((double)x[j] - mu) * r, gx = (double)g[j] * (double)scale[j];
-    dx[j] = (T)(r * (gx - meanG - xhat * meanGX));
+    dx[j] = (T)kernels::layerNormInputGrad(r, xhat, gx, meanG, meanGX);
   }
 }
 
@@ -187,8 +188,7 @@ BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
           }
           for (int64_t k = 0; k < c; ++k) {
             int64_t e = (i * c + k) * inner + j;
-            double p = std::exp((double)lp[e]);
-            o[e] = ignored ? T(0) : (T)(coef * (p - (k == label ? 1.0 : 0.0)));
+            o[e] = ignored ? T(0) : (T)kernels::crossEntropyGrad(coef, (double)lp[e], k == label);
           }
         }
     };

@@ -10,6 +10,7 @@
 #include "CudaLaunch.h"
 
 #include "../kernels/ElementwiseMath.h"
+#include "../kernels/NormalizationMath.h"
 #include "../kernels/OptimizerMath.h"
 
 #include "zrt/Float16.h"
@@ -291,12 +292,13 @@ __global__ void softmaxKernel(const T *x, T *y, int64_t outer, int64_t dim, int6
   double mx = -INFINITY;
   for (int64_t d = 0; d < dim; ++d)
     mx = fmax(mx, (double)px[d * inner]);
+  T m = (T)mx;
   double sum = 0;
   for (int64_t d = 0; d < dim; ++d)
-    sum += exp((double)px[d * inner] - mx);
-  double lse = mx + ::log(sum);
+    sum += (double)kernels::shiftedExp(px[d * inner], m);
+  T shift = kernels::logSoftmaxShift(m, sum);
   for (int64_t d = 0; d < dim; ++d)
-    py[d * inner] = log ? (T)((double)px[d * inner] - lse) : (T)exp((double)px[d * inner] - lse);
+    py[d * inner] = log ? T(px[d * inner] - shift) : kernels::softmaxOf(px[d * inner], m, sum);
 }
 
 /// Softmax along a contiguous axis: one block per row.
@@ -308,12 +310,14 @@ __global__ void softmaxRowsKernel(const T *x, T *y, int64_t dim, bool log) {
   for (int64_t d = threadIdx.x; d < dim; d += kThreads)
     mx = fmax(mx, (double)px[d]);
   mx = blockReduce(mx, Max{});
+  T m = (T)mx;
   double sum = 0;
   for (int64_t d = threadIdx.x; d < dim; d += kThreads)
-    sum += exp((double)px[d] - mx);
-  double lse = mx + ::log(blockReduce(sum, Add{}));
+    sum += (double)kernels::shiftedExp(px[d], m);
+  sum = blockReduce(sum, Add{});
+  T shift = kernels::logSoftmaxShift(m, sum);
   for (int64_t d = threadIdx.x; d < dim; d += kThreads)
-    py[d] = log ? (T)((double)px[d] - lse) : (T)exp((double)px[d] - lse);
+    py[d] = log ? T(px[d] - shift) : kernels::softmaxOf(px[d], m, sum);
 }
 
 /// One block per normalized row.
@@ -329,14 +333,13 @@ __global__ void layerNormKernel(const T *x, const T *scale, const T *bias,
   double mu = blockReduce(sum, Add{}) / inner, sq = 0;
   for (int64_t i = threadIdx.x; i < inner; i += kThreads)
     sq += ((double)row[i] - mu) * ((double)row[i] - mu);
-  double r = 1.0 / sqrt(blockReduce(sq, Add{}) / inner + eps);
+  double r = kernels::inverseStdDev(blockReduce(sq, Add{}) / inner, eps);
   if (threadIdx.x == 0) {
     mean[o] = (T)mu;
     rstd[o] = (T)r;
   }
   for (int64_t i = threadIdx.x; i < inner; i += kThreads)
-    y[o * inner + i] =
-        (T)(((double)row[i] - mu) * r * (double)scale[sOff[i]] + (double)bias[bOff[i]]);
+    y[o * inner + i] = kernels::normalized(row[i], mu, r, scale[sOff[i]], bias[bOff[i]]);
 }
 
 /// dx, one block per row.
@@ -356,7 +359,7 @@ __global__ void layerNormGradRows(const T *x, const T *scale, const int64_t *sOf
   double meanGX = blockReduce(sumGX, Add{}) / inner;
   for (int64_t i = threadIdx.x; i < inner; i += kThreads) {
     double xhat = ((double)row[i] - mu) * r, gx = (double)g[i] * (double)scale[sOff[i]];
-    dx[o * inner + i] = (T)(r * (gx - meanG - xhat * meanGX));
+    dx[o * inner + i] = (T)kernels::layerNormInputGrad(r, xhat, gx, meanG, meanGX);
   }
 }
 
@@ -450,7 +453,7 @@ __global__ void crossEntropyGradKernel(const T *logp, const void *labels, bool l
   double gl = reduction == 0 ? (double)g[pos] : (double)g[0];
   double w = weights ? (double)weights[label] : 1.0;
   double coef = w * gl / (reduction == 2 ? *denom : 1.0);
-  out[e] = (T)(coef * (exp((double)logp[e]) - (k == label ? 1.0 : 0.0)));
+  out[e] = (T)kernels::crossEntropyGrad(coef, (double)logp[e], k == label);
 }
 
 /// Few values per output: one thread each.

@@ -1,0 +1,60 @@
+//===- NormalizationMath.h - Softmax and layer norm per element -*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// The per-element formulas of softmax, layer norm and their gradients, written
+// once for both backends. How the row sums are formed differs (16 lanes in double
+// on the CPU, a block reduction in double on a GPU); what each element gets from
+// them is defined here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZRT_LIB_KERNELS_NORMALIZATIONMATH_H
+#define ZRT_LIB_KERNELS_NORMALIZATIONMATH_H
+
+#include "ElementwiseMath.h"
+
+namespace zrt::kernels {
+
+/// e^(x - mx) in the tensor's type (16-bit: in f32), as PyTorch computes softmax.
+template <typename T> ZRT_HOST_DEVICE inline T shiftedExp(T x, T mx) {
+  using C = ComputeType<T>;
+  return T(expOf(C(x) - C(mx)));
+}
+
+/// Softmax: e^(x - mx) / sum, with sum the row's sum of shiftedExp in double.
+template <typename T> ZRT_HOST_DEVICE inline T softmaxOf(T x, T mx, double sum) {
+  return T(shiftedExp(x, mx) * T(1.0 / sum));
+}
+
+/// Log-softmax: x - (mx + log(sum)), the shift in the tensor's type.
+template <typename T> ZRT_HOST_DEVICE inline T logSoftmaxShift(T mx, double sum) {
+  return T(mx + T(std::log(sum)));
+}
+
+/// Layer norm: (x - mu) r scale + bias, in double.
+template <typename T>
+ZRT_HOST_DEVICE inline T normalized(T x, double mu, double r, T scale, T bias) {
+  return (T)(((double)x - mu) * r * (double)scale + (double)bias);
+}
+
+/// The layer norm's rstd from the row's mean of squared deviations.
+ZRT_HOST_DEVICE inline double inverseStdDev(double variance, double eps) {
+  return 1.0 / std::sqrt(variance + eps);
+}
+
+/// Layer norm's input gradient, with xhat = (x - mu) r, gx = gy scale and the
+/// row means of gx and gx xhat: r (gx - mean(gx) - xhat mean(gx xhat)).
+ZRT_HOST_DEVICE inline double layerNormInputGrad(double r, double xhat, double gx,
+                                                 double meanG, double meanGX) {
+  return r * (gx - meanG - xhat * meanGX);
+}
+
+/// Softmax cross-entropy's gradient per score: coef (e^logp - [k == label]).
+ZRT_HOST_DEVICE inline double crossEntropyGrad(double coef, double logp, bool isLabel) {
+  return coef * (std::exp(logp) - (isLabel ? 1.0 : 0.0));
+}
+
+} // namespace zrt::kernels
+
+#endif // ZRT_LIB_KERNELS_NORMALIZATIONMATH_H
