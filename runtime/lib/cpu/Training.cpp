@@ -442,11 +442,10 @@ BoundKernel bindClipGradScale(const KernelCall &call) {
   const TensorView sumSq = call.ins[0], scale = call.ins[1], out = call.outs[0],
                    norm = call.outs[1];
   return [=] {
-    double s = scale.as<float>()[0];
-    double n = std::sqrt((double)sumSq.as<float>()[0]) * s;
-    double coef = std::min(1.0, maxNorm / (n + 1e-6));
-    out.as<float>()[0] = (float)(s * coef);
-    norm.as<float>()[0] = (float)n;
+    kernels::ClippedScale c =
+        kernels::clippedScale(sumSq.as<float>()[0], scale.as<float>()[0], maxNorm);
+    out.as<float>()[0] = c.scale;
+    norm.as<float>()[0] = c.norm;
   };
 }
 

@@ -562,10 +562,9 @@ __global__ void sumSquaresKernel(const T *x, float *out, int64_t n) {
 /// torch.nn.utils.clip_grad_norm_'s coefficient folded into the gradient scale.
 __global__ void clipGradScaleKernel(const float *sumSq, const float *scale, float *out,
                                     float *norm, double maxNorm) {
-  double s = *scale, total = sqrt((double)*sumSq) * s;
-  double coef = fmin(1.0, maxNorm / (total + 1e-6));
-  *out = (float)(s * coef);
-  *norm = (float)total;
+  kernels::ClippedScale c = kernels::clippedScale(*sumSq, *scale, maxNorm);
+  *out = c.scale;
+  *norm = c.norm;
 }
 
 /// Adds the number of inf/NaN elements to *count (zeroed before the launch).

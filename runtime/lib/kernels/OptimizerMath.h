@@ -61,6 +61,20 @@ ZRT_HOST_DEVICE inline void sgdElement(const SgdStep<T> &s, T g, T &p, T &b) {
   p = p + b * s.negativeLr;
 }
 
+/// torch.nn.utils.clip_grad_norm_ folded into the optimizer's gradient scale: the
+/// gradients' norm (from their sum of squares, times the scale already on them)
+/// and the new scale, scale * min(1, maxNorm / (norm + 1e-6)).
+struct ClippedScale {
+  float scale, norm;
+};
+ZRT_HOST_DEVICE inline ClippedScale clippedScale(float sumSquares, float scale,
+                                                 double maxNorm) {
+  double s = scale, norm = std::sqrt((double)sumSquares) * s;
+  double coef = maxNorm / (norm + 1e-6);
+  coef = coef < 1.0 ? coef : 1.0;
+  return {(float)(s * coef), (float)norm};
+}
+
 } // namespace zrt::kernels
 
 #endif // ZRT_LIB_KERNELS_OPTIMIZERMATH_H
