@@ -48,7 +48,10 @@ template <typename T> using ComputeType = typename ComputeTypeOf<T>::type;
 ZRT_HOST_DEVICE inline float expF32(float x) {
   const float log2e = 1.44269504088896341f, ln2Hi = 0.693145751953125f,
               ln2Lo = 1.42860682030941723e-6f;
-  float c = x < -87.3365f ? -87.3365f : (x > 88.7228f ? 88.7228f : x);
+  // Clamped so that NaN becomes a number too (a NaN converted to an integer below
+  // would be undefined); the result for NaN is x itself.
+  float c = x > -87.3365f ? x : -87.3365f;
+  c = c < 88.7228f ? c : 88.7228f;
   // n = floor(y + 1/2) by truncating a positive number: a conversion that
   // vectorizes on any x86-64 (floor needs SSE4.1). y >= -126 here.
   float y = c * log2e;
