@@ -80,4 +80,36 @@ TEST(Kernels, MissingAttributeIsAnError) {
                Error);
 }
 
+google::protobuf::Map<std::string, zero::zplan::Attr> reduceAttrs(std::vector<int64_t> axes) {
+  google::protobuf::Map<std::string, zero::zplan::Attr> attrs;
+  for (int64_t a : axes)
+    attrs["axes"].mutable_ints()->add_values(a);
+  attrs["keepdims"].set_i(0);
+  return attrs;
+}
+
+// The vectorized reductions: over leading dimensions, over trailing ones, over
+// everything, and over empty extents (no division by a zero row length).
+TEST(Kernels, ReduceSumFastPathsAndEmptyExtents) {
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, cols(3), rows(2), all(1);
+  auto leading = reduceAttrs({0}), trailing = reduceAttrs({1}), both = reduceAttrs({0, 1});
+  cpuKernels().at("reduce_sum")(
+      callOf("reduce_sum", {view(x, {2, 3})}, {view(cols, {3})}, &leading))();
+  EXPECT_EQ(cols, (std::vector<float>{5, 7, 9}));
+  cpuKernels().at("reduce_sum")(
+      callOf("reduce_sum", {view(x, {2, 3})}, {view(rows, {2})}, &trailing))();
+  EXPECT_EQ(rows, (std::vector<float>{6, 15}));
+  cpuKernels().at("reduce_sum")(
+      callOf("reduce_sum", {view(x, {2, 3})}, {view(all, {})}, &both))();
+  EXPECT_EQ(all, (std::vector<float>{21}));
+  std::vector<float> empty, four(4, -1.0f);
+  cpuKernels().at("reduce_sum")(
+      callOf("reduce_sum", {view(empty, {4, 0})}, {view(four, {4})}, &trailing))();
+  EXPECT_EQ(four, (std::vector<float>(4, 0.0f)));
+  four.assign(4, -1.0f);
+  cpuKernels().at("reduce_sum")(
+      callOf("reduce_sum", {view(empty, {0, 4})}, {view(four, {4})}, &leading))();
+  EXPECT_EQ(four, (std::vector<float>(4, 0.0f)));
+}
+
 } // namespace

@@ -73,15 +73,17 @@ template <bool Mean> BoundKernel bindReduce(const KernelCall &call) {
       if constexpr (isFloat<T>) {
         if (trailing) { // row sums
           int64_t cols = groups.back();
-          parallelFor(n, std::max<int64_t>(1, kParallelGrain / cols), [&](int64_t lo, int64_t hi) {
+          int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, cols));
+          parallelFor(n, grain, [&](int64_t lo, int64_t hi) {
             for (int64_t i = lo; i < hi; ++i)
-              finish(i, sumRun(in + i * cols, cols));
+              finish(i, cols ? sumRun(in + i * cols, cols) : 0.0);
           });
           return;
         }
         if (leading) { // column sums: each thread its own columns
           int64_t rows = groups[0];
-          parallelFor(n, std::max<int64_t>(64, kParallelGrain / rows), [&](int64_t lo, int64_t hi) {
+          int64_t grain = std::max<int64_t>(64, kParallelGrain / std::max<int64_t>(1, rows));
+          parallelFor(n, grain, [&](int64_t lo, int64_t hi) {
             std::vector<double> acc(hi - lo, 0.0);
             for (int64_t r = 0; r < rows; ++r)
               accumulateRun(in + r * n + lo, acc.data(), hi - lo);
