@@ -67,6 +67,20 @@ TEST(ParallelFor, RethrowsARangesErrorAfterAllRangesEnd) {
   EXPECT_EQ(sum.load(), 999 * 1000 / 2);
 }
 
+TEST(ParallelFor, NestedCallsRunInline) {
+  ThreadsFor threads(2);
+  std::vector<std::atomic<int>> hits(64 * 64);
+  parallelFor(64, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      parallelFor(64, 1, [&](int64_t a, int64_t b) {
+        for (int64_t j = a; j < b; ++j)
+          ++hits[i * 64 + j];
+      });
+  });
+  for (auto &h : hits)
+    ASSERT_EQ(h.load(), 1);
+}
+
 TEST(ParallelFor, ConcurrentCallersEachGetTheirRangesCovered) {
   ThreadsFor threads(2);
   std::vector<std::thread> callers;

@@ -143,13 +143,21 @@ void zrt::setCpuThreads(int threads) {
 
 int zrt::blasThreads() { return openblas_get_num_threads(); }
 
+/// Set while a thread runs a range: a parallelFor inside one runs inline (the pool
+/// is taken, and its mutex is the caller's own).
+thread_local bool inRange = false;
+
 void zrt::parallelFor(int64_t n, int64_t grain,
                       const std::function<void(int64_t, int64_t)> &body) {
   if (n <= 0)
     return;
   int64_t parts = std::min<int64_t>(threadCount, n / std::max<int64_t>(1, grain));
-  if (parts > 1) {
+  if (parts > 1 && !inRange) {
     std::function<void(int)> part = [&](int p) {
+      inRange = true;
+      struct Reset {
+        ~Reset() { inRange = false; }
+      } reset;
       body(n * p / parts, n * (p + 1) / parts);
     };
     if (pool().tryRun((int)parts, part)) {
