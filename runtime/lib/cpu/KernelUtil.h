@@ -174,10 +174,21 @@ void forEachBroadcast(const Shape &out, const std::array<Shape, N> &inStrides, F
   }
 }
 
-/// A layer norm's scale (or bias) as one value per normalized element: `p` itself
-/// when `offsets` (its broadcast offsets) are 0, 1, 2..., else gathered into `copy`.
+/// Where each element of `norm` reads a layer norm's scale (or bias) of shape `of`
+/// broadcast to it; empty when it has the shape itself (offsets 0, 1, 2...).
+std::vector<int64_t> normOffsets(const Shape &of, const Shape &norm);
+
+/// That parameter as one value per normalized element: `p` itself when `offsets`
+/// is empty, else gathered into `copy`.
 template <typename T>
-const T *normParameter(const T *p, const std::vector<int64_t> &offsets, std::vector<T> &copy);
+const T *normParameter(const T *p, const std::vector<int64_t> &offsets, std::vector<T> &copy) {
+  if (offsets.empty())
+    return p;
+  copy.resize(offsets.size());
+  for (size_t i = 0; i < offsets.size(); ++i)
+    copy[i] = p[offsets[i]];
+  return copy.data();
+}
 
 /// Throws unless `v` has exactly shape `s`.
 void expectShape(const KernelCall &call, const TensorView &v, const Shape &s,

@@ -141,27 +141,18 @@ ZRT_VECTORIZED void normalizeRun(const T *x, double mu, double r, const T *scale
 
 } // namespace
 
-template <typename T>
-const T *zrt::cpu::normParameter(const T *p, const std::vector<int64_t> &offsets,
-                                 std::vector<T> &copy) {
+std::vector<int64_t> zrt::cpu::normOffsets(const Shape &of, const Shape &norm) {
+  std::vector<int64_t> offsets;
   bool identity = true;
-  for (size_t i = 0; i < offsets.size() && identity; ++i)
-    identity = offsets[i] == (int64_t)i;
+  forEachBroadcast<1>(norm, std::array<Shape, 1>{broadcastStrides(of, norm)},
+                      [&](int64_t i, auto off) {
+                        offsets.push_back(off[0]);
+                        identity = identity && off[0] == i;
+                      });
   if (identity)
-    return p;
-  copy.resize(offsets.size());
-  for (size_t i = 0; i < offsets.size(); ++i)
-    copy[i] = p[offsets[i]];
-  return copy.data();
+    offsets.clear();
+  return offsets;
 }
-template const float *zrt::cpu::normParameter(const float *, const std::vector<int64_t> &,
-                                              std::vector<float> &);
-template const double *zrt::cpu::normParameter(const double *, const std::vector<int64_t> &,
-                                               std::vector<double> &);
-template const bf16 *zrt::cpu::normParameter(const bf16 *, const std::vector<int64_t> &,
-                                             std::vector<bf16> &);
-template const f16 *zrt::cpu::normParameter(const f16 *, const std::vector<int64_t> &,
-                                            std::vector<f16> &);
 
 namespace {
 
@@ -183,20 +174,15 @@ BoundKernel bindLayerNorm(const KernelCall &call) {
   expectShape(call, rstd, stat, "inv_std_dev");
   Shape norm(x.shape.begin() + axis, x.shape.end());
   int64_t outer = extentProduct(x.shape, 0, axis), inner = extentProduct(norm, 0, norm.size());
-  // Scale and bias broadcast to the normalized shape: precompute their offsets.
-  std::vector<int64_t> sOff, bOff;
   ZRT_CHECK(scale.shape.size() <= norm.size() && bias.shape.size() <= norm.size(),
             call.where() << ": scale or bias has a higher rank than the normalized "
                             "dimensions");
   Shape bshape = broadcastShapes({norm, scale.shape, bias.shape}, call);
   ZRT_CHECK(bshape == norm, call.where() << ": scale or bias does not broadcast to "
                                          << shapeString(norm));
-  std::array<Shape, 2> strides = {broadcastStrides(scale.shape, norm),
-                                  broadcastStrides(bias.shape, norm)};
-  forEachBroadcast<2>(norm, strides, [&](int64_t, auto off) {
-    sOff.push_back(off[0]);
-    bOff.push_back(off[1]);
-  });
+  // Scale and bias broadcast to the normalized shape: their offsets, once.
+  std::vector<int64_t> sOff = normOffsets(scale.shape, norm),
+                       bOff = normOffsets(bias.shape, norm);
   return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=] {

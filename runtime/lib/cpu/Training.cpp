@@ -103,9 +103,7 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
                 broadcastShapes({norm, scale.shape}, call) == norm,
             call.where() << ": scale does not broadcast to " << shapeString(norm));
   int64_t outer = extentProduct(x.shape, 0, axis), inner = extentProduct(norm, 0, norm.size());
-  std::vector<int64_t> sOff;
-  forEachBroadcast<1>(norm, std::array<Shape, 1>{broadcastStrides(scale.shape, norm)},
-                      [&](int64_t, auto off) { sOff.push_back(off[0]); });
+  std::vector<int64_t> sOff = normOffsets(scale.shape, norm);
   return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=] {

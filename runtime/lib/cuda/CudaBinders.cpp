@@ -204,7 +204,7 @@ BoundKernel bindSoftmax(const KernelCall &call, bool log) {
 }
 
 /// Offsets of a broadcast operand over the normalized shape, on the device.
-std::shared_ptr<int64_t> normOffsets(const Shape &of, const Shape &norm) {
+std::shared_ptr<int64_t> deviceNormOffsets(const Shape &of, const Shape &norm) {
   std::vector<int64_t> off;
   forEachBroadcast<1>(norm, std::array<Shape, 1>{broadcastStrides(of, norm)},
                       [&](int64_t, auto o) { off.push_back(o[0]); });
@@ -219,7 +219,7 @@ BoundKernel bindLayerNorm(const KernelCall &call) {
   double eps = call.floatAttr("epsilon");
   Shape norm(x.shape.begin() + axis, x.shape.end());
   int64_t outer = extentProduct(x.shape, 0, axis), inner = extentProduct(norm, 0, norm.size());
-  auto sOff = normOffsets(scale.shape, norm), bOff = normOffsets(bias.shape, norm);
+  auto sOff = deviceNormOffsets(scale.shape, norm), bOff = deviceNormOffsets(bias.shape, norm);
   Elem t = elemOf(x.dtype);
   return [=] {
     layerNorm(context().compute, t, x.data, scale.data, bias.data, sOff.get(), bOff.get(),
@@ -235,7 +235,7 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
   int64_t axis = call.intAttr("axis");
   Shape norm(x.shape.begin() + axis, x.shape.end());
   int64_t outer = extentProduct(x.shape, 0, axis), inner = extentProduct(norm, 0, norm.size());
-  auto sOff = normOffsets(scale.shape, norm);
+  auto sOff = deviceNormOffsets(scale.shape, norm);
   Elem t = elemOf(x.dtype);
   return [=] {
     layerNormGrad(context().compute, t, x.data, scale.data, sOff.get(), mean.data,
