@@ -6,7 +6,7 @@
 #   bench-train-step.py --bin BUILD/bin [--threads N] [--layers 4 --hidden 256
 #                       --heads 8 --vocab 256 --seq 128 --batch 8] [--steps 20 --warmup 3]
 #                       [--precision bf16|fp16] [--recompute cheap|blocks] [--offload]
-#                       [--profile] [--repeat R]
+#                       [--profile] [--repeat R] [--unfused]
 #
 # With --precision, zero-run also runs the step compiled with zero-opt --precision
 # (and, for bf16, PyTorch under torch.autocast("cpu", torch.bfloat16)), next to fp32.
@@ -19,6 +19,8 @@
 # With --repeat R, the fp32 figures are measured R times, zero-run and PyTorch
 # alternating (this machine's speed drifts by several percent from minute to
 # minute), and the median of the R ratios is printed with each.
+# With --unfused, zero-run also runs the fp32 step compiled with zero-opt --no-fusion
+# (a kernel per elementwise op), next to the fused one.
 # With --profile, zero-run's fp32 run also prints its time per kernel kind (zero-run
 # --profile), a separate run after the timed one so profiling does not slow the figure.
 #
@@ -82,6 +84,8 @@ def main():
                    help="measure the fp32 step this many times, alternating the two")
     p.add_argument("--profile", action="store_true",
                    help="also print zero-run's time per kernel kind for the fp32 step")
+    p.add_argument("--unfused", action="store_true",
+                   help="also time the fp32 step compiled with --no-fusion")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
 
@@ -115,6 +119,7 @@ def main():
                 [os.path.join(a.bin, "zero-run"), os.path.join(tmp, "fp32.zplan"), "--init",
                  onnx_path, "--data", data_path, "--steps", str(total), "--quiet",
                  "--profile"], check=True, capture_output=True, text=True).stdout
+        zunfused = zero_run("fp32", ["--no-fusion"]) if a.unfused else None
         zmixed = zero_run(a.precision) if a.precision != "fp32" else None
         zrecompute = report = None
         if a.recompute:
@@ -181,6 +186,9 @@ def main():
     if len(ratios) > 1:
         print("  over %d alternating measurements: ratios %s, median %.2f" % (
             len(ratios), " ".join("%.2f" % r for r in ratios), statistics.median(ratios)))
+    if zunfused is not None:
+        print("  zero-run --no-fusion %3.1f ms/step  (the fused step: %.2f x this)" % (
+            zunfused, z / zunfused))
     if zmixed is not None:
         print("  zero-run %s    %8.1f ms/step  %8.0f tokens/s  (%.2f x its fp32 step)" % (
             a.precision, zmixed, tokens_per_step / zmixed * 1000, zmixed / z))

@@ -75,6 +75,8 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
     }
   }
   if (o.level == "plan" || o.level == "zplan") {
+    if (o.fuse)
+      pm.addPass(createFuseElementwisePass());
     ConvertComputeToPlanPassOptions opts;
     opts.worldSize = o.worldSize;
     opts.views = o.views;

@@ -220,6 +220,10 @@ static cl::opt<bool> noViews("no-views",
                              cl::desc("Copy every reshape and slice instead of reading "
                                       "its input in place, for comparison"),
                              cl::init(false), cl::cat(scheduleCategory));
+static cl::opt<bool> noFusion("no-fusion",
+                              cl::desc("Run every elementwise op as a kernel of its own "
+                                       "instead of fusing chains of them, for comparison"),
+                              cl::init(false), cl::cat(scheduleCategory));
 static cl::opt<bool> noOverlap("no-overlap",
                                cl::desc("Keep every collective synchronous, for "
                                         "comparison"),
@@ -381,6 +385,7 @@ void buildPipeline(PassManager &pm, bool isGraph, StringRef level,
   o.noOverlap = noOverlap;
   o.offloadOptimizer = offloadOptimizer == "cpu";
   o.views = !noViews;
+  o.fuse = !noFusion;
   zero::buildZeroPipeline(pm, o);
 }
 

@@ -45,6 +45,8 @@ struct ZeroPipelineOptions {
   bool offloadOptimizer = false;
   // Reshapes and contiguous slices as views of their input (false: copies).
   bool views = true;
+  // Chains of elementwise ops as one fused kernel each (false: a kernel per op).
+  bool fuse = true;
 };
 
 /// --zero-verify-pipeline: the invariants the pipeline's passes promise (every

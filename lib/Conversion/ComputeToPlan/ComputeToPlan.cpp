@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Conversion/ComputeToPlan/ArenaAllocator.h"
+#include "zero/Conversion/ComputeToPlan/FusedProgram.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Conversion/Passes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
@@ -102,7 +103,7 @@ std::optional<int64_t> contiguousSliceBytes(compute::SliceOp s) {
 /// Ops whose kernels read each element before writing the same element of the
 /// output, so that the output may share the input's bytes.
 bool isInPlaceSafe(Operation &op) {
-  return isa<compute::AdamWOp, compute::SgdOp, compute::AddOp>(op);
+  return isa<compute::AdamWOp, compute::SgdOp, compute::AddOp, compute::FusedOp>(op);
 }
 
 struct ConvertComputeToPlanPass
@@ -422,6 +423,12 @@ struct ConvertComputeToPlanPass
         int64_t id = requestOf.size();
         requestOf[&op] = id;
         kernelAttrs.append("request", b.getI64IntegerAttr(id));
+      }
+      if (auto f = dyn_cast<compute::FusedOp>(op)) {
+        FailureOr<SmallVector<int64_t>> program = encodeFusedProgram(f);
+        if (failed(program))
+          return failure();
+        kernelAttrs.append("program", b.getDenseI64ArrayAttr(*program));
       }
       if (isa<compute::MatMulOp>(op)) {
         if (source.count(op.getOperand(0)))

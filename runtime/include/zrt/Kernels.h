@@ -71,6 +71,7 @@ const char *bf16MatmulPath();
 
 // Families, each in its own file under lib/cpu.
 void addElementwiseKernels(KernelTable &table);
+void addFusedKernels(KernelTable &table);
 void addLinearAlgebraKernels(KernelTable &table);
 void addNormalizationKernels(KernelTable &table);
 void addReductionKernels(KernelTable &table);

@@ -194,6 +194,7 @@ const KernelTable &zrt::cpuKernels() {
   static const KernelTable table = [] {
     KernelTable t;
     addElementwiseKernels(t);
+    addFusedKernels(t);
     addLinearAlgebraKernels(t);
     addNormalizationKernels(t);
     addReductionKernels(t);

@@ -11,6 +11,7 @@
 
 #include "KernelUtil.h"
 #include "VectorLoops.h"
+#include "../kernels/ElementwiseMath.h"
 #include "../kernels/NormalizationMath.h"
 #include "../kernels/OptimizerMath.h"
 
@@ -36,7 +37,7 @@ BoundKernel bindReluGrad(const KernelCall &call) {
       const T *px = x.as<T>(), *pg = g.as<T>();
       T *o = out.as<T>();
       for (int64_t i = 0, n = x.numel(); i < n; ++i)
-        o[i] = px[i] > T(0) ? pg[i] : T(0);
+        o[i] = kernels::reluGrad(px[i], pg[i]);
     };
   });
 }

@@ -17,6 +17,7 @@
 #include "../kernels/MatMulGeometry.h"
 #include "zrt/Communicator.h"
 
+#include <cstring>
 #include <memory>
 
 using namespace zrt;
@@ -131,6 +132,41 @@ BoundKernel bindCast(const KernelCall &call) {
   bool toBool = out.dtype == zero::zplan::BOOL;
   int64_t n = x.numel();
   return [=] { cast(context().compute, from, to, toBool, x.data, out.data, n); };
+}
+
+/// The CPU binder checked the program, the inputs' roles and their shapes.
+BoundKernel bindFused(const KernelCall &call) {
+  validate(call);
+  std::vector<fused::Instruction> code;
+  fused::decodeProgram(call.intsAttr("program"), (int)call.ins.size(), code);
+  const TensorView out = call.outs[0];
+  FusedArgs args;
+  args.inputs = (int)call.ins.size();
+  args.instructions = (int)code.size();
+  for (int k = 0; k < args.inputs; ++k) {
+    const TensorView &in = call.ins[k];
+    args.in[k] = in.data;
+    args.inType[k] = elemOf(in.dtype);
+    args.view[k] = stridedOf(call, out.shape, broadcastStrides(in.shape, out.shape));
+  }
+  for (int j = 0; j < args.instructions; ++j) {
+    const fused::Instruction &ins = code[j];
+    int reads = fused::operandCount(ins.op);
+    FusedArgs::Step &s = args.code[j];
+    s.op = ins.op;
+    s.type = ins.type;
+    s.a = reads > 0 ? (int)ins.a : 0;
+    s.b = reads > 1 ? (int)ins.b : 0;
+    s.c = reads > 2 ? (int)ins.c : 0;
+    double constant = 0;
+    if (ins.op == fused::Op::Const)
+      std::memcpy(&constant, &ins.a, sizeof constant);
+    s.constant = (float)constant;
+  }
+  args.out = out.data;
+  args.outType = elemOf(out.dtype);
+  int64_t n = out.numel();
+  return [=] { fusedElementwise(context().compute, args, n); };
 }
 
 /// C_i = A_i B_i (row-major) for `batch` matrices `stride*` elements apart (a stride
@@ -654,6 +690,7 @@ const KernelTable &zrt::cuda::cudaKernels() {
     add("erf", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Erf); });
     add("where", bindWhere);
     add("cast", bindCast);
+    add("fused", bindFused);
     add("matmul", bindMatMul);
     add("softmax", [](const KernelCall &c) { return bindSoftmax(c, false); });
     add("log_softmax", [](const KernelCall &c) { return bindSoftmax(c, true); });

@@ -10,6 +10,7 @@
 #include "CudaLaunch.h"
 
 #include "../kernels/ElementwiseMath.h"
+#include "../kernels/FusedMath.h"
 #include "../kernels/NormalizationMath.h"
 #include "../kernels/OptimizerMath.h"
 
@@ -483,11 +484,47 @@ __global__ void reduceRowsKernel(bool mean, const T *in, Strided keep, Strided r
     out[j] = (T)(mean ? (count ? acc / count : 0.0) : acc);
 }
 
+/// The element at `i` of a tensor of storage type `t`, in f32.
+__device__ inline float loadAsFloat(Elem t, const void *p, int64_t i) {
+  switch (t) {
+  case Elem::BF16:
+    return (float)static_cast<const bf16 *>(p)[i];
+  case Elem::F16:
+    return (float)static_cast<const f16 *>(p)[i];
+  case Elem::U8:
+    return (float)static_cast<const uint8_t *>(p)[i];
+  default:
+    return static_cast<const float *>(p)[i];
+  }
+}
+
+__global__ void fusedKernel(FusedArgs args, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  float value[fused::kMaxInputs + fused::kMaxInstructions];
+  value[0] = 0.0f; // what an unused operand names when there are no inputs
+  for (int k = 0; k < args.inputs; ++k)
+    value[k] = loadAsFloat(args.inType[k], args.in[k], offsetOf(args.view[k], i));
+  for (int j = 0; j < args.instructions; ++j) {
+    const FusedArgs::Step &s = args.code[j];
+    float v = kernels::fusedApply(s.op, value[s.a], value[s.b], value[s.c], s.constant);
+    value[args.inputs + j] = kernels::roundTo(s.type, v);
+  }
+  float r = value[args.inputs + args.instructions - 1];
+  if (args.outType == Elem::BF16)
+    static_cast<bf16 *>(args.out)[i] = bf16(r);
+  else if (args.outType == Elem::F16)
+    static_cast<f16 *>(args.out)[i] = f16(r);
+  else
+    static_cast<float *>(args.out)[i] = r;
+}
+
 template <typename T>
 __global__ void reluGradKernel(const T *x, const T *g, T *out, int64_t n) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i < n)
-    out[i] = x[i] > T(0) ? g[i] : T(0);
+    out[i] = kernels::reluGrad(x[i], g[i]);
 }
 
 /// The gradient in the parameter's type T, multiplied by `scale` when there is one
@@ -622,6 +659,10 @@ void cast(cudaStream_t s, Elem from, Elem to, bool toBool, const void *in, void 
       launchN("cast", castKernel<In, Out>, n, s, (const In *)in, (Out *)out, toBool, n);
     });
   });
+}
+
+void fusedElementwise(cudaStream_t s, const FusedArgs &args, int64_t n) {
+  launchN("fused", fusedKernel, n, s, args, n);
 }
 
 void stridedCopy(cudaStream_t s, int elemSize, const void *in, Strided view, int64_t base,

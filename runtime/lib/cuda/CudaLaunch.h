@@ -11,6 +11,7 @@
 #define ZRT_LIB_CUDA_CUDALAUNCH_H
 
 #include "../kernels/ElementwiseMath.h"
+#include "zrt/FusedProgram.h"
 
 #include <cuda_runtime.h>
 
@@ -52,6 +53,24 @@ void where(cudaStream_t s, Elem t, const void *cond, Strided sc, const void *a, 
            const void *b, Strided sb, void *out, int64_t n);
 void cast(cudaStream_t s, Elem from, Elem to, bool toBool, const void *in, void *out,
           int64_t n);
+
+/// A fused program (zrt/FusedProgram.h) and its tensors, passed by value: a thread
+/// evaluates the program for one output element in registers.
+struct FusedArgs {
+  int inputs = 0, instructions = 0;
+  const void *in[fused::kMaxInputs] = {};
+  Elem inType[fused::kMaxInputs] = {};
+  Strided view[fused::kMaxInputs];
+  struct Step {
+    fused::Op op;
+    fused::Type type;
+    int a, b, c;
+    float constant;
+  } code[fused::kMaxInstructions] = {};
+  void *out = nullptr;
+  Elem outType = Elem::F32;
+};
+void fusedElementwise(cudaStream_t s, const FusedArgs &args, int64_t n);
 /// out[i] = in[base + offset(i)] (transpose, slice, expand), element size 1-8.
 void stridedCopy(cudaStream_t s, int elemSize, const void *in, Strided view, int64_t base,
                  void *out, int64_t n);

@@ -196,6 +196,11 @@ template <typename T, typename U> ZRT_HOST_DEVICE inline T power(T x, U y) {
   return (T)std::pow((double)x, (double)y);
 }
 
+/// relu's gradient: `grad` where the forward input is positive, else 0.
+template <typename T> ZRT_HOST_DEVICE inline T reluGrad(T input, T grad) {
+  return input > T(0) ? grad : T(0);
+}
+
 } // namespace zrt::kernels
 
 #endif // ZRT_LIB_KERNELS_ELEMENTWISEMATH_H

@@ -123,3 +123,29 @@ func.func @main(%x: tensor<2x3xf32> {compute.input = 0 : i64}, %w: tensor<4x3xf3
   %xt = compute.transpose %x {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
   return %y, %xt : tensor<2x4xf32>, tensor<3x2xf32>
 }
+
+// -----
+
+// A compute.fused op is one "fused" kernel: its inputs are the kernel's, its body
+// the program (zrt/FusedProgram.h: {op, type, a, b, c} per op; values 0 and 1 are
+// the inputs). Here: 2 = Const 0.5 (the bits of the double 0.5), 3 = Add(0, 1),
+// 4 = Mul(3, 2), 5 = Cast(4) to bf16 (type 1); ops 0 Const, 10 Add, 12 Mul, 15 Cast.
+// CHECK-LABEL: plan.program @main
+// CHECK: %[[X:.+]] = plan.buffer "input" at 0 {index = 0 : i64} : memref<2x4xf32>
+// CHECK: %[[B:.+]] = plan.buffer "param" at 64 {name = "b"} : memref<4xf32>
+// CHECK: %[[Y:.+]] = plan.buffer "temp" at 128 : memref<2x4xbf16>
+// CHECK: plan.kernel "fused" ins(%[[X]], %[[B]] : memref<2x4xf32>, memref<4xf32>) outs(%[[Y]] : memref<2x4xbf16>)
+// CHECK-SAME: attrs {program = array<i64: 0, 0, 4602678819172646912, 0, 0, 10, 0, 0, 1, 0, 12, 0, 3, 2, 0, 15, 1, 4, 0, 0>}
+// CHECK-NOT: plan.kernel
+func.func @main(%x: tensor<2x4xf32> {compute.input = 0 : i64},
+                %b: tensor<4xf32> {compute.param = "b"}) -> tensor<2x4xbf16> {
+  %r = compute.fused ins(%x, %b : tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xbf16> {
+  ^bb0(%a: tensor<2x4xf32>, %c: tensor<4xf32>):
+    %half = compute.constant dense<0.5> : tensor<f32>
+    %s = compute.add %a, %c : tensor<2x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+    %m = compute.mul %s, %half : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
+    %h = compute.cast %m : tensor<2x4xf32> -> tensor<2x4xbf16>
+    compute.yield %h : tensor<2x4xbf16>
+  }
+  return %r : tensor<2x4xbf16>
+}

@@ -50,7 +50,8 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
         return false;
       if (k.getKernel() == "nonfinite_count" || k.getKernel() == "sum_squares")
         return true;
-      if (k.getKernel() != "reshape" && k.getKernel() != "add")
+      // Counts summed by adds, one kernel each or fused into one.
+      if (k.getKernel() != "reshape" && k.getKernel() != "add" && k.getKernel() != "fused")
         return false;
       llvm::append_range(work, k.getInputs());
     }

@@ -34,6 +34,15 @@ mlir::LogicalResult verifySliceWindow(mlir::Operation *op, mlir::ShapedType full
                                       llvm::ArrayRef<int64_t> steps,
                                       llvm::StringRef outside);
 
+/// An op a compute.fused body may hold: an elementwise op the fused kernel runs
+/// (add, sub, mul, div, pow, the float unary ops, cast, where, relu_grad) on f32,
+/// bf16 or f16 values (an i1 condition for where).
+bool isFusableElementwise(mlir::Operation *op);
+
+/// A compute.constant of one element of a float type: a fused body holds it as
+/// an immediate instead of reading a tensor.
+bool isScalarFloatConstant(mlir::Operation *op);
+
 /// The result shape of numpy.matmul on the two shapes, or failure.
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 matmulShape(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);

@@ -379,5 +379,6 @@ def Compute_TriluOp : Compute_Op<"trilu", [Pure, SameOperandsAndResultType]> {
 }
 
 include "zero/Dialect/Compute/IR/ComputeTrainingOps.td"
+include "zero/Dialect/Compute/IR/ComputeFusionOps.td"
 
 #endif // ZERO_DIALECT_COMPUTE_IR_COMPUTEOPS_TD

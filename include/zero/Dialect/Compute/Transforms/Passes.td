@@ -189,6 +189,37 @@ def OffloadOptimizerPass : Pass<"zero-offload-optimizer", "mlir::ModuleOp"> {
   }];
 }
 
+def FuseElementwisePass : Pass<"zero-fuse-elementwise", "mlir::ModuleOp"> {
+  let summary = "Chains of elementwise ops become one compute.fused op each.";
+  let description = [{
+    Runs last at the compute level, on the finished step (or forward pass), right
+    before the lowering to the plan. Starting from the last elementwise op of a
+    chain, it takes in every elementwise producer whose value only the chain reads,
+    that has the chain's result shape and the same `zero.*` marks (host work stays
+    host work); scalar float constants become immediates. A value something else
+    also reads (an activation that backward needs, a value two chains share) is not
+    taken in: it stays a tensor of its own, made by its own kernel or chain. Chains
+    of at least two ops, with at most 8 inputs and 24 ops, become a compute.fused
+    op at the place of their last op; that is the only op the values in between
+    move past, so nothing else of the schedule changes. The fused kernel rounds
+    every value as the unfused kernels do: results are bit for bit the same.
+
+    ```mlir
+    %s = compute.add %x, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    %e = compute.erf %s : tensor<4x8xf32>
+    ```
+    becomes
+    ```mlir
+    %e = compute.fused ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+    ^bb0(%a: tensor<4x8xf32>, %c: tensor<8xf32>):
+      %s = compute.add %a, %c : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+      %e = compute.erf %s : tensor<4x8xf32>
+      compute.yield %e : tensor<4x8xf32>
+    }
+    ```
+  }];
+}
+
 def ShardZeroPass : Pass<"zero-shard", "mlir::ModuleOp"> {
   let summary = "Shards a training step across ranks the way ZeRO stage 0-3 does, "
                 "with flat, padded parameter buckets.";

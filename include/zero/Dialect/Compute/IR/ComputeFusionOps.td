@@ -1,0 +1,53 @@
+//===- ComputeFusionOps.td - Fused elementwise chains ------*- tablegen -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// What --compute-fuse-elementwise makes of a chain of elementwise ops: one op
+// whose body is the chain. Included from ComputeOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZERO_DIALECT_COMPUTE_IR_COMPUTEFUSIONOPS_TD
+#define ZERO_DIALECT_COMPUTE_IR_COMPUTEFUSIONOPS_TD
+
+def Compute_FusedOp : Compute_Op<"fused", [Pure, IsolatedFromAbove]> {
+  let summary = "A chain of elementwise ops computed as one kernel.";
+  let description = [{
+    The body computes the result from the block arguments (the `ins`, in order)
+    with elementwise compute ops (`add`, `sub`, `mul`, `div`, `pow`, the float unary
+    ops, `cast`, `where`, `relu_grad`) and scalar constants, and yields it. Every
+    value of the body has the result's shape or broadcasts to it; values are f32,
+    bf16 or f16, and `i1` only as a `where` condition read from an input. It is
+    lowered to one `fused` kernel whose program (zrt/FusedProgram.h) evaluates
+    the body element by element, so that no value between its ops is stored.
+
+    ```mlir
+    %r = compute.fused ins(%x, %b : tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+    ^bb0(%a: tensor<4x8xf32>, %c: tensor<8xf32>):
+      %s = compute.add %a, %c : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+      %e = compute.erf %s : tensor<4x8xf32>
+      compute.yield %e : tensor<4x8xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Compute_Tensor>:$inputs);
+  let results = (outs Compute_Tensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat =
+      "(`ins` `(` $inputs^ `:` type($inputs) `)`)? `->` type($result) $body attr-dict";
+  let hasRegionVerifier = 1;
+}
+
+def Compute_YieldOp : Compute_Op<"yield", [Pure, Terminator,
+                                           HasParent<"FusedOp">]> {
+  let summary = "The value a compute.fused body computes.";
+  let description = [{
+    ```mlir
+    compute.yield %e : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Compute_Tensor:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
+#endif // ZERO_DIALECT_COMPUTE_IR_COMPUTEFUSIONOPS_TD

@@ -1,0 +1,85 @@
+//===- ComputeFusionOps.cpp - compute.fused and what its body may hold ----===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Dialect/Compute/IR/ComputeDialect.h"
+
+using namespace mlir;
+using namespace zero::compute;
+
+/// The element types a fused kernel computes (f64 would compute in f64 unfused).
+static bool isFusedFloat(Type t) {
+  auto shaped = dyn_cast<RankedTensorType>(t);
+  if (!shaped)
+    return false;
+  Type e = shaped.getElementType();
+  return e.isF32() || e.isBF16() || e.isF16();
+}
+
+bool zero::compute::isFusableElementwise(Operation *op) {
+  if (!isa<AddOp, SubOp, MulOp, DivOp, PowOp, NegOp, SqrtOp, ReciprocalOp, ExpOp, LogOp,
+           ReluOp, TanhOp, SigmoidOp, ErfOp, CastOp, WhereOp, ReluGradOp>(op))
+    return false;
+  if (!isFusedFloat(op->getResult(0).getType()))
+    return false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    Type t = operand.get().getType();
+    bool condition = isa<WhereOp>(op) && operand.getOperandNumber() == 0;
+    if (condition ? !cast<RankedTensorType>(t).getElementType().isInteger(1)
+                  : !isFusedFloat(t))
+      return false;
+  }
+  return true;
+}
+
+bool zero::compute::isScalarFloatConstant(Operation *op) {
+  auto cst = dyn_cast<ConstantOp>(op);
+  if (!cst || !isa<DenseElementsAttr>(cst.getValue()))
+    return false;
+  auto t = cast<RankedTensorType>(cst.getResult().getType());
+  return t.getNumElements() == 1 && isFusedFloat(t);
+}
+
+LogicalResult FusedOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body has ") << body.getNumArguments() << " arguments for "
+                                    << getInputs().size() << " inputs";
+  for (auto [arg, in] : llvm::zip(body.getArguments(), getInputs()))
+    if (arg.getType() != in.getType())
+      return emitOpError("body argument ")
+             << arg.getArgNumber() << " has type " << arg.getType() << ", its input "
+             << in.getType();
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end in compute.yield");
+  if (yield.getValue().getType() != getResult().getType())
+    return emitOpError("yields ") << yield.getValue().getType() << " for a result of type "
+                                  << getResult().getType();
+  if (isa<BlockArgument>(yield.getValue()))
+    return emitOpError("body computes nothing: it yields an input");
+  ArrayRef<int64_t> shape = getResult().getType().getShape();
+  for (Operation &op : body.without_terminator()) {
+    if (isScalarFloatConstant(&op))
+      continue;
+    if (!isFusableElementwise(&op))
+      return op.emitOpError("cannot be part of a compute.fused body: only elementwise "
+                            "ops on f32, bf16 and f16 values and scalar constants can");
+    auto t = cast<RankedTensorType>(op.getResult(0).getType());
+    auto joint = broadcastShapes(t.getShape(), shape);
+    if (failed(joint) || ArrayRef<int64_t>(*joint) != shape)
+      return op.emitOpError("result shape does not broadcast to the fused result's");
+    if (auto where = dyn_cast<WhereOp>(op); where && !isa<BlockArgument>(where.getCondition()))
+      return op.emitOpError("in a compute.fused body reads its condition from an input");
+  }
+  for (BlockArgument arg : body.getArguments()) {
+    auto t = cast<RankedTensorType>(arg.getType());
+    auto joint = broadcastShapes(t.getShape(), shape);
+    if (failed(joint) || ArrayRef<int64_t>(*joint) != shape)
+      return emitOpError("input ") << arg.getArgNumber() << " of type " << t
+                                   << " does not broadcast to the result";
+  }
+  return success();
+}

@@ -1,0 +1,238 @@
+//===- FuseElementwise.cpp - Elementwise chains as compute.fused ops ------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Grows each chain backwards from its last op, latest producer first, so that a
+// producer is judged once every op of the chain after it is known: it joins when
+// all its readers are in the chain. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Dialect/Compute/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <queue>
+
+namespace zero {
+#define GEN_PASS_DEF_FUSEELEMENTWISEPASS
+#include "zero/Dialect/Compute/Transforms/Passes.h.inc"
+} // namespace zero
+
+using namespace mlir;
+using namespace zero::compute;
+
+namespace {
+
+// The fused kernel's bounds (zrt/FusedProgram.h: kMaxInputs, kMaxInstructions).
+constexpr size_t kMaxInputs = 8;
+constexpr size_t kMaxInstructions = 24;
+
+/// The `zero.*` marks of an op (host work, recomputation, phases): ops fuse only
+/// with ops marked alike.
+DictionaryAttr marksOf(Operation *op) {
+  SmallVector<NamedAttribute> marks;
+  for (NamedAttribute a : op->getDiscardableAttrs())
+    if (a.getName().strref().starts_with("zero."))
+      marks.push_back(a);
+  return DictionaryAttr::get(op->getContext(), marks);
+}
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+
+struct Chain {
+  SmallVector<Operation *> ops;        // in block order
+  llvm::SetVector<Value> inputs;       // tensors the chain reads
+  llvm::SetVector<Operation *> consts; // scalar constants it holds as immediates
+};
+
+struct FuseElementwisePass
+    : public zero::impl::FuseElementwisePassBase<FuseElementwisePass> {
+  void runOnOperation() override {
+    getOperation().walk([&](func::FuncOp f) {
+      for (Block &block : f.getBody())
+        fuseBlock(block);
+    });
+  }
+
+  /// A cheap producer that several chains read (GELU's intermediate values, which
+  /// forward and its gradient both read) is computed again in each chain instead
+  /// of being stored and read back, when every reader is elementwise and it reads
+  /// at most one tensor of its own size: keeping that one alive instead costs no
+  /// memory, and a tensor less crosses memory per reader.
+  void duplicateCheapProducers(Block &block) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : block)
+      ops.push_back(&op);
+    for (Operation *p : llvm::reverse(ops)) {
+      if (!isFusableElementwise(p) || p->use_empty() || p->getResult(0).hasOneUse())
+        continue;
+      Value v = p->getResult(0);
+      ArrayRef<int64_t> shape = shapeOf(v);
+      DictionaryAttr marks = marksOf(p);
+      int64_t full = llvm::count_if(p->getOperands(), [&](Value o) {
+        Operation *def = o.getDefiningOp();
+        return !(def && isScalarFloatConstant(def)) && shapeOf(o) == shape;
+      });
+      if (full > 1 || !llvm::all_of(v.getUsers(), [&](Operation *u) {
+            return u->getBlock() == &block && isFusableElementwise(u) &&
+                   shapeOf(u->getResult(0)) == shape && marksOf(u) == marks;
+          }))
+        continue;
+      DenseMap<Operation *, Value> copyFor; // one copy per reader, right before it
+      for (OpOperand &use : llvm::make_early_inc_range(v.getUses())) {
+        Operation *reader = use.getOwner();
+        Value &copy = copyFor[reader];
+        if (!copy) {
+          OpBuilder b(reader);
+          copy = b.clone(*p)->getResult(0);
+        }
+        use.set(copy);
+      }
+      p->erase();
+    }
+  }
+
+  void fuseBlock(Block &block) {
+    duplicateCheapProducers(block);
+    DenseMap<Operation *, int64_t> position;
+    SmallVector<Operation *> order;
+    for (Operation &op : block) {
+      position[&op] = order.size();
+      order.push_back(&op);
+    }
+    DenseSet<Operation *> taken; // in a chain already
+    for (Operation *root : llvm::reverse(order)) {
+      if (taken.contains(root) || !isFusableElementwise(root))
+        continue;
+      Chain chain = grow(root, position, taken);
+      if (chain.ops.size() < 2)
+        continue;
+      for (Operation *op : chain.ops)
+        taken.insert(op);
+      replace(root, chain, taken);
+    }
+  }
+
+  /// The chain that ends at `root`.
+  Chain grow(Operation *root, const DenseMap<Operation *, int64_t> &position,
+             const DenseSet<Operation *> &taken) {
+    ArrayRef<int64_t> shape = shapeOf(root->getResult(0));
+    DictionaryAttr marks = marksOf(root);
+    DenseSet<Operation *> in{root};
+    DenseSet<Value> inputs;        // operands of chain ops made outside it
+    SmallVector<Operation *> consts;
+    // Candidates, latest first: every reader of a candidate after it is decided.
+    auto later = [&](Operation *a, Operation *b) {
+      return position.lookup(a) < position.lookup(b);
+    };
+    std::priority_queue<Operation *, std::vector<Operation *>, decltype(later)> queue(later);
+    DenseSet<Operation *> queued;
+    auto visitOperands = [&](Operation *op) {
+      for (Value v : op->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if (def && isScalarFloatConstant(def)) {
+          if (!llvm::is_contained(consts, def))
+            consts.push_back(def);
+          continue;
+        }
+        inputs.insert(v);
+        if (def && def->getBlock() == root->getBlock() && queued.insert(def).second)
+          queue.push(def);
+      }
+    };
+    visitOperands(root);
+    while (!queue.empty()) {
+      Operation *p = queue.top();
+      queue.pop();
+      Value v = p->getResult(0);
+      bool joins = !taken.contains(p) && isFusableElementwise(p) &&
+                   shapeOf(v) == shape && marksOf(p) == marks &&
+                   llvm::all_of(v.getUsers(), [&](Operation *u) { return in.contains(u); });
+      if (!joins)
+        continue;
+      // Within the kernel's bounds with p's operands as inputs instead of v.
+      DenseSet<Value> trial = inputs;
+      trial.erase(v);
+      size_t newConsts = 0;
+      for (Value o : p->getOperands()) {
+        Operation *def = o.getDefiningOp();
+        if (def && isScalarFloatConstant(def))
+          newConsts += !llvm::is_contained(consts, def);
+        else
+          trial.insert(o);
+      }
+      if (trial.size() > kMaxInputs || in.size() + 1 + consts.size() + newConsts >
+                                           kMaxInstructions)
+        continue;
+      in.insert(p);
+      inputs.erase(v);
+      visitOperands(p);
+    }
+    Chain chain;
+    for (Operation *op : in)
+      chain.ops.push_back(op);
+    llvm::sort(chain.ops, later);
+    // Inputs and constants in the order the chain first reads them.
+    for (Operation *op : chain.ops)
+      for (Value v : op->getOperands()) {
+        Operation *def = v.getDefiningOp();
+        if (def && isScalarFloatConstant(def))
+          chain.consts.insert(def);
+        else if (!in.contains(def))
+          chain.inputs.insert(v);
+      }
+    return chain;
+  }
+
+  /// A compute.fused op at `root`, holding the chain; the chain's ops go, and the
+  /// constants nothing else reads (added to `erased`).
+  void replace(Operation *root, const Chain &chain, DenseSet<Operation *> &erased) {
+    OpBuilder b(root);
+    SmallVector<Value> inputs(chain.inputs.begin(), chain.inputs.end());
+    auto fused = FusedOp::create(b, root->getLoc(), root->getResult(0).getType(), inputs);
+    for (NamedAttribute a : marksOf(root))
+      fused->setAttr(a.getName(), a.getValue());
+    Block *body = new Block();
+    fused.getBody().push_back(body);
+    IRMapping map;
+    for (Value v : inputs)
+      map.map(v, body->addArgument(v.getType(), v.getLoc()));
+    OpBuilder inside = OpBuilder::atBlockEnd(body);
+    for (Operation *c : chain.consts)
+      inside.clone(*c, map);
+    for (Operation *op : chain.ops) {
+      // A value copied for each reader (duplicateCheapProducers) whose readers
+      // are all in this chain is computed once here.
+      Operation *copy = inside.clone(*op, map);
+      for (NamedAttribute a : marksOf(op))
+        copy->removeAttr(a.getName()); // the fused op carries them
+      for (Operation &prior : *body)
+        if (&prior != copy && prior.getName() == copy->getName() &&
+            prior.getOperands() == copy->getOperands() &&
+            prior.getResultTypes() == copy->getResultTypes() &&
+            prior.getAttrDictionary() == copy->getAttrDictionary()) {
+          map.map(op->getResult(0), prior.getResult(0));
+          copy->erase();
+          break;
+        }
+    }
+    YieldOp::create(inside, root->getLoc(), map.lookup(root->getResult(0)));
+    root->getResult(0).replaceAllUsesWith(fused.getResult());
+    for (Operation *op : llvm::reverse(chain.ops))
+      op->erase();
+    for (Operation *c : chain.consts)
+      if (c->use_empty()) {
+        erased.insert(c);
+        c->erase();
+      }
+  }
+};
+
+} // namespace
