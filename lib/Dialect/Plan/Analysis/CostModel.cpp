@@ -7,6 +7,7 @@
 #include "zero/Dialect/Plan/Analysis/CostModel.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
+#include "zrt/FusedProgram.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -117,6 +118,20 @@ double zero::kernelFlops(plan::KernelOp k) {
       tl = a.getValue();
     int64_t kdim = shape.size() < 2 ? shape.back() : tl ? shape[shape.size() - 2] : shape.back();
     return 2.0 * out * kdim;
+  }
+  // A fused kernel: its instructions' work, weighted as the kernels they replace.
+  if (name == "fused") {
+    auto program = k.getAttrs().getAs<DenseI64ArrayAttr>("program");
+    double perElement = 0;
+    using zrt::fused::Op;
+    for (size_t i = 0; program && i + zrt::fused::kWords <= program.size();
+         i += zrt::fused::kWords) {
+      Op op = Op(program[i]);
+      bool transcendental = op == Op::Exp || op == Op::Log || op == Op::Tanh ||
+                            op == Op::Sigmoid || op == Op::Erf || op == Op::Pow;
+      perElement += op == Op::Const ? 0 : transcendental ? 10 : 1;
+    }
+    return perElement * out;
   }
   // Floating-point work per output element; data movement kernels have none.
   double perElement = llvm::StringSwitch<double>(name)
