@@ -23,6 +23,8 @@
 #          CPU backend's without offload;
 #   4. the GPT-2 small training step in zero-run and in PyTorch eager, and their ratio;
 #      4b. the same in bf16 (PyTorch under torch.autocast);
+#      4c. both again compiled with --no-fusion (a kernel per elementwise op): the
+#          step before fusion;
 #   5. GPT-2 small's measured peak device memory against the report's, without and
 #      under a budget, and step time with and without optimizer offload
 #      (utils/gpu-memory.py).
@@ -98,11 +100,16 @@ PY
     --heads 12 --vocab 50257 --seq 1024 --batch 8 > /dev/null
   $BUILD/bin/zero-opt "$B/bench/shape.onnx" -o "$B/bench/step.zplan"
   $BUILD/bin/zero-opt "$B/bench/shape.onnx" --precision=bf16 -o "$B/bench/step-bf16.zplan"
+  # The same without fusion (a kernel per elementwise op), for the before/after figure.
+  $BUILD/bin/zero-opt "$B/bench/shape.onnx" --no-fusion -o "$B/bench/step-unfused.zplan"
+  $BUILD/bin/zero-opt "$B/bench/shape.onnx" --precision=bf16 --no-fusion \
+    -o "$B/bench/step-bf16-unfused.zplan"
   # ... and a tiny GPT, for rehearsing the benchmark script.
   /usr/bin/python3 utils/gen_gpt_onnx.py "$B/bench/tiny.onnx" --layers 1 --hidden 32 \
     --heads 2 --vocab 64 --seq 16 --batch 2 > /dev/null
   $BUILD/bin/zero-opt "$B/bench/tiny.onnx" -o "$B/bench/tiny.zplan"
   $BUILD/bin/zero-opt "$B/bench/tiny.onnx" --precision=bf16 -o "$B/bench/tiny-bf16.zplan"
+  $BUILD/bin/zero-opt "$B/bench/tiny.onnx" --no-fusion -o "$B/bench/tiny-unfused.zplan"
   # 5. memory and offload: GPT-2 small's plans and reports (and the tiny GPT's).
   for m in small tiny; do
     shape="$B/bench/shape.onnx"; [ $m = tiny ] && shape="$B/bench/tiny.onnx"
@@ -244,9 +251,16 @@ PY
         --torch-device cpu --steps 2 --warmup 1 || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-bf16.zplan" --model tiny \
         --torch-device cpu --steps 2 --warmup 1 --precision bf16 || failed=1
+      echo "-- without fusion (zero-opt --no-fusion)"
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-unfused.zplan" \
+        --model tiny --torch-device cpu --steps 2 --warmup 1 || failed=1
     else
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step.zplan" || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16.zplan" \
+        --precision bf16 || failed=1
+      echo "-- without fusion (zero-opt --no-fusion): the figures before fusion"
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-unfused.zplan" || failed=1
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16-unfused.zplan" \
         --precision bf16 || failed=1
     fi
   fi

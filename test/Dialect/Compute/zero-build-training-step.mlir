@@ -112,3 +112,23 @@ func.func @main(%w: tensor<3x2xf32> {compute.param = "w"},
   %1 = compute.reduce_sum %0 {axes = array<i64: 0, 1, 2>, keepdims = false} : tensor<2x4x2xf32> -> tensor<f32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// A linear layer as PyTorch exports it (x @ W^T, W [out, in]): W's gradient is
+// dY^T [2, 8] @ X [8, 3], made in W's own layout, not X^T @ dY and a transpose of
+// the product (the matmul kernel reads dY^T as a flag).
+// CHECK-LABEL: func.func @main
+// GRAD: %[[XR:.+]] = compute.reshape %{{.+}} : tensor<2x4x3xf32> -> tensor<8x3xf32>
+// GRAD: %[[GR:.+]] = compute.reshape %{{.+}} : tensor<2x4x2xf32> -> tensor<8x2xf32>
+// GRAD: %[[GT:.+]] = compute.transpose %[[GR]] {perm = array<i64: 1, 0>} : tensor<8x2xf32> -> tensor<2x8xf32>
+// GRAD: %[[DW:.+]] = compute.matmul %[[GT]], %[[XR]] : tensor<2x8xf32>, tensor<8x3xf32> -> tensor<2x3xf32>
+// GRAD-NOT: tensor<3x2xf32> -> tensor<2x3xf32>
+// GRAD: return %{{.+}}, %[[DW]]
+func.func @main(%w: tensor<2x3xf32> {compute.param = "w"},
+                %x: tensor<2x4x3xf32> {compute.input = 0 : i64}) -> tensor<f32> {
+  %wt = compute.transpose %w {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  %0 = compute.matmul %x, %wt : tensor<2x4x3xf32>, tensor<3x2xf32> -> tensor<2x4x2xf32>
+  %1 = compute.reduce_sum %0 {axes = array<i64: 0, 1, 2>, keepdims = false} : tensor<2x4x2xf32> -> tensor<f32>
+  return %1 : tensor<f32>
+}

@@ -338,6 +338,20 @@ LogicalResult zero::compute::buildGradients(OpBuilder &b, Operation *op,
         SmallVector<int64_t> inverse(perm.size());
         for (auto [i, p] : llvm::enumerate(perm))
           inverse[p] = i;
+        // A transposed weight's gradient (a linear layer's W^T): (A B)^T is made as
+        // B^T A^T, whose transposes the matmul kernel reads as flags, instead of a
+        // product and a transpose kernel.
+        auto product = g.getDefiningOp<MatMulOp>();
+        if (need[0] && product && perm.size() == 2 && perm[0] == 1 && g.use_empty() &&
+            typeOf(product.getLhs()).getRank() == 2 && typeOf(product.getRhs()).getRank() == 2) {
+          auto transposed = [&](Value v) -> Value { // v^T, reading through a transpose of v
+            if (auto t = v.getDefiningOp<TransposeOp>(); t && t.getPerm().size() == 2)
+              return t.getInput();
+            return gb.transposeLast2(v);
+          };
+          grads[0] = gb.matmul(transposed(product.getRhs()), transposed(product.getLhs()));
+          return success();
+        }
         return unaryFloat(need[0] ? gb.transpose(g, inverse) : Value());
       })
       .Case([&](SliceOp o) {
