@@ -137,3 +137,27 @@ func.func @recomputed(%x: tensor<4x16xf32>, %w: tensor<16x8xf32>, %b: tensor<8xf
   %dx = compute.sub %g, %res : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
   return %y, %dx : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// The same bias add with the bias a view of a gathered stage-3 bucket: not copied
+// into the later chain, which would keep forward's bucket alive into backward.
+shard.grid @zero(shape = 2)
+// CHECK-LABEL: func.func @gathered_bias
+// CHECK: %[[W:.+]] = zero.wait
+// CHECK: %[[B:.+]] = compute.reshape %[[W]]
+// CHECK: %[[S:.+]] = compute.add %{{.+}}, %[[B]]
+// CHECK: compute.fused ins(%[[S]] : tensor<4x8xf32>)
+// CHECK: compute.fused ins(%arg2, %[[S]] : tensor<4x8xf32>, tensor<4x8xf32>)
+func.func @gathered_bias(%x: tensor<4x8xf32>, %shard: tensor<4xf32>, %dy: tensor<4x8xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %p, %t = zero.all_gather_start %shard on @zero grid_axes = [0] : tensor<4xf32> -> tensor<8xf32>
+  %bucket = zero.wait %t, %p : tensor<8xf32>
+  %b = compute.reshape %bucket : tensor<8xf32> -> tensor<8xf32>
+  %s = compute.add %x, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %t1 = compute.tanh %s : tensor<4x8xf32>
+  %y = compute.neg %t1 : tensor<4x8xf32>
+  %g = compute.mul %dy, %s : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %dx = compute.neg %g : tensor<4x8xf32>
+  return %y, %dx : tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -47,6 +47,21 @@ DictionaryAttr marksOf(Operation *op) {
 
 ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 
+/// Whether `v` reads a collective's result (a stage-3 parameter gathered for
+/// forward, or a view of one): reading it later would keep the gathered bucket
+/// alive past the point the collective schedule planned its memory for.
+bool readsCollective(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    StringRef dialect = def->getName().getDialectNamespace();
+    if (dialect == "zero" || dialect == "shard")
+      return true;
+    if (!isa<ReshapeOp, SliceOp, CastOp>(def))
+      return false;
+    v = def->getOperand(0);
+  }
+  return false;
+}
+
 struct Chain {
   SmallVector<Operation *> ops;        // in block order
   llvm::SetVector<Value> inputs;       // tensors the chain reads
@@ -67,8 +82,9 @@ struct FuseElementwisePass
   /// instead of being stored and read back, when every reader is elementwise and it
   /// reads at most one tensor of its own size: keeping that one alive instead costs
   /// no memory, and a tensor less crosses memory per reader. Not a transcendental
-  /// function or a root: on the CPU, erf costs about 1 ns per element, more than
-  /// storing its result and reading it back (zero-run --trace of the fused kernels).
+  /// function (on the CPU, erf costs about 1 ns per element, more than storing its
+  /// result and reading it back: zero-run --trace of the fused kernels), and not a
+  /// value that reads a gathered parameter (backward would keep forward's bucket).
   void duplicateCheapProducers(Block &block) {
     SmallVector<Operation *> ops;
     for (Operation &op : block)
@@ -84,7 +100,8 @@ struct FuseElementwisePass
         Operation *def = o.getDefiningOp();
         return !(def && isScalarFloatConstant(def)) && shapeOf(o) == shape;
       });
-      if (full > 1 || !llvm::all_of(v.getUsers(), [&](Operation *u) {
+      if (full > 1 || llvm::any_of(p->getOperands(), readsCollective) ||
+          !llvm::all_of(v.getUsers(), [&](Operation *u) {
             return u->getBlock() == &block && isFusableElementwise(u) &&
                    shapeOf(u->getResult(0)) == shape && marksOf(u) == marks;
           }))
