@@ -22,7 +22,8 @@ namespace zrt {
 void setKernelThreads(int threads);
 int kernelThreads();
 
-/// OpenBLAS's threads and the kernels' together (zero-run --threads).
+/// OpenBLAS's threads and the kernels' together (zero-run --threads). Above one
+/// thread, OpenBLAS's idle threads also spin for less (lib/cpu/OpenBlasSpin.h).
 void setCpuThreads(int threads);
 /// The threads OpenBLAS uses (OPENBLAS_NUM_THREADS, else one per core).
 int blasThreads();

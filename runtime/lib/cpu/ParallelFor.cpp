@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/ParallelFor.h"
+#include "OpenBlasSpin.h"
 
 #include <cblas.h>
 
@@ -137,6 +138,8 @@ void zrt::setKernelThreads(int threads) {
 int zrt::kernelThreads() { return threadCount; }
 
 void zrt::setCpuThreads(int threads) {
+  if (threads > 1)
+    cpu::shortenOpenBlasSpin();
   openblas_set_num_threads(std::max(1, threads));
   setKernelThreads(threads);
 }
