@@ -13,6 +13,8 @@
 #include "zrt/FusedProgram.h"
 #include "zrt/Kernels.h"
 
+#include "KernelCalls.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,23 +24,11 @@
 using namespace zrt;
 using zrt::fused::Op;
 using zrt::fused::Type;
-using Attrs = google::protobuf::Map<std::string, zero::zplan::Attr>;
+using zrt::test::Attrs;
+using zrt::test::callOf;
+using zrt::test::view;
 
 namespace {
-
-template <typename T> TensorView view(std::vector<T> &v, DType t, std::vector<int64_t> shape) {
-  return TensorView{v.data(), t, std::move(shape)};
-}
-
-KernelCall callOf(const std::string &name, std::vector<TensorView> ins,
-                  std::vector<TensorView> outs, const Attrs *attrs = nullptr) {
-  KernelCall c;
-  c.name = name;
-  c.ins = std::move(ins);
-  c.outs = std::move(outs);
-  c.attrs = attrs;
-  return c;
-}
 
 void run(const KernelCall &call) { cpuKernels().at(call.name)(call)(); }
 

@@ -11,25 +11,18 @@
 #include "zrt/Error.h"
 #include "zrt/Kernels.h"
 
+#include "KernelCalls.h"
+
 #include <gtest/gtest.h>
 
 using namespace zrt;
 
 namespace {
 
-TensorView view(std::vector<float> &v, std::vector<int64_t> shape) {
-  return TensorView{v.data(), zero::zplan::F32, std::move(shape)};
-}
+using zrt::test::callOf;
 
-KernelCall callOf(const std::string &name, std::vector<TensorView> ins,
-                  std::vector<TensorView> outs,
-                  const google::protobuf::Map<std::string, zero::zplan::Attr> *attrs) {
-  KernelCall c;
-  c.name = name;
-  c.ins = std::move(ins);
-  c.outs = std::move(outs);
-  c.attrs = attrs;
-  return c;
+TensorView view(std::vector<float> &v, std::vector<int64_t> shape) {
+  return zrt::test::view(v, zero::zplan::F32, std::move(shape));
 }
 
 TEST(Kernels, MatMulComputesAndChecksShapes) {

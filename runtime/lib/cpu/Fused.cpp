@@ -89,6 +89,16 @@ template <typename T> ZRT_VECTORIZED void roundBlock(float *o, int64_t n) {
     o[j] = float(T(o[j]));
 }
 
+/// The loops by op, in the order of kernels::UnaryOp and kernels::BinaryOp.
+using UnaryBlock = void (*)(const float *, float *, int64_t);
+const UnaryBlock unaryBlocks[] = {
+    unaryBlock<UnaryOp::Neg>,  unaryBlock<UnaryOp::Sqrt>, unaryBlock<UnaryOp::Reciprocal>,
+    unaryBlock<UnaryOp::Exp>,  unaryBlock<UnaryOp::Log>,  unaryBlock<UnaryOp::Relu>,
+    unaryBlock<UnaryOp::Tanh>, unaryBlock<UnaryOp::Sigmoid>, unaryBlock<UnaryOp::Erf>};
+using BinaryBlock = void (*)(const float *, const float *, float *, int64_t);
+const BinaryBlock binaryBlocks[] = {binaryBlock<BinaryOp::Add>, binaryBlock<BinaryOp::Sub>,
+                                        binaryBlock<BinaryOp::Mul>, binaryBlock<BinaryOp::Div>};
+
 /// One instruction over a block: row `dst` from the rows it reads.
 void execute(const fused::Instruction &ins, int64_t dst, float (*row)[kBlock], int64_t n) {
   float *o = row[dst];
@@ -104,43 +114,21 @@ void execute(const fused::Instruction &ins, int64_t dst, float (*row)[kBlock], i
     break;
   }
   case Op::Neg:
-    unaryBlock<UnaryOp::Neg>(a, o, n);
-    break;
   case Op::Sqrt:
-    unaryBlock<UnaryOp::Sqrt>(a, o, n);
-    break;
   case Op::Reciprocal:
-    unaryBlock<UnaryOp::Reciprocal>(a, o, n);
-    break;
   case Op::Exp:
-    unaryBlock<UnaryOp::Exp>(a, o, n);
-    break;
   case Op::Log:
-    unaryBlock<UnaryOp::Log>(a, o, n);
-    break;
   case Op::Relu:
-    unaryBlock<UnaryOp::Relu>(a, o, n);
-    break;
   case Op::Tanh:
-    unaryBlock<UnaryOp::Tanh>(a, o, n);
-    break;
   case Op::Sigmoid:
-    unaryBlock<UnaryOp::Sigmoid>(a, o, n);
-    break;
   case Op::Erf:
-    unaryBlock<UnaryOp::Erf>(a, o, n);
+    unaryBlocks[(int)kernels::unaryOf(ins.op)](a, o, n);
     break;
   case Op::Add:
-    binaryBlock<BinaryOp::Add>(a, b, o, n);
-    break;
   case Op::Sub:
-    binaryBlock<BinaryOp::Sub>(a, b, o, n);
-    break;
   case Op::Mul:
-    binaryBlock<BinaryOp::Mul>(a, b, o, n);
-    break;
   case Op::Div:
-    binaryBlock<BinaryOp::Div>(a, b, o, n);
+    binaryBlocks[(int)kernels::binaryOf(ins.op)](a, b, o, n);
     break;
   case Op::Pow:
     powBlock(a, b, o, n);
@@ -189,19 +177,6 @@ bool broadcastsTo(const Shape &in, const Shape &out) {
   return true;
 }
 
-template <typename Fn> auto byType(DType t, Fn &&fn) {
-  switch (t) {
-  case zero::zplan::BF16:
-    return fn(bf16{});
-  case zero::zplan::F16:
-    return fn(f16{});
-  case zero::zplan::BOOL:
-    return fn(uint8_t{});
-  default:
-    return fn(float{});
-  }
-}
-
 BoundKernel bindFused(const KernelCall &call) {
   int n = (int)call.ins.size();
   std::vector<fused::Instruction> code;
@@ -240,14 +215,16 @@ BoundKernel bindFused(const KernelCall &call) {
                            << " does not broadcast to the result's "
                            << shapeString(out.shape));
     strides[k] = broadcastStrides(in.shape, out.shape);
-    load[k] = byType(in.dtype, [](auto tag) -> Loader { return loadRun<decltype(tag)>; });
+    load[k] = dispatchAny(in.dtype, call,
+                          [](auto tag) -> Loader { return loadRun<decltype(tag)>; });
   }
   for (int k = n; k < fused::kMaxInputs; ++k)
     strides[k] = Shape(out.shape.size(), 0);
   ZRT_CHECK(typeOf(call, out.dtype, "the result") == code.back().type,
             call.where() << ": the result's dtype " << dtypeName(out.dtype)
                          << " is not the last instruction's type");
-  Storer store = byType(out.dtype, [](auto tag) -> Storer { return storeRun<decltype(tag)>; });
+  Storer store =
+      dispatchAny(out.dtype, call, [](auto tag) -> Storer { return storeRun<decltype(tag)>; });
   int64_t result = n + (int64_t)code.size() - 1;
   return [=] {
     forEachRun<fused::kMaxInputs>(
