@@ -38,6 +38,7 @@ inline void registerAllPasses() {
   registerZeroSchedulePasses();
   registerZeroConversionPasses();
   registerVerifyPipelinePass();
+  registerZeroPipeline();
 }
 
 } // namespace zero

@@ -43,10 +43,18 @@ namespace cl = llvm::cl;
 // MLIR's many others stay reachable through --help-hidden.
 static cl::OptionCategory inputCategory("Input");
 static cl::OptionCategory trainingCategory("Training");
+static cl::OptionCategory precisionCategory("Mixed precision");
 static cl::OptionCategory zeroCategory("ZeRO");
 static cl::OptionCategory scheduleCategory("Schedule");
 static cl::OptionCategory reportCategory("Report");
 static cl::OptionCategory outputCategory("Output");
+
+// The zero pipeline's options, as flags of the same names (declared once, in
+// ZeroPipelineOptions.def; pipelineOptions() copies them into the pipeline's).
+#define ZERO_PIPELINE_FLAG(TYPE, FIELD, NAME, DEFAULT, GROUP, VALUES, DESCRIPTION)    \
+  static cl::opt<TYPE> FIELD(NAME, cl::desc(DESCRIPTION), cl::value_desc(VALUES),     \
+                             cl::init(DEFAULT), cl::cat(GROUP##Category));
+#include "zero/Pipeline/ZeroPipelineOptions.def"
 
 static cl::opt<std::string>
     emitLevel("emit",
@@ -57,38 +65,7 @@ static cl::opt<std::string>
               cl::value_desc("graph|step|plan|zplan"), cl::init(""),
               cl::cat(outputCategory));
 
-static cl::opt<std::string>
-    mode("mode",
-         cl::desc("What to compile: train (forward, backward and optimizer step), "
-                  "inference (the forward computation) or gradients (the loss and "
-                  "the gradients, for checks)"),
-         cl::value_desc("train|inference|gradients"), cl::init("train"),
-         cl::cat(inputCategory));
 
-static cl::opt<std::string> lossName("loss",
-                                     cl::desc("Output to minimize (default: the only "
-                                              "scalar float output)"),
-                                     cl::init(""), cl::cat(inputCategory));
-static cl::opt<std::string> freeze("freeze",
-                                   cl::desc("Regular expression: parameters whose "
-                                            "names match are not trained"),
-                                   cl::init(""), cl::cat(trainingCategory));
-static cl::opt<std::string> optimizer("optimizer", cl::desc("adamw or sgd"),
-                                      cl::init("adamw"), cl::cat(trainingCategory));
-static cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(1e-3),
-                          cl::cat(trainingCategory));
-static cl::opt<double> beta1("beta1", cl::desc("AdamW beta1"), cl::init(0.9),
-                             cl::cat(trainingCategory));
-static cl::opt<double> beta2("beta2", cl::desc("AdamW beta2"), cl::init(0.999),
-                             cl::cat(trainingCategory));
-static cl::opt<double> eps("eps", cl::desc("AdamW epsilon"), cl::init(1e-8),
-                           cl::cat(trainingCategory));
-static cl::opt<double>
-    weightDecay("weight-decay",
-                cl::desc("Weight decay (default: 0.01 for adamw, 0 for sgd)"),
-                cl::init(-1.0), cl::cat(trainingCategory));
-static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
-                                cl::cat(trainingCategory));
 
 static cl::opt<std::string> deepspeedConfig(
     "deepspeed",
@@ -105,16 +82,6 @@ static cl::opt<bool> wallClockBreakdown(
     "wall-clock-breakdown",
     cl::desc("Recorded in the plan: zero-run times each kernel kind (--profile)"),
     cl::init(false), cl::cat(trainingCategory));
-static cl::opt<int64_t> gradAccumSteps(
-    "grad-accum-steps",
-    cl::desc("Micro-batches per optimizer step (gradient accumulation): the global "
-             "batch is A x ranks x the micro-batch"),
-    cl::init(1), cl::cat(trainingCategory));
-static cl::opt<double> clipGradNorm(
-    "clip-grad-norm",
-    cl::desc("Clip the global L2 norm of the gradients to this, as "
-             "torch.nn.utils.clip_grad_norm_ (0: off)"),
-    cl::init(0.0), cl::cat(trainingCategory));
 static cl::opt<std::string> lrSchedule(
     "lr-schedule",
     cl::desc("DeepSpeed's schedules: WarmupLR, WarmupDecayLR, WarmupCosineLR; the "
@@ -145,19 +112,6 @@ static cl::opt<double> warmupMinRatio(
     "warmup-min-ratio", cl::desc("warmup-cosine: the first ratio of --lr"),
     cl::init(0.0), cl::cat(trainingCategory));
 
-static cl::OptionCategory precisionCategory("Mixed precision");
-static cl::opt<std::string>
-    precision("precision",
-              cl::desc("fp32, or bf16/fp16: 16-bit parameters, gradients and matrix "
-                       "products, f32 master weights and optimizer state, f32 "
-                       "norms, softmax and loss"),
-              cl::value_desc("fp32|bf16|fp16"), cl::init("fp32"),
-              cl::cat(precisionCategory));
-static cl::opt<std::string>
-    reduceDtype("reduce-dtype",
-                cl::desc("Reduce gradients in fp32 instead of their 16-bit type "
-                         "(DeepSpeed's communication_data_type)"),
-                cl::value_desc("fp32"), cl::init(""), cl::cat(precisionCategory));
 static cl::opt<double> lossScale("loss-scale",
                                  cl::desc("fp16: a fixed loss scale (0: dynamic)"),
                                  cl::init(0.0), cl::cat(precisionCategory));
@@ -189,9 +143,6 @@ static cl::list<std::string> constantInputs(
              "that set shapes: Reshape's shape, Slice's starts, axes)"),
     cl::value_desc("NAME=FILE.pb"), cl::cat(inputCategory));
 
-static cl::opt<int64_t> worldSize("world-size",
-                                  cl::desc("Number of ranks to compile for"),
-                                  cl::init(1), cl::cat(zeroCategory));
 static cl::opt<std::string>
     report("report",
            cl::desc("Print what each rank holds and moves per step: --report for a "
@@ -199,35 +150,6 @@ static cl::opt<std::string>
            cl::value_desc("table|json"), cl::ValueOptional, cl::init(""),
            cl::cat(reportCategory));
 
-static cl::opt<int64_t> zeroStage("zero-stage",
-                                  cl::desc("ZeRO stage: 0 (replicated), 1 (optimizer "
-                                           "state sharded), 2 (+ gradients), 3 (+ "
-                                           "parameters)"),
-                                  cl::init(0), cl::cat(zeroCategory));
-static cl::opt<int64_t> prefetchBuckets(
-    "prefetch-buckets", cl::desc("Stage 3: how many gathers ahead a gather may start"),
-    cl::init(2), cl::cat(scheduleCategory));
-static cl::opt<double> maxLiveMb("max-live-mb",
-                                 cl::desc("MiB of gathered parameter buckets alive at "
-                                          "once (0: no limit)"),
-                                 cl::init(0.0), cl::cat(scheduleCategory));
-static cl::opt<double> fuseBelowKb(
-    "fuse-below-kb",
-    cl::desc("Fuse neighbouring collectives while the fused tensor is under this "
-             "(0: off)"),
-    cl::init(256.0), cl::cat(scheduleCategory));
-static cl::opt<bool> noViews("no-views",
-                             cl::desc("Copy every reshape and slice instead of reading "
-                                      "its input in place, for comparison"),
-                             cl::init(false), cl::cat(scheduleCategory));
-static cl::opt<bool> noFusion("no-fusion",
-                              cl::desc("Run every elementwise op as a kernel of its own "
-                                       "instead of fusing chains of them, for comparison"),
-                              cl::init(false), cl::cat(scheduleCategory));
-static cl::opt<bool> noOverlap("no-overlap",
-                               cl::desc("Keep every collective synchronous, for "
-                                        "comparison"),
-                               cl::init(false), cl::cat(scheduleCategory));
 
 static cl::opt<std::string>
     machine("machine",
@@ -254,18 +176,6 @@ static cl::opt<bool>
                       "step time on --machine (within --max-live-mb)"),
              cl::init(false), cl::cat(scheduleCategory));
 
-static cl::opt<double> bucketSizeMb("bucket-size-mb",
-                                    cl::desc("Target size of a parameter bucket, MiB"),
-                                    cl::init(25.0), cl::cat(zeroCategory));
-static cl::opt<std::string> offloadOptimizer(
-    "offload-optimizer",
-    cl::desc("ZeRO-Offload: cpu keeps the f32 master weights and optimizer state in "
-             "host memory and runs the optimizer there (stages 1-3); none"),
-    cl::value_desc("none|cpu"), cl::init("none"), cl::cat(zeroCategory));
-static cl::opt<int64_t> persistenceThreshold(
-    "persistence-threshold",
-    cl::desc("Stage 3: parameters with fewer elements stay replicated (0: off)"),
-    cl::init(0), cl::cat(zeroCategory));
 
 namespace {
 
@@ -351,6 +261,20 @@ LogicalResult parseInputShapes(zero::OnnxImportOptions &options) {
   return success();
 }
 
+/// The pipeline's options as zero-opt's flags set them, compiling down to
+/// `level` with the memory budget's or auto-tune's settings `s`.
+void pipelineOptions(zero::ZeroPipelineOptions &o, StringRef level,
+                     const zero::PlanSettings &s) {
+#define ZERO_PIPELINE_FLAG(TYPE, FIELD, NAME, DEFAULT, GROUP, VALUES, DESCRIPTION)    \
+  o.FIELD = FIELD.getValue();
+#include "zero/Pipeline/ZeroPipelineOptions.def"
+  o.level = level.str();
+  o.runtimeLr = lrSchedule != "constant";
+  o.bucketSizeMb = s.bucketMb;
+  o.prefetchBuckets = s.prefetch;
+  o.recomputeLevel = s.recomputeLevel;
+}
+
 /// The passes from the imported graph (or the module's level) down to `level`, as
 /// zero-opt's flags choose them.
 void buildPipeline(PassManager &pm, bool isGraph, StringRef level,
@@ -358,34 +282,7 @@ void buildPipeline(PassManager &pm, bool isGraph, StringRef level,
   if (!isGraph)
     return; // a module already at the plan level is written as it is
   zero::ZeroPipelineOptions o;
-  o.mode = mode;
-  o.level = level.str();
-  o.loss = lossName;
-  o.freeze = freeze;
-  o.optimizer = optimizer;
-  o.lr = lr;
-  o.beta1 = beta1;
-  o.beta2 = beta2;
-  o.eps = eps;
-  o.weightDecay = weightDecay;
-  o.momentum = momentum;
-  o.precision = precision;
-  o.reduceDtype = reduceDtype;
-  o.clipGradNorm = clipGradNorm;
-  o.gradAccumSteps = gradAccumSteps;
-  o.runtimeLr = lrSchedule != "constant";
-  o.zeroStage = zeroStage;
-  o.worldSize = worldSize;
-  o.bucketSizeMb = s.bucketMb;
-  o.persistenceThreshold = persistenceThreshold;
-  o.prefetchBuckets = s.prefetch;
-  o.recomputeLevel = s.recomputeLevel;
-  o.maxLiveMb = maxLiveMb;
-  o.fuseBelowKb = fuseBelowKb;
-  o.noOverlap = noOverlap;
-  o.offloadOptimizer = offloadOptimizer == "cpu";
-  o.views = !noViews;
-  o.fuse = !noFusion;
+  pipelineOptions(o, level, s);
   zero::buildZeroPipeline(pm, o);
 }
 
@@ -771,19 +668,14 @@ int main(int argc, char **argv) {
     llvm::errs() << "zero-opt: error: --steps-per-print must be >= 0\n";
     return 1;
   }
-  if (mode != "inference" && mode != "train" && mode != "gradients") {
-    llvm::errs() << "zero-opt: error: --mode=" << mode
-                 << " is not one of train, inference, gradients\n";
-    return 1;
-  }
-  if (worldSize < 1) {
-    llvm::errs() << "zero-opt: error: --world-size must be at least 1\n";
-    return 1;
-  }
-  if (zeroStage < 0 || zeroStage > 3) {
-    llvm::errs() << "zero-opt: error: --zero-stage=" << zeroStage
-                 << " is not one of 0, 1, 2, 3\n";
-    return 1;
+  {
+    zero::ZeroPipelineOptions options;
+    pipelineOptions(options, level, {recomputeLevel(), bucketSizeMb, prefetchBuckets});
+    std::string why = zero::checkZeroPipelineOptions(options, "--");
+    if (!why.empty()) {
+      llvm::errs() << "zero-opt: error: " << why << "\n";
+      return 1;
+    }
   }
   if (recompute != "auto" && recompute != "none" && recompute != "cheap" &&
       recompute != "blocks") {
@@ -791,49 +683,12 @@ int main(int argc, char **argv) {
                  << " is not one of auto, none, cheap, blocks\n";
     return 1;
   }
-  if (offloadOptimizer != "none" && offloadOptimizer != "cpu") {
-    llvm::errs() << "zero-opt: error: --offload-optimizer=" << offloadOptimizer
-                 << " is not one of none, cpu\n";
-    return 1;
-  }
-  if (offloadOptimizer == "cpu" && (mode != "train" || zeroStage == 0)) {
-    llvm::errs() << "zero-opt: error: --offload-optimizer=cpu offloads a ZeRO "
-                    "optimizer: it needs --mode=train and --zero-stage 1, 2 or 3\n";
-    return 1;
-  }
   if (maxMemoryGb < 0) {
     llvm::errs() << "zero-opt: error: --max-memory-gb must be positive (0: no budget)\n";
     return 1;
   }
-  if (bucketSizeMb <= 0 || persistenceThreshold < 0 || prefetchBuckets < 0 ||
-      maxLiveMb < 0) {
-    llvm::errs() << "zero-opt: error: --bucket-size-mb must be positive; "
-                    "--persistence-threshold, --prefetch-buckets and --max-live-mb "
-                    "non-negative\n";
-    return 1;
-  }
   if (level == "zplan" && outputFile == "-") {
     llvm::errs() << "zero-opt: error: a plan file is binary; name it with -o\n";
-    return 1;
-  }
-  if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
-    llvm::errs() << "zero-opt: error: --precision=" << precision
-                 << " is not one of fp32, bf16, fp16\n";
-    return 1;
-  }
-  if (!reduceDtype.empty() && (reduceDtype != "fp32" || precision == "fp32")) {
-    llvm::errs() << "zero-opt: error: --reduce-dtype=" << reduceDtype
-                 << (reduceDtype != "fp32" ? " is not fp32"
-                                           : " needs --precision=bf16 or fp16")
-                 << "\n";
-    return 1;
-  }
-  if (gradAccumSteps < 1 || gradAccumSteps > 4096) {
-    llvm::errs() << "zero-opt: error: --grad-accum-steps must be 1 to 4096\n";
-    return 1;
-  }
-  if (clipGradNorm < 0) {
-    llvm::errs() << "zero-opt: error: --clip-grad-norm must be >= 0\n";
     return 1;
   }
   if (lrSchedule != "constant" && lrSchedule != "warmup" && lrSchedule != "warmup-decay" &&

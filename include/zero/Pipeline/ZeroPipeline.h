@@ -8,46 +8,29 @@
 #define ZERO_PIPELINE_ZEROPIPELINE_H
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
 
 #include <cstdint>
 #include <string>
 
 namespace zero {
 
-/// What zero-opt's flags choose; the defaults are zero-opt's.
-struct ZeroPipelineOptions {
-  /// train (forward, backward, optimizer), inference, or gradients (for checks).
-  std::string mode = "train";
-  /// The last level: graph, step, plan or zplan (plan and zplan lower fully).
-  std::string level = "zplan";
-  // The training step.
-  std::string loss, freeze, optimizer = "adamw";
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double weightDecay = -1; // -1: the optimizer's default
-  double momentum = 0;
-  // Mixed precision: fp32, bf16 or fp16; reduceDtype "fp32" reduces 16-bit
-  // gradients in f32.
-  std::string precision = "fp32", reduceDtype;
-  // Gradient clipping (0: off) and a runtime learning rate (for a schedule).
-  double clipGradNorm = 0;
-  bool runtimeLr = false;
-  int64_t gradAccumSteps = 1;
-  // Activation checkpointing (--zero-recompute's level; 0: none).
-  int64_t recomputeLevel = 0;
-  // ZeRO.
-  int64_t zeroStage = 0, worldSize = 1, persistenceThreshold = 0;
-  double bucketSizeMb = 25;
-  // The collective schedule.
-  int64_t prefetchBuckets = 2;
-  double maxLiveMb = 0, fuseBelowKb = 256;
-  bool noOverlap = false;
-  // ZeRO-Offload: the optimizer, its master weights and state on the host.
-  bool offloadOptimizer = false;
-  // Reshapes and contiguous slices as views of their input (false: copies).
-  bool views = true;
-  // Chains of elementwise ops as one fused kernel each (false: a kernel per op).
-  bool fuse = true;
+/// The zero pipeline's options (ZeroPipelineOptions.def declares each once; the
+/// defaults are zero-opt's). `--zero-pipeline="zero-stage=2 world-size=4 ..."`
+/// takes them in mlir-opt's pipeline syntax.
+struct ZeroPipelineOptions : public mlir::PassPipelineOptions<ZeroPipelineOptions> {
+#define ZERO_PIPELINE_FLAG(TYPE, FIELD, NAME, DEFAULT, GROUP, VALUES, DESCRIPTION)    \
+  Option<TYPE> FIELD{*this, NAME, llvm::cl::desc(DESCRIPTION), llvm::cl::init(DEFAULT)};
+#define ZERO_PIPELINE_SETTING(TYPE, FIELD, NAME, DEFAULT, DESCRIPTION)                \
+  Option<TYPE> FIELD{*this, NAME, llvm::cl::desc(DESCRIPTION), llvm::cl::init(DEFAULT)};
+#include "zero/Pipeline/ZeroPipelineOptions.def"
 };
+
+/// Why `options` cannot be compiled ("" when they can): a value out of range or
+/// not one of the accepted ones, or options that do not go together. The message
+/// names each option as `<dashes>name` ("--" for zero-opt's flags).
+std::string checkZeroPipelineOptions(const ZeroPipelineOptions &options,
+                                     llvm::StringRef dashes);
 
 /// --zero-verify-pipeline: the invariants the pipeline's passes promise (every
 /// started collective waited for once, no shard collective after the schedule, a
@@ -57,7 +40,12 @@ void registerVerifyPipelinePass();
 
 /// The passes from an imported forward graph (a module holding func.func @main)
 /// down to `options.level`.
+/// `options` must pass checkZeroPipelineOptions.
 void buildZeroPipeline(mlir::OpPassManager &pm, const ZeroPipelineOptions &options);
+
+/// Registers `--zero-pipeline`: buildZeroPipeline with its options given in the
+/// pass pipeline syntax, refused with checkZeroPipelineOptions's message.
+void registerZeroPipeline();
 
 } // namespace zero
 
