@@ -16,6 +16,10 @@ llvm_config.use_default_substitutions()
 # Fixtures need Debian's interpreter: it is the one that sees python3-onnx and torch.
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%utils", os.path.join(config.zero_src_root, "utils")))
+config.substitutions.append(("%zero_include", os.path.join(config.zero_src_root, "include")))
+# mlir-tblgen's -I flags for MLIR's own .td files (the ODS examples test).
+config.substitutions.append(("%mlir_tblgen_includes",
+                             " ".join("-I " + d for d in config.mlir_include_dirs.split(";"))))
 llvm_config.with_environment("PATH", config.zero_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["zero-opt", "zero-run", "zero-run-cuda-emulated"], [config.zero_tools_dir])

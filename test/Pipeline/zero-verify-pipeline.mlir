@@ -36,8 +36,8 @@ func.func @left_over(%x: tensor<4xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
 
 // CHECK-LABEL: plan.program @main
 plan.program @main attributes {arena_bytes = 128 : i64, world_size = 1 : i64} {
-  %x = plan.buffer "input" at 0 {index = 0 : i64, name = "x"} : memref<2x4xf32>
-  %y = plan.buffer "temp" at 32 : memref<2x4xf32>
+  %x = plan.buffer input at 0 {index = 0 : i64, name = "x"} : memref<2x4xf32>
+  %y = plan.buffer temp at 32 : memref<2x4xf32>
   plan.kernel "softmax" ins(%x : memref<2x4xf32>) outs(%y : memref<2x4xf32>) attrs {axis = 1 : i64}
   plan.return %y : memref<2x4xf32> {names = ["probs"]}
 }
@@ -48,9 +48,9 @@ plan.program @main attributes {arena_bytes = 128 : i64, world_size = 1 : i64} {
 // checks refuse the plan, and so does the pipeline.
 // expected-error @below {{internal error, the plan fails zero-run's checks}}
 plan.program @main attributes {arena_bytes = 128 : i64, world_size = 1 : i64} {
-  %x = plan.buffer "input" at 0 {index = 0 : i64, name = "x"} : memref<2x4xf32>
-  %y = plan.buffer "temp" at 32 : memref<2x4xf32>
-  %z = plan.buffer "temp" at 48 : memref<2x4xf32>
+  %x = plan.buffer input at 0 {index = 0 : i64, name = "x"} : memref<2x4xf32>
+  %y = plan.buffer temp at 32 : memref<2x4xf32>
+  %z = plan.buffer temp at 48 : memref<2x4xf32>
   plan.kernel "softmax" ins(%x : memref<2x4xf32>) outs(%y : memref<2x4xf32>) attrs {axis = 1 : i64}
   plan.kernel "softmax" ins(%y : memref<2x4xf32>) outs(%z : memref<2x4xf32>) attrs {axis = 1 : i64}
   plan.return %z : memref<2x4xf32> {names = ["probs"]}

@@ -256,12 +256,13 @@ struct ConvertComputeToPlanPass
         arena.release(offsetOf[v]);
     };
 
-    auto makeBuffer = [&](Value v, StringRef role, NamedAttrList attrs) {
+    auto makeBuffer = [&](Value v, plan::BufferRole role, NamedAttrList attrs) {
       bool host = isHost(v);
       // The offset is set once all are known.
       int64_t id = (host ? hostArena : arena).allocate(bytesOf(v));
       auto buf = plan::BufferOp::create(b, v.getLoc(), bufferTypeOf(v),
-                                        b.getStringAttr(role), b.getI64IntegerAttr(0),
+                                        plan::BufferRoleAttr::get(b.getContext(), role),
+                                        b.getI64IntegerAttr(0),
                                         nullptr, nullptr, nullptr, host ? b.getUnitAttr() : nullptr,
                                         Value());
       for (NamedAttribute a : attrs)
@@ -282,28 +283,28 @@ struct ConvertComputeToPlanPass
       unsigned i = arg.getArgNumber();
       if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.param")) {
         attrs.append("name", name);
-        makeBuffer(arg, "param", attrs);
+        makeBuffer(arg, plan::BufferRole::param, attrs);
       } else if (auto name =
                      func.getArgAttrOfType<StringAttr>(i, "compute.param_bucket")) {
         // This rank's slice of a flat parameter bucket (ZeRO stage 3).
         attrs.append("name", name);
         attrs.append("bucket_members", func.getArgAttr(i, "compute.bucket_members"));
         attrs.append("bucket_elements", func.getArgAttr(i, "compute.bucket_elements"));
-        makeBuffer(arg, "param", attrs);
+        makeBuffer(arg, plan::BufferRole::param, attrs);
       } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.master")) {
         // Mixed precision: the f32 master copy of a parameter, loaded from the
         // same initializer.
         attrs.append("name", name);
-        makeBuffer(arg, "master", attrs);
+        makeBuffer(arg, plan::BufferRole::master, attrs);
       } else if (auto name =
                      func.getArgAttrOfType<StringAttr>(i, "compute.master_bucket")) {
         attrs.append("name", name);
         attrs.append("bucket_members", func.getArgAttr(i, "compute.bucket_members"));
         attrs.append("bucket_elements", func.getArgAttr(i, "compute.bucket_elements"));
-        makeBuffer(arg, "master", attrs);
+        makeBuffer(arg, plan::BufferRole::master, attrs);
       } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.runtime")) {
         attrs.append("name", name); // set by the runtime before each step
-        makeBuffer(arg, "runtime", attrs);
+        makeBuffer(arg, plan::BufferRole::runtime, attrs);
       } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.state")) {
         attrs.append("name", name);
         // Above stage 0: this rank's slice of a bucket's state (BUCKET.SUFFIX).
@@ -311,7 +312,7 @@ struct ConvertComputeToPlanPass
           attrs.append("bucket_members", members);
           attrs.append("bucket_elements", func.getArgAttr(i, "compute.bucket_elements"));
         }
-        makeBuffer(arg, "state", attrs);
+        makeBuffer(arg, plan::BufferRole::state, attrs);
       } else if (auto index =
                      func.getArgAttrOfType<IntegerAttr>(i, "compute.input")) {
         attrs.append("index", index);
@@ -319,7 +320,7 @@ struct ConvertComputeToPlanPass
           attrs.append("name", name);
         if (auto micro = func.getArgAttrOfType<IntegerAttr>(i, "compute.micro_step"))
           attrs.append("micro_step", micro);
-        makeBuffer(arg, "input", attrs);
+        makeBuffer(arg, plan::BufferRole::input, attrs);
       } else {
         return func.emitError("argument ")
                << i << " is not a compute.param, compute.master, compute.state, "
@@ -338,7 +339,7 @@ struct ConvertComputeToPlanPass
       if (auto cst = dyn_cast<compute::ConstantOp>(op)) {
         NamedAttrList attrs;
         attrs.append("value", cst.getValue());
-        makeBuffer(cst.getResult(), "constant", attrs);
+        makeBuffer(cst.getResult(), plan::BufferRole::constant, attrs);
       }
     }
 
@@ -354,7 +355,8 @@ struct ConvertComputeToPlanPass
         // The start read its input until now.
         Value in = base(start->getOperand(0));
         if (lastUse.lookup(in) == &op &&
-            cast<plan::BufferOp>(bufferOf.lookup(in).getDefiningOp()).getRole() == "temp")
+            cast<plan::BufferOp>(bufferOf.lookup(in).getDefiningOp()).getRole() ==
+                plan::BufferRole::temp)
           release(in);
         continue;
       }
@@ -378,7 +380,9 @@ struct ConvertComputeToPlanPass
         Value r = op.getResult(0), root = bufferOf.lookup(it->second.root);
         bool host = isHost(it->second.root);
         auto view = plan::BufferOp::create(b, r.getLoc(), bufferTypeOf(r),
-                                           b.getStringAttr("temp"), b.getI64IntegerAttr(0),
+                                           plan::BufferRoleAttr::get(b.getContext(),
+                                                                     plan::BufferRole::temp),
+                                           b.getI64IntegerAttr(0),
                                            nullptr, nullptr, nullptr,
                                            host ? b.getUnitAttr() : nullptr, root);
         bufferOf[r] = view;
@@ -403,7 +407,7 @@ struct ConvertComputeToPlanPass
           outs.push_back(bufferOf[r]);
           continue;
         }
-        outs.push_back(makeBuffer(r, "temp", {}));
+        outs.push_back(makeBuffer(r, plan::BufferRole::temp, {}));
       }
       NamedAttrList kernelAttrs;
       if (!isCollective) // a collective's attributes are all implied (checked above)
@@ -446,7 +450,7 @@ struct ConvertComputeToPlanPass
       // Results nobody reads die at once; inputs die at their last reader.
       auto releaseIfDead = [&](Value v, bool isResult) {
         auto *def = bufferOf.lookup(v).getDefiningOp();
-        if (cast<plan::BufferOp>(def).getRole() != "temp")
+        if (cast<plan::BufferOp>(def).getRole() != plan::BufferRole::temp)
           return;
         Operation *last = lastUse.lookup(v);
         if ((isResult && !last) || last == &op)

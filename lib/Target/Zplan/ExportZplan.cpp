@@ -22,6 +22,28 @@ using namespace mlir;
 
 namespace {
 
+/// The plan file's role for the plan dialect's: the same cases, named apart.
+zero::zplan::Role roleOf(zero::plan::BufferRole role) {
+  using zero::plan::BufferRole;
+  switch (role) {
+  case BufferRole::temp:
+    return zero::zplan::TEMP;
+  case BufferRole::param:
+    return zero::zplan::PARAM;
+  case BufferRole::input:
+    return zero::zplan::INPUT;
+  case BufferRole::constant:
+    return zero::zplan::CONSTANT;
+  case BufferRole::state:
+    return zero::zplan::STATE;
+  case BufferRole::master:
+    return zero::zplan::MASTER;
+  case BufferRole::runtime:
+    return zero::zplan::RUNTIME;
+  }
+  llvm_unreachable("every BufferRole has a plan-file role");
+}
+
 FailureOr<zero::zplan::DType> dtypeOf(Location loc, Type t) {
   if (t.isF32())
     return zero::zplan::F32;
@@ -157,14 +179,7 @@ FailureOr<zero::zplan::Plan> zero::buildZplan(ModuleOp module, StringRef source)
       pb->set_bytes(buf.getSizeInBytes());
       for (int64_t d : t.getShape())
         pb->add_shape(d);
-      StringRef role = buf.getRole();
-      pb->set_role(role == "param"      ? zplan::PARAM
-                   : role == "state"    ? zplan::STATE
-                   : role == "input"    ? zplan::INPUT
-                   : role == "constant" ? zplan::CONSTANT
-                   : role == "master"   ? zplan::MASTER
-                   : role == "runtime"  ? zplan::RUNTIME
-                                        : zplan::TEMP);
+      pb->set_role(roleOf(buf.getRole()));
       if (auto name = buf.getName())
         pb->set_name(name->str());
       if (Value root = buf.getViewOf())

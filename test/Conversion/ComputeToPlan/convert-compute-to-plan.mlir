@@ -4,17 +4,17 @@
 // temporaries follow, and a dead temporary's bytes are reused (64-byte aligned).
 // CHECK-LABEL: plan.program @main
 // CHECK-SAME: arena_bytes = 320 : i64, world_size = 1 : i64
-// CHECK: %[[W:.+]] = plan.buffer "param" at 0 {name = "w"} : memref<4x4xf32>
-// CHECK: %[[X:.+]] = plan.buffer "input" at 64 {index = 0 : i64, name = "x"} : memref<2x4xf32>
-// CHECK: %[[C:.+]] = plan.buffer "constant" at 128 {value = dense<2.000000e+00> : tensor<f32>} : memref<f32>
-// CHECK: %[[T0:.+]] = plan.buffer "temp" at 192 : memref<2x4xf32>
+// CHECK: %[[W:.+]] = plan.buffer param at 0 {name = "w"} : memref<4x4xf32>
+// CHECK: %[[X:.+]] = plan.buffer input at 64 {index = 0 : i64, name = "x"} : memref<2x4xf32>
+// CHECK: %[[C:.+]] = plan.buffer constant at 128 {value = dense<2.000000e+00> : tensor<f32>} : memref<f32>
+// CHECK: %[[T0:.+]] = plan.buffer temp at 192 : memref<2x4xf32>
 // CHECK: plan.kernel "matmul" ins(%[[X]], %[[W]] : {{.*}}) outs(%[[T0]] : memref<2x4xf32>)
-// CHECK: %[[T1:.+]] = plan.buffer "temp" at 256 : memref<2x4xf32>
+// CHECK: %[[T1:.+]] = plan.buffer temp at 256 : memref<2x4xf32>
 // CHECK: plan.kernel "mul" ins(%[[T0]], %[[C]] : {{.*}}) outs(%[[T1]] : memref<2x4xf32>)
 // The matmul result is dead after the mul, so the relu writes into its bytes.
-// CHECK: %[[T2:.+]] = plan.buffer "temp" at 192 : memref<2x4xf32>
+// CHECK: %[[T2:.+]] = plan.buffer temp at 192 : memref<2x4xf32>
 // CHECK: plan.kernel "relu" ins(%[[T1]] : memref<2x4xf32>) outs(%[[T2]] : memref<2x4xf32>)
-// CHECK: %[[T3:.+]] = plan.buffer "temp" at 256 : memref<2x4xf32>
+// CHECK: %[[T3:.+]] = plan.buffer temp at 256 : memref<2x4xf32>
 // CHECK: plan.kernel "softmax" ins(%[[T2]] : memref<2x4xf32>) outs(%[[T3]] : memref<2x4xf32>) attrs {axis = 1 : i64}
 // CHECK: plan.return %[[T3]] : memref<2x4xf32> {names = ["y"]}
 func.func @main(%w: tensor<4x4xf32> {compute.param = "w"},
@@ -33,14 +33,14 @@ func.func @main(%w: tensor<4x4xf32> {compute.param = "w"},
 // A result nobody reads (layer_norm's mean) is freed right after its kernel; a
 // value read twice lives until its last reader; a returned value is never reused.
 // CHECK-LABEL: plan.program @main
-// CHECK: %[[X:.+]] = plan.buffer "input" at 0
-// CHECK: %[[Y:.+]] = plan.buffer "temp" at 128 : memref<2x8xf32>
-// CHECK: %[[M:.+]] = plan.buffer "temp" at 192 : memref<2x1xf32>
-// CHECK: %[[R:.+]] = plan.buffer "temp" at 256 : memref<2x1xf32>
+// CHECK: %[[X:.+]] = plan.buffer input at 0
+// CHECK: %[[Y:.+]] = plan.buffer temp at 128 : memref<2x8xf32>
+// CHECK: %[[M:.+]] = plan.buffer temp at 192 : memref<2x1xf32>
+// CHECK: %[[R:.+]] = plan.buffer temp at 256 : memref<2x1xf32>
 // CHECK: plan.kernel "layer_norm" ins(%[[X]], {{.*}}) outs(%[[Y]], %[[M]], %[[R]] : {{.*}}) attrs {axis = 1 : i64, epsilon = 1.000000e-05 : f64}
-// CHECK: %[[A:.+]] = plan.buffer "temp" at 192 : memref<2x8xf32>
+// CHECK: %[[A:.+]] = plan.buffer temp at 192 : memref<2x8xf32>
 // CHECK: plan.kernel "add" ins(%[[Y]], %[[Y]] : {{.*}}) outs(%[[A]] : memref<2x8xf32>)
-// CHECK: %[[B:.+]] = plan.buffer "temp" at 128 : memref<2x8xf32>
+// CHECK: %[[B:.+]] = plan.buffer temp at 128 : memref<2x8xf32>
 // CHECK: plan.kernel "neg" ins(%[[A]] : memref<2x8xf32>) outs(%[[B]] : memref<2x8xf32>)
 // CHECK: plan.return %[[A]], %[[B]] : memref<2x8xf32>, memref<2x8xf32>
 func.func @main(%x: tensor<2x8xf32> {compute.input = 0 : i64}, %g: tensor<8xf32> {compute.input = 1 : i64})
@@ -57,10 +57,10 @@ func.func @main(%x: tensor<2x8xf32> {compute.input = 0 : i64}, %g: tensor<8xf32>
 // each for the last time); the step counter's add too. Returned updates are not
 // plan outputs.
 // CHECK-LABEL: plan.program @main
-// CHECK: %[[P:.+]] = plan.buffer "param" at {{[0-9]+}} {name = "p"} : memref<4xf32>
-// CHECK: %[[T:.+]] = plan.buffer "state" at {{[0-9]+}} {name = "optimizer.step"} : memref<i64>
-// CHECK: %[[M:.+]] = plan.buffer "state" at {{[0-9]+}} {name = "p.exp_avg"} : memref<4xf32>
-// CHECK: %[[V:.+]] = plan.buffer "state" at {{[0-9]+}} {name = "p.exp_avg_sq"} : memref<4xf32>
+// CHECK: %[[P:.+]] = plan.buffer param at {{[0-9]+}} {name = "p"} : memref<4xf32>
+// CHECK: %[[T:.+]] = plan.buffer state at {{[0-9]+}} {name = "optimizer.step"} : memref<i64>
+// CHECK: %[[M:.+]] = plan.buffer state at {{[0-9]+}} {name = "p.exp_avg"} : memref<4xf32>
+// CHECK: %[[V:.+]] = plan.buffer state at {{[0-9]+}} {name = "p.exp_avg_sq"} : memref<4xf32>
 // CHECK: plan.kernel "add" ins(%[[T]], %{{.+}} : memref<i64>, memref<i64>) outs(%[[T]] : memref<i64>)
 // CHECK: plan.kernel "adamw" ins(%[[P]], %{{.+}}, %[[M]], %[[V]], %[[T]] : {{.+}}) outs(%[[P]], %[[M]], %[[V]] : memref<4xf32>, memref<4xf32>, memref<4xf32>)
 // CHECK-NOT: plan.kernel "copy"
@@ -84,10 +84,10 @@ func.func @main(%p: tensor<4xf32> {compute.param = "p"}, %g: tensor<4xf32> {comp
 // is not elementwise-in-place), the new value goes to a temporary and is copied
 // into the parameter's buffer at the end of the step.
 // CHECK-LABEL: plan.program @main
-// CHECK: %[[P:.+]] = plan.buffer "param" at {{[0-9]+}} {name = "p"} : memref<2x2xf32>
-// CHECK: %[[N:.+]] = plan.buffer "temp" at {{[0-9]+}} : memref<2x2xf32>
+// CHECK: %[[P:.+]] = plan.buffer param at {{[0-9]+}} {name = "p"} : memref<2x2xf32>
+// CHECK: %[[N:.+]] = plan.buffer temp at {{[0-9]+}} : memref<2x2xf32>
 // CHECK: plan.kernel "add" ins(%[[P]], %[[P]] : {{.+}}) outs(%[[N]] : memref<2x2xf32>)
-// CHECK: %[[TT:.+]] = plan.buffer "temp" at {{[0-9]+}} : memref<2x2xf32>
+// CHECK: %[[TT:.+]] = plan.buffer temp at {{[0-9]+}} : memref<2x2xf32>
 // CHECK: plan.kernel "transpose" ins(%[[P]] : memref<2x2xf32>) outs(%[[TT]] : memref<2x2xf32>)
 // CHECK: plan.kernel "copy" ins(%[[N]] : memref<2x2xf32>) outs(%[[P]] : memref<2x2xf32>)
 // CHECK: plan.return %[[TT]] : memref<2x2xf32>
@@ -105,12 +105,12 @@ func.func @main(%p: tensor<2x2xf32> {compute.param = "p"})
 // the matmul, so the relu in between must not reuse its bytes. A transpose with
 // another reader stays.
 // CHECK-LABEL: plan.program @main
-// CHECK: %[[X:.+]] = plan.buffer "input" at 0
-// CHECK: %[[W:.+]] = plan.buffer "input" at 64
-// CHECK: %[[A:.+]] = plan.buffer "temp" at 128 : memref<4x3xf32>
+// CHECK: %[[X:.+]] = plan.buffer input at 0
+// CHECK: %[[W:.+]] = plan.buffer input at 64
+// CHECK: %[[A:.+]] = plan.buffer temp at 128 : memref<4x3xf32>
 // CHECK: plan.kernel "neg" ins(%[[W]] : memref<4x3xf32>) outs(%[[A]] : memref<4x3xf32>)
 // CHECK-NOT: plan.kernel "transpose"
-// CHECK: %[[R:.+]] = plan.buffer "temp" at 192 : memref<2x3xf32>
+// CHECK: %[[R:.+]] = plan.buffer temp at 192 : memref<2x3xf32>
 // CHECK: plan.kernel "relu"
 // CHECK: plan.kernel "matmul" ins(%[[R]], %[[A]] : memref<2x3xf32>, memref<4x3xf32>) outs(%{{.+}} : memref<2x4xf32>) attrs {transpose_rhs = true}
 // CHECK: plan.kernel "transpose" ins(%[[X]]
@@ -131,9 +131,9 @@ func.func @main(%x: tensor<2x3xf32> {compute.input = 0 : i64}, %w: tensor<4x3xf3
 // the inputs). Here: 2 = Const 0.5 (the bits of the double 0.5), 3 = Add(0, 1),
 // 4 = Mul(3, 2), 5 = Cast(4) to bf16 (type 1); ops 0 Const, 10 Add, 12 Mul, 15 Cast.
 // CHECK-LABEL: plan.program @main
-// CHECK: %[[X:.+]] = plan.buffer "input" at 0 {index = 0 : i64} : memref<2x4xf32>
-// CHECK: %[[B:.+]] = plan.buffer "param" at 64 {name = "b"} : memref<4xf32>
-// CHECK: %[[Y:.+]] = plan.buffer "temp" at 128 : memref<2x4xbf16>
+// CHECK: %[[X:.+]] = plan.buffer input at 0 {index = 0 : i64} : memref<2x4xf32>
+// CHECK: %[[B:.+]] = plan.buffer param at 64 {name = "b"} : memref<4xf32>
+// CHECK: %[[Y:.+]] = plan.buffer temp at 128 : memref<2x4xbf16>
 // CHECK: plan.kernel "fused" ins(%[[X]], %[[B]] : memref<2x4xf32>, memref<4xf32>) outs(%[[Y]] : memref<2x4xbf16>)
 // CHECK-SAME: attrs {program = array<i64: 0, 0, 4602678819172646912, 0, 0, 10, 0, 0, 1, 0, 12, 0, 3, 2, 0, 15, 1, 4, 0, 0>}
 // CHECK-NOT: plan.kernel

@@ -10,8 +10,8 @@
 // OK: output_0: f32[4] = 0 0 0 0
 // CHECK: zero-run: error: {{.*}}bad.zplan: buffer 1 at offset 4096 with 16 bytes lies outside the arena of 128 bytes
 plan.program @main attributes {arena_bytes = 128 : i64, world_size = 1 : i64} {
-  %x = plan.buffer "constant" at 0 {value = dense<-1.0> : tensor<4xf32>} : memref<4xf32>
-  %y = plan.buffer "temp" at 64 : memref<4xf32>
+  %x = plan.buffer constant at 0 {value = dense<-1.0> : tensor<4xf32>} : memref<4xf32>
+  %y = plan.buffer temp at 64 : memref<4xf32>
   plan.kernel "relu" ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
   plan.return %y : memref<4xf32>
 }

@@ -103,20 +103,21 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
     auto buf = dyn_cast<plan::BufferOp>(op);
     if (!buf)
       continue;
-    StringRef role = buf.getRole();
+    plan::BufferRole role = buf.getRole();
+    using plan::BufferRole;
     int64_t bytes = buf.getSizeInBytes();
     if (buf.getHost()) { // offloaded: master weights and optimizer state
-      if (role == "state" || role == "master")
+      if (role == BufferRole::state || role == BufferRole::master)
         r.hostOptimizerState += bytes;
       continue;
     }
-    if (role != "temp")
+    if (role != BufferRole::temp)
       persistent += bytes;
     // Optimizer state: moments, momentum, and (mixed precision) the f32 master
     // copy of the parameters: K = 12 bytes per parameter for AdamW.
-    if (role == "state" || role == "master")
+    if (role == BufferRole::state || role == BufferRole::master)
       r.optimizerState += bytes;
-    if (role != "param")
+    if (role != BufferRole::param)
       continue;
     r.params += bytes;
     // Trainable: what a kernel updates (frozen parameters are only read).

@@ -13,6 +13,7 @@
 using namespace mlir;
 using namespace zero::plan;
 
+#include "zero/Dialect/Plan/IR/PlanEnums.cpp.inc"
 #include "zero/Dialect/Plan/IR/PlanOpsDialect.cpp.inc"
 
 void PlanDialect::initialize() {
@@ -27,21 +28,17 @@ int64_t BufferOp::getSizeInBytes() {
 }
 
 LogicalResult BufferOp::verify() {
-  StringRef role = getRole();
-  if (role != "temp" && role != "param" && role != "state" && role != "input" &&
-      role != "constant" && role != "master" && role != "runtime")
-    return emitOpError("role must be temp, param, master, state, runtime, input or "
-                       "constant, not '")
-           << role << "'";
+  BufferRole role = getRole();
   // I64Attr accessors return uint64_t: compare the signed value.
   if (getOffsetAttr().getInt() < 0)
     return emitOpError("offset must be non-negative");
-  if ((role == "param" || role == "state" || role == "master" || role == "runtime") &&
+  if ((role == BufferRole::param || role == BufferRole::state ||
+       role == BufferRole::master || role == BufferRole::runtime) &&
       !getName())
-    return emitOpError("a ") << role << " buffer needs a name";
-  if (role == "input" && !getIndex())
+    return emitOpError("a ") << stringifyBufferRole(role) << " buffer needs a name";
+  if (role == BufferRole::input && !getIndex())
     return emitOpError("an input buffer needs its input index");
-  if ((role == "constant") != bool(getValue()))
+  if ((role == BufferRole::constant) != bool(getValue()))
     return emitOpError("a value is given exactly for constant buffers");
   if (getValue()) {
     auto vt = cast<ShapedType>(getValue()->getType());
@@ -53,8 +50,8 @@ LogicalResult BufferOp::verify() {
     auto r = root.getDefiningOp<BufferOp>();
     if (!r || r.getViewOf())
       return emitOpError("is a view of a value that is not a plan.buffer root");
-    if (role != "temp")
-      return emitOpError("a view is a temp buffer, not ") << role;
+    if (role != BufferRole::temp)
+      return emitOpError("a view is a temp buffer, not ") << stringifyBufferRole(role);
     if (getHost() != r.getHost())
       return emitOpError("a view lies in its root's memory (host or device)");
     int64_t begin = getOffsetAttr().getInt(), rootBegin = r.getOffsetAttr().getInt();
@@ -73,9 +70,9 @@ LogicalResult KernelOp::verify() {
     if (!v.getDefiningOp<BufferOp>())
       return emitOpError("operands must be plan.buffer results");
   for (Value v : getOutputs()) {
-    StringRef role = v.getDefiningOp<BufferOp>().getRole();
-    if (role == "input" || role == "constant")
-      return emitOpError("writes a ") << role << " buffer";
+    BufferRole role = v.getDefiningOp<BufferOp>().getRole();
+    if (role == BufferRole::input || role == BufferRole::constant)
+      return emitOpError("writes a ") << stringifyBufferRole(role) << " buffer";
   }
   // Host kernels read and write host buffers, device kernels device buffers; the
   // two copies cross.

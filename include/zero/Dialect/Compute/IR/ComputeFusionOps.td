@@ -42,8 +42,14 @@ def Compute_YieldOp : Compute_Op<"yield", [Pure, Terminator,
                                            HasParent<"FusedOp">]> {
   let summary = "The value a compute.fused body computes.";
   let description = [{
+    Ends the body of a `compute.fused` op with its result, of the fused op's type.
+
     ```mlir
-    compute.yield %e : tensor<4x8xf32>
+    %r = compute.fused ins(%x : tensor<4x8xf32>) -> tensor<4x8xf32> {
+    ^bb0(%a: tensor<4x8xf32>):
+      %n = compute.neg %a : tensor<4x8xf32>
+      compute.yield %n : tensor<4x8xf32>
+    }
     ```
   }];
   let arguments = (ins Compute_Tensor:$value);

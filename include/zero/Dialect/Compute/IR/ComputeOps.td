@@ -43,7 +43,8 @@ def Compute_ConstantOp : Compute_Op<"constant",
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-class Compute_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
+class Compute_BinaryOp<string mnemonic, string what, list<Trait> traits = [],
+                       string resultElement = "f32">
     : Compute_Op<mnemonic, !listconcat([Pure], traits)> {
   let summary = "Elementwise " # what # " with ONNX broadcasting.";
   let description = [{
@@ -51,7 +52,7 @@ class Compute_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
     result shape (numpy rules: trailing dimensions align, a dimension of 1 stretches).
 
     ```mlir
-    %r = compute.}] # mnemonic # [{ %a, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+    %r = compute.}] # mnemonic # [{ %a, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3x}] # resultElement # [{>
     ```
   }];
   let arguments = (ins Compute_Tensor:$lhs, Compute_Tensor:$rhs);
@@ -76,7 +77,7 @@ def Compute_PowOp : Compute_BinaryOp<"pow", "power"> {
   }];
 }
 def Compute_EqualOp : Compute_BinaryOp<"equal", "equality (the result is i1)",
-                                       [Commutative]>;
+                                       [Commutative], "i1">;
 
 class Compute_UnaryOp<string mnemonic, string what, Type type = Compute_Tensor>
     : Compute_Op<mnemonic, [Pure, SameOperandsAndResultType]> {

@@ -13,6 +13,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "zero/Dialect/Plan/IR/PlanEnums.h.inc"
 #include "zero/Dialect/Plan/IR/PlanOpsDialect.h.inc"
 
 #define GET_OP_CLASSES

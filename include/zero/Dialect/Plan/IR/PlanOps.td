@@ -9,9 +9,19 @@
 
 include "zero/Dialect/Plan/IR/PlanDialect.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/SymbolInterfaces.td"
 
 def Plan_BufferType : MemRefOf<[F32, F64, BF16, F16, I1, I8, UI8, I32, I64]>;
+
+// What a buffer holds; the plan file's `Role` (zplan.proto) has the same cases.
+def Plan_BufferRole : I32EnumAttr<"BufferRole", "what a plan buffer holds", [
+    I32EnumAttrCase<"temp", 1>, I32EnumAttrCase<"param", 2>,
+    I32EnumAttrCase<"input", 3>, I32EnumAttrCase<"constant", 4>,
+    I32EnumAttrCase<"state", 5>, I32EnumAttrCase<"master", 6>,
+    I32EnumAttrCase<"runtime", 7>]> {
+  let cppNamespace = "::zero::plan";
+}
 
 def Plan_ProgramOp : Plan_Op<"program",
     [Symbol, SingleBlockImplicitTerminator<"ReturnOp">, IsolatedFromAbove]> {
@@ -56,12 +66,18 @@ def Plan_BufferOp : Plan_Op<"buffer", [HasParent<"ProgramOp">]> {
     optimizer state there, and the kernels that read them run on the host.
 
     ```mlir
-    %w = plan.buffer param at 256 {name = "fc.weight"} : memref<8x4xf32>
-    %v = plan.buffer temp at 256 view of %w : memref<8x4xf32> : memref<32xf32>
-    %m = plan.buffer state at 0 {host, name = "fc.weight.exp_avg"} : memref<8x4xf32>
+    plan.program @main attributes {arena_bytes = 384 : i64, host_arena_bytes = 128 : i64,
+                                   world_size = 1 : i64} {
+      %w = plan.buffer param at 256 {name = "fc.weight"} : memref<8x4xf32>
+      %v = plan.buffer temp at 256 view of %w : memref<8x4xf32> : memref<32xf32>
+      %m = plan.buffer state at 0 {host, name = "fc.weight.exp_avg"} : memref<8x4xf32>
+      %y = plan.buffer temp at 0 : memref<32xf32>
+      plan.kernel "relu" ins(%v : memref<32xf32>) outs(%y : memref<32xf32>)
+      plan.return %y : memref<32xf32>
+    }
     ```
   }];
-  let arguments = (ins StrAttr:$role, I64Attr:$offset,
+  let arguments = (ins Plan_BufferRole:$role, I64Attr:$offset,
                        OptionalAttr<StrAttr>:$name, OptionalAttr<I64Attr>:$index,
                        OptionalAttr<ElementsAttr>:$value, UnitAttr:$host,
                        Optional<Plan_BufferType>:$view_of);
@@ -89,8 +105,13 @@ def Plan_KernelOp : Plan_Op<"kernel", [HasParent<"ProgramOp">, AttrSizedOperandS
     the two arenas, and are the only kernels that read one space and write the other.
 
     ```mlir
-    plan.kernel "softmax" ins(%x : memref<4x8xf32>) outs(%y : memref<4x8xf32>)
-        attrs {axis = 1 : i64}
+    plan.program @main attributes {arena_bytes = 256 : i64, world_size = 1 : i64} {
+      %x = plan.buffer input at 0 {index = 0 : i64, name = "x"} : memref<4x8xf32>
+      %y = plan.buffer temp at 128 : memref<4x8xf32>
+      plan.kernel "softmax" ins(%x : memref<4x8xf32>) outs(%y : memref<4x8xf32>)
+          attrs {axis = 1 : i64}
+      plan.return %y : memref<4x8xf32>
+    }
     ```
   }];
   let arguments = (ins StrAttr:$kernel, Variadic<Plan_BufferType>:$inputs,
@@ -106,8 +127,13 @@ def Plan_KernelOp : Plan_Op<"kernel", [HasParent<"ProgramOp">, AttrSizedOperandS
 def Plan_ReturnOp : Plan_Op<"return", [HasParent<"ProgramOp">, Terminator]> {
   let summary = "The program's outputs, in graph-output order.";
   let description = [{
+    Ends the program; `names` are the graph outputs' names.
+
     ```mlir
-    plan.return %loss : memref<f32>
+    plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+      %loss = plan.buffer input at 0 {index = 0 : i64, name = "loss"} : memref<f32>
+      plan.return %loss : memref<f32> {names = ["loss"]}
+    }
     ```
   }];
   let arguments = (ins Variadic<Plan_BufferType>:$results,

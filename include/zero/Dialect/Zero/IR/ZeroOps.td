@@ -48,7 +48,8 @@ class Zero_Op<string mnemonic, list<Trait> traits = []>
 // axes and, for reductions, the kind; verifySymbolUses checks them against the
 // grid, and the plan lowering accepts only what the runtime does (the 1-D grid of
 // the world, axis 0, sum).
-class Zero_StartOp<string mnemonic, string what, string example, dag extraArgs = (ins)>
+class Zero_StartOp<string mnemonic, string what, string example, string result,
+                   dag extraArgs = (ins)>
     : Zero_Op<mnemonic, [MemoryEffects<[MemRead, MemWrite]>,
                          DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Starts " # what # "; the result is valid only after the wait.";
@@ -62,7 +63,7 @@ class Zero_StartOp<string mnemonic, string what, string example, dag extraArgs =
     shard.grid @zero(shape = 4)
     %pending, %token = zero.}] # mnemonic # [{ }] # example # [{
 
-    %r = zero.wait %token, %pending : tensor<...>
+    %r = zero.wait %token, %pending : }] # result # [{
     ```
   }];
   let arguments = !con((ins RankedTensorOf<[F32, F64, BF16, F16]>:$input,
@@ -74,15 +75,16 @@ class Zero_StartOp<string mnemonic, string what, string example, dag extraArgs =
 }
 
 def Zero_AllGatherStartOp : Zero_StartOp<"all_gather_start", "an all-gather",
-    "%x on @zero grid_axes = [0] : tensor<4xf32> -> tensor<16xf32>"> {
+    "%x on @zero grid_axes = [0] : tensor<4xf32> -> tensor<16xf32>", "tensor<16xf32>"> {
   let assemblyFormat = [{
     $input `on` $grid (`grid_axes` `=` $grid_axes^)? attr-dict `:` type($input) `->`
     type($pending)
   }];
 }
 
-class Zero_ReductionStartOp<string mnemonic, string what, string example>
-    : Zero_StartOp<mnemonic, what, example,
+class Zero_ReductionStartOp<string mnemonic, string what, string example,
+                            string result>
+    : Zero_StartOp<mnemonic, what, example, result,
         (ins DefaultValuedAttr<Shard_ReductionKindAttr,
                                "::mlir::shard::ReductionKind::Sum">:$reduction)> {
   let assemblyFormat = [{
@@ -93,15 +95,21 @@ class Zero_ReductionStartOp<string mnemonic, string what, string example>
 
 def Zero_ReduceScatterStartOp : Zero_ReductionStartOp<"reduce_scatter_start",
     "a reduce-scatter",
-    "%x on @zero grid_axes = [0] : tensor<16xf32> -> tensor<4xf32>">;
+    "%x on @zero grid_axes = [0] : tensor<16xf32> -> tensor<4xf32>", "tensor<4xf32>">;
 def Zero_AllReduceStartOp : Zero_ReductionStartOp<"all_reduce_start", "an all-reduce",
-    "%x on @zero grid_axes = [0] : tensor<16xf32> -> tensor<16xf32>">;
+    "%x on @zero grid_axes = [0] : tensor<16xf32> -> tensor<16xf32>",
+    "tensor<16xf32>">;
 
 def Zero_WaitOp : Zero_Op<"wait", [MemoryEffects<[MemRead, MemWrite]>,
                                    AllTypesMatch<["pending", "result"]>]> {
   let summary = "Completes a started collective and gives its result.";
   let description = [{
+    `token` comes from a `zero.*_start` op; `pending` is that op's result, which
+    only the wait makes readable.
+
     ```mlir
+    shard.grid @zero(shape = 4)
+    %pending, %token = zero.all_gather_start %x on @zero : tensor<4xf32> -> tensor<16xf32>
     %full = zero.wait %token, %pending : tensor<16xf32>
     ```
   }];
