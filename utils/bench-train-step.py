@@ -25,10 +25,12 @@
 # --profile), a separate run after the timed one so profiling does not slow the figure.
 #
 # Both train the same model on the same batches (docs/Design.md's data order); the figure
-# is the median step time after the warm-up steps. Both get N threads (default: every
-# core) through OMP_NUM_THREADS and OPENBLAS_NUM_THREADS, set before torch loads:
-# Debian's torch does its GEMMs in the same OpenBLAS as zero-run, and
-# torch.set_num_threads alone would leave that pool at every core.
+# is the median step time after the warm-up steps. zero-run gets N threads (default:
+# every core). PyTorch's fp32 step is timed at one thread and at N, each in a process
+# of its own (OMP_NUM_THREADS and OPENBLAS_NUM_THREADS set before torch loads: Debian's
+# torch does its GEMMs in the same OpenBLAS as zero-run, and torch.set_num_threads
+# alone would leave that pool at every core); its best is the figure compared (on a
+# small CPU, PyTorch is often slower at N threads than at one).
 # Run with Debian's /usr/bin/python3.
 import argparse
 import copy
@@ -86,6 +88,8 @@ def main():
                    help="also print zero-run's time per kernel kind for the fp32 step")
     p.add_argument("--unfused", action="store_true",
                    help="also time the fp32 step compiled with --no-fusion")
+    p.add_argument("--torch-only", action="store_true",
+                   help="(internal) print PyTorch's fp32 step time at --threads as JSON")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
 
@@ -95,6 +99,43 @@ def main():
     data = np.random.RandomState(0).randint(0, a.vocab, size=200000).astype(np.uint8)
     tdata = torch.from_numpy(data.astype(np.int64))
     total = a.warmup + a.steps
+
+    def torch_step_ms(autocast):
+        m = copy.deepcopy(model)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        times = []
+        m.train()
+        for step in range(total):
+            tokens, targets = zero_models.make_batch(tdata, step, a.batch, a.seq)
+            start = time.perf_counter()
+            opt.zero_grad()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                loss = m(tokens, targets)
+            loss.backward()
+            opt.step()
+            if step >= a.warmup:
+                times.append((time.perf_counter() - start) * 1000.0)
+        return statistics.median(times)
+
+    if a.torch_only:
+        print(json.dumps({"ms": torch_step_ms(False)}))
+        return
+
+    def torch_best_ms():
+        """PyTorch's fp32 step at one thread and at --threads, each in its own
+        process: (the faster one's ms, its threads, {threads: ms})."""
+        by_threads = {}
+        for threads in sorted({1, a.threads}):
+            args = [sys.executable, os.path.abspath(__file__), "--bin", a.bin,
+                    "--torch-only", "--threads", str(threads)]
+            for name in ("layers", "hidden", "heads", "vocab", "seq", "batch", "steps",
+                         "warmup"):
+                args += ["--" + name, str(getattr(a, name))]
+            out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+            by_threads[threads] = json.loads(out.strip().splitlines()[-1])["ms"]
+        best = min(by_threads, key=by_threads.get)
+        return by_threads[best], best, by_threads
+
     with tempfile.TemporaryDirectory() as tmp:
         onnx_path = os.path.join(tmp, "gpt.onnx")
         zero_models.export(model, onnx_path, a.batch, a.seq, a.vocab)
@@ -138,24 +179,7 @@ def main():
                      "--precision=" + a.precision, "--report=json"] + flags, check=True,
                     capture_output=True, text=True).stdout))
 
-    def torch_step_ms(autocast):
-        m = copy.deepcopy(model)
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
-        times = []
-        m.train()
-        for step in range(total):
-            tokens, targets = zero_models.make_batch(tdata, step, a.batch, a.seq)
-            start = time.perf_counter()
-            opt.zero_grad()
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-                loss = m(tokens, targets)
-            loss.backward()
-            opt.step()
-            if step >= a.warmup:
-                times.append((time.perf_counter() - start) * 1000.0)
-        return statistics.median(times)
-
-    t = torch_step_ms(False)
+    t, t_threads, t_all = torch_best_ms()
     ratios = [z / t]
     if a.repeat > 1:
         with tempfile.TemporaryDirectory() as tmp:
@@ -172,16 +196,20 @@ def main():
                                 "--data", data_path, "--steps", str(total), "--log-json",
                                 log, "--quiet"], check=True)
                 zr = statistics.median([json.loads(line)["ms"] for line in open(log)][a.warmup:])
-                ratios.append(zr / torch_step_ms(False))
+                ratios.append(zr / torch_best_ms()[0])
     tmixed = torch_step_ms(True) if a.precision == "bf16" else None
     tokens_per_step = a.batch * a.seq
     print("GPT: %d layers, hidden %d, %d heads, vocab %d, sequence %d, micro-batch %d: "
           "%.2fM parameters" % (a.layers, a.hidden, a.heads, a.vocab, a.seq, a.batch,
                                 n_params / 1e6))
-    print("training step (forward, backward, AdamW), median of %d steps after %d warm-up, "
-          "%d threads each" % (a.steps, a.warmup, a.threads))
-    print("  zero-run        %8.1f ms/step  %8.0f tokens/s" % (z, tokens_per_step / z * 1000))
-    print("  PyTorch eager   %8.1f ms/step  %8.0f tokens/s" % (t, tokens_per_step / t * 1000))
+    print("training step (forward, backward, AdamW), median of %d steps after %d warm-up"
+          % (a.steps, a.warmup))
+    print("  zero-run        %8.1f ms/step  %8.0f tokens/s  (%d threads)" % (
+        z, tokens_per_step / z * 1000, a.threads))
+    print("  PyTorch eager   %8.1f ms/step  %8.0f tokens/s  (its best: %s)" % (
+        t, tokens_per_step / t * 1000,
+        ", ".join("%.1f ms at %d thread%s" % (ms, n, "" if n == 1 else "s")
+                  for n, ms in sorted(t_all.items()))))
     print("  zero-run / PyTorch step time: %.2f" % (z / t))
     if len(ratios) > 1:
         print("  over %d alternating measurements: ratios %s, median %.2f" % (

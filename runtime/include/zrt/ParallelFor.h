@@ -2,8 +2,9 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-// The CPU kernels split their elements or rows over one pool of threads per
-// process, as many as OpenBLAS uses (zero-run --threads sets both). The caller
+// The CPU kernels, GEMMs included, split their elements, rows or products over one
+// pool of threads per process (zero-run --threads); OpenBLAS runs each GEMM part
+// on the thread that calls it. The caller
 // takes a share itself. One kernel at a time uses the pool: a kernel that finds it
 // busy (another rank's thread, the offloaded optimizer's worker) runs on its own
 // thread alone, which is what those callers' cores are for.
@@ -22,11 +23,11 @@ namespace zrt {
 void setKernelThreads(int threads);
 int kernelThreads();
 
-/// OpenBLAS's threads and the kernels' together (zero-run --threads). Above one
-/// thread, OpenBLAS's idle threads also spin for less (lib/cpu/OpenBlasSpin.h).
+/// The kernels' threads (zero-run --threads), OpenBLAS set to one thread per call.
 void setCpuThreads(int threads);
-/// The threads OpenBLAS uses (OPENBLAS_NUM_THREADS, else one per core).
-int blasThreads();
+/// zero-run's default thread count: OpenBLAS's own, as the library loaded
+/// (OPENBLAS_NUM_THREADS, else one per core).
+int defaultCpuThreads();
 
 /// Calls body(begin, end) over consecutive ranges covering [0, n), in parallel
 /// when n is at least 2 * `grain` (ranges of `grain` or more). Rethrows the first

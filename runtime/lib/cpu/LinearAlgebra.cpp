@@ -6,10 +6,12 @@
 
 #include "KernelUtil.h"
 #include "../kernels/MatMulGeometry.h"
+#include "zrt/ParallelFor.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
 
+#include <type_traits>
 #include <vector>
 
 using namespace zrt;
@@ -17,15 +19,25 @@ using namespace zrt::cpu;
 
 namespace {
 
+/// C = op(A) op(B) with A's leading dimension `lda` (a block of rows of a larger
+/// product: its rows are A's rows, or with `ta` its columns).
+void gemmRows(bool ta, bool tb, const float *a, int64_t lda, const float *b, float *c,
+              int64_t m, int64_t n, int64_t k) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              m, n, k, 1.0f, a, lda, b, tb ? k : n, 0.0f, c, n);
+}
+void gemmRows(bool ta, bool tb, const double *a, int64_t lda, const double *b, double *c,
+              int64_t m, int64_t n, int64_t k) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              m, n, k, 1.0, a, lda, b, tb ? k : n, 0.0, c, n);
+}
 void gemm(bool ta, bool tb, const float *a, const float *b, float *c, int64_t m,
           int64_t n, int64_t k) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n);
+  gemmRows(ta, tb, a, ta ? m : k, b, c, m, n, k);
 }
 void gemm(bool ta, bool tb, const double *a, const double *b, double *c, int64_t m,
           int64_t n, int64_t k) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              m, n, k, 1.0, a, ta ? m : k, b, tb ? k : n, 0.0, c, n);
+  gemmRows(ta, tb, a, ta ? m : k, b, c, m, n, k);
 }
 
 /// 16-bit operands, f32 accumulation, the product rounded once to 16 bits. bf16
@@ -81,6 +93,10 @@ void gemm(bool ta, bool tb, const f16 *a, const f16 *b, f16 *c, int64_t m, int64
   widenedGemm(ta, tb, a, b, c, m, n, k);
 }
 
+/// Multiply-adds below which a GEMM runs on one thread: splitting a smaller one
+/// costs more in packing and waking than it saves.
+constexpr int64_t kParallelGemmMacs = 1 << 18;
+
 BoundKernel bindMatMul(const KernelCall &call) {
   kernels::MatMulGeometry g = kernels::matMulGeometry(call);
   const TensorView a = call.ins[0], b = call.ins[1], out = call.outs[0];
@@ -88,17 +104,41 @@ BoundKernel bindMatMul(const KernelCall &call) {
     using T = decltype(tag);
     return [=] {
       int64_t m = g.m, n = g.n, k = g.k;
-      for (int64_t i = 0; i < g.batches(); ++i) {
+      if (m == 0 || n == 0)
+        return;
+      auto product = [&](int64_t i) {
         T *c = out.as<T>() + i * m * n;
-        if (m == 0 || n == 0)
-          continue;
-        if (k == 0) {
-          std::fill(c, c + m * n, T(0));
-          continue;
-        }
+        if (k == 0)
+          return std::fill(c, c + m * n, T(0));
         gemm(g.transposeA, g.transposeB, a.as<T>() + g.aOffsets[i] * m * k,
              b.as<T>() + g.bOffsets[i] * k * n, c, m, n, k);
+      };
+      // OpenBLAS runs on one thread (setCpuThreads): the kernels' threads split
+      // the GEMMs, by products when there are several, else by rows of f32/f64
+      // results (16-bit products widen whole operands, so they stay whole).
+      int64_t macs = m * n * std::max<int64_t>(k, 1);
+      if (g.batches() > 1) {
+        parallelFor(g.batches(), std::max<int64_t>(1, kParallelGemmMacs / macs),
+                    [&](int64_t lo, int64_t hi) {
+                      for (int64_t i = lo; i < hi; ++i)
+                        product(i);
+                    });
+        return;
       }
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        if (k > 0) {
+          const T *a0 = a.as<T>() + g.aOffsets[0] * m * k, *b0 = b.as<T>() + g.bOffsets[0] * k * n;
+          int64_t lda = g.transposeA ? m : k;
+          parallelFor(m, std::max<int64_t>(8, kParallelGemmMacs / (n * k)),
+                      [&](int64_t lo, int64_t hi) {
+                        gemmRows(g.transposeA, g.transposeB,
+                                 a0 + (g.transposeA ? lo : lo * k), lda, b0,
+                                 out.as<T>() + lo * n, hi - lo, n, k);
+                      });
+          return;
+        }
+      }
+      product(0);
     };
   });
 }

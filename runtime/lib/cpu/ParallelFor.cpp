@@ -5,7 +5,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/ParallelFor.h"
-#include "OpenBlasSpin.h"
 
 #include <cblas.h>
 
@@ -22,8 +21,8 @@ using namespace zrt;
 
 namespace {
 
-/// Workers sleep on a condition variable between kernels: spinning would take
-/// the cores from OpenBLAS's threads, which run the GEMMs in between.
+/// Workers sleep on a condition variable between kernels (a rank's thread or the
+/// offloaded optimizer's may want the core meanwhile).
 class Pool {
 public:
   ~Pool() { resize(0); }
@@ -137,14 +136,21 @@ void zrt::setKernelThreads(int threads) {
 
 int zrt::kernelThreads() { return threadCount; }
 
-void zrt::setCpuThreads(int threads) {
-  if (threads > 1)
-    cpu::shortenOpenBlasSpin();
-  openblas_set_num_threads(std::max(1, threads));
-  setKernelThreads(threads);
+int zrt::defaultCpuThreads() {
+  // Read before setCpuThreads sets OpenBLAS to one thread.
+  static const int threads = std::max(1, openblas_get_num_threads());
+  return threads;
 }
 
-int zrt::blasThreads() { return openblas_get_num_threads(); }
+void zrt::setCpuThreads(int threads) {
+  defaultCpuThreads();
+  // One thread of OpenBLAS per GEMM: the pool splits the GEMMs (lib/cpu/LinearAlgebra.cpp).
+  // OpenBLAS's own threads, spinning after each GEMM, took the cores from the
+  // kernels between GEMMs; on 2 cores the step ran at 205 ms with them, 149 ms
+  // without (utils/bench-train-step.py --threads 2).
+  openblas_set_num_threads(1);
+  setKernelThreads(threads);
+}
 
 /// Set while a thread runs a range: a parallelFor inside one runs inline (the pool
 /// is taken, and its mutex is the caller's own).

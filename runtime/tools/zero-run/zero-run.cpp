@@ -928,7 +928,7 @@ int main(int argc, char **argv) {
     if (!launched)
       comm = makeLocalCommunicator();
     Options o = parseArgs(argc, argv);
-    setCpuThreads(o.threads ? (int)o.threads : blasThreads());
+    setCpuThreads(o.threads ? (int)o.threads : defaultCpuThreads());
     // A rank waiting too long for the others reports the wait and ends the job.
     Communicator *c = comm.get();
     startWatchdog(o.collectiveTimeoutS, [c, launched](const std::string &message) {
