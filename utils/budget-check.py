@@ -21,6 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
+import zero_testing  # noqa: E402
 
 
 def main():
@@ -65,7 +66,7 @@ def main():
             runs = {}
             for name, plan in plans.items():
                 log, weights = (os.path.join(work, name + ext) for ext in (".json", ".onnx"))
-                subprocess.run(zero_models.launcher(world) +
+                subprocess.run(zero_testing.launcher(world) +
                                [zero_run, plan, "--init", model, "--data", data,
                                 "--steps", str(a.steps), "--log-json", log,
                                 "--save-weights", weights, "--quiet"], check=True)

@@ -23,6 +23,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zero_testing  # noqa: E402
+
 
 def main():
     p = argparse.ArgumentParser()
@@ -41,8 +44,7 @@ def main():
                         "for each")
     p.add_argument("--zero-run", help="the zero-run to measure with (default: BIN/zero-run)")
     p.add_argument("--device", help="zero-run --device (default: zero-run's choice)")
-    p.add_argument("--launcher", choices=["mpirun", "threads"], default="mpirun",
-                   help="ranks as mpirun processes, or as threads of one zero-run")
+    zero_testing.add_launcher_flag(p)
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
@@ -122,11 +124,7 @@ def main():
     with open(data, "wb") as f:
         f.write(bytes(i % 61 for i in range(2000)))
     log = os.path.join(a.work, "log.json")
-    launch = []
-    if n > 1 and a.launcher == "mpirun":
-        launch = ["mpirun", "-np", str(n), "--oversubscribe"]
-        if os.geteuid() == 0:
-            launch.append("--allow-run-as-root")
+    launch = zero_testing.launcher(n, a.launcher)
     zero_run = a.zero_run or os.path.join(a.bin, "zero-run")
     subprocess.run(launch + [zero_run, plan, "--init", model, "--data", data, "--steps", "2",
                              "--log-json", log, "--quiet"]

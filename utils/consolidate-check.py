@@ -30,6 +30,7 @@ import onnx.numpy_helper as nh
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
+import zero_testing  # noqa: E402
 
 DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32,
           "F16": np.float16, "U8": np.uint8, "I8": np.int8}
@@ -72,7 +73,7 @@ def check_small(a, zero_run, name, world, flags):
     subprocess.run([os.path.join(a.bin, "zero-opt"), model, "-o", plan,
                     "--world-size=%d" % world, "--bucket-size-mb=0.02"] + flags, check=True)
     ckpt, weights = os.path.join(work, "ckpt"), os.path.join(work, "weights.onnx")
-    subprocess.run(zero_models.launcher(world) +
+    subprocess.run(zero_testing.launcher(world) +
                    [zero_run, plan, "--init", model, "--data", data, "--steps", "6",
                     "--save-checkpoint", ckpt, "--save-weights", weights, "--quiet"],
                    check=True)

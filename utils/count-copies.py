@@ -61,7 +61,7 @@ def main():
                     "--batch", "1"], check=True)
     pb2 = os.path.join(a.work, "pb2")
     os.makedirs(pb2, exist_ok=True)
-    proto = os.path.join(here, "..", "runtime", "proto")
+    proto = os.path.join(here, "..", "include", "zplan")
     subprocess.run(["protoc", "--python_out=" + pb2, "-I", proto,
                     os.path.join(proto, "zplan.proto")], check=True)
     rows = {}

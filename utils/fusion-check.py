@@ -22,11 +22,10 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
+import zero_testing  # noqa: E402
 
 # (name, model, flags)
 FULL = [
@@ -39,10 +38,6 @@ FULL = [
                                         "--offload-optimizer=cpu"]),
 ]
 QUICK = [FULL[0], FULL[2]]
-
-
-def weights(path):
-    return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
 
 
 def export(work, name):
@@ -91,7 +86,7 @@ def main():
                             "--device", a.device, "--steps", str(a.steps),
                             "--log-json", log, "--save-weights", saved, "--quiet"],
                            check=True)
-            runs[label] = ([json.loads(l)["loss"] for l in open(log)], weights(saved))
+            runs[label] = ([json.loads(l)["loss"] for l in open(log)], zero_testing.onnx_weights(saved))
         (loss0, w0), (loss1, w1) = runs["unfused"], runs["fused"]
         diffs = [abs(x - y) / max(abs(x), 1e-30) for x, y in zip(loss0, loss1)]
         for k in w0.keys() & w1.keys():

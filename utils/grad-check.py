@@ -18,7 +18,6 @@ import argparse
 import concurrent.futures
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,9 @@ import onnx
 import onnx.helper as oh
 import onnx.numpy_helper as nh
 from onnx import parser, shape_inference
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zero_testing  # noqa: E402
 
 H = 1e-6
 RTOL, ATOL = 1e-5, 1e-7
@@ -76,13 +78,6 @@ def run(cmd):
         raise RuntimeError("%s failed: %s" % (os.path.basename(cmd[0]), r.stderr.strip()))
 
 
-def read(path):
-    t = onnx.TensorProto()
-    with open(path, "rb") as f:
-        t.ParseFromString(f.read())
-    return nh.to_array(t)
-
-
 def check_case(bindir, zero_run, case, seed, device="cpu", bundle=None, prebuilt=None):
     model, params = build_model(case, seed)
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,15 +92,13 @@ def check_case(bindir, zero_run, case, seed, device="cpu", bundle=None, prebuilt
             run([os.path.join(bindir, "zero-opt"), path, "--mode=inference", "-o",
                  os.path.join(plans, "fwd.zplan")])
         if bundle:
-            dest = os.path.join(bundle, case["name"])
-            os.makedirs(dest, exist_ok=True)
-            for f in ("grad.zplan", "fwd.zplan"):
-                shutil.copy(os.path.join(plans, f), dest)
+            zero_testing.bundle_files(bundle, case["name"], plans, ["grad.zplan", "fwd.zplan"])
             return True, "bundled"
         run([zero_run, os.path.join(plans, "grad.zplan"), "--init",
              path, "--save-outputs", os.path.join(tmp, "grad"), "--quiet",
              "--device", device])
-        analytic = {name: read(os.path.join(tmp, "grad", "output_%d.pb" % (k + 1)))
+        analytic = {name: zero_testing.read_tensor(
+            os.path.join(tmp, "grad", "output_%d.pb" % (k + 1)))
                     for k, name in enumerate(params)}
 
         def loss_at(name, index, delta, tag):
@@ -121,7 +114,7 @@ def check_case(bindir, zero_run, case, seed, device="cpu", bundle=None, prebuilt
             out = os.path.join(tmp, "o%s" % tag)
             run([zero_run, os.path.join(plans, "fwd.zplan"),
                  "--init", mpath, "--save-outputs", out, "--quiet", "--device", device])
-            return float(read(os.path.join(out, "output_0.pb")))
+            return float(zero_testing.read_tensor(os.path.join(out, "output_0.pb")))
 
         worst = 0.0
         for name, v in params.items():

@@ -26,11 +26,10 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
-import onnx.numpy_helper as nh
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
+import zero_testing  # noqa: E402
 import deepspeed_rules  # noqa: E402
 from deepspeed_rules import expected_scales  # noqa: E402
 
@@ -48,7 +47,7 @@ class Runner:
                        check=True)
         log = os.path.join(work, "log.json")
         trained = os.path.join(work, "trained.onnx")
-        cmd = zero_models.launcher(world) + [os.path.join(self.a.bin, "zero-run"), plan, "--init", self.model,
+        cmd = zero_testing.launcher(world) + [os.path.join(self.a.bin, "zero-run"), plan, "--init", self.model,
                         "--data", self.data, "--steps", str(steps), "--log-json", log,
                         "--quiet"] + list(extra)
         if save:
@@ -58,7 +57,8 @@ class Runner:
 
 
 def initializers(path):
-    return {t.name: nh.to_array(t).tobytes() for t in onnx.load(path).graph.initializer}
+    """The weights' bytes (comparable with ==)."""
+    return {k: v.tobytes() for k, v in zero_testing.onnx_weights(path).items()}
 
 
 def main():

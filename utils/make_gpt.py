@@ -18,6 +18,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
+import zero_testing  # noqa: E402
 
 
 def main():
@@ -63,7 +64,6 @@ def main():
                     e.key, e.value = k, v
         onnx.save(m, args.out)
     if args.save_batch:
-        import onnx.numpy_helper as nh
         g = torch.Generator().manual_seed(args.seed + 1)
         tokens = torch.randint(0, args.vocab, (args.batch, args.seq), generator=g)
         targets = torch.randint(0, args.vocab, (args.batch, args.seq), generator=g)
@@ -71,8 +71,7 @@ def main():
         with torch.no_grad():
             loss = model(tokens, targets)
         for name, t in (("input_0", tokens), ("input_1", targets), ("output_0", loss)):
-            with open(os.path.join(args.save_batch, name + ".pb"), "wb") as f:
-                f.write(nh.from_array(t.numpy()).SerializeToString())
+            zero_testing.write_tensor(t.numpy(), os.path.join(args.save_batch, name + ".pb"))
     return 0
 
 

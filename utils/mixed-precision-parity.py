@@ -38,12 +38,9 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import deepspeed_rules  # noqa: E402
 import zero_models  # noqa: E402
+import zero_testing  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def int_list(text):
-    return [int(v) for v in text.split(",")]
 
 
 class Round(torch.autograd.Function):
@@ -161,11 +158,7 @@ def run_zero(a, onnx_path, data_path, work, flags, world, steps, save=None):
     subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "-o", plan] + flags,
                    check=True)
     log = os.path.join(work, "log.json")
-    launch = []
-    if world > 1 and a.launcher == "mpirun":
-        launch = ["mpirun", "-np", str(world), "--oversubscribe"]
-        if os.geteuid() == 0:
-            launch.append("--allow-run-as-root")
+    launch = zero_testing.launcher(world, a.launcher)
     cmd = launch + [a.zero_run, plan, "--init", onnx_path, "--data", data_path,
                     "--steps", str(steps), "--log-json", log, "--quiet"]
     if a.device:
@@ -185,11 +178,10 @@ def main():
     p.add_argument("--rtol", type=float, default=1e-2)
     p.add_argument("--fp32-rtol", type=float, default=0.03)
     p.add_argument("--precision", default="bf16,fp16")
-    p.add_argument("--zero-stage", type=int_list, default=[0, 1, 2, 3])
-    p.add_argument("--world-size", type=int_list, default=[1, 2, 4])
+    p.add_argument("--zero-stage", type=zero_testing.int_list, default=[0, 1, 2, 3])
+    p.add_argument("--world-size", type=zero_testing.int_list, default=[1, 2, 4])
     p.add_argument("--device", help="zero-run --device (default: zero-run's choice)")
-    p.add_argument("--launcher", choices=["mpirun", "threads"], default="mpirun",
-                   help="ranks as mpirun processes, or as threads of one zero-run")
+    zero_testing.add_launcher_flag(p)
     p.add_argument("--skip-master-check", action="store_true",
                    help="only the parity runs")
     p.add_argument("--grad-accum-steps", type=int, default=1)

@@ -24,11 +24,10 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
+import zero_testing  # noqa: E402
 
 # (label, stage, ranks, flags)
 FULL = [("", stage, world, []) for stage in (1, 2, 3) for world in (1, 2, 4)] + [
@@ -40,10 +39,6 @@ FULL = [("", stage, world, []) for stage in (1, 2, 3) for world in (1, 2, 4)] + 
     ("sgd-momentum", 1, 2, ["--optimizer=sgd", "--momentum=0.9"]),
 ]
 QUICK = [("", stage, 2, []) for stage in (1, 2, 3)] + [("bf16", 2, 1, ["--precision=bf16"])]
-
-
-def weights(path):
-    return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
 
 
 def main():
@@ -83,7 +78,7 @@ def main():
                             "--device", a.device, "--steps", str(a.steps),
                             "--log-json", log, "--save-weights", saved, "--quiet"],
                            check=True)
-            runs[offload] = ([json.loads(l)["loss"] for l in open(log)], weights(saved))
+            runs[offload] = ([json.loads(l)["loss"] for l in open(log)], zero_testing.onnx_weights(saved))
             if offload == "cpu":
                 # zero-run counts the copies as they run: the report's figures.
                 steps = [json.loads(l) for l in open(log)]

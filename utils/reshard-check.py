@@ -24,6 +24,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
+import zero_testing  # noqa: E402
 
 LR, WD, BATCH, SEQ = 3e-3, 0.01, 4, 16
 
@@ -79,7 +80,7 @@ def main():
 
     def run(work, plan, world, steps, log, extra):
         out = subprocess.run(
-            zero_models.launcher(world) +
+            zero_testing.launcher(world) +
             [os.path.join(a.bin, "zero-run"), plan, "--init", model, "--data", data_path,
              "--steps", str(steps), "--log-json", os.path.join(work, log)] + extra,
             check=True, capture_output=True, text=True).stdout

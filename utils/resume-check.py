@@ -17,6 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
+import zero_testing  # noqa: E402
 
 
 def main():
@@ -56,7 +57,7 @@ def main():
         plan = os.path.join(work, "step.zplan")
         subprocess.run([os.path.join(a.bin, "zero-opt"), model, "-o", plan] + flags,
                        check=True)
-        launch = zero_models.launcher(world)
+        launch = zero_testing.launcher(world)
         stop = 1 if name.startswith("fp16") else a.stop
 
         def run(steps, log, extra):

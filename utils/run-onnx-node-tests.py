@@ -14,26 +14,20 @@
 import argparse
 import concurrent.futures
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import onnx
-import onnx.numpy_helper as nh
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zero_testing  # noqa: E402
 
 SUPPORTED_OPS = set("""MatMul Gemm Add Sub Mul Div Pow Sqrt Neg Reciprocal Exp Log Relu
 Tanh Sigmoid Erf Softmax LogSoftmax LayerNormalization Gather Reshape Transpose Split
 Slice Concat Unsqueeze Squeeze Shape Cast Constant ConstantOfShape Expand Where Equal
 Trilu ReduceMean ReduceSum Identity Dropout SoftmaxCrossEntropyLoss""".split())
-
-
-def read_tensor(path):
-    t = onnx.TensorProto()
-    with open(path, "rb") as f:
-        t.ParseFromString(f.read())
-    return nh.to_array(t)
 
 
 def run_case(bindir, zero_run, case_dir, device="cpu", bundle=None, prebuilt=None):
@@ -69,9 +63,7 @@ def run_case(bindir, zero_run, case_dir, device="cpu", bundle=None, prebuilt=Non
         if r.returncode != 0:
             return False, "zero-opt: " + (r.stderr.strip().splitlines() or ["?"])[-1]
         if bundle:
-            dest = os.path.join(bundle, name)
-            os.makedirs(dest, exist_ok=True)
-            shutil.copy(plan, os.path.join(dest, "model.zplan"))
+            zero_testing.bundle_files(bundle, name, tmp, ["model.zplan"])
             return True, "bundled"
         return run_and_compare(zero_run, plan, model, data, out_dir, device)
 
@@ -86,11 +78,11 @@ def run_and_compare(zero_run, plan, model, data, out_dir, device):
         return False, "zero-run: " + (r.stderr.strip().splitlines() or ["?"])[-1]
     k = 0
     while os.path.exists(os.path.join(data, "output_%d.pb" % k)):
-        want = read_tensor(os.path.join(data, "output_%d.pb" % k))
+        want = zero_testing.read_tensor(os.path.join(data, "output_%d.pb" % k))
         got_path = os.path.join(out_dir, "output_%d.pb" % k)
         if not os.path.exists(got_path):
             return False, "output %d missing" % k
-        got = read_tensor(got_path)
+        got = zero_testing.read_tensor(got_path)
         if got.shape != want.shape:
             return False, "output %d shape %s, expected %s" % (k, got.shape, want.shape)
         if got.dtype != want.dtype:

@@ -46,6 +46,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import deepspeed_rules  # noqa: E402
 import zero_models  # noqa: E402
+import zero_testing  # noqa: E402
 
 
 def build_model(name, vocab, seq):
@@ -53,10 +54,6 @@ def build_model(name, vocab, seq):
     if name == "mlp":
         return zero_models.MLP(vocab=vocab, hidden=24)
     return zero_models.build(name, layers=2, hidden=32, heads=4, vocab=vocab, seq=seq)
-
-
-def int_list(text):
-    return [int(v) for v in text.split(",")]
 
 
 def scheduled_lr(a, lr, t):
@@ -171,9 +168,9 @@ def main():
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--weight-decay", type=float, default=None)
-    p.add_argument("--world-size", type=int_list, default=[1],
+    p.add_argument("--world-size", type=zero_testing.int_list, default=[1],
                    help="ranks, or a comma-separated list (each trained and compared)")
-    p.add_argument("--zero-stage", type=int_list, default=[0],
+    p.add_argument("--zero-stage", type=zero_testing.int_list, default=[0],
                    help="ZeRO stage, or a comma-separated list")
     # Small buckets by default, so that even these small models have several.
     p.add_argument("--bucket-size-mb", type=float, default=0.02)
@@ -182,8 +179,7 @@ def main():
     p.add_argument("--max-live-mb", type=float, default=0.0)
     p.add_argument("--no-overlap", action="store_true")
     p.add_argument("--device", help="zero-run --device (default: zero-run's choice)")
-    p.add_argument("--launcher", choices=["mpirun", "threads"], default="mpirun",
-                   help="ranks as mpirun processes, or as threads of one zero-run")
+    zero_testing.add_launcher_flag(p)
     p.add_argument("--grad-accum-steps", type=int, default=1)
     p.add_argument("--clip-grad-norm", type=float, default=0.0)
     p.add_argument("--lr-schedule", default="constant",
@@ -247,11 +243,7 @@ def main():
                            check=True)
             log = os.path.join(work, "log.json")
             trained = os.path.join(work, "trained.onnx")
-            launch = []
-            if world > 1 and a.launcher == "mpirun":
-                launch = ["mpirun", "-np", str(world), "--oversubscribe"]
-                if os.geteuid() == 0:
-                    launch.append("--allow-run-as-root")
+            launch = zero_testing.launcher(world, a.launcher)
             subprocess.run(launch + [zero_run, plan, "--init", onnx_path,
                                      "--data", data_path, "--steps", str(a.steps),
                                      "--log-json", log, "--save-weights", trained, "--quiet"]

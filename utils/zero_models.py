@@ -280,13 +280,3 @@ def test_gpt_module(vocab=64, seq=16, layers=2):
     """The PyTorch module test_gpt exports (the same initial weights)."""
     torch.manual_seed(0)
     return build("gpt", layers=layers, hidden=32, heads=4, vocab=vocab, seq=seq)
-
-
-def launcher(world):
-    """The command prefix that runs WORLD ranks as processes (nothing for one)."""
-    if world <= 1:
-        return []
-    cmd = ["mpirun", "-np", str(world), "--oversubscribe"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    return cmd

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/Calibrate.h"
+#include "zrt/ParallelFor.h"
+#include "zplan/MachineFile.h"
 
 #include <cblas.h>
 
@@ -36,12 +38,15 @@ double bestSeconds(int repeats, const std::function<void()> &fn) {
 } // namespace
 
 std::string zrt::calibrateMachine(Communicator &comm) {
-  // GEMM: a square product big enough to reach the BLAS's steady state.
+  // GEMM: a square product big enough to reach the BLAS's steady state, split
+  // into row blocks over the kernels' threads as the matmul kernel splits it.
   const int n = 768;
   std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
   double gemm = bestSeconds(5, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
-                b.data(), n, 0.0f, c.data(), n);
+    parallelFor(n, 8, [&](int64_t lo, int64_t hi) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(hi - lo), n, n, 1.0f,
+                  a.data() + lo * n, n, b.data(), n, 0.0f, c.data() + lo * n, n);
+    });
   });
   double matmulFlops = 2.0 * n * n * n / gemm;
 
@@ -87,12 +92,17 @@ std::string zrt::calibrateMachine(Communicator &comm) {
 
   std::ostringstream os;
   os.precision(6);
-  os << "{\n  \"name\": \"calibrated (" << comm.name() << ")\",\n"
-     << "  \"matmul_flops\": " << matmulFlops << ",\n"
-     << "  \"vector_flops\": " << vectorFlops << ",\n"
-     << "  \"memory_bandwidth\": " << bandwidth << ",\n"
-     << "  \"kernel_overhead_s\": " << overhead << ",\n"
-     << "  \"alpha_s\": " << alpha << ",\n"
-     << "  \"beta_s_per_byte\": " << beta << "\n}\n";
+  namespace key = zplan::machine;
+  auto field = [&](const char *name, double value, bool last = false) {
+    os << "  \"" << name << "\": " << value << (last ? "\n" : ",\n");
+  };
+  os << "{\n  \"" << key::kName << "\": \"calibrated (" << comm.name() << ")\",\n";
+  field(key::kMatmulFlops, matmulFlops);
+  field(key::kVectorFlops, vectorFlops);
+  field(key::kMemoryBandwidth, bandwidth);
+  field(key::kKernelOverheadS, overhead);
+  field(key::kAlphaS, alpha);
+  field(key::kBetaSPerByte, beta, true);
+  os << "}\n";
   return os.str();
 }

@@ -10,7 +10,7 @@
 #include "zrt/CheckpointReader.h"
 #include "zrt/Error.h"
 #include "zrt/Float16.h"
-#include "zrt/PlanFormat.h"
+#include "zplan/PlanFormat.h"
 
 #include "checkpoint.pb.h"
 

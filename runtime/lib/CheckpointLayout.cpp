@@ -6,7 +6,7 @@
 
 #include "zrt/CheckpointLayout.h"
 #include "zrt/Error.h"
-#include "zrt/PlanFormat.h"
+#include "zplan/PlanFormat.h"
 #include "zrt/Tensor.h"
 
 #include <algorithm>

@@ -8,7 +8,7 @@
 #include "zrt/CheckpointLayout.h"
 #include "zrt/Error.h"
 #include "zrt/Float16.h"
-#include "zrt/PlanFormat.h"
+#include "zplan/PlanFormat.h"
 
 #include <google/protobuf/util/json_util.h>
 

@@ -9,7 +9,7 @@
 #include "zrt/CheckpointReader.h"
 #include "zrt/Error.h"
 #include "zrt/OnnxTensors.h"
-#include "zrt/PlanFormat.h"
+#include "zplan/PlanFormat.h"
 
 #include <map>
 #include <vector>

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zrt/FusedProgram.h"
+#include "zplan/FusedProgram.h"
 
 #include <sstream>
 

@@ -9,7 +9,7 @@
 
 #include "zrt/PlanFile.h"
 #include "zrt/Error.h"
-#include "zrt/PlanFormat.h"
+#include "zplan/PlanFormat.h"
 #include "zrt/PlanVerifier.h"
 #include "zrt/Tensor.h"
 

@@ -10,7 +10,7 @@
 
 #include "zrt/Error.h"
 #include "zrt/Float16.h"
-#include "zrt/FusedProgram.h"
+#include "zplan/FusedProgram.h"
 #include "zrt/Kernels.h"
 
 #include "KernelCalls.h"

@@ -6,7 +6,7 @@
 
 #include "zrt/Error.h"
 #include "zrt/PlanFile.h"
-#include "zrt/PlanFormat.h"
+#include "zplan/PlanFormat.h"
 
 #include <gtest/gtest.h>
 

@@ -17,7 +17,7 @@
 #include "zrt/Error.h"
 #include "zrt/Executor.h"
 #include "zrt/PlanFile.h"
-#include "zrt/PlanFormat.h"
+#include "zplan/PlanFormat.h"
 
 #include <cstdint>
 #include <string>

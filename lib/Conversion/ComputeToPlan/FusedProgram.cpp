@@ -6,7 +6,7 @@
 
 #include "zero/Conversion/ComputeToPlan/FusedProgram.h"
 
-#include "zrt/FusedProgram.h"
+#include "zplan/FusedProgram.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"

@@ -9,7 +9,7 @@
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
 
 #include "zplan.pb.h"
-#include "zrt/PlanFormat.h"
+#include "zplan/PlanFormat.h"
 #include "zrt/PlanKernelCheck.h"
 
 #include "mlir/IR/BuiltinAttributes.h"

@@ -8,7 +8,7 @@
 // rank's file is complete; then rank 0 replaces DIR/latest (the folder's name)
 // atomically. Every file is written under a temporary name, fsynced and renamed,
 // so a crash at any moment leaves `latest` naming a complete checkpoint. The
-// layout is runtime/proto/checkpoint.proto.
+// layout is include/zplan/checkpoint.proto.
 //
 // Resuming reads tensors, not buffers (zrt/CheckpointLayout.h): any plan of the
 // same model loads it, at any world size and ZeRO stage; with the same plan the

@@ -2,7 +2,7 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-// Runs a fused program (zrt/FusedProgram.h) over blocks of kBlock output elements:
+// Runs a fused program (zplan/FusedProgram.h) over blocks of kBlock output elements:
 // the inputs' elements of a block are loaded into f32 scratch rows, each
 // instruction is one vectorized loop from rows to a row, and the last row is
 // stored. The rows stay in the L1 cache, so each tensor is read or written once.

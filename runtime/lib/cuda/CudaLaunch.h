@@ -11,7 +11,7 @@
 #define ZRT_LIB_CUDA_CUDALAUNCH_H
 
 #include "../kernels/ElementwiseMath.h"
-#include "zrt/FusedProgram.h"
+#include "zplan/FusedProgram.h"
 
 #include <cuda_runtime.h>
 
@@ -54,7 +54,7 @@ void where(cudaStream_t s, Elem t, const void *cond, Strided sc, const void *a, 
 void cast(cudaStream_t s, Elem from, Elem to, bool toBool, const void *in, void *out,
           int64_t n);
 
-/// A fused program (zrt/FusedProgram.h) and its tensors, passed by value: a thread
+/// A fused program (zplan/FusedProgram.h) and its tensors, passed by value: a thread
 /// evaluates the program for one output element in registers.
 struct FusedArgs {
   int inputs = 0, instructions = 0;

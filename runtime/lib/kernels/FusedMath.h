@@ -2,7 +2,7 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-// What an instruction of a fused program (zrt/FusedProgram.h) computes, from the
+// What an instruction of a fused program (zplan/FusedProgram.h) computes, from the
 // elementwise ops' own arithmetic (ElementwiseMath.h): a CUDA thread evaluates a
 // program with fusedApply; the CPU runs each instruction as a vectorized loop over
 // a block of elements, with the same functions.
@@ -14,7 +14,7 @@
 
 #include "ElementwiseMath.h"
 
-#include "zrt/FusedProgram.h"
+#include "zplan/FusedProgram.h"
 
 namespace zrt::kernels {
 

@@ -127,7 +127,7 @@ func.func @main(%x: tensor<2x3xf32> {compute.input = 0 : i64}, %w: tensor<4x3xf3
 // -----
 
 // A compute.fused op is one "fused" kernel: its inputs are the kernel's, its body
-// the program (zrt/FusedProgram.h: {op, type, a, b, c} per op; values 0 and 1 are
+// the program (zplan/FusedProgram.h: {op, type, a, b, c} per op; values 0 and 1 are
 // the inputs). Here: 2 = Const 0.5 (the bits of the double 0.5), 3 = Add(0, 1),
 // 4 = Mul(3, 2), 5 = Cast(4) to bf16 (type 1); ops 0 Const, 10 Add, 12 Mul, 15 Cast.
 // CHECK-LABEL: plan.program @main

@@ -4,7 +4,7 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: zero-opt %s --emit=zplan -o %t/ok.zplan
 // RUN: zero-run %t/ok.zplan | FileCheck %s --check-prefix=OK
-// RUN: protoc --python_out=%t -I %S/../../../runtime/proto zplan.proto
+// RUN: protoc --python_out=%t -I %S/../../../include/zplan zplan.proto
 // RUN: %python %S/Inputs/edit-plan.py %t %t/ok.zplan %t/bad.zplan "buffer(1).offset = 4096"
 // RUN: not zero-run %t/bad.zplan 2>&1 | FileCheck %s
 // OK: output_0: f32[4] = 0 0 0 0

@@ -12,7 +12,7 @@
 namespace zero {
 
 /// The `program` attribute of the `fused` kernel that runs `op`'s body
-/// (zrt/FusedProgram.h): block argument i is value i, then one instruction per
+/// (zplan/FusedProgram.h): block argument i is value i, then one instruction per
 /// op of the body in order. Fails with an error on `op` for what the format cannot
 /// hold.
 mlir::FailureOr<llvm::SmallVector<int64_t>> encodeFusedProgram(compute::FusedOp op);

@@ -10,7 +10,7 @@
 
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Compute/Transforms/Passes.h"
-#include "zrt/FusedProgram.h"
+#include "zplan/FusedProgram.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

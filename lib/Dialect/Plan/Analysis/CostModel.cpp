@@ -7,7 +7,8 @@
 #include "zero/Dialect/Plan/Analysis/CostModel.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
-#include "zrt/FusedProgram.h"
+#include "zplan/FusedProgram.h"
+#include "zplan/MachineFile.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -58,17 +59,18 @@ FailureOr<MachineModel> zero::loadMachineModel(StringRef nameOrPath,
     error = "'" + nameOrPath.str() + "' is not a JSON object";
     return failure();
   }
-  m.name = obj->getString("name").value_or(nameOrPath).str();
+  namespace key = zplan::machine;
+  m.name = obj->getString(key::kName).value_or(nameOrPath).str();
   auto read = [&](StringRef key, double &field) {
     if (auto v = obj->getNumber(key))
       field = *v;
   };
-  read("matmul_flops", m.matmulFlops);
-  read("vector_flops", m.vectorFlops);
-  read("memory_bandwidth", m.memoryBandwidth);
-  read("kernel_overhead_s", m.kernelOverheadS);
-  read("alpha_s", m.alphaS);
-  read("beta_s_per_byte", m.betaSPerByte);
+  read(key::kMatmulFlops, m.matmulFlops);
+  read(key::kVectorFlops, m.vectorFlops);
+  read(key::kMemoryBandwidth, m.memoryBandwidth);
+  read(key::kKernelOverheadS, m.kernelOverheadS);
+  read(key::kAlphaS, m.alphaS);
+  read(key::kBetaSPerByte, m.betaSPerByte);
   m.interAlphaS = m.alphaS;
   m.interBetaSPerByte = m.betaSPerByte;
   if (m.matmulFlops <= 0 || m.vectorFlops <= 0 || m.memoryBandwidth <= 0 ||

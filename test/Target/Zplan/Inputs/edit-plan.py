@@ -5,7 +5,7 @@
 # PYTHON runs with `plan` (the zplan_pb2.Plan) and helpers in scope:
 #   kernel(name, n=0)   the n-th kernel named `name`
 #   buffer(i)           buffer i
-# PB2_DIR holds zplan_pb2.py (protoc --python_out from runtime/proto/zplan.proto).
+# PB2_DIR holds zplan_pb2.py (protoc --python_out from include/zplan/zplan.proto).
 # Uses Debian's /usr/bin/python3 (python3-protobuf).
 import struct
 import sys

@@ -18,7 +18,7 @@ def Compute_FusedOp : Compute_Op<"fused", [Pure, IsolatedFromAbove]> {
     ops, `cast`, `where`, `relu_grad`) and scalar constants, and yields it. Every
     value of the body has the result's shape or broadcasts to it; values are f32,
     bf16 or f16, and `i1` only as a `where` condition read from an input. It is
-    lowered to one `fused` kernel whose program (zrt/FusedProgram.h) evaluates
+    lowered to one `fused` kernel whose program (zplan/FusedProgram.h) evaluates
     the body element by element, so that no value between its ops is stored.
 
     ```mlir

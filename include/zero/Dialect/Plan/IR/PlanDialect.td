@@ -18,7 +18,7 @@ def Plan_Dialect : Dialect {
     `arena_bytes`; every tensor is a `plan.buffer` at a fixed byte offset in it, and
     buffers whose lifetimes do not overlap share bytes. Kernels name their inputs and
     outputs; the op order is the execution order. The dialect maps one to one onto
-    `runtime/proto/zplan.proto`.
+    `include/zplan/zplan.proto`.
   }];
 }
 

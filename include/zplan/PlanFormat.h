@@ -4,12 +4,12 @@
 //
 // Header-only so that both the compiler (writer) and the runtime (reader) use the
 // same definition without the runtime depending on the compiler. The layout is
-// documented in runtime/proto/zplan.proto.
+// documented in include/zplan/zplan.proto.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ZRT_PLANFORMAT_H
-#define ZRT_PLANFORMAT_H
+#ifndef ZPLAN_PLANFORMAT_H
+#define ZPLAN_PLANFORMAT_H
 
 #include <cstdint>
 #include <string>
@@ -67,4 +67,4 @@ inline std::string encodePlanHeader(const std::string &payload,
 
 } // namespace zrt
 
-#endif // ZRT_PLANFORMAT_H
+#endif // ZPLAN_PLANFORMAT_H

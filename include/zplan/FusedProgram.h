@@ -18,8 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ZRT_FUSEDPROGRAM_H
-#define ZRT_FUSEDPROGRAM_H
+#ifndef ZPLAN_FUSEDPROGRAM_H
+#define ZPLAN_FUSEDPROGRAM_H
 
 #include <cstdint>
 #include <string>
@@ -80,4 +80,4 @@ std::string decodeProgram(const std::vector<int64_t> &words, int inputs,
 
 } // namespace zrt::fused
 
-#endif // ZRT_FUSEDPROGRAM_H
+#endif // ZPLAN_FUSEDPROGRAM_H

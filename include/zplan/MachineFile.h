@@ -1,0 +1,33 @@
+//===- MachineFile.h - The machine file's keys ------------------*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// A machine file is one JSON object of the figures the cost model predicts a step
+// from; `zero-run --calibrate` measures and writes one, `zero-opt --machine FILE`
+// reads it. Its keys, written once for both sides. Every figure is a number in SI
+// units; a missing key keeps the cost model's default for the "cpu" machine.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZPLAN_MACHINEFILE_H
+#define ZPLAN_MACHINEFILE_H
+
+namespace zplan::machine {
+
+/// A string: the machine's name, shown in reports.
+inline constexpr const char *kName = "name";
+/// FLOP/s of a large f32 GEMM, over all the threads a rank uses.
+inline constexpr const char *kMatmulFlops = "matmul_flops";
+/// FLOP/s of elementwise arithmetic (every kernel but the GEMMs).
+inline constexpr const char *kVectorFlops = "vector_flops";
+/// Bytes/s of memory (bytes read plus bytes written).
+inline constexpr const char *kMemoryBandwidth = "memory_bandwidth";
+/// Seconds each kernel costs besides its work (a launch).
+inline constexpr const char *kKernelOverheadS = "kernel_overhead_s";
+/// Seconds per step of a ring collective (latency), and per byte on the wire.
+inline constexpr const char *kAlphaS = "alpha_s";
+inline constexpr const char *kBetaSPerByte = "beta_s_per_byte";
+
+} // namespace zplan::machine
+
+#endif // ZPLAN_MACHINEFILE_H

@@ -1,0 +1,61 @@
+# What the check and test scripts share: tensor files, a model's weights, launching
+# ranks, bundling plans for a machine without zero-opt, and small argument parsers.
+# numpy and onnx only (no torch), so that every script can import it. Run the
+# scripts with Debian's /usr/bin/python3 (python3-onnx).
+import os
+import shutil
+
+import onnx
+from onnx import numpy_helper
+
+
+def read_tensor(path):
+    """A TensorProto file (the ONNX backend-test layout's input_K.pb / output_K.pb;
+    zero-run --save-outputs writes them too) as a numpy array."""
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def write_tensor(array, path, name=""):
+    """`array` as a TensorProto file."""
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(array, name).SerializeToString())
+
+
+def onnx_weights(path):
+    """{initializer name: numpy array} of an ONNX model (zero-run --save-weights
+    writes its trained weights as one)."""
+    return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+
+
+def launcher(world, ranks_as="mpirun"):
+    """The command prefix that runs `world` ranks as mpirun processes; nothing for
+    one rank, or when the ranks are threads of one zero-run (ranks_as="threads")."""
+    if world <= 1 or ranks_as == "threads":
+        return []
+    cmd = ["mpirun", "-np", str(world), "--oversubscribe"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    return cmd
+
+
+def add_launcher_flag(parser):
+    """--launcher mpirun|threads, for launcher(world, args.launcher)."""
+    parser.add_argument("--launcher", choices=["mpirun", "threads"], default="mpirun",
+                        help="ranks as mpirun processes, or as threads of one zero-run")
+
+
+def bundle_files(bundle, case, folder, names):
+    """Copies folder/NAME for each of `names` into bundle/CASE/: the plans a machine
+    without zero-opt runs later from --prebuilt bundle."""
+    dest = os.path.join(bundle, case)
+    os.makedirs(dest, exist_ok=True)
+    for name in names:
+        shutil.copy(os.path.join(folder, name), dest)
+
+
+def int_list(text):
+    """"1,2,4" -> [1, 2, 4] (argparse type)."""
+    return [int(v) for v in text.split(",")]
