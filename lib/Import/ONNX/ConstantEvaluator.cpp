@@ -5,7 +5,9 @@
 // torch.onnx.export writes shapes as small subgraphs (Shape -> Gather -> Unsqueeze ->
 // Concat -> Reshape). Evaluating them here gives every tensor a static shape. Only
 // Constant nodes (integer initializers become ones), values derived from them or
-// from static shapes are evaluated; float parameters' bytes are never read.
+// from static shapes are evaluated; float parameters' bytes are never read. A table
+// (folderTable) gives each foldable op its folder, as OpBuilders.cpp's gives each op
+// its builder.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +20,7 @@
 
 #include <cstring>
 #include <functional>
-#include <set>
+#include <map>
 
 using namespace zero::onnx_import;
 using onnx::TensorProto;
@@ -390,344 +392,431 @@ TensorProto zero::onnx_import::constToProto(const ConstTensor &c) {
   return t;
 }
 
+namespace {
+
+/// What a folder reads: the node, its inputs' values (null where an input is
+/// not a known constant) and the first input's static shape (Shape folds without
+/// the values). A folder returns nothing when it cannot fold (an input unknown);
+/// with `error` set when the node itself is invalid.
+struct FoldInput {
+  const onnx::NodeProto &node;
+  const std::vector<const ConstTensor *> &in;
+  const std::vector<int64_t> *firstInputShape;
+  std::string &error;
+
+  int64_t intAttr(const char *name, int64_t dflt) const {
+    const auto *a = findAttr(node, name);
+    return a ? a->i() : dflt;
+  }
+  /// Whether the first n inputs are known constants.
+  bool has(size_t n) const {
+    if (in.size() < n)
+      return false;
+    for (size_t i = 0; i < n; ++i)
+      if (!in[i])
+        return false;
+    return true;
+  }
+};
+
+using Folder = std::optional<ConstTensor> (*)(const FoldInput &);
+
+/// Constant: its `value` tensor, or a scalar or list attribute.
+std::optional<ConstTensor> foldConstant(const FoldInput &f) {
+  std::string &error = f.error;
+  if (const auto *a = findAttr(f.node, "value"))
+    return constFromProto(a->t(), error);
+  ConstTensor c;
+  if (const auto *a = findAttr(f.node, "value_float")) {
+    c = withShape(TensorProto::FLOAT, {});
+    c.floats.push_back(a->f());
+  } else if (const auto *a = findAttr(f.node, "value_floats")) {
+    c = withShape(TensorProto::FLOAT, {(int64_t)a->floats_size()});
+    c.floats.assign(a->floats().begin(), a->floats().end());
+  } else if (const auto *a = findAttr(f.node, "value_int")) {
+    c = withShape(TensorProto::INT64, {});
+    c.ints.push_back(a->i());
+  } else if (const auto *a = findAttr(f.node, "value_ints")) {
+    c = withShape(TensorProto::INT64, {(int64_t)a->ints_size()});
+    c.ints.assign(a->ints().begin(), a->ints().end());
+  } else {
+    error = "Constant has no supported value attribute (sparse and string "
+            "constants are not supported)";
+    return std::nullopt;
+  }
+  return c;
+}
+
+/// Shape of a tensor whose shape is static (`start`, `end` clamped as ONNX says).
+std::optional<ConstTensor> foldShape(const FoldInput &f) {
+  if (!f.firstInputShape)
+    return std::nullopt;
+  int64_t rank = f.firstInputShape->size();
+  int64_t start = f.intAttr("start", 0), end = f.intAttr("end", rank);
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+  ConstTensor c = withShape(TensorProto::INT64, {std::max<int64_t>(end - start, 0)});
+  for (int64_t i = start; i < end; ++i)
+    c.ints.push_back((*f.firstInputShape)[i]);
+  return c;
+}
+
+/// ConstantOfShape: `value` (default 0.0f) repeated over the given shape.
+std::optional<ConstTensor> foldConstantOfShape(const FoldInput &f) {
+  const std::vector<const ConstTensor *> &in = f.in;
+  std::string &error = f.error;
+  if (!f.has(1))
+    return std::nullopt;
+  ConstTensor value = withShape(TensorProto::FLOAT, {1});
+  value.floats.push_back(0.0);
+  if (const auto *a = findAttr(f.node, "value")) {
+    auto v = constFromProto(a->t(), error);
+    if (!v)
+      return std::nullopt;
+    if (v->numel() != 1) {
+      error = "ConstantOfShape's value must hold one element";
+      return std::nullopt;
+    }
+    value = *v;
+  }
+  std::vector<int64_t> shape;
+  if (!intValues(*in[0], "ConstantOfShape's shape", shape, error) ||
+      !fitsFolding(shape, error))
+    return std::nullopt;
+  ConstTensor c = withShape(value.dtype, shape);
+  for (int64_t k = 0; k < c.numel(); ++k)
+    pushConverted(c, value, 0);
+  return c;
+}
+
+/// Identity.
+std::optional<ConstTensor> foldIdentity(const FoldInput &f) {
+  const std::vector<const ConstTensor *> &in = f.in;
+  if (!f.has(1))
+    return std::nullopt;
+  return *in[0];
+}
+
+/// Cast to `to`, converting every element.
+std::optional<ConstTensor> foldCast(const FoldInput &f) {
+  const std::vector<const ConstTensor *> &in = f.in;
+  std::string &error = f.error;
+  if (!f.has(1))
+    return std::nullopt;
+  int32_t to = f.intAttr("to", 0);
+  if (!isSupportedType(to)) {
+    error = "Cast to unsupported type " +
+            TensorProto::DataType_Name((TensorProto::DataType)to);
+    return std::nullopt;
+  }
+  ConstTensor c = withShape(to, in[0]->shape);
+  for (int64_t k = 0; k < in[0]->numel(); ++k)
+    pushConverted(c, *in[0], k);
+  return c;
+}
+
+/// Reshape (0 copies a dimension unless `allowzero`, -1 is inferred), Unsqueeze and Squeeze: the same elements in a new shape.
+std::optional<ConstTensor> foldReshape(const FoldInput &f) {
+  const std::string &op = f.node.op_type();
+  const std::vector<const ConstTensor *> &in = f.in;
+  std::string &error = f.error;
+  if (!f.has(1) || (op != "Squeeze" && !f.has(2)))
+    return std::nullopt;
+  const ConstTensor &x = *in[0];
+  std::vector<int64_t> shape, operand;
+  if (in.size() > 1 && in[1] &&
+      !intValues(*in[1], op == "Reshape" ? "the shape" : "axes", operand, error))
+    return std::nullopt;
+  if (op == "Reshape") {
+    bool allowZero = f.intAttr("allowzero", 0) != 0;
+    int64_t known = 1, infer = -1;
+    for (size_t i = 0; i < operand.size(); ++i) {
+      int64_t d = operand[i];
+      if (d == 0 && !allowZero)
+        d = i < x.shape.size() ? x.shape[i] : 0;
+      if (d < -1 || (d == -1 && infer >= 0)) {
+        error = "the shape has a bad dimension (" + std::to_string(operand[i]) + ")";
+        return std::nullopt;
+      }
+      if (d == -1)
+        infer = i;
+      else if (__builtin_mul_overflow(known, d, &known))
+        known = -1; // cannot match any element count
+      shape.push_back(d);
+    }
+    if (infer >= 0)
+      shape[infer] = known > 0 && x.numel() % known == 0 ? x.numel() / known : -1;
+  } else {
+    std::vector<int64_t> axes = operand;
+    if (op == "Unsqueeze") {
+      int64_t rank = x.shape.size() + axes.size();
+      std::vector<bool> isNew(rank, false);
+      for (int64_t a : axes) {
+        a = normalizeAxis(a, rank);
+        if (a < 0 || a >= rank || isNew[a]) {
+          error = "Unsqueeze axis out of range or repeated";
+          return std::nullopt;
+        }
+        isNew[a] = true;
+      }
+      size_t j = 0;
+      for (int64_t i = 0; i < rank; ++i)
+        shape.push_back(isNew[i] ? 1 : x.shape[j++]);
+    } else {
+      int64_t rank = x.shape.size();
+      for (int64_t a : axes)
+        if (normalizeAxis(a, rank) < 0 || normalizeAxis(a, rank) >= rank) {
+          error = "Squeeze axis out of range";
+          return std::nullopt;
+        }
+      for (int64_t i = 0; i < rank; ++i) {
+        bool drop = axes.empty() ? x.shape[i] == 1 : false;
+        for (int64_t a : axes)
+          drop |= normalizeAxis(a, rank) == i;
+        if (!drop)
+          shape.push_back(x.shape[i]);
+      }
+    }
+  }
+  if (checkedNumel(shape) != x.numel()) {
+    error = "the new shape changes the element count";
+    return std::nullopt;
+  }
+  ConstTensor c = x;
+  c.shape = shape;
+  return c;
+}
+
+/// Concat along `axis`.
+std::optional<ConstTensor> foldConcat(const FoldInput &f) {
+  const std::vector<const ConstTensor *> &in = f.in;
+  std::string &error = f.error;
+  for (auto *c : in)
+    if (!c)
+      return std::nullopt;
+  if (in.empty())
+    return std::nullopt;
+  int64_t rank = in[0]->shape.size();
+  int64_t axis = normalizeAxis(f.intAttr("axis", 0), rank);
+  if (axis < 0 || axis >= rank) {
+    error = "Concat axis out of range";
+    return std::nullopt;
+  }
+  std::vector<int64_t> shape = in[0]->shape;
+  shape[axis] = 0;
+  for (auto *c : in) {
+    bool same = (int64_t)c->shape.size() == rank && c->isFloat() == in[0]->isFloat();
+    for (int64_t d = 0; same && d < rank; ++d)
+      same = d == axis || c->shape[d] == in[0]->shape[d];
+    if (!same) {
+      error = "Concat inputs differ in rank, type or a dimension other than the axis";
+      return std::nullopt;
+    }
+    shape[axis] += c->shape[axis];
+  }
+  if (!fitsFolding(shape, error))
+    return std::nullopt;
+  ConstTensor out = withShape(in[0]->dtype, shape);
+  int64_t outer = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (int64_t o = 0; o < outer; ++o)
+    for (auto *c : in) {
+      int64_t chunk = c->numel() / std::max<int64_t>(outer, 1);
+      for (int64_t k = 0; k < chunk; ++k)
+        pushConverted(out, *c, o * chunk + k);
+    }
+  return out;
+}
+
+/// Gather along `axis` (negative indices count from the end).
+std::optional<ConstTensor> foldGather(const FoldInput &f) {
+  const std::vector<const ConstTensor *> &in = f.in;
+  std::string &error = f.error;
+  if (!f.has(2))
+    return std::nullopt;
+  const ConstTensor &data = *in[0], &idx = *in[1];
+  int64_t rank = data.shape.size();
+  int64_t axis = normalizeAxis(f.intAttr("axis", 0), rank);
+  if (rank == 0 || axis < 0 || axis >= rank) {
+    error = "Gather axis out of range";
+    return std::nullopt;
+  }
+  if (idx.isFloat()) {
+    error = "Gather indices must be integers";
+    return std::nullopt;
+  }
+  std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
+  shape.insert(shape.end(), idx.shape.begin(), idx.shape.end());
+  shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  if (!fitsFolding(shape, error))
+    return std::nullopt;
+  int64_t outer = 1, inner = 1, dim = data.shape[axis];
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= data.shape[i];
+  for (int64_t i = axis + 1; i < rank; ++i)
+    inner *= data.shape[i];
+  ConstTensor out = withShape(data.dtype, shape);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < idx.numel(); ++j) {
+      int64_t at = idx.ints[j] < 0 ? idx.ints[j] + dim : idx.ints[j];
+      if (at < 0 || at >= dim) {
+        error = "Gather index " + std::to_string(idx.ints[j]) + " out of range";
+        return std::nullopt;
+      }
+      for (int64_t i = 0; i < inner; ++i)
+        pushConverted(out, data, (o * dim + at) * inner + i);
+    }
+  return out;
+}
+
+/// Slice: starts and ends clamped to the dimension, any nonzero step.
+std::optional<ConstTensor> foldSlice(const FoldInput &f) {
+  const std::vector<const ConstTensor *> &in = f.in;
+  std::string &error = f.error;
+  if (!f.has(3))
+    return std::nullopt;
+  const ConstTensor &x = *in[0];
+  int64_t rank = x.shape.size();
+  std::vector<int64_t> starts, ends, axesIn, stepsIn;
+  if (!intValues(*in[1], "Slice's starts", starts, error) ||
+      !intValues(*in[2], "Slice's ends", ends, error) ||
+      (in.size() > 3 && in[3] && !intValues(*in[3], "Slice's axes", axesIn, error)) ||
+      (in.size() > 4 && in[4] && !intValues(*in[4], "Slice's steps", stepsIn, error)))
+    return std::nullopt;
+  if (ends.size() != starts.size() || (in.size() > 3 && in[3] && axesIn.size() != starts.size()) ||
+      (in.size() > 4 && in[4] && stepsIn.size() != starts.size())) {
+    error = "Slice's starts, ends, axes and steps differ in length";
+    return std::nullopt;
+  }
+  std::vector<int64_t> begin(rank, 0), steps(rank, 1), shape = x.shape;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t a = axesIn.empty() ? (int64_t)i : normalizeAxis(axesIn[i], rank);
+    if (a < 0 || a >= rank) {
+      error = "Slice axis out of range";
+      return std::nullopt;
+    }
+    int64_t dim = x.shape[a];
+    int64_t step = stepsIn.empty() ? 1 : stepsIn[i];
+    if (step == 0 || step == INT64_MIN) {
+      error = "Slice step is zero or out of range";
+      return std::nullopt;
+    }
+    // Clamp before any arithmetic: starts and ends may be any int64.
+    int64_t s = std::clamp<int64_t>(starts[i], -dim - 1, dim + 1);
+    int64_t e = std::clamp<int64_t>(ends[i], -dim - 1, dim + 1);
+    s = s < 0 ? s + dim : s;
+    e = e < 0 ? e + dim : e;
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      shape[a] = e > s ? (e - s - 1) / step + 1 : 0;
+    } else {
+      s = std::clamp<int64_t>(s, -1, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      shape[a] = s > e ? (s - e - 1) / (-step) + 1 : 0;
+    }
+    begin[a] = s;
+    steps[a] = step;
+  }
+  ConstTensor out = withShape(x.dtype, shape);
+  std::vector<int64_t> st = stridesOf(x.shape);
+  forEachIndex(shape, [&](const std::vector<int64_t> &idx) {
+    int64_t lin = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      lin += (begin[d] + idx[d] * steps[d]) * st[d];
+    pushConverted(out, x, lin);
+  });
+  return out;
+}
+
+/// Add, Sub, Mul, Div, Equal with numpy broadcasting.
+std::optional<ConstTensor> foldBinary(const FoldInput &f) {
+  const std::string &op = f.node.op_type();
+  const std::vector<const ConstTensor *> &in = f.in;
+  std::string &error = f.error;
+  if (!f.has(2))
+    return std::nullopt;
+  return elementwise(op, {in[0], in[1]}, error);
+}
+
+/// Where with numpy broadcasting.
+std::optional<ConstTensor> foldWhere(const FoldInput &f) {
+  const std::string &op = f.node.op_type();
+  const std::vector<const ConstTensor *> &in = f.in;
+  std::string &error = f.error;
+  if (!f.has(3))
+    return std::nullopt;
+  return elementwise(op, {in[0], in[1], in[2]}, error);
+}
+
+/// Expand to a broadcast shape.
+std::optional<ConstTensor> foldExpand(const FoldInput &f) {
+  const std::vector<const ConstTensor *> &in = f.in;
+  std::string &error = f.error;
+  if (!f.has(2))
+    return std::nullopt;
+  std::vector<int64_t> dims;
+  if (!intValues(*in[1], "Expand's shape", dims, error))
+    return std::nullopt;
+  for (int64_t d : dims)
+    if (d < 0) {
+      error = "Expand's shape has a negative dimension";
+      return std::nullopt;
+    }
+  ConstTensor target = withShape(TensorProto::INT64, dims);
+  auto shape = broadcast({in[0], &target});
+  if (!shape) {
+    error = "Expand shape does not broadcast";
+    return std::nullopt;
+  }
+  if (!fitsFolding(*shape, error))
+    return std::nullopt;
+  ConstTensor out = withShape(in[0]->dtype, *shape);
+  forEachIndex(*shape, [&](const std::vector<int64_t> &idx) {
+    pushConverted(out, *in[0], broadcastIndex(idx, in[0]->shape));
+  });
+  return out;
+}
+
+/// The foldable ONNX ops, one folder each (as OpBuilders.cpp's table builds ops).
+const std::map<std::string, Folder> &folderTable() {
+  static const std::map<std::string, Folder> table = {
+      {"Constant", foldConstant},
+      {"Shape", foldShape},
+      {"ConstantOfShape", foldConstantOfShape},
+      {"Identity", foldIdentity},
+      {"Cast", foldCast},
+      {"Unsqueeze", foldReshape},
+      {"Squeeze", foldReshape},
+      {"Reshape", foldReshape},
+      {"Concat", foldConcat},
+      {"Gather", foldGather},
+      {"Slice", foldSlice},
+      {"Add", foldBinary},
+      {"Sub", foldBinary},
+      {"Mul", foldBinary},
+      {"Div", foldBinary},
+      {"Equal", foldBinary},
+      {"Where", foldWhere},
+      {"Expand", foldExpand},
+  };
+  return table;
+}
+
+} // namespace
+
 bool zero::onnx_import::isFoldableOp(const std::string &op) {
-  static const std::set<std::string> ops = {
-      "Constant", "Shape",  "Identity", "Cast",  "Gather", "Unsqueeze",
-      "Squeeze",  "Reshape", "Concat",  "Slice", "ConstantOfShape",
-      "Add",      "Sub",    "Mul",      "Div",   "Equal",  "Where", "Expand"};
-  return ops.count(op) != 0;
+  return folderTable().count(op) != 0;
 }
 
 std::optional<ConstTensor> zero::onnx_import::evaluateConstant(
     const onnx::NodeProto &node, const std::vector<const ConstTensor *> &in,
     const std::vector<int64_t> *firstInputShape, std::string &error) {
-  const std::string &op = node.op_type();
-  auto intAttr = [&](const char *name, int64_t dflt) {
-    const auto *a = findAttr(node, name);
-    return a ? a->i() : dflt;
-  };
-  auto ok = [&](size_t n) {
-    if (in.size() < n) {
-      return false;
-    }
-    for (size_t i = 0; i < n; ++i)
-      if (!in[i])
-        return false;
-    return true;
-  };
-
-  if (op == "Constant") {
-    if (const auto *a = findAttr(node, "value"))
-      return constFromProto(a->t(), error);
-    ConstTensor c;
-    if (const auto *a = findAttr(node, "value_float")) {
-      c = withShape(TensorProto::FLOAT, {});
-      c.floats.push_back(a->f());
-    } else if (const auto *a = findAttr(node, "value_floats")) {
-      c = withShape(TensorProto::FLOAT, {(int64_t)a->floats_size()});
-      c.floats.assign(a->floats().begin(), a->floats().end());
-    } else if (const auto *a = findAttr(node, "value_int")) {
-      c = withShape(TensorProto::INT64, {});
-      c.ints.push_back(a->i());
-    } else if (const auto *a = findAttr(node, "value_ints")) {
-      c = withShape(TensorProto::INT64, {(int64_t)a->ints_size()});
-      c.ints.assign(a->ints().begin(), a->ints().end());
-    } else {
-      error = "Constant has no supported value attribute (sparse and string "
-              "constants are not supported)";
-      return std::nullopt;
-    }
-    return c;
-  }
-  if (op == "Shape") {
-    if (!firstInputShape)
-      return std::nullopt;
-    int64_t rank = firstInputShape->size();
-    int64_t start = intAttr("start", 0), end = intAttr("end", rank);
-    start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
-    end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
-    ConstTensor c = withShape(TensorProto::INT64, {std::max<int64_t>(end - start, 0)});
-    for (int64_t i = start; i < end; ++i)
-      c.ints.push_back((*firstInputShape)[i]);
-    return c;
-  }
-  if (op == "ConstantOfShape") {
-    if (!ok(1))
-      return std::nullopt;
-    ConstTensor value = withShape(TensorProto::FLOAT, {1});
-    value.floats.push_back(0.0);
-    if (const auto *a = findAttr(node, "value")) {
-      auto v = constFromProto(a->t(), error);
-      if (!v)
-        return std::nullopt;
-      if (v->numel() != 1) {
-        error = "ConstantOfShape's value must hold one element";
-        return std::nullopt;
-      }
-      value = *v;
-    }
-    std::vector<int64_t> shape;
-    if (!intValues(*in[0], "ConstantOfShape's shape", shape, error) ||
-        !fitsFolding(shape, error))
-      return std::nullopt;
-    ConstTensor c = withShape(value.dtype, shape);
-    for (int64_t k = 0; k < c.numel(); ++k)
-      pushConverted(c, value, 0);
-    return c;
-  }
-  if (op == "Identity") {
-    if (!ok(1))
-      return std::nullopt;
-    return *in[0];
-  }
-  if (op == "Cast") {
-    if (!ok(1))
-      return std::nullopt;
-    int32_t to = intAttr("to", 0);
-    if (!isSupportedType(to)) {
-      error = "Cast to unsupported type " +
-              TensorProto::DataType_Name((TensorProto::DataType)to);
-      return std::nullopt;
-    }
-    ConstTensor c = withShape(to, in[0]->shape);
-    for (int64_t k = 0; k < in[0]->numel(); ++k)
-      pushConverted(c, *in[0], k);
-    return c;
-  }
-  if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape") {
-    if (!ok(1) || (op != "Squeeze" && !ok(2)))
-      return std::nullopt;
-    const ConstTensor &x = *in[0];
-    std::vector<int64_t> shape, operand;
-    if (in.size() > 1 && in[1] &&
-        !intValues(*in[1], op == "Reshape" ? "the shape" : "axes", operand, error))
-      return std::nullopt;
-    if (op == "Reshape") {
-      bool allowZero = intAttr("allowzero", 0) != 0;
-      int64_t known = 1, infer = -1;
-      for (size_t i = 0; i < operand.size(); ++i) {
-        int64_t d = operand[i];
-        if (d == 0 && !allowZero)
-          d = i < x.shape.size() ? x.shape[i] : 0;
-        if (d < -1 || (d == -1 && infer >= 0)) {
-          error = "the shape has a bad dimension (" + std::to_string(operand[i]) + ")";
-          return std::nullopt;
-        }
-        if (d == -1)
-          infer = i;
-        else if (__builtin_mul_overflow(known, d, &known))
-          known = -1; // cannot match any element count
-        shape.push_back(d);
-      }
-      if (infer >= 0)
-        shape[infer] = known > 0 && x.numel() % known == 0 ? x.numel() / known : -1;
-    } else {
-      std::vector<int64_t> axes = operand;
-      if (op == "Unsqueeze") {
-        int64_t rank = x.shape.size() + axes.size();
-        std::vector<bool> isNew(rank, false);
-        for (int64_t a : axes) {
-          a = normalizeAxis(a, rank);
-          if (a < 0 || a >= rank || isNew[a]) {
-            error = "Unsqueeze axis out of range or repeated";
-            return std::nullopt;
-          }
-          isNew[a] = true;
-        }
-        size_t j = 0;
-        for (int64_t i = 0; i < rank; ++i)
-          shape.push_back(isNew[i] ? 1 : x.shape[j++]);
-      } else {
-        int64_t rank = x.shape.size();
-        for (int64_t a : axes)
-          if (normalizeAxis(a, rank) < 0 || normalizeAxis(a, rank) >= rank) {
-            error = "Squeeze axis out of range";
-            return std::nullopt;
-          }
-        for (int64_t i = 0; i < rank; ++i) {
-          bool drop = axes.empty() ? x.shape[i] == 1 : false;
-          for (int64_t a : axes)
-            drop |= normalizeAxis(a, rank) == i;
-          if (!drop)
-            shape.push_back(x.shape[i]);
-        }
-      }
-    }
-    if (checkedNumel(shape) != x.numel()) {
-      error = "the new shape changes the element count";
-      return std::nullopt;
-    }
-    ConstTensor c = x;
-    c.shape = shape;
-    return c;
-  }
-  if (op == "Concat") {
-    for (auto *c : in)
-      if (!c)
-        return std::nullopt;
-    if (in.empty())
-      return std::nullopt;
-    int64_t rank = in[0]->shape.size();
-    int64_t axis = normalizeAxis(intAttr("axis", 0), rank);
-    if (axis < 0 || axis >= rank) {
-      error = "Concat axis out of range";
-      return std::nullopt;
-    }
-    std::vector<int64_t> shape = in[0]->shape;
-    shape[axis] = 0;
-    for (auto *c : in) {
-      bool same = (int64_t)c->shape.size() == rank && c->isFloat() == in[0]->isFloat();
-      for (int64_t d = 0; same && d < rank; ++d)
-        same = d == axis || c->shape[d] == in[0]->shape[d];
-      if (!same) {
-        error = "Concat inputs differ in rank, type or a dimension other than the axis";
-        return std::nullopt;
-      }
-      shape[axis] += c->shape[axis];
-    }
-    if (!fitsFolding(shape, error))
-      return std::nullopt;
-    ConstTensor out = withShape(in[0]->dtype, shape);
-    int64_t outer = 1;
-    for (int64_t i = 0; i < axis; ++i)
-      outer *= shape[i];
-    for (int64_t o = 0; o < outer; ++o)
-      for (auto *c : in) {
-        int64_t chunk = c->numel() / std::max<int64_t>(outer, 1);
-        for (int64_t k = 0; k < chunk; ++k)
-          pushConverted(out, *c, o * chunk + k);
-      }
-    return out;
-  }
-  if (op == "Gather") {
-    if (!ok(2))
-      return std::nullopt;
-    const ConstTensor &data = *in[0], &idx = *in[1];
-    int64_t rank = data.shape.size();
-    int64_t axis = normalizeAxis(intAttr("axis", 0), rank);
-    if (rank == 0 || axis < 0 || axis >= rank) {
-      error = "Gather axis out of range";
-      return std::nullopt;
-    }
-    if (idx.isFloat()) {
-      error = "Gather indices must be integers";
-      return std::nullopt;
-    }
-    std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
-    shape.insert(shape.end(), idx.shape.begin(), idx.shape.end());
-    shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
-    if (!fitsFolding(shape, error))
-      return std::nullopt;
-    int64_t outer = 1, inner = 1, dim = data.shape[axis];
-    for (int64_t i = 0; i < axis; ++i)
-      outer *= data.shape[i];
-    for (int64_t i = axis + 1; i < rank; ++i)
-      inner *= data.shape[i];
-    ConstTensor out = withShape(data.dtype, shape);
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t j = 0; j < idx.numel(); ++j) {
-        int64_t at = idx.ints[j] < 0 ? idx.ints[j] + dim : idx.ints[j];
-        if (at < 0 || at >= dim) {
-          error = "Gather index " + std::to_string(idx.ints[j]) + " out of range";
-          return std::nullopt;
-        }
-        for (int64_t i = 0; i < inner; ++i)
-          pushConverted(out, data, (o * dim + at) * inner + i);
-      }
-    return out;
-  }
-  if (op == "Slice") {
-    if (!ok(3))
-      return std::nullopt;
-    const ConstTensor &x = *in[0];
-    int64_t rank = x.shape.size();
-    std::vector<int64_t> starts, ends, axesIn, stepsIn;
-    if (!intValues(*in[1], "Slice's starts", starts, error) ||
-        !intValues(*in[2], "Slice's ends", ends, error) ||
-        (in.size() > 3 && in[3] && !intValues(*in[3], "Slice's axes", axesIn, error)) ||
-        (in.size() > 4 && in[4] && !intValues(*in[4], "Slice's steps", stepsIn, error)))
-      return std::nullopt;
-    if (ends.size() != starts.size() || (in.size() > 3 && in[3] && axesIn.size() != starts.size()) ||
-        (in.size() > 4 && in[4] && stepsIn.size() != starts.size())) {
-      error = "Slice's starts, ends, axes and steps differ in length";
-      return std::nullopt;
-    }
-    std::vector<int64_t> begin(rank, 0), steps(rank, 1), shape = x.shape;
-    for (size_t i = 0; i < starts.size(); ++i) {
-      int64_t a = axesIn.empty() ? (int64_t)i : normalizeAxis(axesIn[i], rank);
-      if (a < 0 || a >= rank) {
-        error = "Slice axis out of range";
-        return std::nullopt;
-      }
-      int64_t dim = x.shape[a];
-      int64_t step = stepsIn.empty() ? 1 : stepsIn[i];
-      if (step == 0 || step == INT64_MIN) {
-        error = "Slice step is zero or out of range";
-        return std::nullopt;
-      }
-      // Clamp before any arithmetic: starts and ends may be any int64.
-      int64_t s = std::clamp<int64_t>(starts[i], -dim - 1, dim + 1);
-      int64_t e = std::clamp<int64_t>(ends[i], -dim - 1, dim + 1);
-      s = s < 0 ? s + dim : s;
-      e = e < 0 ? e + dim : e;
-      if (step > 0) {
-        s = std::clamp<int64_t>(s, 0, dim);
-        e = std::clamp<int64_t>(e, 0, dim);
-        shape[a] = e > s ? (e - s - 1) / step + 1 : 0;
-      } else {
-        s = std::clamp<int64_t>(s, -1, dim - 1);
-        e = std::clamp<int64_t>(e, -1, dim - 1);
-        shape[a] = s > e ? (s - e - 1) / (-step) + 1 : 0;
-      }
-      begin[a] = s;
-      steps[a] = step;
-    }
-    ConstTensor out = withShape(x.dtype, shape);
-    std::vector<int64_t> st = stridesOf(x.shape);
-    forEachIndex(shape, [&](const std::vector<int64_t> &idx) {
-      int64_t lin = 0;
-      for (int64_t d = 0; d < rank; ++d)
-        lin += (begin[d] + idx[d] * steps[d]) * st[d];
-      pushConverted(out, x, lin);
-    });
-    return out;
-  }
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Equal") {
-    if (!ok(2))
-      return std::nullopt;
-    return elementwise(op, {in[0], in[1]}, error);
-  }
-  if (op == "Where") {
-    if (!ok(3))
-      return std::nullopt;
-    return elementwise(op, {in[0], in[1], in[2]}, error);
-  }
-  if (op == "Expand") {
-    if (!ok(2))
-      return std::nullopt;
-    std::vector<int64_t> dims;
-    if (!intValues(*in[1], "Expand's shape", dims, error))
-      return std::nullopt;
-    for (int64_t d : dims)
-      if (d < 0) {
-        error = "Expand's shape has a negative dimension";
-        return std::nullopt;
-      }
-    ConstTensor target = withShape(TensorProto::INT64, dims);
-    auto shape = broadcast({in[0], &target});
-    if (!shape) {
-      error = "Expand shape does not broadcast";
-      return std::nullopt;
-    }
-    if (!fitsFolding(*shape, error))
-      return std::nullopt;
-    ConstTensor out = withShape(in[0]->dtype, *shape);
-    forEachIndex(*shape, [&](const std::vector<int64_t> &idx) {
-      pushConverted(out, *in[0], broadcastIndex(idx, in[0]->shape));
-    });
-    return out;
-  }
-  return std::nullopt;
+  auto it = folderTable().find(node.op_type());
+  if (it == folderTable().end())
+    return std::nullopt;
+  return it->second(FoldInput{node, in, firstInputShape, error});
 }
 
 mlir::Type zero::onnx_import::elementTypeOf(mlir::MLIRContext *ctx,
