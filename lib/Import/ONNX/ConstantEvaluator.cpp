@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OnnxImporter.h"
+#include "zero/Support/ShapeRules.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -120,20 +121,14 @@ ConstTensor withShape(int32_t dtype, std::vector<int64_t> shape) {
 /// Numpy broadcast of all inputs' shapes.
 std::optional<std::vector<int64_t>>
 broadcast(const std::vector<const ConstTensor *> &ins) {
-  size_t rank = 0;
-  for (auto *c : ins)
-    rank = std::max(rank, c->shape.size());
-  std::vector<int64_t> out(rank, 1);
-  for (auto *c : ins)
-    for (size_t i = 0; i < c->shape.size(); ++i) {
-      int64_t &o = out[rank - c->shape.size() + i];
-      int64_t d = c->shape[i];
-      if (d != o && d != 1 && o != 1)
-        return std::nullopt;
-      if (o == 1)
-        o = d;
-    }
-  return out;
+  llvm::SmallVector<int64_t> out;
+  for (auto *c : ins) {
+    auto joint = zero::broadcastShapes(out, c->shape);
+    if (!joint)
+      return std::nullopt;
+    out = *joint;
+  }
+  return std::vector<int64_t>(out.begin(), out.end());
 }
 
 /// Linear index into `in` for the output multi-index of a broadcast.
@@ -216,8 +211,6 @@ std::optional<ConstTensor> elementwise(const std::string &op,
     return std::nullopt;
   return out;
 }
-
-int64_t normalizeAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
 /// An integer tensor's values, or false (with `error` naming `what`) for a float one.
 bool intValues(const ConstTensor &c, const char *what, std::vector<int64_t> &out,
@@ -552,7 +545,7 @@ std::optional<ConstTensor> foldReshape(const FoldInput &f) {
       int64_t rank = x.shape.size() + axes.size();
       std::vector<bool> isNew(rank, false);
       for (int64_t a : axes) {
-        a = normalizeAxis(a, rank);
+        a = zero::normalizeAxis(a, rank);
         if (a < 0 || a >= rank || isNew[a]) {
           error = "Unsqueeze axis out of range or repeated";
           return std::nullopt;
@@ -565,14 +558,14 @@ std::optional<ConstTensor> foldReshape(const FoldInput &f) {
     } else {
       int64_t rank = x.shape.size();
       for (int64_t a : axes)
-        if (normalizeAxis(a, rank) < 0 || normalizeAxis(a, rank) >= rank) {
+        if (zero::normalizeAxis(a, rank) < 0 || zero::normalizeAxis(a, rank) >= rank) {
           error = "Squeeze axis out of range";
           return std::nullopt;
         }
       for (int64_t i = 0; i < rank; ++i) {
         bool drop = axes.empty() ? x.shape[i] == 1 : false;
         for (int64_t a : axes)
-          drop |= normalizeAxis(a, rank) == i;
+          drop |= zero::normalizeAxis(a, rank) == i;
         if (!drop)
           shape.push_back(x.shape[i]);
       }
@@ -597,7 +590,7 @@ std::optional<ConstTensor> foldConcat(const FoldInput &f) {
   if (in.empty())
     return std::nullopt;
   int64_t rank = in[0]->shape.size();
-  int64_t axis = normalizeAxis(f.intAttr("axis", 0), rank);
+  int64_t axis = zero::normalizeAxis(f.intAttr("axis", 0), rank);
   if (axis < 0 || axis >= rank) {
     error = "Concat axis out of range";
     return std::nullopt;
@@ -637,7 +630,7 @@ std::optional<ConstTensor> foldGather(const FoldInput &f) {
     return std::nullopt;
   const ConstTensor &data = *in[0], &idx = *in[1];
   int64_t rank = data.shape.size();
-  int64_t axis = normalizeAxis(f.intAttr("axis", 0), rank);
+  int64_t axis = zero::normalizeAxis(f.intAttr("axis", 0), rank);
   if (rank == 0 || axis < 0 || axis >= rank) {
     error = "Gather axis out of range";
     return std::nullopt;
@@ -691,32 +684,19 @@ std::optional<ConstTensor> foldSlice(const FoldInput &f) {
   }
   std::vector<int64_t> begin(rank, 0), steps(rank, 1), shape = x.shape;
   for (size_t i = 0; i < starts.size(); ++i) {
-    int64_t a = axesIn.empty() ? (int64_t)i : normalizeAxis(axesIn[i], rank);
+    int64_t a = axesIn.empty() ? (int64_t)i : zero::normalizeAxis(axesIn[i], rank);
     if (a < 0 || a >= rank) {
       error = "Slice axis out of range";
       return std::nullopt;
     }
-    int64_t dim = x.shape[a];
     int64_t step = stepsIn.empty() ? 1 : stepsIn[i];
-    if (step == 0 || step == INT64_MIN) {
+    auto bounds = zero::sliceBounds(starts[i], ends[i], step, x.shape[a]);
+    if (!bounds) {
       error = "Slice step is zero or out of range";
       return std::nullopt;
     }
-    // Clamp before any arithmetic: starts and ends may be any int64.
-    int64_t s = std::clamp<int64_t>(starts[i], -dim - 1, dim + 1);
-    int64_t e = std::clamp<int64_t>(ends[i], -dim - 1, dim + 1);
-    s = s < 0 ? s + dim : s;
-    e = e < 0 ? e + dim : e;
-    if (step > 0) {
-      s = std::clamp<int64_t>(s, 0, dim);
-      e = std::clamp<int64_t>(e, 0, dim);
-      shape[a] = e > s ? (e - s - 1) / step + 1 : 0;
-    } else {
-      s = std::clamp<int64_t>(s, -1, dim - 1);
-      e = std::clamp<int64_t>(e, -1, dim - 1);
-      shape[a] = s > e ? (s - e - 1) / (-step) + 1 : 0;
-    }
-    begin[a] = s;
+    shape[a] = bounds->count;
+    begin[a] = bounds->start;
     steps[a] = step;
   }
   ConstTensor out = withShape(x.dtype, shape);

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OnnxImporter.h"
+#include "zero/Support/ShapeRules.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringMap.h"
@@ -23,8 +24,6 @@ using onnx::NodeProto;
 namespace {
 
 using Builder = LogicalResult (*)(OnnxImporter &, const NodeProto &);
-
-int64_t normalize(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
 int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
 
@@ -123,7 +122,7 @@ LogicalResult buildAxisOp(OnnxImporter &imp, const NodeProto &node) {
   if (failed(x))
     return failure();
   int64_t rank = rankOf(*x);
-  int64_t axis = normalize(OnnxImporter::intAttr(node, "axis", -1), rank);
+  int64_t axis = normalizeAxis(OnnxImporter::intAttr(node, "axis", -1), rank);
   if (axis < 0 || axis >= std::max<int64_t>(rank, 1))
     return imp.error(node) << "axis out of range", failure();
   imp.define(node.output(0), OpTy::create(imp.builder, imp.locOf(node), *x, axis));
@@ -136,7 +135,7 @@ LogicalResult buildLayerNorm(OnnxImporter &imp, const NodeProto &node) {
   if (failed(x) || failed(scale))
     return failure();
   auto xt = cast<RankedTensorType>(x->getType());
-  int64_t axis = normalize(OnnxImporter::intAttr(node, "axis", -1), xt.getRank());
+  int64_t axis = normalizeAxis(OnnxImporter::intAttr(node, "axis", -1), xt.getRank());
   if (axis < 0 || axis >= xt.getRank())
     return imp.error(node) << "axis out of range", failure();
   if (OnnxImporter::intAttr(node, "stash_type", 1) != 1)
@@ -213,7 +212,7 @@ LogicalResult buildGather(OnnxImporter &imp, const NodeProto &node) {
   auto type = imp.outputType(node, 0);
   if (failed(data) || failed(indices) || failed(type))
     return failure();
-  int64_t axis = normalize(OnnxImporter::intAttr(node, "axis", 0), rankOf(*data));
+  int64_t axis = normalizeAxis(OnnxImporter::intAttr(node, "axis", 0), rankOf(*data));
   if (axis < 0 || axis >= rankOf(*data))
     return imp.error(node) << "axis out of range", failure();
   imp.define(node.output(0), GatherOp::create(imp.builder, imp.locOf(node), *type,
@@ -287,17 +286,15 @@ LogicalResult buildSlice(OnnxImporter &imp, const NodeProto &node) {
              failure();
   SmallVector<int64_t> st(rank, 0), sp(rank, 1);
   for (int64_t i = 0; i < n; ++i) {
-    int64_t a = axes ? normalize(axes->ints[i], rank) : i;
+    int64_t a = axes ? normalizeAxis(axes->ints[i], rank) : i;
     if (a < 0 || a >= rank)
       return imp.error(node) << "axis out of range", failure();
-    int64_t dim = xt.getDimSize(a);
     int64_t step = steps ? steps->ints[i] : 1;
-    if (step == 0)
-      return imp.error(node) << "step is zero", failure();
-    int64_t s = starts->ints[i];
-    s = s < 0 ? s + dim : s;
-    s = step > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, -1, dim - 1);
-    st[a] = std::max<int64_t>(s, 0);
+    auto bounds = sliceBounds(starts->ints[i], ends->ints[i], step, xt.getDimSize(a));
+    if (!bounds)
+      return imp.error(node) << "step is zero or out of range", failure();
+    // An empty slice (start -1 going down) starts anywhere: 0 keeps it in bounds.
+    st[a] = std::max<int64_t>(bounds->start, 0);
     sp[a] = step;
   }
   imp.define(node.output(0), createSlice(imp, imp.locOf(node), *x, *type, st, sp));
@@ -309,7 +306,7 @@ LogicalResult buildSplit(OnnxImporter &imp, const NodeProto &node) {
   if (failed(x))
     return failure();
   auto xt = cast<RankedTensorType>(x->getType());
-  int64_t axis = normalize(OnnxImporter::intAttr(node, "axis", 0), xt.getRank());
+  int64_t axis = normalizeAxis(OnnxImporter::intAttr(node, "axis", 0), xt.getRank());
   if (axis < 0 || axis >= xt.getRank())
     return imp.error(node) << "axis out of range", failure();
   if (OnnxImporter::hasInput(node, 1) && !imp.requireConstant(node, 1))
@@ -349,7 +346,7 @@ LogicalResult buildConcat(OnnxImporter &imp, const NodeProto &node) {
   auto type = imp.outputType(node, 0);
   if (failed(type) || inputs.empty())
     return failure();
-  int64_t axis = normalize(OnnxImporter::intAttr(node, "axis", 0), type->getRank());
+  int64_t axis = normalizeAxis(OnnxImporter::intAttr(node, "axis", 0), type->getRank());
   imp.define(node.output(0), ConcatOp::create(imp.builder, imp.locOf(node), *type,
                                               inputs, axis));
   return success();
@@ -423,7 +420,7 @@ LogicalResult buildReduce(OnnxImporter &imp, const NodeProto &node) {
       norm.push_back(i);
   } else {
     for (int64_t a : *axes) {
-      a = normalize(a, rank);
+      a = normalizeAxis(a, rank);
       if (a < 0 || a >= rank)
         return imp.error(node) << "axis out of range", failure();
       norm.push_back(a);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Support/ShapeRules.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -18,16 +19,9 @@ using namespace zero::compute;
 
 FailureOr<SmallVector<int64_t>>
 zero::compute::broadcastShapes(ArrayRef<int64_t> lhs, ArrayRef<int64_t> rhs) {
-  size_t rank = std::max(lhs.size(), rhs.size());
-  SmallVector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t a = i < rank - lhs.size() ? 1 : lhs[i - (rank - lhs.size())];
-    int64_t b = i < rank - rhs.size() ? 1 : rhs[i - (rank - rhs.size())];
-    if (a != b && a != 1 && b != 1)
-      return failure();
-    out[i] = a == 1 ? b : a;
-  }
-  return out;
+  if (auto out = zero::broadcastShapes(lhs, rhs))
+    return *out;
+  return failure();
 }
 
 FailureOr<SmallVector<int64_t>>
