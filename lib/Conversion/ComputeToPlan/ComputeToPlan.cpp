@@ -106,53 +106,56 @@ bool isInPlaceSafe(Operation &op) {
   return isa<compute::AdamWOp, compute::SgdOp, compute::AddOp, compute::FusedOp>(op);
 }
 
-struct ConvertComputeToPlanPass
-    : public zero::impl::ConvertComputeToPlanPassBase<ConvertComputeToPlanPass> {
-  using Base::Base;
+/// Lowers @main to one plan.program in phases that run in order:
+///  1. fold: what needs no kernel of its own (transposes that only matmuls read,
+///     waits, views) and which results replace which argument;
+///  2. liveness: each value's last reader;
+///  3. emission: buffers and kernels in step order, arena slots taken when a value
+///     is made and given back at its last reader;
+///  4. placement: the arenas' offsets written into the buffers.
+class PlanLowering {
+  /// A view reads `bytes` on into the buffer of `root`.
+  struct View {
+    Value root;
+    int64_t bytes;
+  };
+  struct ViewPlacement {
+    plan::BufferOp view;
+    int64_t rootId, bytes;
+    bool host;
+  };
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    auto func = module.lookupSymbol<func::FuncOp>("main");
-    if (!func) {
-      module.emitError("no func.func @main to lower");
-      return signalPassFailure();
-    }
-    if (failed(lower(func)))
-      return signalPassFailure();
-    func.erase();
-  }
+public:
+  PlanLowering(func::FuncOp func, int64_t worldSize, bool views)
+      : func(func), entry(func.getBody().front()), terminator(entry.getTerminator()),
+        b(func), worldSize(worldSize), views(views) {}
 
-  LogicalResult lower(func::FuncOp func) {
-    if (!func.getBody().hasOneBlock())
-      return func.emitError("@main must have a single block");
-    Block &entry = func.getBody().front();
-    OpBuilder b(func);
-    Location loc = func.getLoc();
-    auto program = plan::ProgramOp::create(b, loc, b.getStringAttr("main"),
-                                           b.getI64IntegerAttr(0),
-                                           b.getI64IntegerAttr(worldSize), nullptr);
+  LogicalResult run() {
+    program = plan::ProgramOp::create(b, func.getLoc(), b.getStringAttr("main"),
+                                      b.getI64IntegerAttr(0),
+                                      b.getI64IntegerAttr(worldSize), nullptr);
     program.getBody().emplaceBlock();
     b.setInsertionPointToStart(&program.getBody().front());
+    if (failed(fold()))
+      return failure();
+    computeLiveness();
+    if (failed(emitArguments()))
+      return failure();
+    emitConstants();
+    for (Operation &op : entry.without_terminator())
+      if (failed(emitOp(op)))
+        return failure();
+    emitReturn();
+    place();
+    return success();
+  }
 
-    // Device memory, and host memory for an offloaded optimizer (its master
-    // weights, state and the values its host kernels read and write).
-    ArenaAllocator arena, hostArena;
-    DenseSet<Value> inPlace;
-    DenseMap<Operation *, int64_t> requestOf; // started collective -> request id
-    DenseMap<Value, Value> bufferOf;
-    DenseMap<Value, int64_t> offsetOf; // the arena's id of each value's buffer
-    SmallVector<std::pair<plan::BufferOp, int64_t>> placements, hostPlacements;
-    struct ViewPlacement {
-      plan::BufferOp view;
-      int64_t rootId, bytes;
-      bool host;
-    };
-    SmallVector<ViewPlacement> viewPlacements;
-
+private:
+  // Phase 1: fold.
+  LogicalResult fold() {
     // Transposes of the last two dimensions that only matmuls read are not run:
     // the matmul kernel reads the untransposed buffer with a transpose flag (BLAS
     // does it for free). `source` maps such a transpose to its input.
-    DenseMap<Value, Value> source;
     for (Operation &op : entry)
       if (auto t = dyn_cast<compute::TransposeOp>(op))
         if (isLastTwoSwap(t) && !t->use_empty() &&
@@ -163,15 +166,9 @@ struct ConvertComputeToPlanPass
     for (Operation &op : entry)
       if (auto w = dyn_cast<zops::WaitOp>(op))
         source[w.getResult()] = w.getPending();
-    auto resolve = [&](Value v) {
-      Value s = source.lookup(v);
-      return s ? s : v;
-    };
 
     // Results marked compute.updates = N replace argument N (a parameter or
     // optimizer state) for the next step.
-    Operation *terminator = entry.getTerminator();
-    DenseMap<Value, BlockArgument> updateOf;
     for (auto [i, v] : llvm::enumerate(terminator->getOperands()))
       if (auto arg = func.getResultAttrOfType<IntegerAttr>(i, "compute.updates")) {
         if (arg.getInt() < 0 || arg.getInt() >= entry.getNumArguments())
@@ -185,11 +182,6 @@ struct ConvertComputeToPlanPass
     // value whose buffer it reads and the byte offset there. Not for a value the
     // step copies into an argument (copied where it is made, it dies there), nor
     // for a graph output (the host reads outputs by their own buffers).
-    struct View {
-      Value root;
-      int64_t bytes;
-    };
-    DenseMap<Value, View> viewOf;
     for (Operation &op : entry) {
       if (!views || !isa<compute::ReshapeOp, compute::SliceOp>(op) ||
           updateOf.count(op.getResult(0)) ||
@@ -210,17 +202,24 @@ struct ConvertComputeToPlanPass
         v = {it->second.root, it->second.bytes + at};
       viewOf[op.getResult(0)] = v;
     }
-    // The value whose buffer holds `v`'s bytes.
-    auto base = [&](Value v) {
-      v = resolve(v);
-      auto it = viewOf.find(v);
-      return it == viewOf.end() ? v : it->second.root;
-    };
+    return success();
+  }
 
-    // Last reader of every value, so that a temporary is freed right after it
-    // (and the last reader that is not the terminator).
-    DenseMap<Value, Operation *> lastUse, lastKernelUse;
-    DenseMap<Operation *, int64_t> position;
+  /// The value a folded transpose or a wait stands for.
+  Value resolve(Value v) {
+    Value s = source.lookup(v);
+    return s ? s : v;
+  }
+  /// The value whose buffer holds `v`'s bytes.
+  Value base(Value v) {
+    v = resolve(v);
+    auto it = viewOf.find(v);
+    return it == viewOf.end() ? v : it->second.root;
+  }
+
+  // Phase 2: liveness. The last reader of every value, so that a temporary is
+  // freed right after it (and the last reader that is not the terminator).
+  void computeLiveness() {
     for (Operation &op : entry)
       position[&op] = position.size();
     for (Operation &op : entry) {
@@ -231,49 +230,56 @@ struct ConvertComputeToPlanPass
       for (Value v : op.getOperands())
         if (isa<RankedTensorType>(v.getType())) {
           lastUse[base(v)] = &op;
-          if (&op != entry.getTerminator())
+          if (&op != terminator)
             lastKernelUse[base(v)] = &op;
         }
       // A started collective reads its input until its wait.
       if (auto w = dyn_cast<zops::WaitOp>(op))
         lastUse[base(w.getToken().getDefiningOp()->getOperand(0))] = &op;
     }
+  }
 
-    // Host memory (optimizer offload): arguments the offload pass marked, values
-    // of host ops and of copies to the host.
-    auto isHost = [&](Value v) {
-      if (auto arg = dyn_cast<BlockArgument>(v))
-        return bool(func.getArgAttr(arg.getArgNumber(), "compute.host"));
-      Operation *def = v.getDefiningOp();
-      return def && (def->hasAttr("zero.host") || isa<compute::ToHostOp>(def));
-    };
-    // A device buffer is freed at its last reader. A host one is not reused within
-    // the step: host kernels run on their own thread, after the kernels before them
-    // in the plan have been issued, so the plan's order does not bound when they
-    // read it.
-    auto release = [&](Value v) {
-      if (!isHost(v))
-        arena.release(offsetOf[v]);
-    };
+  // Phase 3: emission.
 
-    auto makeBuffer = [&](Value v, plan::BufferRole role, NamedAttrList attrs) {
-      bool host = isHost(v);
-      // The offset is set once all are known.
-      int64_t id = (host ? hostArena : arena).allocate(bytesOf(v));
-      auto buf = plan::BufferOp::create(b, v.getLoc(), bufferTypeOf(v),
-                                        plan::BufferRoleAttr::get(b.getContext(), role),
-                                        b.getI64IntegerAttr(0),
-                                        nullptr, nullptr, nullptr, host ? b.getUnitAttr() : nullptr,
-                                        Value());
-      for (NamedAttribute a : attrs)
-        buf->setAttr(a.getName(), a.getValue());
-      bufferOf[v] = buf;
-      offsetOf[v] = id;
-      (host ? hostPlacements : placements).push_back({buf, id});
-      return buf;
-    };
+  /// Host memory (optimizer offload): arguments the offload pass marked, values
+  /// of host ops and of copies to the host.
+  bool isHost(Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return bool(func.getArgAttr(arg.getArgNumber(), "compute.host"));
+    Operation *def = v.getDefiningOp();
+    return def && (def->hasAttr("zero.host") || isa<compute::ToHostOp>(def));
+  }
+  /// A device buffer is freed at its last reader. A host one is not reused within
+  /// the step: host kernels run on their own thread, after the kernels before them
+  /// in the plan have been issued, so the plan's order does not bound when they
+  /// read it.
+  void release(Value v) {
+    if (!isHost(v))
+      arena.release(offsetOf[v]);
+  }
+  bool isTemp(Value v) {
+    return cast<plan::BufferOp>(bufferOf.lookup(v).getDefiningOp()).getRole() ==
+           plan::BufferRole::temp;
+  }
 
-    // Parameters and inputs live for the whole step.
+  plan::BufferOp makeBuffer(Value v, plan::BufferRole role, NamedAttrList attrs) {
+    bool host = isHost(v);
+    // The offset is set once all are known.
+    int64_t id = (host ? hostArena : arena).allocate(bytesOf(v));
+    auto buf = plan::BufferOp::create(b, v.getLoc(), bufferTypeOf(v),
+                                      plan::BufferRoleAttr::get(b.getContext(), role),
+                                      b.getI64IntegerAttr(0), nullptr, nullptr, nullptr,
+                                      host ? b.getUnitAttr() : nullptr, Value());
+    for (NamedAttribute a : attrs)
+      buf->setAttr(a.getName(), a.getValue());
+    bufferOf[v] = buf;
+    offsetOf[v] = id;
+    (host ? hostPlacements : placements).push_back({buf, id});
+    return buf;
+  }
+
+  /// Parameters and inputs live for the whole step.
+  LogicalResult emitArguments() {
     for (BlockArgument arg : entry.getArguments()) {
       if (!isa<RankedTensorType>(arg.getType()) ||
           !cast<RankedTensorType>(arg.getType()).hasStaticShape())
@@ -327,171 +333,194 @@ struct ConvertComputeToPlanPass
                << "compute.runtime or compute.input";
       }
     }
+    return success();
+  }
 
-    // An elementwise op that reads an updated argument's old value for the last
-    // time writes the new one over it; otherwise the new value is copied into the
-    // argument's buffer once the old one is dead.
-    DenseSet<Value> copiedEarly; // new values already copied into their argument
-
-    // Constants are written once, when the plan loads, so they too are placed
-    // before any temporary: a temporary must never reuse their bytes.
-    for (Operation &op : entry.without_terminator()) {
+  /// Constants are written once, when the plan loads, so they too are placed
+  /// before any temporary: a temporary must never reuse their bytes.
+  void emitConstants() {
+    for (Operation &op : entry.without_terminator())
       if (auto cst = dyn_cast<compute::ConstantOp>(op)) {
         NamedAttrList attrs;
         attrs.append("value", cst.getValue());
         makeBuffer(cst.getResult(), plan::BufferRole::constant, attrs);
       }
-    }
+  }
 
-    for (Operation &op : entry.without_terminator()) {
-      if (auto w = dyn_cast<zops::WaitOp>(op)) {
-        // Completes request N; its result is the start's buffer.
-        Operation *start = w.getToken().getDefiningOp();
-        plan::KernelOp::create(
-            b, op.getLoc(), b.getStringAttr("wait"), ValueRange{},
-            ValueRange{bufferOf.lookup(w.getPending())},
-            b.getDictionaryAttr(b.getNamedAttr(
-                "request", b.getI64IntegerAttr(requestOf.lookup(start)))));
-        // The start read its input until now.
-        Value in = base(start->getOperand(0));
-        if (lastUse.lookup(in) == &op &&
-            cast<plan::BufferOp>(bufferOf.lookup(in).getDefiningOp()).getRole() ==
-                plan::BufferRole::temp)
-          release(in);
+  /// Completes request N; its result is the start's buffer.
+  void emitWait(zops::WaitOp w) {
+    Operation *start = w.getToken().getDefiningOp();
+    plan::KernelOp::create(b, w.getLoc(), b.getStringAttr("wait"), ValueRange{},
+                           ValueRange{bufferOf.lookup(w.getPending())},
+                           b.getDictionaryAttr(b.getNamedAttr(
+                               "request", b.getI64IntegerAttr(requestOf.lookup(start)))));
+    // The start read its input until now.
+    Value in = base(start->getOperand(0));
+    if (lastUse.lookup(in) == w.getOperation() && isTemp(in))
+      release(in);
+  }
+
+  /// A view: a buffer over its root's bytes, no kernel.
+  void emitView(Value r, const View &v) {
+    Value root = bufferOf.lookup(v.root);
+    bool host = isHost(v.root);
+    auto view = plan::BufferOp::create(
+        b, r.getLoc(), bufferTypeOf(r),
+        plan::BufferRoleAttr::get(b.getContext(), plan::BufferRole::temp),
+        b.getI64IntegerAttr(0), nullptr, nullptr, nullptr,
+        host ? b.getUnitAttr() : nullptr, root);
+    bufferOf[r] = view;
+    offsetOf[r] = offsetOf.lookup(v.root);
+    viewPlacements.push_back({view, offsetOf[r], v.bytes, host});
+  }
+
+  /// One op of the step: a wait, a view, nothing (a constant, a folded
+  /// transpose), or a kernel with its output buffers; then what dies there.
+  LogicalResult emitOp(Operation &op) {
+    if (auto w = dyn_cast<zops::WaitOp>(op)) {
+      emitWait(w);
+      return success();
+    }
+    bool isStart =
+        isa<zops::AllGatherStartOp, zops::ReduceScatterStartOp, zops::AllReduceStartOp>(op);
+    bool isCollective =
+        isStart || isa<mlir::shard::AllGatherOp, mlir::shard::ReduceScatterOp,
+                       mlir::shard::AllReduceOp, mlir::shard::AllSliceOp>(op);
+    if (op.getDialect() != op.getContext()->getLoadedDialect("compute") && !isCollective)
+      return op.emitError("cannot lower '")
+             << op.getName()
+             << "' to the plan: only compute ops and shard collectives are supported";
+    // Every collective, split or not, must be one the runtime runs.
+    if (isCollective && failed(checkCollective(op, worldSize)))
+      return failure();
+    if (isa<compute::ConstantOp>(op) || source.count(op.getResult(0)))
+      return success();
+    if (auto it = viewOf.find(op.getResult(0)); it != viewOf.end()) {
+      emitView(op.getResult(0), it->second);
+      return success();
+    }
+    SmallVector<Value> ins, outs;
+    for (Value v : op.getOperands())
+      ins.push_back(bufferOf.lookup(resolve(v)));
+    // Outputs are placed before any input is released, so a kernel never writes
+    // over what it reads.
+    for (Value r : op.getResults()) {
+      if (!isa<RankedTensorType>(r.getType()))
+        continue; // a collective's token has no buffer
+      BlockArgument target = updateOf.lookup(r);
+      if (target && isInPlaceSafe(op) && lastUse.lookup(target) == &op &&
+          llvm::is_contained(op.getOperands(), Value(target))) {
+        bufferOf[r] = bufferOf.lookup(target);
+        offsetOf[r] = offsetOf.lookup(target);
+        inPlace.insert(r);
+        outs.push_back(bufferOf[r]);
         continue;
       }
-      bool isStart =
-          isa<zops::AllGatherStartOp, zops::ReduceScatterStartOp, zops::AllReduceStartOp>(op);
-      bool isCollective =
-          isStart || isa<mlir::shard::AllGatherOp, mlir::shard::ReduceScatterOp,
-                         mlir::shard::AllReduceOp, mlir::shard::AllSliceOp>(op);
-      if (op.getDialect() != op.getContext()->getLoadedDialect("compute") &&
-          !isCollective)
-        return op.emitError("cannot lower '")
-               << op.getName()
-               << "' to the plan: only compute ops and shard collectives are supported";
-      // Every collective, split or not, must be one the runtime runs.
-      if (isCollective && failed(checkCollective(op, worldSize)))
+      outs.push_back(makeBuffer(r, plan::BufferRole::temp, {}));
+    }
+    FailureOr<DictionaryAttr> attrs = kernelAttrs(op, isCollective, isStart);
+    if (failed(attrs))
+      return failure();
+    StringRef kernel = op.getName().stripDialect();
+    auto k = plan::KernelOp::create(b, op.getLoc(), b.getStringAttr(kernel), ins, outs,
+                                    *attrs);
+    // For the report (not the runtime): work done again by activation
+    // checkpointing.
+    if (op.hasAttr("zero.recompute"))
+      k->setAttr("zero.recompute", b.getUnitAttr());
+    copyUpdatesEarly(op);
+    releaseDead(op);
+    return success();
+  }
+
+  /// The kernel's attributes: the op's own, but for the passes' marks; which
+  /// optional operands are there; a collective's request id; a fused op's
+  /// program; a matmul's folded transposes.
+  FailureOr<DictionaryAttr> kernelAttrs(Operation &op, bool isCollective, bool isStart) {
+    NamedAttrList attrs;
+    if (!isCollective) // a collective's attributes are all implied (checked above)
+      for (NamedAttribute a : op.getAttrs()) {
+        // Which optional operands are there (the optimizers' runtime values).
+        if (auto seg = dyn_cast<DenseI32ArrayAttr>(a.getValue());
+            seg && a.getName() == "operandSegmentSizes") {
+          SmallVector<int64_t> sizes(seg.asArrayRef().begin(), seg.asArrayRef().end());
+          attrs.append("operand_segments", b.getDenseI64ArrayAttr(sizes));
+          continue;
+        }
+        if (a.getName().strref().starts_with("zero.")) // the passes' marks
+          continue;
+        attrs.append(a);
+      }
+    if (isStart) {
+      int64_t id = requestOf.size();
+      requestOf[&op] = id;
+      attrs.append("request", b.getI64IntegerAttr(id));
+    }
+    if (auto f = dyn_cast<compute::FusedOp>(op)) {
+      FailureOr<SmallVector<int64_t>> program = encodeFusedProgram(f);
+      if (failed(program))
         return failure();
-      if (isa<compute::ConstantOp>(op) || source.count(op.getResult(0)))
-        continue;
-      if (auto it = viewOf.find(op.getResult(0)); it != viewOf.end()) {
-        // A view: a buffer over its root's bytes, no kernel.
-        Value r = op.getResult(0), root = bufferOf.lookup(it->second.root);
-        bool host = isHost(it->second.root);
-        auto view = plan::BufferOp::create(b, r.getLoc(), bufferTypeOf(r),
-                                           plan::BufferRoleAttr::get(b.getContext(),
-                                                                     plan::BufferRole::temp),
-                                           b.getI64IntegerAttr(0),
-                                           nullptr, nullptr, nullptr,
-                                           host ? b.getUnitAttr() : nullptr, root);
-        bufferOf[r] = view;
-        offsetOf[r] = offsetOf.lookup(it->second.root);
-        viewPlacements.push_back({view, offsetOf[r], it->second.bytes, host});
-        continue;
-      }
-      SmallVector<Value> ins, outs;
-      for (Value v : op.getOperands())
-        ins.push_back(bufferOf.lookup(resolve(v)));
-      // Outputs are placed before any input is released, so a kernel never writes
-      // over what it reads.
-      for (Value r : op.getResults()) {
-        if (!isa<RankedTensorType>(r.getType()))
-          continue; // a collective's token has no buffer
-        BlockArgument target = updateOf.lookup(r);
-        if (target && isInPlaceSafe(op) && lastUse.lookup(target) == &op &&
-            llvm::is_contained(op.getOperands(), Value(target))) {
-          bufferOf[r] = bufferOf.lookup(target);
-          offsetOf[r] = offsetOf.lookup(target);
-          inPlace.insert(r);
-          outs.push_back(bufferOf[r]);
-          continue;
-        }
-        outs.push_back(makeBuffer(r, plan::BufferRole::temp, {}));
-      }
-      NamedAttrList kernelAttrs;
-      if (!isCollective) // a collective's attributes are all implied (checked above)
-        for (NamedAttribute a : op.getAttrs()) {
-          // Which optional operands are there (the optimizers' runtime values).
-          if (auto seg = dyn_cast<DenseI32ArrayAttr>(a.getValue());
-              seg && a.getName() == "operandSegmentSizes") {
-            SmallVector<int64_t> sizes(seg.asArrayRef().begin(), seg.asArrayRef().end());
-            kernelAttrs.append("operand_segments", b.getDenseI64ArrayAttr(sizes));
-            continue;
-          }
-          if (a.getName().strref().starts_with("zero.")) // the passes' marks
-            continue;
-          kernelAttrs.append(a);
-        }
-      if (isStart) {
-        int64_t id = requestOf.size();
-        requestOf[&op] = id;
-        kernelAttrs.append("request", b.getI64IntegerAttr(id));
-      }
-      if (auto f = dyn_cast<compute::FusedOp>(op)) {
-        FailureOr<SmallVector<int64_t>> program = encodeFusedProgram(f);
-        if (failed(program))
-          return failure();
-        kernelAttrs.append("program", b.getDenseI64ArrayAttr(*program));
-      }
-      if (isa<compute::MatMulOp>(op)) {
-        if (source.count(op.getOperand(0)))
-          kernelAttrs.append("transpose_lhs", b.getBoolAttr(true));
-        if (source.count(op.getOperand(1)))
-          kernelAttrs.append("transpose_rhs", b.getBoolAttr(true));
-      }
-      StringRef kernel = op.getName().stripDialect();
-      auto k = plan::KernelOp::create(b, op.getLoc(), b.getStringAttr(kernel), ins, outs,
-                                      kernelAttrs.getDictionary(op.getContext()));
-      // For the report (not the runtime): work done again by activation
-      // checkpointing.
-      if (op.hasAttr("zero.recompute"))
-        k->setAttr("zero.recompute", b.getUnitAttr());
-      // Results nobody reads die at once; inputs die at their last reader.
-      auto releaseIfDead = [&](Value v, bool isResult) {
-        auto *def = bufferOf.lookup(v).getDefiningOp();
-        if (cast<plan::BufferOp>(def).getRole() != plan::BufferRole::temp)
-          return;
-        Operation *last = lastUse.lookup(v);
-        if ((isResult && !last) || last == &op)
-          release(v);
-      };
-      // A new value whose argument nobody reads any more goes into it at once (not
-      // at the end of the step), so that its temporary dies here: otherwise every
-      // updated parameter of a ZeRO 1-2 step would be alive at once at the end.
-      for (Value r : op.getResults()) {
-        BlockArgument target = updateOf.lookup(r);
-        if (!target || inPlace.contains(r) || lastUse.lookup(r) != terminator)
-          continue;
-        Operation *lastRead = lastUse.lookup(target);
-        if (lastRead && position[lastRead] > position[&op])
-          continue;
-        plan::KernelOp::create(b, r.getLoc(), b.getStringAttr("copy"),
-                               ValueRange{bufferOf.lookup(r)},
-                               ValueRange{bufferOf.lookup(target)}, b.getDictionaryAttr({}));
-        copiedEarly.insert(r);
-        // Dead now unless a kernel still reads it (then its last reader frees it).
-        if (llvm::count(terminator->getOperands(), r) == 1 && !lastKernelUse.count(r))
-          release(r);
-      }
-      for (Value r : op.getResults())
-        if (isa<RankedTensorType>(r.getType()))
-          releaseIfDead(r, /*isResult=*/true);
-      llvm::SmallDenseSet<Value> seen;
-      for (Value operand : op.getOperands()) {
-        if (!isa<RankedTensorType>(operand.getType()))
-          continue;
-        Value v = base(operand);
-        if (!seen.insert(v).second)
-          continue;
-        if (lastUse.lookup(v) != terminator)
-          releaseIfDead(v, /*isResult=*/false);
-        else if (copiedEarly.contains(v) && lastKernelUse.lookup(v) == &op &&
-                 llvm::count(terminator->getOperands(), v) == 1)
-          release(v); // copied into its argument already
-      }
+      attrs.append("program", b.getDenseI64ArrayAttr(*program));
     }
+    if (isa<compute::MatMulOp>(op)) {
+      if (source.count(op.getOperand(0)))
+        attrs.append("transpose_lhs", b.getBoolAttr(true));
+      if (source.count(op.getOperand(1)))
+        attrs.append("transpose_rhs", b.getBoolAttr(true));
+    }
+    return attrs.getDictionary(op.getContext());
+  }
 
+  /// A new value whose argument nobody reads any more goes into it at once (not
+  /// at the end of the step), so that its temporary dies here: otherwise every
+  /// updated parameter of a ZeRO 1-2 step would be alive at once at the end.
+  void copyUpdatesEarly(Operation &op) {
+    for (Value r : op.getResults()) {
+      BlockArgument target = updateOf.lookup(r);
+      if (!target || inPlace.contains(r) || lastUse.lookup(r) != terminator)
+        continue;
+      Operation *lastRead = lastUse.lookup(target);
+      if (lastRead && position[lastRead] > position[&op])
+        continue;
+      plan::KernelOp::create(b, r.getLoc(), b.getStringAttr("copy"),
+                             ValueRange{bufferOf.lookup(r)},
+                             ValueRange{bufferOf.lookup(target)}, b.getDictionaryAttr({}));
+      copiedEarly.insert(r);
+      // Dead now unless a kernel still reads it (then its last reader frees it).
+      if (llvm::count(terminator->getOperands(), r) == 1 && !lastKernelUse.count(r))
+        release(r);
+    }
+  }
+
+  /// Results nobody reads die at once; inputs die at their last reader.
+  void releaseDead(Operation &op) {
+    auto releaseIfDead = [&](Value v, bool isResult) {
+      if (!isTemp(v))
+        return;
+      Operation *last = lastUse.lookup(v);
+      if ((isResult && !last) || last == &op)
+        release(v);
+    };
+    for (Value r : op.getResults())
+      if (isa<RankedTensorType>(r.getType()))
+        releaseIfDead(r, /*isResult=*/true);
+    llvm::SmallDenseSet<Value> seen;
+    for (Value operand : op.getOperands()) {
+      if (!isa<RankedTensorType>(operand.getType()))
+        continue;
+      Value v = base(operand);
+      if (!seen.insert(v).second)
+        continue;
+      if (lastUse.lookup(v) != terminator)
+        releaseIfDead(v, /*isResult=*/false);
+      else if (copiedEarly.contains(v) && lastKernelUse.lookup(v) == &op &&
+               llvm::count(terminator->getOperands(), v) == 1)
+        release(v); // copied into its argument already
+    }
+  }
+
+  /// The outputs; updated arguments not yet written get their copy.
+  void emitReturn() {
     SmallVector<Value> results;
     SmallVector<Attribute> names;
     auto allNames = func->getAttrOfType<ArrayAttr>("compute.output_names");
@@ -511,6 +540,10 @@ struct ConvertComputeToPlanPass
     auto ret = plan::ReturnOp::create(b, terminator->getLoc(), results, nullptr);
     if (allNames)
       ret.setNamesAttr(b.getArrayAttr(names));
+  }
+
+  // Phase 4: placement.
+  void place() {
     arena.place();
     hostArena.place();
     for (auto [buf, id] : placements)
@@ -523,7 +556,54 @@ struct ConvertComputeToPlanPass
     program.setArenaBytes(arena.size());
     if (!hostPlacements.empty())
       program.setHostArenaBytes(hostArena.size());
-    return success();
+  }
+
+  func::FuncOp func;
+  Block &entry;
+  Operation *terminator;
+  OpBuilder b;
+  int64_t worldSize;
+  bool views;
+  plan::ProgramOp program;
+
+  // fold
+  DenseMap<Value, Value> source;              // folded transpose or wait -> its value
+  DenseMap<Value, BlockArgument> updateOf;    // new value -> the argument it replaces
+  DenseMap<Value, View> viewOf;
+  // liveness
+  DenseMap<Value, Operation *> lastUse, lastKernelUse;
+  DenseMap<Operation *, int64_t> position;
+  // emission: device memory, and host memory for an offloaded optimizer (its
+  // master weights, state and the values its host kernels read and write).
+  ArenaAllocator arena, hostArena;
+  DenseMap<Value, Value> bufferOf;
+  DenseMap<Value, int64_t> offsetOf; // the arena's id of each value's buffer
+  DenseSet<Value> inPlace;           // new values written over their argument
+  DenseSet<Value> copiedEarly;       // new values already copied into their argument
+  DenseMap<Operation *, int64_t> requestOf; // started collective -> request id
+  // placement
+  SmallVector<std::pair<plan::BufferOp, int64_t>> placements, hostPlacements;
+  SmallVector<ViewPlacement> viewPlacements;
+};
+
+struct ConvertComputeToPlanPass
+    : public zero::impl::ConvertComputeToPlanPassBase<ConvertComputeToPlanPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>("main");
+    if (!func) {
+      module.emitError("no func.func @main to lower");
+      return signalPassFailure();
+    }
+    if (!func.getBody().hasOneBlock()) {
+      func.emitError("@main must have a single block");
+      return signalPassFailure();
+    }
+    if (failed(PlanLowering(func, worldSize, views).run()))
+      return signalPassFailure();
+    func.erase();
   }
 };
 
