@@ -53,6 +53,26 @@ struct Bucket {
   Type elementType;
 };
 
+/// What the parts of one step's rewrite share: the step as it was, the scales
+/// the new optimizers multiply the gradients by, and what the rewrite collects
+/// (the new values of the arguments, what becomes dead).
+struct StepRewrite {
+  func::FuncOp func;
+  func::ReturnOp ret;
+  Operation *first = nullptr; // the first optimizer op
+  Value step;                 // AdamW's step counter
+  Value oldOverflow, lrValue; // the optimizers' runtime operands
+  bool mixed = false;
+  ClipGradScaleOp clip;
+  Value baseScale; // mixed: 1 / (loss_scale * N)
+  Value gradScale; // what the new optimizers multiply the gradients by
+  DenseMap<Value, unsigned> resultIndexOf; // result -> its index in the return
+  SmallVector<std::pair<unsigned, Value>> updates; // (argument, its new value)
+  llvm::BitVector deadArgs;
+  SmallVector<Operation *> deadOps;
+  SmallVector<Value> reduced; // each bucket's reduced gradient
+};
+
 struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
   using Base::Base;
 
@@ -252,32 +272,44 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     if (!module.lookupSymbol(kGrid))
       mlir::shard::GridOp::create(mb, module.getLoc(), kGrid, ArrayRef<int64_t>{worldSize});
 
-    // Result index -> argument it updates, as it stands now.
-    DenseMap<Value, unsigned> resultIndexOf;
+    StepRewrite s;
+    s.func = func;
+    s.ret = ret;
+    s.first = optimizers.front();
+    s.deadArgs.resize(entry.getNumArguments() + 4 * buckets->size() + 4);
     for (auto [k, v] : llvm::enumerate(ret.getOperands()))
-      resultIndexOf[v] = k;
+      s.resultIndexOf[v] = k;
+    if (failed(prepareScales(s)))
+      return failure();
 
-    SmallVector<Value> newResults;
-    SmallVector<Attribute> newNames;
-    SmallVector<std::pair<unsigned, Value>> updates; // (arg, new value)
-    SmallVector<std::pair<Value, StringRef>> newUpdateNames;
-    llvm::BitVector deadArgs(entry.getNumArguments() + 4 * buckets->size() + 4);
-    SmallVector<Operation *> deadOps;
+    for (auto [bi, bucket] : llvm::enumerate(*buckets)) {
+      FailureOr<Value> gavg = reduceBucket(s, bi, bucket);
+      if (failed(gavg))
+        return failure();
+      if (stage != 0 && failed(shardOptimizer(s, bi, bucket, *gavg)))
+        return failure();
+    }
+    reduceOverflowAndNorm(s);
+    if (stage == 0)
+      return success(); // the optimizer and its results are unchanged
+    return rebuildSignature(s, *buckets);
+  }
 
-    OpBuilder b(ret);
-    Operation *first = optimizers.front();
-    Value step = isa<AdamWOp>(first) ? cast<AdamWOp>(first).getStep() : Value();
-    // Mixed precision: gradients are summed, not averaged; the optimizer multiplies
-    // them by 1 / (loss_scale * N). The overflow count is rebuilt from the reduced
-    // gradients, then summed over the ranks, so that every rank skips together.
-    // Clipping: the sum of squares likewise, from the reduced gradients.
-    Value oldOverflow = runtimeOperand(first, /*found=*/true);
-    Value lrValue = runtimeOperand(first, /*found=*/false, /*lr=*/true);
-    bool mixed = bool(oldOverflow);
-    ClipGradScaleOp clip;
-    func.walk([&](ClipGradScaleOp op) { clip = op; });
-    Value baseScale; // mixed: 1 / (loss_scale * N)
-    if (mixed) {
+  /// The step counter, the optimizers' runtime operands and the gradients'
+  /// scale. Mixed precision: gradients are summed, not averaged; the optimizer
+  /// multiplies them by 1 / (loss_scale * N). The overflow count is rebuilt from
+  /// the reduced gradients, then summed over the ranks, so that every rank skips
+  /// together. Clipping: the sum of squares likewise, from the reduced gradients.
+  LogicalResult prepareScales(StepRewrite &s) {
+    func::FuncOp func = s.func;
+    Block &entry = func.getBody().front();
+    Operation *first = s.first;
+    s.step = isa<AdamWOp>(first) ? cast<AdamWOp>(first).getStep() : Value();
+    s.oldOverflow = runtimeOperand(first, /*found=*/true);
+    s.lrValue = runtimeOperand(first, /*found=*/false, /*lr=*/true);
+    s.mixed = bool(s.oldOverflow);
+    func.walk([&](ClipGradScaleOp op) { s.clip = op; });
+    if (s.mixed) {
       BlockArgument lossScale;
       for (BlockArgument a : entry.getArguments())
         if (auto n = func.getArgAttrOfType<StringAttr>(a.getArgNumber(), "compute.runtime");
@@ -291,190 +323,213 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
         divisor = MulOp::create(fb, first->getLoc(), lossScale.getType(), lossScale,
                                 constantScalar(fb, first->getLoc(), fb.getF32Type(),
                                                (double)worldSize));
-      baseScale = ReciprocalOp::create(fb, first->getLoc(), divisor.getType(), divisor);
+      s.baseScale = ReciprocalOp::create(fb, first->getLoc(), divisor.getType(), divisor);
     }
-    // What the new optimizers multiply the gradients by.
-    Value gradScale = clip ? clip.getClippedScale() : baseScale;
-    if (!mixed && reduceDtype == "fp32")
+    s.gradScale = s.clip ? s.clip.getClippedScale() : s.baseScale;
+    if (!s.mixed && reduceDtype == "fp32")
       return func.emitError("--reduce-dtype=fp32 needs a mixed-precision step "
                             "(--precision=bf16 or fp16)");
-    SmallVector<Value> reduced; // what the overflow check reads, per bucket
+    return success();
+  }
 
-    for (auto [bi, bucket] : llvm::enumerate(*buckets)) {
-      Location loc = bucket.members.front().param.getLoc();
-      SmallVector<Value> grads;
-      Operation *lastGrad = nullptr;
-      for (Member &m : bucket.members) {
-        Value g = m.optimizer->getOperand(1);
-        grads.push_back(g);
-        Operation *def = g.getDefiningOp();
-        if (def && (!lastGrad || position[def] > position[lastGrad]))
-          lastGrad = def;
-      }
-      // Stage 0 and 2/3 reduce a bucket as soon as backward completes it; stage 1
-      // after backward, just before the optimizer.
-      if (stage == 1 || !lastGrad)
-        b.setInsertionPoint(first);
-      else
-        b.setInsertionPointAfter(lastGrad);
-      // The reduction's type: the parameters' (16-bit in mixed precision, whatever
-      // the accumulator's), or f32 with reduce-dtype=fp32 (DeepSpeed's
-      // communication_data_type).
-      Type commType = mixed && reduceDtype == "fp32" ? b.getF32Type() : bucket.elementType;
-      auto toComm = [&](Value flat) -> Value {
-        if (typeOf(flat).getElementType() == commType)
-          return flat;
-        return CastOp::create(b, loc, typeOf(flat).clone(commType), flat);
-      };
-      Value gflat;
-      if (stage < 2 || !accumulating(grads))
-        gflat = toComm(flatten(b, loc, bucket, grads)); // accumulated locally
+  /// The bucket's gradients reduced over the ranks: all-reduced at stage 0 (and
+  /// handed to the unchanged optimizers), reduce-scattered to this rank's slice
+  /// above. Returns the reduced (and, in f32, averaged) gradient.
+  FailureOr<Value> reduceBucket(StepRewrite &s, size_t bi, Bucket &bucket) {
+    func::FuncOp func = s.func;
+    Operation *first = s.first;
+    bool mixed = s.mixed;
+    OpBuilder b(s.ret);
+    Location loc = bucket.members.front().param.getLoc();
+    SmallVector<Value> grads;
+    Operation *lastGrad = nullptr;
+    for (Member &m : bucket.members) {
+      Value g = m.optimizer->getOperand(1);
+      grads.push_back(g);
+      Operation *def = g.getDefiningOp();
+      if (def && (!lastGrad || position[def] > position[lastGrad]))
+        lastGrad = def;
+    }
+    // Stage 0 and 2/3 reduce a bucket as soon as backward completes it; stage 1
+    // after backward, just before the optimizer.
+    if (stage == 1 || !lastGrad)
+      b.setInsertionPoint(first);
+    else
+      b.setInsertionPointAfter(lastGrad);
+    // The reduction's type: the parameters' (16-bit in mixed precision, whatever
+    // the accumulator's), or f32 with reduce-dtype=fp32 (DeepSpeed's
+    // communication_data_type).
+    Type commType = mixed && reduceDtype == "fp32" ? b.getF32Type() : bucket.elementType;
+    auto toComm = [&](Value flat) -> Value {
+      if (typeOf(flat).getElementType() == commType)
+        return flat;
+      return CastOp::create(b, loc, typeOf(flat).clone(commType), flat);
+    };
+    Value gflat;
+    if (stage < 2 || !accumulating(grads))
+      gflat = toComm(flatten(b, loc, bucket, grads)); // accumulated locally
 
-      if (stage == 0) {
-        Value sum = allReduce(b, loc, gflat);
-        Value gavg = mixed ? sum : average(b, loc, sum);
-        reduced.push_back(gavg);
-        for (auto [m, g] : llvm::zip(bucket.members, grads)) {
-          m.optimizer->setOperand(1, unflatten(b, loc, gavg, m));
-          if (mixed && !clip)
-            setGradScale(m.optimizer, baseScale);
-        }
-        continue;
+    if (stage == 0) {
+      Value sum = allReduce(b, loc, gflat);
+      Value gavg = mixed ? sum : average(b, loc, sum);
+      s.reduced.push_back(gavg);
+      for (auto [m, g] : llvm::zip(bucket.members, grads)) {
+        m.optimizer->setOperand(1, unflatten(b, loc, gavg, m));
+        if (mixed && !s.clip)
+          setGradScale(m.optimizer, s.baseScale);
       }
-
-      int64_t part = bucket.padded / worldSize;
-      Value gsum;
-      if (gflat) {
-        gsum = reduceScatter(b, loc, gflat, part);
-      } else {
-        // Gradient accumulation at stages 2-3: each micro-batch's bucket is
-        // reduce-scattered as soon as its backward completes it, into a sharded
-        // accumulator (f32 in mixed precision): no full gradient outlives its
-        // micro-batch.
-        SmallVector<SmallVector<Value>> perMember;
-        for (Value g : grads)
-          perMember.push_back(microContributions(g));
-        for (size_t mi = 0; mi < perMember[0].size(); ++mi) {
-          SmallVector<Value> micro;
-          Operation *last = nullptr;
-          for (auto &c : perMember) {
-            if (c.size() != perMember[0].size())
-              return func.emitError("internal: the members of bucket ")
-                     << bi << " accumulate different numbers of micro-batches";
-            micro.push_back(c[mi]);
-            Operation *def = c[mi].getDefiningOp();
-            if (def && (!last || position[def] > position[last]))
-              last = def;
-          }
-          if (last)
-            b.setInsertionPointAfter(last);
-          else
-            b.setInsertionPoint(first);
-          Value shard = reduceScatter(b, loc, toComm(flatten(b, loc, bucket, micro)), part);
-          if (mixed)
-            shard = CastOp::create(b, loc, typeOf(shard).clone(b.getF32Type()), shard);
-          gsum = gsum ? AddOp::create(b, loc, shard.getType(), gsum, shard).getResult()
-                      : shard;
-        }
-      }
-      Value gavg = mixed ? gsum : average(b, loc, gsum);
-      reduced.push_back(gavg);
-      Type masterType = typeOf(bucket.members.front().master).getElementType();
-      auto shardType = RankedTensorType::get({part}, bucket.elementType);
-      auto masterShardType = RankedTensorType::get({part}, masterType);
-      std::string bname = "bucket" + std::to_string(bi);
-
-      // The owned slice of the parameters (mixed precision: of the master copies,
-      // kept sharded from the start at every stage above 0).
-      Value pshard;
-      BlockArgument pArg, masterArg;
-      bool sharded = stage == 3 && !bucket.replicated;
-      if (sharded) {
-        pArg = addArg(func, shardType, "compute.param_bucket", bname);
-        setBucketLayout(func, pArg.getArgNumber(), bucket);
-        pshard = pArg;
-      }
-      if (mixed) {
-        masterArg = addArg(func, masterShardType, "compute.master_bucket", bname);
-        setBucketLayout(func, masterArg.getArgNumber(), bucket);
-        pshard = masterArg;
-      } else if (!sharded) {
-        OpBuilder pb(first);
-        SmallVector<Value> params;
-        for (Member &m : bucket.members)
-          params.push_back(m.param);
-        pshard = allSlice(pb, loc, flatten(pb, loc, bucket, params), part);
-      }
-
-      // The optimizer on the owned slice, with sharded state; at the end of the
-      // step, after every reader of the old values.
-      b.setInsertionPoint(ret);
-      Value newShard;
-      if (auto adam = dyn_cast<AdamWOp>(first)) {
-        BlockArgument m =
-            addArg(func, masterShardType, "compute.state", bname + ".exp_avg");
-        BlockArgument v =
-            addArg(func, masterShardType, "compute.state", bname + ".exp_avg_sq");
-        setBucketLayout(func, m.getArgNumber(), bucket);
-        setBucketLayout(func, v.getArgNumber(), bucket);
-        auto op = AdamWOp::create(b, loc, pshard, gavg, m, v, step, gradScale, oldOverflow,
-                                  lrValue, adam.getLr().convertToDouble(),
-                                  adam.getBeta1().convertToDouble(),
-                                  adam.getBeta2().convertToDouble(),
-                                  adam.getEps().convertToDouble(),
-                                  adam.getWeightDecay().convertToDouble());
-        newShard = op.getNewParam();
-        updates.push_back({m.getArgNumber(), op.getNewExpAvg()});
-        updates.push_back({v.getArgNumber(), op.getNewExpAvgSq()});
-      } else {
-        auto sgd = cast<SgdOp>(first);
-        BlockArgument buf =
-            addArg(func, masterShardType, "compute.state", bname + ".momentum_buffer");
-        setBucketLayout(func, buf.getArgNumber(), bucket);
-        auto op = SgdOp::create(b, loc, pshard, gavg, buf, gradScale, oldOverflow, lrValue,
-                                sgd.getLr().convertToDouble(),
-                                sgd.getMomentum().convertToDouble(),
-                                sgd.getWeightDecay().convertToDouble());
-        newShard = op.getNewParam();
-        updates.push_back({buf.getArgNumber(), op.getNewMomentumBuffer()});
-      }
-      if (mixed) { // the master slice is kept; the parameters get its rounding
-        updates.push_back({masterArg.getArgNumber(), newShard});
-        newShard = CastOp::create(b, loc, shardType, newShard);
-      }
-
-      if (sharded) {
-        updates.push_back({pArg.getArgNumber(), newShard});
-        if (failed(gatherForUse(func, bucket, pArg)))
-          return failure();
-      } else {
-        Value full = allGather(b, loc, newShard, bucket.padded);
-        for (Member &m : bucket.members)
-          updates.push_back({m.param.getArgNumber(), unflatten(b, loc, full, m)});
-      }
-      // The per-parameter optimizer, its state and (mixed precision) its whole
-      // master copies and casts go.
-      for (Member &m : bucket.members) {
-        for (Value r : m.optimizer->getResults()) {
-          for (Operation *user : r.getUsers())
-            if (isa<CastOp>(user))
-              deadOps.push_back(user);
-          if (resultIndexOf.count(r))
-            if (auto a = func.getResultAttrOfType<IntegerAttr>(resultIndexOf[r],
-                                                               "compute.updates"))
-              if (a.getInt() != m.param.getArgNumber())
-                deadArgs.set(a.getInt());
-        }
-        deadOps.push_back(m.optimizer);
-      }
+      return gavg;
     }
 
-    Value overflow;
+    int64_t part = bucket.padded / worldSize;
+    Value gsum;
+    if (gflat) {
+      gsum = reduceScatter(b, loc, gflat, part);
+    } else {
+      // Gradient accumulation at stages 2-3: each micro-batch's bucket is
+      // reduce-scattered as soon as its backward completes it, into a sharded
+      // accumulator (f32 in mixed precision): no full gradient outlives its
+      // micro-batch.
+      SmallVector<SmallVector<Value>> perMember;
+      for (Value g : grads)
+        perMember.push_back(microContributions(g));
+      for (size_t mi = 0; mi < perMember[0].size(); ++mi) {
+        SmallVector<Value> micro;
+        Operation *last = nullptr;
+        for (auto &c : perMember) {
+          if (c.size() != perMember[0].size())
+            return func.emitError("internal: the members of bucket ")
+                   << bi << " accumulate different numbers of micro-batches";
+          micro.push_back(c[mi]);
+          Operation *def = c[mi].getDefiningOp();
+          if (def && (!last || position[def] > position[last]))
+            last = def;
+        }
+        if (last)
+          b.setInsertionPointAfter(last);
+        else
+          b.setInsertionPoint(first);
+        Value shard = reduceScatter(b, loc, toComm(flatten(b, loc, bucket, micro)), part);
+        if (mixed)
+          shard = CastOp::create(b, loc, typeOf(shard).clone(b.getF32Type()), shard);
+        gsum = gsum ? AddOp::create(b, loc, shard.getType(), gsum, shard).getResult()
+                    : shard;
+      }
+    }
+    Value gavg = mixed ? gsum : average(b, loc, gsum);
+    s.reduced.push_back(gavg);
+    return gavg;
+  }
+
+  /// Stages 1-3: the bucket's optimizer on this rank's slice, with sharded state,
+  /// at the end of the step (after every reader of the old values); the updated
+  /// slice gathered back (stages 1-2) or kept sharded (stage 3). The
+  /// per-parameter optimizers, their state and casts become dead.
+  LogicalResult shardOptimizer(StepRewrite &s, size_t bi, Bucket &bucket, Value gavg) {
+    func::FuncOp func = s.func;
+    Operation *first = s.first;
+    bool mixed = s.mixed;
+    OpBuilder b(s.ret);
+    Location loc = bucket.members.front().param.getLoc();
+    int64_t part = bucket.padded / worldSize;
+    Type masterType = typeOf(bucket.members.front().master).getElementType();
+    auto shardType = RankedTensorType::get({part}, bucket.elementType);
+    auto masterShardType = RankedTensorType::get({part}, masterType);
+    std::string bname = "bucket" + std::to_string(bi);
+
+    // The owned slice of the parameters (mixed precision: of the master copies,
+    // kept sharded from the start at every stage above 0).
+    Value pshard;
+    BlockArgument pArg, masterArg;
+    bool sharded = stage == 3 && !bucket.replicated;
+    if (sharded) {
+      pArg = addArg(func, shardType, "compute.param_bucket", bname);
+      setBucketLayout(func, pArg.getArgNumber(), bucket);
+      pshard = pArg;
+    }
     if (mixed) {
+      masterArg = addArg(func, masterShardType, "compute.master_bucket", bname);
+      setBucketLayout(func, masterArg.getArgNumber(), bucket);
+      pshard = masterArg;
+    } else if (!sharded) {
+      OpBuilder pb(first);
+      SmallVector<Value> params;
+      for (Member &m : bucket.members)
+        params.push_back(m.param);
+      pshard = allSlice(pb, loc, flatten(pb, loc, bucket, params), part);
+    }
+
+    Value newShard;
+    if (auto adam = dyn_cast<AdamWOp>(first)) {
+      BlockArgument m =
+          addArg(func, masterShardType, "compute.state", bname + ".exp_avg");
+      BlockArgument v =
+          addArg(func, masterShardType, "compute.state", bname + ".exp_avg_sq");
+      setBucketLayout(func, m.getArgNumber(), bucket);
+      setBucketLayout(func, v.getArgNumber(), bucket);
+      auto op = AdamWOp::create(b, loc, pshard, gavg, m, v, s.step, s.gradScale,
+                                s.oldOverflow, s.lrValue, adam.getLr().convertToDouble(),
+                                adam.getBeta1().convertToDouble(),
+                                adam.getBeta2().convertToDouble(),
+                                adam.getEps().convertToDouble(),
+                                adam.getWeightDecay().convertToDouble());
+      newShard = op.getNewParam();
+      s.updates.push_back({m.getArgNumber(), op.getNewExpAvg()});
+      s.updates.push_back({v.getArgNumber(), op.getNewExpAvgSq()});
+    } else {
+      auto sgd = cast<SgdOp>(first);
+      BlockArgument buf =
+          addArg(func, masterShardType, "compute.state", bname + ".momentum_buffer");
+      setBucketLayout(func, buf.getArgNumber(), bucket);
+      auto op = SgdOp::create(b, loc, pshard, gavg, buf, s.gradScale, s.oldOverflow,
+                              s.lrValue, sgd.getLr().convertToDouble(),
+                              sgd.getMomentum().convertToDouble(),
+                              sgd.getWeightDecay().convertToDouble());
+      newShard = op.getNewParam();
+      s.updates.push_back({buf.getArgNumber(), op.getNewMomentumBuffer()});
+    }
+    if (mixed) { // the master slice is kept; the parameters get its rounding
+      s.updates.push_back({masterArg.getArgNumber(), newShard});
+      newShard = CastOp::create(b, loc, shardType, newShard);
+    }
+
+    if (sharded) {
+      s.updates.push_back({pArg.getArgNumber(), newShard});
+      if (failed(gatherForUse(func, bucket, pArg)))
+        return failure();
+    } else {
+      Value full = allGather(b, loc, newShard, bucket.padded);
+      for (Member &m : bucket.members)
+        s.updates.push_back({m.param.getArgNumber(), unflatten(b, loc, full, m)});
+    }
+    // The per-parameter optimizer, its state and (mixed precision) its whole
+    // master copies and casts go.
+    for (Member &m : bucket.members) {
+      for (Value r : m.optimizer->getResults()) {
+        for (Operation *user : r.getUsers())
+          if (isa<CastOp>(user))
+            s.deadOps.push_back(user);
+        if (s.resultIndexOf.count(r))
+          if (auto a = func.getResultAttrOfType<IntegerAttr>(s.resultIndexOf[r],
+                                                             "compute.updates"))
+            if (a.getInt() != m.param.getArgNumber())
+              s.deadArgs.set(a.getInt());
+      }
+      s.deadOps.push_back(m.optimizer);
+    }
+    return success();
+  }
+
+  /// Mixed precision's overflow count and clipping's sum of squares, from the
+  /// reduced gradients and over every rank, before the first optimizer.
+  void reduceOverflowAndNorm(StepRewrite &s) {
+    Operation *first = s.first;
+    if (s.mixed) {
       OpBuilder fb(first);
       Location loc = first->getLoc();
       auto scalarF32 = RankedTensorType::get({}, fb.getF32Type());
-      for (Value r : reduced) {
+      Value overflow;
+      for (Value r : s.reduced) {
         Value n = NonfiniteCountOp::create(fb, loc, scalarF32, r);
         overflow = overflow ? AddOp::create(fb, loc, scalarF32, overflow, n).getResult() : n;
       }
@@ -483,37 +538,45 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
         overflow = ReshapeOp::create(
             fb, loc, scalarF32, allReduce(fb, loc, ReshapeOp::create(fb, loc, flat, overflow)));
       }
-      oldOverflow.replaceAllUsesWith(overflow);
+      s.oldOverflow.replaceAllUsesWith(overflow);
     }
-    if (clip) {
+    if (s.clip) {
       // Each rank's slices are disjoint above stage 0 (padding is zero): their
       // squares add up over the ranks. At stage 0 every rank has every gradient.
       OpBuilder fb(first);
-      Location loc = clip.getLoc();
+      Location loc = s.clip.getLoc();
       auto scalarF32 = RankedTensorType::get({}, fb.getF32Type());
       Value sumSq;
-      for (Value r : reduced) {
-        Value s = SumSquaresOp::create(fb, loc, scalarF32, r);
-        sumSq = sumSq ? AddOp::create(fb, loc, scalarF32, sumSq, s).getResult() : s;
+      for (Value r : s.reduced) {
+        Value sq = SumSquaresOp::create(fb, loc, scalarF32, r);
+        sumSq = sumSq ? AddOp::create(fb, loc, scalarF32, sumSq, sq).getResult() : sq;
       }
       if (worldSize > 1 && stage != 0) {
         auto flat = RankedTensorType::get({1}, fb.getF32Type());
         sumSq = ReshapeOp::create(
             fb, loc, scalarF32, allReduce(fb, loc, ReshapeOp::create(fb, loc, flat, sumSq)));
       }
-      clip.getSumSquaresMutable().assign(sumSq);
-      if (mixed)
-        clip.getScaleMutable().assign(baseScale);
-      clip->moveBefore(first);
+      s.clip.getSumSquaresMutable().assign(sumSq);
+      if (s.mixed)
+        s.clip.getScaleMutable().assign(s.baseScale);
+      s.clip->moveBefore(first);
     }
+  }
 
-    if (stage == 0)
-      return success(); // the optimizer and its results are unchanged
-
+  /// Stages 1-3: the new return (outputs first, then the updates) and signature:
+  /// the per-parameter state (and, in stage 3, the whole parameters) dropped, the
+  /// updates renumbered.
+  LogicalResult rebuildSignature(StepRewrite &s, ArrayRef<Bucket> buckets) {
+    func::FuncOp func = s.func;
+    Block &entry = func.getBody().front();
+    func::ReturnOp ret = s.ret;
+    SmallVector<std::pair<unsigned, Value>> &updates = s.updates;
+    SmallVector<Value> newResults;
+    SmallVector<Attribute> newNames;
     // The step counter's update stays; everything else updates what we built.
     for (auto [k, v] : llvm::enumerate(ret.getOperands()))
       if (auto a = func.getResultAttrOfType<IntegerAttr>(k, "compute.updates"))
-        if (step && argName(func, a.getInt()) == "optimizer.step")
+        if (s.step && argName(func, a.getInt()) == "optimizer.step")
           updates.push_back({(unsigned)a.getInt(), v});
     // Results that update nothing (the loss, the overflow count, the gradient norm)
     // stay first, in order: read from the return now, after the rewiring above.
@@ -530,11 +593,9 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     OpBuilder rb(ret);
     func::ReturnOp::create(rb, ret.getLoc(), newResults);
     ret.erase();
-    for (Operation *op : deadOps)
+    for (Operation *op : s.deadOps)
       op->erase();
 
-    // Rebuild the signature: drop the per-parameter state (and, in stage 3, the
-    // whole parameters), renumber the updates.
     SmallVector<Type> resultTypes;
     for (Value v : newResults)
       resultTypes.push_back(v.getType());
@@ -547,10 +608,10 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       updateArgs.push_back(entry.getArgument(arg));
     llvm::BitVector erase(entry.getNumArguments());
     for (BlockArgument a : entry.getArguments())
-      if ((a.getArgNumber() < deadArgs.size() && deadArgs.test(a.getArgNumber())) ||
+      if ((a.getArgNumber() < s.deadArgs.size() && s.deadArgs.test(a.getArgNumber())) ||
           (stage == 3 && a.use_empty() &&
            func.getArgAttr(a.getArgNumber(), "compute.param") &&
-           isTrainedAway(*buckets, a)))
+           isTrainedAway(buckets, a)))
         erase.set(a.getArgNumber());
     for (BlockArgument a : entry.getArguments())
       if (erase.test(a.getArgNumber()) && !a.use_empty())
