@@ -34,6 +34,19 @@ func.func @left_over(%x: tensor<4xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
 
 // -----
 
+// all_slice moves no data (each rank keeps its part of a replicated value): the
+// schedule leaves it, as stages 1 and 2 do for the parameters' owned slices.
+// CHECK-LABEL: func.func @owned_slice
+shard.grid @zero(shape = 4)
+func.func @owned_slice(%x: tensor<4xf32>, %w: tensor<16xf32>) -> (tensor<16xf32>, tensor<4xf32>) {
+  %p, %t = zero.all_gather_start %x on @zero grid_axes = [0] : tensor<4xf32> -> tensor<16xf32>
+  %0 = zero.wait %t, %p : tensor<16xf32>
+  %1 = shard.all_slice %w on @zero grid_axes = [0] slice_axis = 0 : tensor<16xf32> -> tensor<4xf32>
+  return %0, %1 : tensor<16xf32>, tensor<4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: plan.program @main
 plan.program @main attributes {arena_bytes = 128 : i64, world_size = 1 : i64} {
   %x = plan.buffer input at 0 {index = 0 : i64, name = "x"} : memref<2x4xf32>
