@@ -8,7 +8,7 @@
 #                   [--precision fp32|bf16]
 #
 # GPT-2 small by default (utils/gen_gpt_onnx.py, weights never written). Counts every
-# kernel by name, and for the data-movement kernels (reshape, copy, slice,
+# kernel by kind, and for the data-movement kernels (reshape, copy, slice,
 # transpose, concat, expand) the bytes they write. A measurement of the plan, not a
 # test. Run with Debian's /usr/bin/python3 (python3-protobuf, python3-onnx).
 import argparse
@@ -29,12 +29,18 @@ def load_plan(path, pb2):
     return plan
 
 
+def kind_name(kernel):
+    """The kernel's kind as the plan dialect spells it ("matmul")."""
+    return type(kernel).Kind.Name(kernel.kind).lower()
+
+
 def summary(plan):
-    kernels = collections.Counter(k.name for k in plan.kernels)
+    names = [kind_name(k) for k in plan.kernels]
+    kernels = collections.Counter(names)
     moved = collections.Counter()
-    for k in plan.kernels:
-        if k.name in MOVES:
-            moved[k.name] += sum(plan.buffers[b].bytes for b in k.outputs)
+    for k, name in zip(plan.kernels, names):
+        if name in MOVES:
+            moved[name] += sum(plan.buffers[b].bytes for b in k.outputs)
     views = sum(1 for b in plan.buffers if b.HasField("view_of"))
     return kernels, moved, views, plan.arena_bytes
 

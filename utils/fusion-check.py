@@ -78,7 +78,7 @@ def main():
             subprocess.run([zero_opt, model, "-o", plan] + flags + extra, check=True)
             ir = subprocess.run([zero_opt, model, "--emit=plan"] + flags + extra, check=True,
                                 capture_output=True, text=True).stdout
-            kernels[label] = (len(re.findall(r'plan\.kernel "fused"', ir)),
+            kernels[label] = (len(re.findall(r'plan\.kernel fused ', ir)),
                               len(re.findall(r"plan\.kernel ", ir)))
             log, saved = (os.path.join(work, label + ext) for ext in (".json", ".onnx"))
             # Ranks are threads of one zero-run.

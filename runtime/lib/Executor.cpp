@@ -53,14 +53,14 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
 /// checker made sure all of them are), and the two copies cross.
 static bool runsOnHost(const zero::zplan::Plan &plan, int k) {
   const auto &pk = plan.kernels(k);
-  return pk.name() != "to_host" && pk.name() != "to_device" && pk.outputs_size() > 0 &&
-         plan.buffers(pk.outputs(0)).host();
+  return pk.kind() != Kernel::TO_HOST && pk.kind() != Kernel::TO_DEVICE &&
+         pk.outputs_size() > 0 && plan.buffers(pk.outputs(0)).host();
 }
 
 BoundKernel Executor::bindKernel(const KernelTable &table, int k) {
   KernelCall call = planKernelCall(plan_, k, arena_, hostArena_, &comm_, async_.get());
-  const std::string &name = plan_.kernels(k).name();
-  if (name == "to_host") {
+  KernelKind kind = plan_.kernels(k).kind();
+  if (kind == Kernel::TO_HOST) {
     BoundKernel copy = bindKernelCall(table, call);
     int64_t bytes = call.ins[0].bytes();
     return [this, copy, bytes] {
@@ -68,7 +68,7 @@ BoundKernel Executor::bindKernel(const KernelTable &table, int k) {
       copiedToHost_ += bytes;
     };
   }
-  if (name == "to_device") {
+  if (kind == Kernel::TO_DEVICE) {
     // The host kernels that made its source must be done before the copy is
     // issued (a GPU copies when it gets to it, not when it is issued).
     BoundKernel copy = bindKernelCall(table, call);
@@ -128,7 +128,7 @@ void Executor::bindKernels() {
   gatheredUntil_.assign(n, 0);
   for (int k = 0; k < n; ++k) {
     const auto &pk = plan_.kernels(k);
-    if (pk.name() != "all_gather" && pk.name() != "all_gather_start")
+    if (pk.kind() != Kernel::ALL_GATHER && pk.kind() != Kernel::ALL_GATHER_START)
       continue;
     // Kernels read the bucket itself or views of it (the parameters in place).
     int out = pk.outputs(0), last = k;
@@ -377,10 +377,11 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
         hostWorker_->drain(); // a host kernel's span ends when the worker ran it
       device_.synchronize(); // a kernel's span ends when the device is done with it
       auto end = std::chrono::steady_clock::now();
+      std::string name = zero::zplan::kernelKindName(plan_.kernels(k).kind());
       if (options_.trace)
-        trace_.push_back({plan_.kernels(k).name(), 0, us(begin), us(end) - us(begin)});
+        trace_.push_back({name, 0, us(begin), us(end) - us(begin)});
       if (msByKernel)
-        (*msByKernel)[plan_.kernels(k).name()] +=
+        (*msByKernel)[name] +=
             std::chrono::duration<double, std::milli>(end - begin).count();
     } else {
       kernels_[k]();

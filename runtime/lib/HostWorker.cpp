@@ -106,11 +106,9 @@ void HostWorker::runChunks(std::vector<BoundKernel> &chunks) {
 }
 
 std::vector<KernelCall> zrt::splitElementwise(const KernelCall &call, int parts) {
-  static const char *elementwise[] = {"adamw", "sgd", "cast", "copy"};
-  bool split = parts > 1 && !call.outs.empty() &&
-               std::find_if(std::begin(elementwise), std::end(elementwise),
-                            [&](const char *n) { return call.name == n; }) !=
-                   std::end(elementwise);
+  bool elementwise = call.kind == Kernel::ADAMW || call.kind == Kernel::SGD ||
+                     call.kind == Kernel::CAST || call.kind == Kernel::COPY;
+  bool split = parts > 1 && !call.outs.empty() && elementwise;
   int64_t n = split ? call.outs[0].numel() : 0;
   // Below this many elements a thread costs more than it saves.
   const int64_t kMinChunk = 1 << 16;

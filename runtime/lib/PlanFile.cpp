@@ -9,6 +9,7 @@
 
 #include "zrt/PlanFile.h"
 #include "zrt/Error.h"
+#include "zplan/KernelKind.h"
 #include "zplan/PlanFormat.h"
 #include "zrt/PlanVerifier.h"
 #include "zrt/Tensor.h"
@@ -20,6 +21,7 @@
 #include <sstream>
 
 using namespace zrt;
+using zero::zplan::Kernel;
 using zero::zplan::Plan;
 
 namespace {
@@ -150,7 +152,12 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
   };
   for (int k = 0; k < plan.kernels_size(); ++k) {
     const auto &kern = plan.kernels(k);
-    std::string where = "kernel " + std::to_string(k) + " (" + kern.name() + ")";
+    ZRT_CHECK(Kernel::Kind_IsValid(kern.kind()) && kern.kind() != Kernel::KIND_UNSPECIFIED,
+              what << ": kernel " << k << " has "
+                   << (kern.kind() ? "unknown kind " + std::to_string(kern.kind())
+                                   : std::string("no kind")));
+    std::string where =
+        "kernel " + std::to_string(k) + " (" + zero::zplan::kernelKindName(kern.kind()) + ")";
     for (int idx : kern.inputs())
       checkIndex(idx, where);
     for (int idx : kern.outputs()) {
@@ -163,7 +170,7 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
     }
     // A host kernel's buffers are host buffers, a device kernel's device buffers;
     // only the two copies cross (so no kernel touches memory its side cannot).
-    bool toHost = kern.name() == "to_host", toDevice = kern.name() == "to_device";
+    bool toHost = kern.kind() == Kernel::TO_HOST, toDevice = kern.kind() == Kernel::TO_DEVICE;
     if (toHost || toDevice) {
       ZRT_CHECK(kern.inputs_size() == 1 && kern.outputs_size() == 1,
                 what << ": " << where << " copies one buffer into one");

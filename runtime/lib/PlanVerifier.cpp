@@ -7,6 +7,7 @@
 #include "zrt/PlanVerifier.h"
 #include "zrt/Error.h"
 #include "zrt/Tensor.h"
+#include "zplan/KernelKind.h"
 
 #include <algorithm>
 #include <map>
@@ -14,6 +15,7 @@
 #include <vector>
 
 using namespace zrt;
+using zero::zplan::Kernel;
 using zero::zplan::Plan;
 
 namespace {
@@ -25,14 +27,11 @@ std::string nameOf(const Plan &plan, int i) {
 
 std::string kernelName(const Plan &plan, int k) {
   const auto &kern = plan.kernels(k);
-  return "kernel " + std::to_string(k) + " (" + kern.name() + ")" +
+  return "kernel " + std::to_string(k) + " (" + zero::zplan::kernelKindName(kern.kind()) + ")" +
          (kern.loc().empty() ? "" : " at " + kern.loc());
 }
 
-bool isStart(const std::string &name) {
-  return name == "all_gather_start" || name == "reduce_scatter_start" ||
-         name == "all_reduce_start";
-}
+bool isStart(Kernel::Kind kind) { return zero::zplan::synchronousKind(kind) != kind; }
 
 int64_t numel(const zero::zplan::Buffer &b) {
   int64_t n = 1;
@@ -45,11 +44,9 @@ int64_t numel(const zero::zplan::Buffer &b) {
 /// world size (an all-gather's output and a reduce-scatter's input are N slices).
 void checkCollective(const Plan &plan, int k, const std::string &what) {
   const auto &kern = plan.kernels(k);
-  std::string name = kern.name();
-  if (isStart(name))
-    name = name.substr(0, name.size() - 6);
-  if (name != "all_gather" && name != "reduce_scatter" && name != "all_reduce" &&
-      name != "all_slice")
+  Kernel::Kind kind = zero::zplan::synchronousKind(kern.kind());
+  if (kind != Kernel::ALL_GATHER && kind != Kernel::REDUCE_SCATTER &&
+      kind != Kernel::ALL_REDUCE && kind != Kernel::ALL_SLICE)
     return;
   ZRT_CHECK(kern.inputs_size() == 1 && kern.outputs_size() == 1,
             what << ": " << kernelName(plan, k) << " needs one input and one output, "
@@ -59,9 +56,9 @@ void checkCollective(const Plan &plan, int k, const std::string &what) {
   ZRT_CHECK(in.shape_size() == 1 && out.shape_size() == 1 && in.dtype() == out.dtype(),
             what << ": " << kernelName(plan, k) << " needs flat buffers of one dtype");
   int64_t n = plan.world_size(), i = numel(in), o = numel(out);
-  bool fits = name == "all_gather"   ? o / n == i && o % n == 0
-              : name == "all_reduce" ? i == o
-                                     : i / n == o && i % n == 0;
+  bool fits = kind == Kernel::ALL_GATHER   ? o / n == i && o % n == 0
+              : kind == Kernel::ALL_REDUCE ? i == o
+                                           : i / n == o && i % n == 0;
   ZRT_CHECK(fits, what << ": " << kernelName(plan, k) << " moves " << i << " -> " << o
                        << " elements, which does not fit the plan's " << n << " ranks");
 }
@@ -85,12 +82,12 @@ std::map<int, int> pairStartsAndWaits(const Plan &plan, const std::string &what)
   };
   for (int k = 0; k < plan.kernels_size(); ++k) {
     const auto &kern = plan.kernels(k);
-    if (isStart(kern.name())) {
+    if (isStart(kern.kind())) {
       int64_t r = requestOf(k);
       auto [it, fresh] = startOf.emplace(r, k);
       ZRT_CHECK(fresh, what << ": " << kernelName(plan, k) << " reuses request " << r
                             << " of " << kernelName(plan, it->second));
-    } else if (kern.name() == "wait") {
+    } else if (kern.kind() == Kernel::WAIT) {
       int64_t r = requestOf(k);
       ZRT_CHECK(kern.inputs_size() == 0 && kern.outputs_size() == 1,
                 what << ": " << kernelName(plan, k)

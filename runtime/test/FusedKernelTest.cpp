@@ -30,7 +30,7 @@ using zrt::test::view;
 
 namespace {
 
-void run(const KernelCall &call) { cpuKernels().at(call.name)(call)(); }
+void run(const KernelCall &call) { cpuKernels().at(call.kind)(call)(); }
 
 int64_t constant(double v) {
   int64_t bits;
@@ -63,12 +63,12 @@ TEST(FusedKernel, GeluMatchesTheUnfusedKernelsBitForBit) {
   std::vector<float> half = {0.5f}, one = {1.0f}, scale = {0.70710678f};
   const auto F = zero::zplan::F32;
   std::vector<float> s(n), a(n), e(n), p(n), h(n), expected(n);
-  run(callOf("add", {view(x, F, {rows, cols}), view(b, F, {cols})}, {view(s, F, {rows, cols})}));
-  run(callOf("mul", {view(s, F, {rows, cols}), view(scale, F, {})}, {view(a, F, {rows, cols})}));
-  run(callOf("erf", {view(a, F, {rows, cols})}, {view(e, F, {rows, cols})}));
-  run(callOf("add", {view(e, F, {rows, cols}), view(one, F, {})}, {view(p, F, {rows, cols})}));
-  run(callOf("mul", {view(s, F, {rows, cols}), view(half, F, {})}, {view(h, F, {rows, cols})}));
-  run(callOf("mul", {view(h, F, {rows, cols}), view(p, F, {rows, cols})},
+  run(callOf(Kernel::ADD, {view(x, F, {rows, cols}), view(b, F, {cols})}, {view(s, F, {rows, cols})}));
+  run(callOf(Kernel::MUL, {view(s, F, {rows, cols}), view(scale, F, {})}, {view(a, F, {rows, cols})}));
+  run(callOf(Kernel::ERF, {view(a, F, {rows, cols})}, {view(e, F, {rows, cols})}));
+  run(callOf(Kernel::ADD, {view(e, F, {rows, cols}), view(one, F, {})}, {view(p, F, {rows, cols})}));
+  run(callOf(Kernel::MUL, {view(s, F, {rows, cols}), view(half, F, {})}, {view(h, F, {rows, cols})}));
+  run(callOf(Kernel::MUL, {view(h, F, {rows, cols}), view(p, F, {rows, cols})},
              {view(expected, F, {rows, cols})}));
 
   const int64_t f32 = (int64_t)Type::F32;
@@ -84,7 +84,7 @@ TEST(FusedKernel, GeluMatchesTheUnfusedKernelsBitForBit) {
       {(int64_t)Op::Mul, f32, 9, 7, 0},                       // 10: y
   });
   std::vector<float> y(n);
-  run(callOf("fused", {view(x, F, {rows, cols}), view(b, F, {cols})}, {view(y, F, {rows, cols})},
+  run(callOf(Kernel::FUSED, {view(x, F, {rows, cols}), view(b, F, {cols})}, {view(y, F, {rows, cols})},
              &attrs));
   EXPECT_EQ(0, std::memcmp(y.data(), expected.data(), n * sizeof(float)));
 }
@@ -100,12 +100,12 @@ TEST(FusedKernel, Bf16RoundingAndWhereMatchTheUnfusedKernels) {
     mask[j] = (j * 7) % 3 != 0;
   std::vector<bf16> zero = {bf16(0.0f)}, d(n), e(n), w(n);
   const auto B = zero::zplan::BF16, F = zero::zplan::F32, L = zero::zplan::BOOL;
-  run(callOf("sub", {view(x, B, {rows, cols}), view(m, B, {rows, 1})}, {view(d, B, {rows, cols})}));
-  run(callOf("exp", {view(d, B, {rows, cols})}, {view(e, B, {rows, cols})}));
-  run(callOf("where", {view(mask, L, {cols}), view(e, B, {rows, cols}), view(zero, B, {})},
+  run(callOf(Kernel::SUB, {view(x, B, {rows, cols}), view(m, B, {rows, 1})}, {view(d, B, {rows, cols})}));
+  run(callOf(Kernel::EXP, {view(d, B, {rows, cols})}, {view(e, B, {rows, cols})}));
+  run(callOf(Kernel::WHERE, {view(mask, L, {cols}), view(e, B, {rows, cols}), view(zero, B, {})},
              {view(w, B, {rows, cols})}));
   std::vector<float> expected(n);
-  run(callOf("cast", {view(w, B, {rows, cols})}, {view(expected, F, {rows, cols})}));
+  run(callOf(Kernel::CAST, {view(w, B, {rows, cols})}, {view(expected, F, {rows, cols})}));
 
   const int64_t bf = (int64_t)Type::BF16;
   Attrs attrs = programOf({
@@ -116,7 +116,7 @@ TEST(FusedKernel, Bf16RoundingAndWhereMatchTheUnfusedKernels) {
       {(int64_t)Op::Cast, (int64_t)Type::F32, 6, 0, 0},
   });
   std::vector<float> y(n);
-  run(callOf("fused", {view(x, B, {rows, cols}), view(m, B, {rows, 1}), view(mask, L, {cols})},
+  run(callOf(Kernel::FUSED, {view(x, B, {rows, cols}), view(m, B, {rows, 1}), view(mask, L, {cols})},
              {view(y, F, {rows, cols})}, &attrs));
   EXPECT_EQ(0, std::memcmp(y.data(), expected.data(), n * sizeof(float)));
 }
@@ -156,7 +156,7 @@ TEST(FusedKernel, MalformedProgramsAreRefused) {
   for (const Case &k : cases) {
     Attrs attrs = programOf(k.code);
     try {
-      cpuKernels().at("fused")(callOf("fused", k.ins, {k.out}, &attrs));
+      cpuKernels().at(Kernel::FUSED)(callOf(Kernel::FUSED, k.ins, {k.out}, &attrs));
       ADD_FAILURE() << "accepted; expected: " << k.message;
     } catch (const Error &e) {
       EXPECT_NE(std::string(e.what()).find(k.message), std::string::npos)

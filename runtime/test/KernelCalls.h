@@ -22,11 +22,11 @@ TensorView view(std::vector<T> &v, DType t, std::vector<int64_t> shape) {
   return TensorView{v.data(), t, std::move(shape)};
 }
 
-/// A call of kernel `name` as a plan would make it.
-inline KernelCall callOf(const std::string &name, std::vector<TensorView> ins,
+/// A call of a `kind` kernel as a plan would make it.
+inline KernelCall callOf(KernelKind kind, std::vector<TensorView> ins,
                          std::vector<TensorView> outs, const Attrs *attrs = nullptr) {
   KernelCall c;
-  c.name = name;
+  c.kind = kind;
   c.ins = std::move(ins);
   c.outs = std::move(outs);
   c.attrs = attrs;

@@ -25,26 +25,40 @@ TensorView view(std::vector<float> &v, std::vector<int64_t> shape) {
   return zrt::test::view(v, zero::zplan::F32, std::move(shape));
 }
 
+// The compiler may emit any kind of the schema; the CPU runs each (and the CUDA
+// table checks itself against the CPU's when it is built).
+TEST(Kernels, EveryKindHasACpuKernel) {
+  for (int k = Kernel::Kind_MIN; k <= Kernel::Kind_MAX; ++k)
+    if (Kernel::Kind_IsValid(k) && k != Kernel::KIND_UNSPECIFIED)
+      EXPECT_TRUE(cpuKernels().count(KernelKind(k))) << zero::zplan::kernelKindName(k);
+  EXPECT_FALSE(cpuKernels().count(Kernel::KIND_UNSPECIFIED));
+  EXPECT_EQ(zero::zplan::kernelKindName(Kernel::ALL_GATHER_START), "all_gather_start");
+  EXPECT_EQ(zero::zplan::parseKernelKind("layer_norm_grad"), Kernel::LAYER_NORM_GRAD);
+  EXPECT_FALSE(zero::zplan::parseKernelKind("MATMUL"));
+  EXPECT_FALSE(zero::zplan::parseKernelKind("kind_unspecified"));
+  EXPECT_FALSE(zero::zplan::parseKernelKind("gelu"));
+}
+
 TEST(Kernels, MatMulComputesAndChecksShapes) {
   std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {1, 0, 0, 1, 1, 1}, c(4);
-  auto bound = cpuKernels().at("matmul")(
-      callOf("matmul", {view(a, {2, 3}), view(b, {3, 2})}, {view(c, {2, 2})}, nullptr));
+  auto bound = cpuKernels().at(Kernel::MATMUL)(
+      callOf(Kernel::MATMUL, {view(a, {2, 3}), view(b, {3, 2})}, {view(c, {2, 2})}, nullptr));
   bound();
   EXPECT_EQ(c, (std::vector<float>{4, 5, 10, 11}));
-  EXPECT_THROW(cpuKernels().at("matmul")(callOf(
-                   "matmul", {view(a, {2, 3}), view(b, {2, 3})}, {view(c, {2, 2})},
+  EXPECT_THROW(cpuKernels().at(Kernel::MATMUL)(callOf(
+                   Kernel::MATMUL, {view(a, {2, 3}), view(b, {2, 3})}, {view(c, {2, 2})},
                    nullptr)),
                Error);
 }
 
 TEST(Kernels, BroadcastAdd) {
   std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {10, 20, 30}, c(6);
-  cpuKernels().at("add")(
-      callOf("add", {view(a, {2, 3}), view(b, {3})}, {view(c, {2, 3})}, nullptr))();
+  cpuKernels().at(Kernel::ADD)(
+      callOf(Kernel::ADD, {view(a, {2, 3}), view(b, {3})}, {view(c, {2, 3})}, nullptr))();
   EXPECT_EQ(c, (std::vector<float>{11, 22, 33, 14, 25, 36}));
   std::vector<float> bad(4);
-  EXPECT_THROW(cpuKernels().at("add")(callOf(
-                   "add", {view(a, {2, 3}), view(bad, {4})}, {view(c, {2, 3})}, nullptr)),
+  EXPECT_THROW(cpuKernels().at(Kernel::ADD)(callOf(
+                   Kernel::ADD, {view(a, {2, 3}), view(bad, {4})}, {view(c, {2, 3})}, nullptr)),
                Error);
 }
 
@@ -53,10 +67,10 @@ TEST(Kernels, GatherIndexOutOfRangeThrows) {
   std::vector<int64_t> idx = {1, 7};
   google::protobuf::Map<std::string, zero::zplan::Attr> attrs;
   attrs["axis"].set_i(0);
-  KernelCall call = callOf("gather", {view(table, {4}), TensorView{idx.data(),
+  KernelCall call = callOf(Kernel::GATHER, {view(table, {4}), TensorView{idx.data(),
                                       zero::zplan::I64, {2}}},
                            {view(out, {2})}, &attrs);
-  auto bound = cpuKernels().at("gather")(call);
+  auto bound = cpuKernels().at(Kernel::GATHER)(call);
   try {
     bound();
     FAIL() << "no error";
@@ -68,8 +82,8 @@ TEST(Kernels, GatherIndexOutOfRangeThrows) {
 TEST(Kernels, MissingAttributeIsAnError) {
   std::vector<float> x(4), y(4);
   google::protobuf::Map<std::string, zero::zplan::Attr> attrs;
-  EXPECT_THROW(cpuKernels().at("softmax")(
-                   callOf("softmax", {view(x, {4})}, {view(y, {4})}, &attrs)),
+  EXPECT_THROW(cpuKernels().at(Kernel::SOFTMAX)(
+                   callOf(Kernel::SOFTMAX, {view(x, {4})}, {view(y, {4})}, &attrs)),
                Error);
 }
 
@@ -86,22 +100,22 @@ google::protobuf::Map<std::string, zero::zplan::Attr> reduceAttrs(std::vector<in
 TEST(Kernels, ReduceSumFastPathsAndEmptyExtents) {
   std::vector<float> x = {1, 2, 3, 4, 5, 6}, cols(3), rows(2), all(1);
   auto leading = reduceAttrs({0}), trailing = reduceAttrs({1}), both = reduceAttrs({0, 1});
-  cpuKernels().at("reduce_sum")(
-      callOf("reduce_sum", {view(x, {2, 3})}, {view(cols, {3})}, &leading))();
+  cpuKernels().at(Kernel::REDUCE_SUM)(
+      callOf(Kernel::REDUCE_SUM, {view(x, {2, 3})}, {view(cols, {3})}, &leading))();
   EXPECT_EQ(cols, (std::vector<float>{5, 7, 9}));
-  cpuKernels().at("reduce_sum")(
-      callOf("reduce_sum", {view(x, {2, 3})}, {view(rows, {2})}, &trailing))();
+  cpuKernels().at(Kernel::REDUCE_SUM)(
+      callOf(Kernel::REDUCE_SUM, {view(x, {2, 3})}, {view(rows, {2})}, &trailing))();
   EXPECT_EQ(rows, (std::vector<float>{6, 15}));
-  cpuKernels().at("reduce_sum")(
-      callOf("reduce_sum", {view(x, {2, 3})}, {view(all, {})}, &both))();
+  cpuKernels().at(Kernel::REDUCE_SUM)(
+      callOf(Kernel::REDUCE_SUM, {view(x, {2, 3})}, {view(all, {})}, &both))();
   EXPECT_EQ(all, (std::vector<float>{21}));
   std::vector<float> empty, four(4, -1.0f);
-  cpuKernels().at("reduce_sum")(
-      callOf("reduce_sum", {view(empty, {4, 0})}, {view(four, {4})}, &trailing))();
+  cpuKernels().at(Kernel::REDUCE_SUM)(
+      callOf(Kernel::REDUCE_SUM, {view(empty, {4, 0})}, {view(four, {4})}, &trailing))();
   EXPECT_EQ(four, (std::vector<float>(4, 0.0f)));
   four.assign(4, -1.0f);
-  cpuKernels().at("reduce_sum")(
-      callOf("reduce_sum", {view(empty, {0, 4})}, {view(four, {4})}, &leading))();
+  cpuKernels().at(Kernel::REDUCE_SUM)(
+      callOf(Kernel::REDUCE_SUM, {view(empty, {0, 4})}, {view(four, {4})}, &leading))();
   EXPECT_EQ(four, (std::vector<float>(4, 0.0f)));
 }
 

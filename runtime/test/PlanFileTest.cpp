@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 using namespace zrt;
+using zero::zplan::Kernel;
 using zero::zplan::Plan;
 
 namespace {
@@ -33,7 +34,7 @@ Plan validPlan() {
   y->set_offset(64);
   y->set_role(zero::zplan::TEMP);
   auto *k = p.add_kernels();
-  k->set_name("relu");
+  k->set_kind(Kernel::RELU);
   k->add_inputs(0);
   k->add_outputs(1);
   p.add_outputs()->set_buffer(1);
@@ -59,7 +60,7 @@ std::string loadError(const std::string &bytes) {
 TEST(PlanFile, ValidPlanLoads) {
   Plan p = parsePlanBytes(fileOf(validPlan()), "test.zplan");
   EXPECT_EQ(p.buffers_size(), 2);
-  EXPECT_EQ(p.kernels(0).name(), "relu");
+  EXPECT_EQ(p.kernels(0).kind(), Kernel::RELU);
 }
 
 TEST(PlanFile, TruncatedPlans) {
@@ -111,12 +112,12 @@ TEST(PlanFile, HostBuffers) {
   p.mutable_buffers(1)->set_offset(0);
   EXPECT_NE(loadError(fileOf(p)).find("reads device buffer 0 but writes host memory"),
             std::string::npos);
-  p.mutable_kernels(0)->set_name("to_host"); // a device buffer into a host one
+  p.mutable_kernels(0)->set_kind(Kernel::TO_HOST); // a device buffer into a host one
   EXPECT_EQ(loadError(fileOf(p)), "");
-  p.mutable_kernels(0)->set_name("to_device");
+  p.mutable_kernels(0)->set_kind(Kernel::TO_DEVICE);
   EXPECT_NE(loadError(fileOf(p)).find("must copy a host buffer into a device buffer"),
             std::string::npos);
-  p.mutable_kernels(0)->set_name("to_host");
+  p.mutable_kernels(0)->set_kind(Kernel::TO_HOST);
   p.mutable_buffers(1)->set_dtype(zero::zplan::I32);
   EXPECT_NE(loadError(fileOf(p)).find("copies 16 bytes of f32 into 16 bytes of i32"),
             std::string::npos);

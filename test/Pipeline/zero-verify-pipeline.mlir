@@ -51,7 +51,7 @@ func.func @owned_slice(%x: tensor<4xf32>, %w: tensor<16xf32>) -> (tensor<16xf32>
 plan.program @main attributes {arena_bytes = 128 : i64, world_size = 1 : i64} {
   %x = plan.buffer input at 0 {index = 0 : i64, name = "x"} : memref<2x4xf32>
   %y = plan.buffer temp at 32 : memref<2x4xf32>
-  plan.kernel "softmax" ins(%x : memref<2x4xf32>) outs(%y : memref<2x4xf32>) attrs {axis = 1 : i64}
+  plan.kernel softmax ins(%x : memref<2x4xf32>) outs(%y : memref<2x4xf32>) attrs {axis = 1 : i64}
   plan.return %y : memref<2x4xf32> {names = ["probs"]}
 }
 
@@ -64,7 +64,7 @@ plan.program @main attributes {arena_bytes = 128 : i64, world_size = 1 : i64} {
   %x = plan.buffer input at 0 {index = 0 : i64, name = "x"} : memref<2x4xf32>
   %y = plan.buffer temp at 32 : memref<2x4xf32>
   %z = plan.buffer temp at 48 : memref<2x4xf32>
-  plan.kernel "softmax" ins(%x : memref<2x4xf32>) outs(%y : memref<2x4xf32>) attrs {axis = 1 : i64}
-  plan.kernel "softmax" ins(%y : memref<2x4xf32>) outs(%z : memref<2x4xf32>) attrs {axis = 1 : i64}
+  plan.kernel softmax ins(%x : memref<2x4xf32>) outs(%y : memref<2x4xf32>) attrs {axis = 1 : i64}
+  plan.kernel softmax ins(%y : memref<2x4xf32>) outs(%z : memref<2x4xf32>) attrs {axis = 1 : i64}
   plan.return %z : memref<2x4xf32> {names = ["probs"]}
 }

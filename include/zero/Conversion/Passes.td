@@ -35,7 +35,7 @@ def ConvertComputeToPlanPass : Pass<"convert-compute-to-plan", "mlir::ModuleOp">
     plan.program @main attributes {arena_bytes = 128 : i64, world_size = 1 : i64} {
       %0 = plan.buffer input at 0 {index = 0 : i64} : memref<4xf32>
       %1 = plan.buffer temp at 64 : memref<4xf32>
-      plan.kernel "relu" ins(%0 : memref<4xf32>) outs(%1 : memref<4xf32>)
+      plan.kernel relu ins(%0 : memref<4xf32>) outs(%1 : memref<4xf32>)
       plan.return %1 : memref<4xf32>
     }
     ```

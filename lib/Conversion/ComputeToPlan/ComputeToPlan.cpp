@@ -350,7 +350,7 @@ private:
   /// Completes request N; its result is the start's buffer.
   void emitWait(zops::WaitOp w) {
     Operation *start = w.getToken().getDefiningOp();
-    plan::KernelOp::create(b, w.getLoc(), b.getStringAttr("wait"), ValueRange{},
+    plan::KernelOp::create(b, w.getLoc(), plan::KernelKind::wait, ValueRange{},
                            ValueRange{bufferOf.lookup(w.getPending())},
                            b.getDictionaryAttr(b.getNamedAttr(
                                "request", b.getI64IntegerAttr(requestOf.lookup(start)))));
@@ -421,9 +421,13 @@ private:
     FailureOr<DictionaryAttr> attrs = kernelAttrs(op, isCollective, isStart);
     if (failed(attrs))
       return failure();
-    StringRef kernel = op.getName().stripDialect();
-    auto k = plan::KernelOp::create(b, op.getLoc(), b.getStringAttr(kernel), ins, outs,
-                                    *attrs);
+    // The op's name is the kind's (compute.matmul runs the matmul kernel).
+    std::optional<plan::KernelKind> kind =
+        plan::symbolizeKernelKind(op.getName().stripDialect());
+    if (!kind)
+      return op.emitOpError("has no runtime kernel: the plan has no kernel kind '")
+             << op.getName().stripDialect() << "'";
+    auto k = plan::KernelOp::create(b, op.getLoc(), *kind, ins, outs, *attrs);
     // For the report (not the runtime): work done again by activation
     // checkpointing.
     if (op.hasAttr("zero.recompute"))
@@ -482,7 +486,7 @@ private:
       Operation *lastRead = lastUse.lookup(target);
       if (lastRead && position[lastRead] > position[&op])
         continue;
-      plan::KernelOp::create(b, r.getLoc(), b.getStringAttr("copy"),
+      plan::KernelOp::create(b, r.getLoc(), plan::KernelKind::copy,
                              ValueRange{bufferOf.lookup(r)},
                              ValueRange{bufferOf.lookup(target)}, b.getDictionaryAttr({}));
       copiedEarly.insert(r);
@@ -527,7 +531,7 @@ private:
     for (auto [i, v] : llvm::enumerate(terminator->getOperands())) {
       if (BlockArgument target = updateOf.lookup(v)) {
         if (!inPlace.contains(v) && !copiedEarly.contains(v))
-          plan::KernelOp::create(b, v.getLoc(), b.getStringAttr("copy"),
+          plan::KernelOp::create(b, v.getLoc(), plan::KernelKind::copy,
                                  ValueRange{bufferOf.lookup(v)},
                                  ValueRange{bufferOf.lookup(target)},
                                  b.getDictionaryAttr({}));

@@ -9,6 +9,7 @@
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
 
 #include "zplan.pb.h"
+#include "zplan/KernelKind.h"
 #include "zplan/PlanFormat.h"
 #include "zrt/PlanKernelCheck.h"
 
@@ -42,6 +43,15 @@ zero::zplan::Role roleOf(zero::plan::BufferRole role) {
     return zero::zplan::RUNTIME;
   }
   llvm_unreachable("every BufferRole has a plan-file role");
+}
+
+/// The schema's kind of the same name (matmul -> MATMUL).
+FailureOr<zero::zplan::Kernel::Kind> kindOf(zero::plan::KernelOp k) {
+  StringRef name = zero::plan::stringifyKernelKind(k.getKernel());
+  if (auto kind = zero::zplan::parseKernelKind(std::string_view(name.data(), name.size())))
+    return *kind;
+  return k.emitOpError("internal error: the plan file's schema has no kernel kind '")
+         << name << "'";
 }
 
 FailureOr<zero::zplan::DType> dtypeOf(Location loc, Type t) {
@@ -209,7 +219,10 @@ FailureOr<zero::zplan::Plan> zero::buildZplan(ModuleOp module, StringRef source)
       }
     } else if (auto k = dyn_cast<plan::KernelOp>(op)) {
       zplan::Kernel *pk = out.add_kernels();
-      pk->set_name(k.getKernel().str());
+      FailureOr<zplan::Kernel::Kind> kind = kindOf(k);
+      if (failed(kind))
+        return failure();
+      pk->set_kind(*kind);
       for (Value v : k.getInputs())
         pk->add_inputs(index.lookup(v));
       for (Value v : k.getOutputs())

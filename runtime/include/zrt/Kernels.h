@@ -1,4 +1,4 @@
-//===- Kernels.h - The kernel table: names to implementations --*- C++ -*-===//
+//===- Kernels.h - The kernel table: kinds to implementations --*- C++ -*-===//
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
@@ -13,6 +13,7 @@
 
 #include "zrt/Tensor.h"
 #include "zplan.pb.h"
+#include "zplan/KernelKind.h"
 
 #include <functional>
 #include <map>
@@ -24,9 +25,13 @@ namespace zrt {
 class AsyncCollectives;
 class Communicator;
 
+/// The plan schema's kernel kinds (Kernel::MATMUL, ...) key the kernel tables.
+using zero::zplan::Kernel;
+using KernelKind = zero::zplan::Kernel::Kind;
+
 /// One kernel launch as the plan describes it.
 struct KernelCall {
-  std::string name;
+  KernelKind kind = Kernel::KIND_UNSPECIFIED;
   std::string loc;
   std::vector<TensorView> ins;
   std::vector<TensorView> outs;
@@ -43,13 +48,15 @@ struct KernelCall {
   std::vector<int64_t> intsAttr(const std::string &key) const;
   /// Throws zrt::Error unless there are exactly `nIn` inputs and `nOut` outputs.
   void expectArity(size_t nIn, size_t nOut) const;
+  /// "matmul", for messages and profiles.
+  std::string name() const { return zero::zplan::kernelKindName(kind); }
   /// "kernel 'matmul' at <loc>", for messages.
   std::string where() const;
 };
 
 using BoundKernel = std::function<void()>;
 using KernelBinder = BoundKernel (*)(const KernelCall &);
-using KernelTable = std::map<std::string, KernelBinder>;
+using KernelTable = std::map<KernelKind, KernelBinder>;
 
 /// The CPU implementation of every kernel the compiler emits.
 const KernelTable &cpuKernels();

@@ -67,7 +67,7 @@ BoundKernel bindStart(const KernelCall &call) {
   int64_t request = call.intAttr("request");
   BoundKernel run = Sync(call); // checks the buffers
   AsyncCollectives *async = call.async;
-  std::string name = call.name;
+  std::string name = call.name();
   int64_t bytes = std::max(call.ins[0].bytes(), call.outs[0].bytes());
   return [=] { async->start(request, name, bytes, run); };
 }
@@ -82,12 +82,12 @@ BoundKernel bindWait(const KernelCall &call) {
 } // namespace
 
 void zrt::addCollectiveKernels(KernelTable &t) {
-  t["all_gather_start"] = bindStart<bindAllGather>;
-  t["reduce_scatter_start"] = bindStart<bindReduceScatter>;
-  t["all_reduce_start"] = bindStart<bindAllReduce>;
-  t["wait"] = bindWait;
-  t["all_gather"] = bindAllGather;
-  t["reduce_scatter"] = bindReduceScatter;
-  t["all_reduce"] = bindAllReduce;
-  t["all_slice"] = bindAllSlice;
+  t[Kernel::ALL_GATHER_START] = bindStart<bindAllGather>;
+  t[Kernel::REDUCE_SCATTER_START] = bindStart<bindReduceScatter>;
+  t[Kernel::ALL_REDUCE_START] = bindStart<bindAllReduce>;
+  t[Kernel::WAIT] = bindWait;
+  t[Kernel::ALL_GATHER] = bindAllGather;
+  t[Kernel::REDUCE_SCATTER] = bindReduceScatter;
+  t[Kernel::ALL_REDUCE] = bindAllReduce;
+  t[Kernel::ALL_SLICE] = bindAllSlice;
 }

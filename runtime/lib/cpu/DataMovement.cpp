@@ -182,15 +182,15 @@ BoundKernel bindTrilu(const KernelCall &call) {
 } // namespace
 
 void zrt::addDataMovementKernels(KernelTable &t) {
-  t["reshape"] = bindCopy;
-  t["copy"] = bindCopy;
+  t[Kernel::RESHAPE] = bindCopy;
+  t[Kernel::COPY] = bindCopy;
   // Optimizer offload: on the CPU the device's memory is host memory too.
-  t["to_host"] = bindCopy;
-  t["to_device"] = bindCopy;
-  t["transpose"] = bindTranspose;
-  t["slice"] = bindSlice;
-  t["concat"] = bindConcat;
-  t["expand"] = bindExpand;
-  t["gather"] = bindGather;
-  t["trilu"] = bindTrilu;
+  t[Kernel::TO_HOST] = bindCopy;
+  t[Kernel::TO_DEVICE] = bindCopy;
+  t[Kernel::TRANSPOSE] = bindTranspose;
+  t[Kernel::SLICE] = bindSlice;
+  t[Kernel::CONCAT] = bindConcat;
+  t[Kernel::EXPAND] = bindExpand;
+  t[Kernel::GATHER] = bindGather;
+  t[Kernel::TRILU] = bindTrilu;
 }

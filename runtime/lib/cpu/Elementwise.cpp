@@ -192,21 +192,21 @@ BoundKernel bindCast(const KernelCall &call) {
 } // namespace
 
 void zrt::addElementwiseKernels(KernelTable &t) {
-  t["add"] = bindBinary<BinaryOp::Add>;
-  t["sub"] = bindBinary<BinaryOp::Sub>;
-  t["mul"] = bindBinary<BinaryOp::Mul>;
-  t["div"] = bindBinary<BinaryOp::Div>;
-  t["pow"] = bindPow;
-  t["equal"] = bindBinary<BinaryOp::Equal>;
-  t["neg"] = bindUnary<UnaryOp::Neg>;
-  t["sqrt"] = bindUnary<UnaryOp::Sqrt>;
-  t["reciprocal"] = bindUnary<UnaryOp::Reciprocal>;
-  t["exp"] = bindUnary<UnaryOp::Exp>;
-  t["log"] = bindUnary<UnaryOp::Log>;
-  t["relu"] = bindUnary<UnaryOp::Relu>;
-  t["tanh"] = bindUnary<UnaryOp::Tanh>;
-  t["sigmoid"] = bindUnary<UnaryOp::Sigmoid>;
-  t["erf"] = bindUnary<UnaryOp::Erf>;
-  t["where"] = bindWhere;
-  t["cast"] = bindCast;
+  t[Kernel::ADD] = bindBinary<BinaryOp::Add>;
+  t[Kernel::SUB] = bindBinary<BinaryOp::Sub>;
+  t[Kernel::MUL] = bindBinary<BinaryOp::Mul>;
+  t[Kernel::DIV] = bindBinary<BinaryOp::Div>;
+  t[Kernel::POW] = bindPow;
+  t[Kernel::EQUAL] = bindBinary<BinaryOp::Equal>;
+  t[Kernel::NEG] = bindUnary<UnaryOp::Neg>;
+  t[Kernel::SQRT] = bindUnary<UnaryOp::Sqrt>;
+  t[Kernel::RECIPROCAL] = bindUnary<UnaryOp::Reciprocal>;
+  t[Kernel::EXP] = bindUnary<UnaryOp::Exp>;
+  t[Kernel::LOG] = bindUnary<UnaryOp::Log>;
+  t[Kernel::RELU] = bindUnary<UnaryOp::Relu>;
+  t[Kernel::TANH] = bindUnary<UnaryOp::Tanh>;
+  t[Kernel::SIGMOID] = bindUnary<UnaryOp::Sigmoid>;
+  t[Kernel::ERF] = bindUnary<UnaryOp::Erf>;
+  t[Kernel::WHERE] = bindWhere;
+  t[Kernel::CAST] = bindCast;
 }

@@ -244,4 +244,4 @@ BoundKernel bindFused(const KernelCall &call) {
 
 } // namespace
 
-void zrt::addFusedKernels(KernelTable &t) { t["fused"] = bindFused; }
+void zrt::addFusedKernels(KernelTable &t) { t[Kernel::FUSED] = bindFused; }

@@ -148,7 +148,7 @@ void zrt::cpu::expectShape(const KernelCall &call, const TensorView &v, const Sh
 //===----------------------------------------------------------------------===//
 
 std::string KernelCall::where() const {
-  return "kernel '" + name + "'" + (loc.empty() ? "" : " at " + loc);
+  return "kernel '" + name() + "'" + (loc.empty() ? "" : " at " + loc);
 }
 
 bool KernelCall::hasAttr(const std::string &key) const {
@@ -211,7 +211,7 @@ KernelCall zrt::planKernelCall(const zero::zplan::Plan &plan, int k, char *arena
                                AsyncCollectives *async) {
   const auto &pk = plan.kernels(k);
   KernelCall call;
-  call.name = pk.name();
+  call.kind = pk.kind();
   call.loc = pk.loc();
   call.attrs = &pk.attrs();
   call.comm = comm;
@@ -229,10 +229,8 @@ KernelCall zrt::planKernelCall(const zero::zplan::Plan &plan, int k, char *arena
 }
 
 BoundKernel zrt::bindKernelCall(const KernelTable &table, const KernelCall &call) {
-  auto it = table.find(call.name);
-  ZRT_CHECK(it != table.end(), "kernel '" << call.name << "'"
-                                          << (call.loc.empty() ? "" : " at " + call.loc)
-                                          << " is not implemented by this runtime");
+  auto it = table.find(call.kind);
+  ZRT_CHECK(it != table.end(), call.where() << " is not implemented by this runtime");
   return it->second(call);
 }
 

@@ -145,7 +145,7 @@ BoundKernel bindMatMul(const KernelCall &call) {
 
 } // namespace
 
-void zrt::addLinearAlgebraKernels(KernelTable &t) { t["matmul"] = bindMatMul; }
+void zrt::addLinearAlgebraKernels(KernelTable &t) { t[Kernel::MATMUL] = bindMatMul; }
 
 const char *zrt::bf16MatmulPath() {
   return sbgemm() ? "OpenBLAS sbgemm (bf16 inputs, f32 accumulation)"

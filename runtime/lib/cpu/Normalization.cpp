@@ -262,8 +262,8 @@ BoundKernel bindSoftmaxCrossEntropy(const KernelCall &call) {
 } // namespace
 
 void zrt::addNormalizationKernels(KernelTable &t) {
-  t["softmax"] = bindSoftmax<false>;
-  t["log_softmax"] = bindSoftmax<true>;
-  t["layer_norm"] = bindLayerNorm;
-  t["softmax_cross_entropy"] = bindSoftmaxCrossEntropy;
+  t[Kernel::SOFTMAX] = bindSoftmax<false>;
+  t[Kernel::LOG_SOFTMAX] = bindSoftmax<true>;
+  t[Kernel::LAYER_NORM] = bindLayerNorm;
+  t[Kernel::SOFTMAX_CROSS_ENTROPY] = bindSoftmaxCrossEntropy;
 }

@@ -105,6 +105,6 @@ template <bool Mean> BoundKernel bindReduce(const KernelCall &call) {
 } // namespace
 
 void zrt::addReductionKernels(KernelTable &t) {
-  t["reduce_sum"] = bindReduce<false>;
-  t["reduce_mean"] = bindReduce<true>;
+  t[Kernel::REDUCE_SUM] = bindReduce<false>;
+  t[Kernel::REDUCE_MEAN] = bindReduce<true>;
 }

@@ -470,14 +470,14 @@ BoundKernel bindNonfiniteCount(const KernelCall &call) {
 } // namespace
 
 void zrt::addTrainingKernels(KernelTable &t) {
-  t["relu_grad"] = bindReluGrad;
-  t["layer_norm_grad"] = bindLayerNormGrad;
-  t["softmax_cross_entropy_grad"] = bindSoftmaxCrossEntropyGrad;
-  t["gather_grad"] = bindGatherGrad;
-  t["slice_grad"] = bindSliceGrad;
-  t["adamw"] = bindAdamW;
-  t["sgd"] = bindSgd;
-  t["nonfinite_count"] = bindNonfiniteCount;
-  t["sum_squares"] = bindSumSquares;
-  t["clip_grad_scale"] = bindClipGradScale;
+  t[Kernel::RELU_GRAD] = bindReluGrad;
+  t[Kernel::LAYER_NORM_GRAD] = bindLayerNormGrad;
+  t[Kernel::SOFTMAX_CROSS_ENTROPY_GRAD] = bindSoftmaxCrossEntropyGrad;
+  t[Kernel::GATHER_GRAD] = bindGatherGrad;
+  t[Kernel::SLICE_GRAD] = bindSliceGrad;
+  t[Kernel::ADAMW] = bindAdamW;
+  t[Kernel::SGD] = bindSgd;
+  t[Kernel::NONFINITE_COUNT] = bindNonfiniteCount;
+  t[Kernel::SUM_SQUARES] = bindSumSquares;
+  t[Kernel::CLIP_GRAD_SCALE] = bindClipGradScale;
 }

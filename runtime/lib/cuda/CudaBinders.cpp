@@ -2,7 +2,7 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-// Each binder first binds the CPU kernel of the same name: that checks every
+// Each binder first binds the CPU kernel of the same kind: that checks every
 // shape, dtype and attribute once, in one place for both backends (the host
 // closure it returns is dropped). Then it returns a closure that launches on the
 // compute stream.
@@ -26,7 +26,7 @@ using namespace zrt::cuda;
 
 namespace {
 
-void validate(const KernelCall &call) { (void)cpuKernels().at(call.name)(call); }
+void validate(const KernelCall &call) { (void)cpuKernels().at(call.kind)(call); }
 
 Elem elemOf(DType t) {
   switch (t) {
@@ -647,7 +647,7 @@ BoundKernel bindAllSlice(const KernelCall &call) {
 /// arena), so the copy is asynchronous.
 BoundKernel bindTransfer(const KernelCall &call) {
   validate(call);
-  bool toHost = call.name == "to_host";
+  bool toHost = call.kind == Kernel::TO_HOST;
   void *dst = call.outs[0].data;
   const void *src = call.ins[0].data;
   size_t bytes = call.ins[0].bytes();
@@ -672,65 +672,66 @@ void zrt::cuda::checkCuda(cudaError_t rc, const char *what) {
 const KernelTable &zrt::cuda::cudaKernels() {
   static const KernelTable table = [] {
     KernelTable t;
-    auto add = [&](const char *name, BoundKernel (*f)(const KernelCall &)) { t[name] = f; };
-    add("add", [](const KernelCall &c) { return bindBinary(c, BinaryOp::Add); });
-    add("sub", [](const KernelCall &c) { return bindBinary(c, BinaryOp::Sub); });
-    add("mul", [](const KernelCall &c) { return bindBinary(c, BinaryOp::Mul); });
-    add("div", [](const KernelCall &c) { return bindBinary(c, BinaryOp::Div); });
-    add("equal", [](const KernelCall &c) { return bindBinary(c, BinaryOp::Equal); });
-    add("pow", bindPow);
-    add("neg", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Neg); });
-    add("sqrt", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Sqrt); });
-    add("reciprocal", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Reciprocal); });
-    add("exp", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Exp); });
-    add("log", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Log); });
-    add("relu", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Relu); });
-    add("tanh", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Tanh); });
-    add("sigmoid", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Sigmoid); });
-    add("erf", [](const KernelCall &c) { return bindUnary(c, UnaryOp::Erf); });
-    add("where", bindWhere);
-    add("cast", bindCast);
-    add("fused", bindFused);
-    add("matmul", bindMatMul);
-    add("softmax", [](const KernelCall &c) { return bindSoftmax(c, false); });
-    add("log_softmax", [](const KernelCall &c) { return bindSoftmax(c, true); });
-    add("layer_norm", bindLayerNorm);
-    add("layer_norm_grad", bindLayerNormGrad);
-    add("softmax_cross_entropy", bindCrossEntropy);
-    add("softmax_cross_entropy_grad", bindCrossEntropyGrad);
-    add("reduce_sum", [](const KernelCall &c) { return bindReduce(c, false); });
-    add("reduce_mean", [](const KernelCall &c) { return bindReduce(c, true); });
-    add("reshape", bindCopy);
-    add("copy", bindCopy);
-    add("transpose", bindTranspose);
-    add("slice", bindSlice);
-    add("slice_grad", bindSliceGrad);
-    add("concat", bindConcat);
-    add("expand", bindExpand);
-    add("gather", bindGather);
-    add("gather_grad", bindGatherGrad);
-    add("trilu", bindTrilu);
-    add("relu_grad", bindReluGrad);
-    add("adamw", bindAdamW);
-    add("sgd", bindSgd);
-    add("nonfinite_count", bindNonfiniteCount);
-    add("sum_squares", bindSumSquares);
-    add("clip_grad_scale", bindClipGradScale);
-    add("all_gather", [](const KernelCall &c) { return bindCollective(c, Kind::AllGather); });
-    add("reduce_scatter",
+    auto add = [&](KernelKind kind, BoundKernel (*f)(const KernelCall &)) { t[kind] = f; };
+    add(Kernel::ADD, [](const KernelCall &c) { return bindBinary(c, BinaryOp::Add); });
+    add(Kernel::SUB, [](const KernelCall &c) { return bindBinary(c, BinaryOp::Sub); });
+    add(Kernel::MUL, [](const KernelCall &c) { return bindBinary(c, BinaryOp::Mul); });
+    add(Kernel::DIV, [](const KernelCall &c) { return bindBinary(c, BinaryOp::Div); });
+    add(Kernel::EQUAL, [](const KernelCall &c) { return bindBinary(c, BinaryOp::Equal); });
+    add(Kernel::POW, bindPow);
+    add(Kernel::NEG, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Neg); });
+    add(Kernel::SQRT, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Sqrt); });
+    add(Kernel::RECIPROCAL, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Reciprocal); });
+    add(Kernel::EXP, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Exp); });
+    add(Kernel::LOG, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Log); });
+    add(Kernel::RELU, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Relu); });
+    add(Kernel::TANH, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Tanh); });
+    add(Kernel::SIGMOID, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Sigmoid); });
+    add(Kernel::ERF, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Erf); });
+    add(Kernel::WHERE, bindWhere);
+    add(Kernel::CAST, bindCast);
+    add(Kernel::FUSED, bindFused);
+    add(Kernel::MATMUL, bindMatMul);
+    add(Kernel::SOFTMAX, [](const KernelCall &c) { return bindSoftmax(c, false); });
+    add(Kernel::LOG_SOFTMAX, [](const KernelCall &c) { return bindSoftmax(c, true); });
+    add(Kernel::LAYER_NORM, bindLayerNorm);
+    add(Kernel::LAYER_NORM_GRAD, bindLayerNormGrad);
+    add(Kernel::SOFTMAX_CROSS_ENTROPY, bindCrossEntropy);
+    add(Kernel::SOFTMAX_CROSS_ENTROPY_GRAD, bindCrossEntropyGrad);
+    add(Kernel::REDUCE_SUM, [](const KernelCall &c) { return bindReduce(c, false); });
+    add(Kernel::REDUCE_MEAN, [](const KernelCall &c) { return bindReduce(c, true); });
+    add(Kernel::RESHAPE, bindCopy);
+    add(Kernel::COPY, bindCopy);
+    add(Kernel::TRANSPOSE, bindTranspose);
+    add(Kernel::SLICE, bindSlice);
+    add(Kernel::SLICE_GRAD, bindSliceGrad);
+    add(Kernel::CONCAT, bindConcat);
+    add(Kernel::EXPAND, bindExpand);
+    add(Kernel::GATHER, bindGather);
+    add(Kernel::GATHER_GRAD, bindGatherGrad);
+    add(Kernel::TRILU, bindTrilu);
+    add(Kernel::RELU_GRAD, bindReluGrad);
+    add(Kernel::ADAMW, bindAdamW);
+    add(Kernel::SGD, bindSgd);
+    add(Kernel::NONFINITE_COUNT, bindNonfiniteCount);
+    add(Kernel::SUM_SQUARES, bindSumSquares);
+    add(Kernel::CLIP_GRAD_SCALE, bindClipGradScale);
+    add(Kernel::ALL_GATHER, [](const KernelCall &c) { return bindCollective(c, Kind::AllGather); });
+    add(Kernel::REDUCE_SCATTER,
         [](const KernelCall &c) { return bindCollective(c, Kind::ReduceScatter); });
-    add("all_reduce", [](const KernelCall &c) { return bindCollective(c, Kind::AllReduce); });
-    add("all_gather_start", [](const KernelCall &c) { return bindStart(c, Kind::AllGather); });
-    add("reduce_scatter_start",
+    add(Kernel::ALL_REDUCE, [](const KernelCall &c) { return bindCollective(c, Kind::AllReduce); });
+    add(Kernel::ALL_GATHER_START, [](const KernelCall &c) { return bindStart(c, Kind::AllGather); });
+    add(Kernel::REDUCE_SCATTER_START,
         [](const KernelCall &c) { return bindStart(c, Kind::ReduceScatter); });
-    add("all_reduce_start", [](const KernelCall &c) { return bindStart(c, Kind::AllReduce); });
-    add("wait", bindWait);
-    add("all_slice", bindAllSlice);
-    add("to_host", bindTransfer);
-    add("to_device", bindTransfer);
+    add(Kernel::ALL_REDUCE_START, [](const KernelCall &c) { return bindStart(c, Kind::AllReduce); });
+    add(Kernel::WAIT, bindWait);
+    add(Kernel::ALL_SLICE, bindAllSlice);
+    add(Kernel::TO_HOST, bindTransfer);
+    add(Kernel::TO_DEVICE, bindTransfer);
     // Every CPU kernel has a CUDA one: a plan never meets a gap on the GPU.
-    for (const auto &[name, binder] : cpuKernels())
-      ZRT_CHECK(t.count(name), "the CUDA backend has no kernel '" << name << "'");
+    for (const auto &[kind, binder] : cpuKernels())
+      ZRT_CHECK(t.count(kind), "the CUDA backend has no kernel '"
+                                   << zero::zplan::kernelKindName(kind) << "'");
     return t;
   }();
   return table;

@@ -8,14 +8,14 @@
 // CHECK: %[[X:.+]] = plan.buffer input at 64 {index = 0 : i64, name = "x"} : memref<2x4xf32>
 // CHECK: %[[C:.+]] = plan.buffer constant at 128 {value = dense<2.000000e+00> : tensor<f32>} : memref<f32>
 // CHECK: %[[T0:.+]] = plan.buffer temp at 192 : memref<2x4xf32>
-// CHECK: plan.kernel "matmul" ins(%[[X]], %[[W]] : {{.*}}) outs(%[[T0]] : memref<2x4xf32>)
+// CHECK: plan.kernel matmul ins(%[[X]], %[[W]] : {{.*}}) outs(%[[T0]] : memref<2x4xf32>)
 // CHECK: %[[T1:.+]] = plan.buffer temp at 256 : memref<2x4xf32>
-// CHECK: plan.kernel "mul" ins(%[[T0]], %[[C]] : {{.*}}) outs(%[[T1]] : memref<2x4xf32>)
+// CHECK: plan.kernel mul ins(%[[T0]], %[[C]] : {{.*}}) outs(%[[T1]] : memref<2x4xf32>)
 // The matmul result is dead after the mul, so the relu writes into its bytes.
 // CHECK: %[[T2:.+]] = plan.buffer temp at 192 : memref<2x4xf32>
-// CHECK: plan.kernel "relu" ins(%[[T1]] : memref<2x4xf32>) outs(%[[T2]] : memref<2x4xf32>)
+// CHECK: plan.kernel relu ins(%[[T1]] : memref<2x4xf32>) outs(%[[T2]] : memref<2x4xf32>)
 // CHECK: %[[T3:.+]] = plan.buffer temp at 256 : memref<2x4xf32>
-// CHECK: plan.kernel "softmax" ins(%[[T2]] : memref<2x4xf32>) outs(%[[T3]] : memref<2x4xf32>) attrs {axis = 1 : i64}
+// CHECK: plan.kernel softmax ins(%[[T2]] : memref<2x4xf32>) outs(%[[T3]] : memref<2x4xf32>) attrs {axis = 1 : i64}
 // CHECK: plan.return %[[T3]] : memref<2x4xf32> {names = ["y"]}
 func.func @main(%w: tensor<4x4xf32> {compute.param = "w"},
                 %x: tensor<2x4xf32> {compute.input = 0 : i64, compute.name = "x"})
@@ -37,11 +37,11 @@ func.func @main(%w: tensor<4x4xf32> {compute.param = "w"},
 // CHECK: %[[Y:.+]] = plan.buffer temp at 128 : memref<2x8xf32>
 // CHECK: %[[M:.+]] = plan.buffer temp at 192 : memref<2x1xf32>
 // CHECK: %[[R:.+]] = plan.buffer temp at 256 : memref<2x1xf32>
-// CHECK: plan.kernel "layer_norm" ins(%[[X]], {{.*}}) outs(%[[Y]], %[[M]], %[[R]] : {{.*}}) attrs {axis = 1 : i64, epsilon = 1.000000e-05 : f64}
+// CHECK: plan.kernel layer_norm ins(%[[X]], {{.*}}) outs(%[[Y]], %[[M]], %[[R]] : {{.*}}) attrs {axis = 1 : i64, epsilon = 1.000000e-05 : f64}
 // CHECK: %[[A:.+]] = plan.buffer temp at 192 : memref<2x8xf32>
-// CHECK: plan.kernel "add" ins(%[[Y]], %[[Y]] : {{.*}}) outs(%[[A]] : memref<2x8xf32>)
+// CHECK: plan.kernel add ins(%[[Y]], %[[Y]] : {{.*}}) outs(%[[A]] : memref<2x8xf32>)
 // CHECK: %[[B:.+]] = plan.buffer temp at 128 : memref<2x8xf32>
-// CHECK: plan.kernel "neg" ins(%[[A]] : memref<2x8xf32>) outs(%[[B]] : memref<2x8xf32>)
+// CHECK: plan.kernel neg ins(%[[A]] : memref<2x8xf32>) outs(%[[B]] : memref<2x8xf32>)
 // CHECK: plan.return %[[A]], %[[B]] : memref<2x8xf32>, memref<2x8xf32>
 func.func @main(%x: tensor<2x8xf32> {compute.input = 0 : i64}, %g: tensor<8xf32> {compute.input = 1 : i64})
     -> (tensor<2x8xf32>, tensor<2x8xf32>) {
@@ -61,9 +61,9 @@ func.func @main(%x: tensor<2x8xf32> {compute.input = 0 : i64}, %g: tensor<8xf32>
 // CHECK: %[[T:.+]] = plan.buffer state at {{[0-9]+}} {name = "optimizer.step"} : memref<i64>
 // CHECK: %[[M:.+]] = plan.buffer state at {{[0-9]+}} {name = "p.exp_avg"} : memref<4xf32>
 // CHECK: %[[V:.+]] = plan.buffer state at {{[0-9]+}} {name = "p.exp_avg_sq"} : memref<4xf32>
-// CHECK: plan.kernel "add" ins(%[[T]], %{{.+}} : memref<i64>, memref<i64>) outs(%[[T]] : memref<i64>)
-// CHECK: plan.kernel "adamw" ins(%[[P]], %{{.+}}, %[[M]], %[[V]], %[[T]] : {{.+}}) outs(%[[P]], %[[M]], %[[V]] : memref<4xf32>, memref<4xf32>, memref<4xf32>)
-// CHECK-NOT: plan.kernel "copy"
+// CHECK: plan.kernel add ins(%[[T]], %{{.+}} : memref<i64>, memref<i64>) outs(%[[T]] : memref<i64>)
+// CHECK: plan.kernel adamw ins(%[[P]], %{{.+}}, %[[M]], %[[V]], %[[T]] : {{.+}}) outs(%[[P]], %[[M]], %[[V]] : memref<4xf32>, memref<4xf32>, memref<4xf32>)
+// CHECK-NOT: plan.kernel copy
 // CHECK: plan.return %{{.+}} : memref<f32> {names = ["loss"]}
 func.func @main(%p: tensor<4xf32> {compute.param = "p"}, %g: tensor<4xf32> {compute.input = 0 : i64},
                 %t: tensor<i64> {compute.state = "optimizer.step"},
@@ -86,10 +86,10 @@ func.func @main(%p: tensor<4xf32> {compute.param = "p"}, %g: tensor<4xf32> {comp
 // CHECK-LABEL: plan.program @main
 // CHECK: %[[P:.+]] = plan.buffer param at {{[0-9]+}} {name = "p"} : memref<2x2xf32>
 // CHECK: %[[N:.+]] = plan.buffer temp at {{[0-9]+}} : memref<2x2xf32>
-// CHECK: plan.kernel "add" ins(%[[P]], %[[P]] : {{.+}}) outs(%[[N]] : memref<2x2xf32>)
+// CHECK: plan.kernel add ins(%[[P]], %[[P]] : {{.+}}) outs(%[[N]] : memref<2x2xf32>)
 // CHECK: %[[TT:.+]] = plan.buffer temp at {{[0-9]+}} : memref<2x2xf32>
-// CHECK: plan.kernel "transpose" ins(%[[P]] : memref<2x2xf32>) outs(%[[TT]] : memref<2x2xf32>)
-// CHECK: plan.kernel "copy" ins(%[[N]] : memref<2x2xf32>) outs(%[[P]] : memref<2x2xf32>)
+// CHECK: plan.kernel transpose ins(%[[P]] : memref<2x2xf32>) outs(%[[TT]] : memref<2x2xf32>)
+// CHECK: plan.kernel copy ins(%[[N]] : memref<2x2xf32>) outs(%[[P]] : memref<2x2xf32>)
 // CHECK: plan.return %[[TT]] : memref<2x2xf32>
 func.func @main(%p: tensor<2x2xf32> {compute.param = "p"})
     -> (tensor<2x2xf32> {compute.updates = 0 : i64}, tensor<2x2xf32>) {
@@ -108,12 +108,12 @@ func.func @main(%p: tensor<2x2xf32> {compute.param = "p"})
 // CHECK: %[[X:.+]] = plan.buffer input at 0
 // CHECK: %[[W:.+]] = plan.buffer input at 64
 // CHECK: %[[A:.+]] = plan.buffer temp at 128 : memref<4x3xf32>
-// CHECK: plan.kernel "neg" ins(%[[W]] : memref<4x3xf32>) outs(%[[A]] : memref<4x3xf32>)
-// CHECK-NOT: plan.kernel "transpose"
+// CHECK: plan.kernel neg ins(%[[W]] : memref<4x3xf32>) outs(%[[A]] : memref<4x3xf32>)
+// CHECK-NOT: plan.kernel transpose
 // CHECK: %[[R:.+]] = plan.buffer temp at 192 : memref<2x3xf32>
-// CHECK: plan.kernel "relu"
-// CHECK: plan.kernel "matmul" ins(%[[R]], %[[A]] : memref<2x3xf32>, memref<4x3xf32>) outs(%{{.+}} : memref<2x4xf32>) attrs {transpose_rhs = true}
-// CHECK: plan.kernel "transpose" ins(%[[X]]
+// CHECK: plan.kernel relu
+// CHECK: plan.kernel matmul ins(%[[R]], %[[A]] : memref<2x3xf32>, memref<4x3xf32>) outs(%{{.+}} : memref<2x4xf32>) attrs {transpose_rhs = true}
+// CHECK: plan.kernel transpose ins(%[[X]]
 func.func @main(%x: tensor<2x3xf32> {compute.input = 0 : i64}, %w: tensor<4x3xf32> {compute.input = 1 : i64})
     -> (tensor<2x4xf32>, tensor<3x2xf32>) {
   %a = compute.neg %w : tensor<4x3xf32>
@@ -134,7 +134,7 @@ func.func @main(%x: tensor<2x3xf32> {compute.input = 0 : i64}, %w: tensor<4x3xf3
 // CHECK: %[[X:.+]] = plan.buffer input at 0 {index = 0 : i64} : memref<2x4xf32>
 // CHECK: %[[B:.+]] = plan.buffer param at 64 {name = "b"} : memref<4xf32>
 // CHECK: %[[Y:.+]] = plan.buffer temp at 128 : memref<2x4xbf16>
-// CHECK: plan.kernel "fused" ins(%[[X]], %[[B]] : memref<2x4xf32>, memref<4xf32>) outs(%[[Y]] : memref<2x4xbf16>)
+// CHECK: plan.kernel fused ins(%[[X]], %[[B]] : memref<2x4xf32>, memref<4xf32>) outs(%[[Y]] : memref<2x4xbf16>)
 // CHECK-SAME: attrs {program = array<i64: 0, 0, 4602678819172646912, 0, 0, 10, 0, 0, 1, 0, 12, 0, 3, 2, 0, 15, 1, 4, 0, 0>}
 // CHECK-NOT: plan.kernel
 func.func @main(%x: tensor<2x4xf32> {compute.input = 0 : i64},

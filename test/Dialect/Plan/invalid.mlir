@@ -67,7 +67,7 @@ plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
   %x = plan.buffer input at 0 {index = 0 : i64} : memref<4xf32>
   %y = plan.buffer input at 16 {index = 1 : i64} : memref<4xf32>
   // expected-error@+1 {{writes a input buffer}}
-  plan.kernel "relu" ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
+  plan.kernel relu ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
   plan.return
 }
 
@@ -76,7 +76,28 @@ plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
 plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
   %x = plan.buffer input at 0 {index = 0 : i64} : memref<4xf32>
   // expected-error@+1 {{writes no output}}
-  "plan.kernel"(%x) {kernel = "relu", operandSegmentSizes = array<i32: 1, 0>} : (memref<4xf32>) -> ()
+  "plan.kernel"(%x) {kernel = 14 : i32, operandSegmentSizes = array<i32: 1, 0>} : (memref<4xf32>) -> ()
+  plan.return
+}
+
+// -----
+
+// A kernel kind is one of KernelKind's cases, not any name.
+plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+  %x = plan.buffer input at 0 {index = 0 : i64} : memref<4xf32>
+  %y = plan.buffer temp at 16 : memref<4xf32>
+  // expected-error@+1 {{enum values for attribute 'kernel' [add, sub, mul}}
+  plan.kernel gelu ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
+  %x = plan.buffer input at 0 {index = 0 : i64} : memref<4xf32>
+  %y = plan.buffer temp at 16 : memref<4xf32>
+  // expected-error@+1 {{attribute 'kernel' failed to satisfy constraint: what a plan kernel computes}}
+  "plan.kernel"(%x, %y) {kernel = 99 : i32, operandSegmentSizes = array<i32: 1, 1>} : (memref<4xf32>, memref<4xf32>) -> ()
   plan.return
 }
 
@@ -86,7 +107,7 @@ plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
   %x = plan.buffer input at 0 {index = 0 : i64} : memref<4xf32>
   %y = plan.buffer temp at 16 : memref<4xf32>
   // expected-error@+1 {{attribute 'what' must be an integer, float, string or i64 array}}
-  plan.kernel "relu" ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) attrs {what = [1, 2]}
+  plan.kernel relu ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) attrs {what = [1, 2]}
   plan.return
 }
 
@@ -104,7 +125,7 @@ plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
   %x = plan.buffer temp at 0 : memref<4xf32>
   %c = plan.buffer constant at 16 {value = dense<1.0> : tensor<4xf32>} : memref<4xf32>
   // expected-error@+1 {{writes a constant buffer}}
-  plan.kernel "relu" ins(%x : memref<4xf32>) outs(%c : memref<4xf32>)
+  plan.kernel relu ins(%x : memref<4xf32>) outs(%c : memref<4xf32>)
   plan.return
 }
 
@@ -131,7 +152,7 @@ plan.program @main attributes {arena_bytes = 64 : i64, host_arena_bytes = 64 : i
   %x = plan.buffer temp at 0 : memref<4xf32>
   %y = plan.buffer temp at 0 {host} : memref<4xf32>
   // expected-error@+1 {{mixes host and device buffers (only to_host and to_device cross)}}
-  plan.kernel "relu" ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
+  plan.kernel relu ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
   plan.return
 }
 
@@ -141,7 +162,7 @@ plan.program @main attributes {arena_bytes = 64 : i64, host_arena_bytes = 64 : i
   %x = plan.buffer temp at 0 {host} : memref<4xf32>
   %y = plan.buffer temp at 16 {host} : memref<4xf32>
   // expected-error@+1 {{copies a device buffer into a host buffer}}
-  plan.kernel "to_host" ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
+  plan.kernel to_host ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
   plan.return
 }
 

@@ -8,7 +8,7 @@
 plan.program @main attributes {arena_bytes = 128 : i64, world_size = 1 : i64} {
   %x = plan.buffer constant at 0 {value = dense<-1.0> : tensor<4xf32>} : memref<4xf32>
   %y = plan.buffer temp at 64 : memref<3xf32>
-  plan.kernel "relu" ins(%x : memref<4xf32>) outs(%y : memref<3xf32>)
+  plan.kernel relu ins(%x : memref<4xf32>) outs(%y : memref<3xf32>)
   plan.return %y : memref<3xf32>
 }
 // OVERLAP: error: internal error, the plan fails zero-run's checks: the plan: buffer 1 [0, 16) and buffer 0 [0, 16) share bytes while both are alive (kernels 0 to 1)

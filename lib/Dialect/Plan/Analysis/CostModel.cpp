@@ -103,16 +103,17 @@ double kernelSeconds(const MachineModel &m, plan::KernelOp k) {
   int64_t bytes = 0;
   for (Value v : llvm::concat<Value>(k.getInputs(), k.getOutputs()))
     bytes += bytesOf(v);
-  double peak = k.getKernel() == "matmul" ? m.matmulFlops : m.vectorFlops;
+  double peak = k.getKernel() == plan::KernelKind::matmul ? m.matmulFlops : m.vectorFlops;
   return m.kernelOverheadS + std::max(kernelFlops(k) / peak, bytes / m.memoryBandwidth);
 }
 
 } // namespace
 
 double zero::kernelFlops(plan::KernelOp k) {
-  StringRef name = k.getKernel();
+  using K = plan::KernelKind;
   double out = elementsOf(k.getOutputs()[0]);
-  if (name == "matmul") {
+  switch (k.getKernel()) {
+  case K::matmul: {
     Value lhs = k.getInputs()[0];
     auto shape = cast<MemRefType>(lhs.getType()).getShape();
     bool tl = false;
@@ -121,8 +122,8 @@ double zero::kernelFlops(plan::KernelOp k) {
     int64_t kdim = shape.size() < 2 ? shape.back() : tl ? shape[shape.size() - 2] : shape.back();
     return 2.0 * out * kdim;
   }
-  // A fused kernel: its instructions' work, weighted as the kernels they replace.
-  if (name == "fused") {
+  case K::fused: {
+    // Its instructions' work, weighted as the kernels they replace.
     auto program = k.getAttrs().getAs<DenseI64ArrayAttr>("program");
     double perElement = 0;
     using zrt::fused::Op;
@@ -136,20 +137,42 @@ double zero::kernelFlops(plan::KernelOp k) {
     return perElement * out;
   }
   // Floating-point work per output element; data movement kernels have none.
-  double perElement = llvm::StringSwitch<double>(name)
-                          .Cases({"exp", "log", "tanh", "sigmoid", "erf"}, 10)
-                          .Cases({"softmax", "log_softmax", "softmax_cross_entropy",
-                                  "softmax_cross_entropy_grad"},
-                                 6)
-                          .Cases({"layer_norm", "layer_norm_grad"}, 8)
-                          .Case("adamw", 12)
-                          .Case("sgd", 4)
-                          .Cases({"reshape", "copy", "transpose", "slice", "slice_grad",
-                                  "concat", "expand", "gather", "gather_grad",
-                                  "all_slice", "wait"},
-                                 0)
-                          .Default(1);
-  return perElement * out;
+  case K::exp:
+  case K::log:
+  case K::tanh:
+  case K::sigmoid:
+  case K::erf:
+  case K::pow:
+    return 10 * out;
+  case K::softmax:
+  case K::log_softmax:
+  case K::softmax_cross_entropy:
+  case K::softmax_cross_entropy_grad:
+    return 6 * out;
+  case K::layer_norm:
+  case K::layer_norm_grad:
+    return 8 * out;
+  case K::adamw:
+    return 12 * out;
+  case K::sgd:
+    return 4 * out;
+  case K::reshape:
+  case K::copy:
+  case K::transpose:
+  case K::slice:
+  case K::slice_grad:
+  case K::concat:
+  case K::expand:
+  case K::gather:
+  case K::gather_grad:
+  case K::all_slice:
+  case K::wait:
+  case K::to_host:
+  case K::to_device:
+    return 0;
+  default:
+    return out;
+  }
 }
 
 FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel &m) {
@@ -164,13 +187,12 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
     auto k = dyn_cast<plan::KernelOp>(op);
     if (!k)
       continue;
-    StringRef name = k.getKernel();
-    bool started = name.consume_back("_start");
-    int passes = name == "all_reduce" ? 2 : 1;
-    bool collective = name == "all_gather" || name == "reduce_scatter" ||
-                      name == "all_reduce";
-    if (collective) {
-      Value full = name == "all_gather" ? k.getOutputs()[0] : k.getInputs()[0];
+    using K = plan::KernelKind;
+    K kind = plan::synchronousKind(k.getKernel());
+    bool started = kind != k.getKernel();
+    int passes = kind == K::all_reduce ? 2 : 1;
+    if (kind == K::all_gather || kind == K::reduce_scatter || kind == K::all_reduce) {
+      Value full = kind == K::all_gather ? k.getOutputs()[0] : k.getInputs()[0];
       double t = ringSeconds(m, n, bytesOf(full), passes);
       p.commS += t;
       double begin = std::max(now, commFree);
@@ -183,7 +205,7 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
       }
       continue;
     }
-    if (name == "wait") {
+    if (kind == K::wait) {
       double end = doneAt.lookup(k.getAttrs().getAs<IntegerAttr>("request").getInt());
       if (end > now) {
         p.exposedCommS += end - now;

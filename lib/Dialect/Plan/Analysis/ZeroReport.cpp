@@ -48,10 +48,12 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
       plan::KernelOp k = producer.lookup(v);
       if (!k)
         return false;
-      if (k.getKernel() == "nonfinite_count" || k.getKernel() == "sum_squares")
+      using K = plan::KernelKind;
+      K kind = k.getKernel();
+      if (kind == K::nonfinite_count || kind == K::sum_squares)
         return true;
       // Counts summed by adds, one kernel each or fused into one.
-      if (k.getKernel() != "reshape" && k.getKernel() != "add" && k.getKernel() != "fused")
+      if (kind != K::reshape && kind != K::add && kind != K::fused)
         return false;
       llvm::append_range(work, k.getInputs());
     }
@@ -67,24 +69,24 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
         producer[v] = k;
       }
       // A started collective counts like its synchronous form.
-      StringRef name = k.getKernel();
-      name.consume_back("_start");
-      if (name == "to_host")
+      using K = plan::KernelKind;
+      K kind = plan::synchronousKind(k.getKernel());
+      if (kind == K::to_host)
         r.toHostBytes += bytesOf(k.getInputs()[0]);
-      else if (name == "to_device")
+      else if (kind == K::to_device)
         r.toDeviceBytes += bytesOf(k.getInputs()[0]);
-      else if (name == "all_gather")
+      else if (kind == K::all_gather)
         r.allGather += elementsOf(k.getOutputs()[0]);
-      else if (name == "reduce_scatter") {
+      else if (kind == K::reduce_scatter) {
         r.reduceScatter += elementsOf(k.getInputs()[0]);
         r.grads += bytesOf(k.getInputs()[0]); // stages 2-3: replaced below
-      } else if (name == "all_reduce") {
+      } else if (kind == K::all_reduce) {
         r.allReduce += elementsOf(k.getInputs()[0]);
         if (isOverflowCount(k.getInputs()[0]))
           r.overflowCheck += elementsOf(k.getInputs()[0]);
         else
           r.grads += bytesOf(k.getInputs()[0]);
-      } else if (name == "adamw" || name == "sgd") {
+      } else if (kind == K::adamw || kind == K::sgd) {
         optimizerGrads += bytesOf(k.getInputs()[1]);
         optimizerElements += elementsOf(k.getInputs()[0]);
       }
@@ -143,7 +145,7 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
       kernels.push_back(k);
   SmallVector<int64_t> from(kernels.size(), 0), until(kernels.size(), 0);
   for (auto [i, k] : llvm::enumerate(kernels)) {
-    if (k.getKernel() != "all_gather" && k.getKernel() != "all_gather_start")
+    if (plan::synchronousKind(k.getKernel()) != plan::KernelKind::all_gather)
       continue;
     // Kernels read the bucket itself or views of it (the parameters in place).
     Value out = k.getOutputs()[0];

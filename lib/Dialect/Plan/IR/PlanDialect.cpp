@@ -77,7 +77,8 @@ LogicalResult KernelOp::verify() {
   // Host kernels read and write host buffers, device kernels device buffers; the
   // two copies cross.
   auto isHost = [](Value v) { return v.getDefiningOp<BufferOp>().getHost(); };
-  bool toHost = getKernel() == "to_host", toDevice = getKernel() == "to_device";
+  bool toHost = getKernel() == KernelKind::to_host,
+       toDevice = getKernel() == KernelKind::to_device;
   if (toHost || toDevice) {
     if (getInputs().size() != 1 || getOutputs().size() != 1 ||
         getInputs()[0].getType() != getOutputs()[0].getType())
@@ -126,3 +127,16 @@ LogicalResult ProgramOp::verifyRegions() {
 
 #define GET_OP_CLASSES
 #include "zero/Dialect/Plan/IR/PlanOps.cpp.inc"
+
+KernelKind zero::plan::synchronousKind(KernelKind kind) {
+  switch (kind) {
+  case KernelKind::all_reduce_start:
+    return KernelKind::all_reduce;
+  case KernelKind::all_gather_start:
+    return KernelKind::all_gather;
+  case KernelKind::reduce_scatter_start:
+    return KernelKind::reduce_scatter;
+  default:
+    return kind;
+  }
+}

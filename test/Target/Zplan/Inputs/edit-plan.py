@@ -3,7 +3,8 @@
 # or a deliberate edit would: only the loader's own checks can then catch it.
 #   edit-plan.py PB2_DIR IN.zplan OUT.zplan 'PYTHON'
 # PYTHON runs with `plan` (the zplan_pb2.Plan) and helpers in scope:
-#   kernel(name, n=0)   the n-th kernel named `name`
+#   name(k)             kernel k's kind as the plan dialect spells it ("matmul")
+#   kernel(name, n=0)   the n-th kernel of that kind
 #   buffer(i)           buffer i
 # PB2_DIR holds zplan_pb2.py (protoc --python_out from include/zplan/zplan.proto).
 # Uses Debian's /usr/bin/python3 (python3-protobuf).
@@ -26,8 +27,12 @@ plan = zplan_pb2.Plan()
 plan.ParseFromString(data[32:])
 
 
-def kernel(name, n=0):
-    return [k for k in plan.kernels if k.name == name][n]
+def name(k):
+    return zplan_pb2.Kernel.Kind.Name(k.kind).lower()
+
+
+def kernel(kind, n=0):
+    return [k for k in plan.kernels if name(k) == kind][n]
 
 
 def buffer(i):

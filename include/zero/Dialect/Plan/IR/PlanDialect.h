@@ -19,4 +19,10 @@
 #define GET_OP_CLASSES
 #include "zero/Dialect/Plan/IR/PlanOps.h.inc"
 
+namespace zero::plan {
+/// The synchronous collective that a split-phase kernel (all_gather_start, ...)
+/// begins; any other kind is returned as it is.
+KernelKind synchronousKind(KernelKind kind);
+} // namespace zero::plan
+
 #endif // ZERO_DIALECT_PLAN_IR_PLANDIALECT_H

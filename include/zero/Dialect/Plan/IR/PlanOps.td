@@ -23,6 +23,38 @@ def Plan_BufferRole : I32EnumAttr<"BufferRole", "what a plan buffer holds", [
   let cppNamespace = "::zero::plan";
 }
 
+// What a kernel computes: an entry of the runtime's kernel tables. The plan file's
+// Kernel.Kind (zplan.proto) has the same cases in uppercase; the export maps them
+// by name (zplan/KernelKind.h) and fails on a case the schema lacks.
+def Plan_KernelKind : I32EnumAttr<"KernelKind", "what a plan kernel computes", [
+    I32EnumAttrCase<"add", 1>, I32EnumAttrCase<"sub", 2>, I32EnumAttrCase<"mul", 3>,
+    I32EnumAttrCase<"div", 4>, I32EnumAttrCase<"pow", 5>, I32EnumAttrCase<"neg", 6>,
+    I32EnumAttrCase<"exp", 7>, I32EnumAttrCase<"log", 8>, I32EnumAttrCase<"sqrt", 9>,
+    I32EnumAttrCase<"reciprocal", 10>, I32EnumAttrCase<"erf", 11>,
+    I32EnumAttrCase<"tanh", 12>, I32EnumAttrCase<"sigmoid", 13>,
+    I32EnumAttrCase<"relu", 14>, I32EnumAttrCase<"relu_grad", 15>,
+    I32EnumAttrCase<"equal", 16>, I32EnumAttrCase<"where", 17>,
+    I32EnumAttrCase<"cast", 18>, I32EnumAttrCase<"fused", 19>,
+    I32EnumAttrCase<"matmul", 20>, I32EnumAttrCase<"layer_norm", 21>,
+    I32EnumAttrCase<"layer_norm_grad", 22>, I32EnumAttrCase<"softmax", 23>,
+    I32EnumAttrCase<"log_softmax", 24>, I32EnumAttrCase<"softmax_cross_entropy", 25>,
+    I32EnumAttrCase<"softmax_cross_entropy_grad", 26>, I32EnumAttrCase<"reduce_sum", 27>,
+    I32EnumAttrCase<"reduce_mean", 28>, I32EnumAttrCase<"sum_squares", 29>,
+    I32EnumAttrCase<"nonfinite_count", 30>, I32EnumAttrCase<"copy", 31>,
+    I32EnumAttrCase<"reshape", 32>, I32EnumAttrCase<"transpose", 33>,
+    I32EnumAttrCase<"expand", 34>, I32EnumAttrCase<"concat", 35>,
+    I32EnumAttrCase<"slice", 36>, I32EnumAttrCase<"slice_grad", 37>,
+    I32EnumAttrCase<"gather", 38>, I32EnumAttrCase<"gather_grad", 39>,
+    I32EnumAttrCase<"trilu", 40>, I32EnumAttrCase<"to_host", 41>,
+    I32EnumAttrCase<"to_device", 42>, I32EnumAttrCase<"adamw", 43>,
+    I32EnumAttrCase<"sgd", 44>, I32EnumAttrCase<"clip_grad_scale", 45>,
+    I32EnumAttrCase<"all_reduce", 46>, I32EnumAttrCase<"all_gather", 47>,
+    I32EnumAttrCase<"reduce_scatter", 48>, I32EnumAttrCase<"all_slice", 49>,
+    I32EnumAttrCase<"all_reduce_start", 50>, I32EnumAttrCase<"all_gather_start", 51>,
+    I32EnumAttrCase<"reduce_scatter_start", 52>, I32EnumAttrCase<"wait", 53>]> {
+  let cppNamespace = "::zero::plan";
+}
+
 def Plan_ProgramOp : Plan_Op<"program",
     [Symbol, SingleBlockImplicitTerminator<"ReturnOp">, IsolatedFromAbove]> {
   let summary = "One compiled step: an arena, its buffers and a kernel list.";
@@ -31,7 +63,7 @@ def Plan_ProgramOp : Plan_Op<"program",
     plan.program @main attributes {arena_bytes = 128 : i64, world_size = 1 : i64} {
       %x = plan.buffer input at 0 {index = 0 : i64, name = "x"} : memref<4xf32>
       %y = plan.buffer temp at 64 : memref<4xf32>
-      plan.kernel "relu" ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
+      plan.kernel relu ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
       plan.return %y : memref<4xf32>
     }
     ```
@@ -72,7 +104,7 @@ def Plan_BufferOp : Plan_Op<"buffer", [HasParent<"ProgramOp">]> {
       %v = plan.buffer temp at 256 view of %w : memref<8x4xf32> : memref<32xf32>
       %m = plan.buffer state at 0 {host, name = "fc.weight.exp_avg"} : memref<8x4xf32>
       %y = plan.buffer temp at 0 : memref<32xf32>
-      plan.kernel "relu" ins(%v : memref<32xf32>) outs(%y : memref<32xf32>)
+      plan.kernel relu ins(%v : memref<32xf32>) outs(%y : memref<32xf32>)
       plan.return %y : memref<32xf32>
     }
     ```
@@ -95,7 +127,7 @@ def Plan_BufferOp : Plan_Op<"buffer", [HasParent<"ProgramOp">]> {
 def Plan_KernelOp : Plan_Op<"kernel", [HasParent<"ProgramOp">, AttrSizedOperandSegments]> {
   let summary = "Runs a runtime kernel: reads `ins`, writes `outs`.";
   let description = [{
-    `kernel` names an entry of the runtime's kernel table; `attrs` holds its integer,
+    `kernel` is the kind: an entry of the runtime's kernel tables; `attrs` holds its integer,
     float, string and integer-array arguments. Outputs are `temp` buffers, or `param`
     and `state` buffers that an optimizer step updates (possibly in place: an output
     may be one of the inputs).
@@ -108,13 +140,13 @@ def Plan_KernelOp : Plan_Op<"kernel", [HasParent<"ProgramOp">, AttrSizedOperandS
     plan.program @main attributes {arena_bytes = 256 : i64, world_size = 1 : i64} {
       %x = plan.buffer input at 0 {index = 0 : i64, name = "x"} : memref<4x8xf32>
       %y = plan.buffer temp at 128 : memref<4x8xf32>
-      plan.kernel "softmax" ins(%x : memref<4x8xf32>) outs(%y : memref<4x8xf32>)
+      plan.kernel softmax ins(%x : memref<4x8xf32>) outs(%y : memref<4x8xf32>)
           attrs {axis = 1 : i64}
       plan.return %y : memref<4x8xf32>
     }
     ```
   }];
-  let arguments = (ins StrAttr:$kernel, Variadic<Plan_BufferType>:$inputs,
+  let arguments = (ins Plan_KernelKind:$kernel, Variadic<Plan_BufferType>:$inputs,
                        Variadic<Plan_BufferType>:$outputs,
                        DefaultValuedAttr<DictionaryAttr, "{}">:$attrs);
   let assemblyFormat = [{
