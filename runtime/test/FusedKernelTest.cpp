@@ -121,6 +121,29 @@ TEST(FusedKernel, Bf16RoundingAndWhereMatchTheUnfusedKernels) {
   EXPECT_EQ(0, std::memcmp(y.data(), expected.data(), n * sizeof(float)));
 }
 
+// A program whose result is a constant (filled once per run, written where the
+// result goes) over runs longer than a block, and one whose f32 input is read where
+// it lies while a broadcast one is loaded once per run.
+TEST(FusedKernel, ConstantResultsAndBroadcastInputs) {
+  const int64_t rows = 4, cols = 600, n = rows * cols;
+  const auto F = zero::zplan::F32;
+  const int64_t f32 = (int64_t)Type::F32;
+  std::vector<float> x = randomValues(n, 5), r = randomValues(rows, 6), y(n, -1.0f);
+  Attrs constant2 = programOf({
+      {(int64_t)Op::Neg, f32, 0, 0, 0},               // 1
+      {(int64_t)Op::Const, f32, constant(2.0), 0, 0}, // 2
+  });
+  run(callOf(Kernel::FUSED, {view(x, F, {rows, cols})}, {view(y, F, {rows, cols})}, &constant2));
+  for (float v : y)
+    ASSERT_EQ(v, 2.0f);
+  Attrs scaled = programOf({{(int64_t)Op::Mul, f32, 0, 1, 0}});
+  run(callOf(Kernel::FUSED, {view(x, F, {rows, cols}), view(r, F, {rows, 1})},
+             {view(y, F, {rows, cols})}, &scaled));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      ASSERT_EQ(y[i * cols + j], x[i * cols + j] * r[i]) << i << "," << j;
+}
+
 // Each malformed program or operand is refused at bind time, with the reason.
 TEST(FusedKernel, MalformedProgramsAreRefused) {
   std::vector<float> x(4), y(4), big(5);

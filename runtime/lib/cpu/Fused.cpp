@@ -6,6 +6,9 @@
 // the inputs' elements of a block are loaded into f32 scratch rows, each
 // instruction is one vectorized loop from rows to a row, and the last row is
 // stored. The rows stay in the L1 cache, so each tensor is read or written once.
+// What need not be copied is not: a contiguous f32 input is read where it lies, an
+// f32 result is written where it goes, and the rows that stay the same along a run
+// (constants, inputs broadcast along it) are filled once per run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,20 +102,24 @@ using BinaryBlock = void (*)(const float *, const float *, float *, int64_t);
 const BinaryBlock binaryBlocks[] = {binaryBlock<BinaryOp::Add>, binaryBlock<BinaryOp::Sub>,
                                         binaryBlock<BinaryOp::Mul>, binaryBlock<BinaryOp::Div>};
 
-/// One instruction over a block: row `dst` from the rows it reads.
-void execute(const fused::Instruction &ins, int64_t dst, float (*row)[kBlock], int64_t n) {
-  float *o = row[dst];
+/// A Const instruction's value.
+float constantOf(const fused::Instruction &ins) {
+  double v;
+  static_assert(sizeof v == sizeof ins.a);
+  std::memcpy(&v, &ins.a, sizeof v);
+  return float(v);
+}
+
+/// One instruction over a block: `o` from the values it reads (val[i]: value i's
+/// n elements).
+void execute(const fused::Instruction &ins, const float *const *val, float *o, int64_t n) {
   int reads = fused::operandCount(ins.op);
-  const float *a = reads > 0 ? row[ins.a] : nullptr, *b = reads > 1 ? row[ins.b] : nullptr,
-              *c = reads > 2 ? row[ins.c] : nullptr;
+  const float *a = reads > 0 ? val[ins.a] : nullptr, *b = reads > 1 ? val[ins.b] : nullptr,
+              *c = reads > 2 ? val[ins.c] : nullptr;
   switch (ins.op) {
-  case Op::Const: {
-    double v;
-    static_assert(sizeof v == sizeof ins.a);
-    std::memcpy(&v, &ins.a, sizeof v);
-    fillBlock(float(v), o, n);
+  case Op::Const:
+    fillBlock(constantOf(ins), o, n);
     break;
-  }
   case Op::Neg:
   case Op::Sqrt:
   case Op::Reciprocal:
@@ -225,18 +232,46 @@ BoundKernel bindFused(const KernelCall &call) {
                          << " is not the last instruction's type");
   Storer store =
       dispatchAny(out.dtype, call, [](auto tag) -> Storer { return storeRun<decltype(tag)>; });
-  int64_t result = n + (int64_t)code.size() - 1;
+  std::vector<char> inPlace(n); // f32 inputs read where they lie when contiguous
+  for (int k = 0; k < n; ++k)
+    inPlace[k] = ins[k].dtype == zero::zplan::F32;
+  bool storeInPlace = out.dtype == zero::zplan::F32;
+  int steps = (int)code.size();
   return [=] {
     forEachRun<fused::kMaxInputs>(
         out.shape, strides, [&](int64_t at, auto off, auto step, int64_t count) {
           alignas(64) float row[kMaxValues][kBlock];
+          const float *val[kMaxValues];
+          for (int v = 0; v < n + steps; ++v)
+            val[v] = row[v];
+          // The same along the run: broadcast inputs and constants.
+          int64_t first = std::min(kBlock, count);
+          for (int k = 0; k < n; ++k)
+            if (step[k] == 0)
+              load[k](ins[k].data, off[k], 0, row[k], first);
+          for (int i = 0; i < steps; ++i)
+            if (code[i].op == Op::Const)
+              fillBlock(constantOf(code[i]), row[n + i], first);
           for (int64_t lo = 0; lo < count; lo += kBlock) {
             int64_t m = std::min(kBlock, count - lo);
-            for (int k = 0; k < n; ++k)
-              load[k](ins[k].data, off[k] + lo * step[k], step[k], row[k], m);
-            for (size_t i = 0; i < code.size(); ++i)
-              execute(code[i], n + (int64_t)i, row, m);
-            store(row[result], out.data, at + lo, m);
+            for (int k = 0; k < n; ++k) {
+              if (step[k] == 0)
+                continue;
+              if (inPlace[k] && step[k] == 1)
+                val[k] = ins[k].as<float>() + off[k] + lo;
+              else
+                load[k](ins[k].data, off[k] + lo * step[k], step[k], row[k], m);
+            }
+            for (int i = 0; i < steps; ++i) {
+              bool last = i == steps - 1;
+              if (code[i].op == Op::Const && !(last && storeInPlace))
+                continue; // filled above
+              float *o = last && storeInPlace ? out.as<float>() + at + lo : row[n + i];
+              execute(code[i], val, o, m);
+              val[n + i] = o;
+            }
+            if (!storeInPlace)
+              store(val[n + steps - 1], out.data, at + lo, m);
           }
         });
   };

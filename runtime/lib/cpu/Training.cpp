@@ -327,9 +327,14 @@ BoundKernel dispatchOptimizer(const KernelCall &call, const TensorView &p,
 }
 
 /// The optimizers over a range: the gradient times `mult` (1 when unscaled: exact).
+/// The step's scalars come by value (through a reference, every store could change
+/// them), and ivdep: an output may be its input (an update in place), element i
+/// of one only ever meets element i of the other, so no iteration depends on
+/// another; too many pointers for the compiler to check that at run time.
 template <typename T, typename G>
-ZRT_VECTORIZED void adamwRun(const kernels::AdamWStep<T> &c, T mult, const G *g, const T *p,
+ZRT_VECTORIZED void adamwRun(const kernels::AdamWStep<T> c, T mult, const G *g, const T *p,
                              const T *m, const T *v, T *po, T *mo, T *vo, int64_t n) {
+#pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) {
     T pi = p[i], mi = m[i], vi = v[i];
     kernels::adamwElement(c, T(g[i]) * mult, pi, mi, vi);
@@ -339,8 +344,9 @@ ZRT_VECTORIZED void adamwRun(const kernels::AdamWStep<T> &c, T mult, const G *g,
   }
 }
 template <typename T, typename G>
-ZRT_VECTORIZED void sgdRun(const kernels::SgdStep<T> &c, T mult, const G *g, const T *p,
+ZRT_VECTORIZED void sgdRun(const kernels::SgdStep<T> c, T mult, const G *g, const T *p,
                            const T *b, T *po, T *bo, int64_t n) {
+#pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) {
     T pi = p[i], bi = b[i];
     kernels::sgdElement(c, T(g[i]) * mult, pi, bi);
