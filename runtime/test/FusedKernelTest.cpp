@@ -136,6 +136,18 @@ TEST(FusedKernel, ConstantResultsAndBroadcastInputs) {
   run(callOf(Kernel::FUSED, {view(x, F, {rows, cols})}, {view(y, F, {rows, cols})}, &constant2));
   for (float v : y)
     ASSERT_EQ(v, 2.0f);
+  // A bf16 constant is the bf16 rounding of its value, however often it is filled.
+  std::vector<bf16> ones(n, bf16(1.0f));
+  const int64_t bf = (int64_t)Type::BF16;
+  Attrs tenth = programOf({
+      {(int64_t)Op::Const, bf, constant(0.1), 0, 0}, // 1
+      {(int64_t)Op::Mul, bf, 0, 1, 0},               // 2: exact (x is 1)
+      {(int64_t)Op::Cast, f32, 1, 0, 0},             // the constant as f32
+  });
+  run(callOf(Kernel::FUSED, {view(ones, zero::zplan::BF16, {rows, cols})},
+             {view(y, F, {rows, cols})}, &tenth));
+  for (float v : y)
+    ASSERT_EQ(v, float(bf16(0.1f)));
   Attrs scaled = programOf({{(int64_t)Op::Mul, f32, 0, 1, 0}});
   run(callOf(Kernel::FUSED, {view(x, F, {rows, cols}), view(r, F, {rows, 1})},
              {view(y, F, {rows, cols})}, &scaled));

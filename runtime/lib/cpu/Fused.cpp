@@ -251,7 +251,7 @@ BoundKernel bindFused(const KernelCall &call) {
               load[k](ins[k].data, off[k], 0, row[k], first);
           for (int i = 0; i < steps; ++i)
             if (code[i].op == Op::Const)
-              fillBlock(constantOf(code[i]), row[n + i], first);
+              execute(code[i], val, row[n + i], first); // rounded to its type
           for (int64_t lo = 0; lo < count; lo += kBlock) {
             int64_t m = std::min(kBlock, count - lo);
             for (int k = 0; k < n; ++k) {
