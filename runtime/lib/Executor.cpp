@@ -118,8 +118,10 @@ void Executor::bindKernels() {
                                            : (int)std::thread::hardware_concurrency();
     hostWorker_ = std::make_unique<HostWorker>(threads);
   }
-  for (int k = 0; k < plan_.kernels_size(); ++k)
+  for (int k = 0; k < plan_.kernels_size(); ++k) {
     kernels_.push_back(bindKernel(table, k));
+    kernelNames_.push_back(zero::zplan::kernelKindName(plan_.kernels(k).kind()));
+  }
 
   // Gathered buckets: alive from the gather to the last kernel reading its result
   // (after binding, which checked each gather's one output).
@@ -377,7 +379,7 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
         hostWorker_->drain(); // a host kernel's span ends when the worker ran it
       device_.synchronize(); // a kernel's span ends when the device is done with it
       auto end = std::chrono::steady_clock::now();
-      std::string name = zero::zplan::kernelKindName(plan_.kernels(k).kind());
+      const std::string &name = kernelNames_[k];
       if (options_.trace)
         trace_.push_back({name, 0, us(begin), us(end) - us(begin)});
       if (msByKernel)

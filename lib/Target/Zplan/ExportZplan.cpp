@@ -48,7 +48,7 @@ zero::zplan::Role roleOf(zero::plan::BufferRole role) {
 /// The schema's kind of the same name (matmul -> MATMUL).
 FailureOr<zero::zplan::Kernel::Kind> kindOf(zero::plan::KernelOp k) {
   StringRef name = zero::plan::stringifyKernelKind(k.getKernel());
-  if (auto kind = zero::zplan::parseKernelKind(std::string_view(name.data(), name.size())))
+  if (auto kind = zero::zplan::parseKernelKind(name))
     return *kind;
   return k.emitOpError("internal error: the plan file's schema has no kernel kind '")
          << name << "'";

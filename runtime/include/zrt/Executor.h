@@ -133,6 +133,8 @@ private:
   char *hostArena_ = nullptr;
   std::unique_ptr<HostWorker> hostWorker_;
   std::vector<BoundKernel> kernels_;
+  /// Kernel k's kind as profiles and traces name it, spelled once at bind time.
+  std::vector<std::string> kernelNames_;
   std::unique_ptr<AsyncCollectives> async_;
   ExecutorOptions options_;
   std::vector<TraceEvent> trace_;
