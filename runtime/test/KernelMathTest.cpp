@@ -65,13 +65,16 @@ TEST(KernelMath, ExpLimits) {
   EXPECT_NEAR(expF32(88.7f) / std::exp((double)88.7f), 1.0, 2.4e-7);
 }
 
-TEST(KernelMath, ErfIsWithinTwoUlp) {
+// 4 x 2^-23: the rational erf's f32 rounding (utils/fit-erf.py prints 3.8e-7).
+TEST(KernelMath, ErfIsWithinFourUlp) {
   float where = 0;
   double worst = worstRelativeError(
       -6.0f, 6.0f, [](float x) { return (double)erfF32(x); },
       [](double x) { return std::erf(x); }, &where);
-  EXPECT_LT(worst, 2.4e-7) << "at x = " << where;
+  EXPECT_LT(worst, 4.8e-7) << "at x = " << where;
   EXPECT_EQ(erfF32(0.0f), 0.0f);
+  EXPECT_EQ(erfF32(3.9375f), 1.0f);
+  EXPECT_EQ(erfF32(-5.0f), -1.0f);
   EXPECT_EQ(erfF32(INFINITY), 1.0f);
   EXPECT_EQ(erfF32(-INFINITY), -1.0f);
   EXPECT_TRUE(std::isnan(erfF32(NAN)));
