@@ -161,3 +161,32 @@ func.func @gathered_bias(%x: tensor<4x8xf32>, %shard: tensor<4xf32>, %dy: tensor
   %dx = compute.neg %g : tensor<4x8xf32>
   return %y, %dx : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// erf is cheap enough to compute again: GELU's forward and its gradient both read
+// erf of the pre-activation, and each chain computes it from the matmul's result
+// and the bias instead of one storing it and the other reading it back. exp is
+// not (it costs more than a store and a load): its value is stored once and read.
+// CHECK-LABEL: func.func @erf_recomputed
+// CHECK: %[[MM:.+]] = compute.matmul
+// CHECK-NEXT: %[[E:.+]] = compute.exp %arg3
+// CHECK-NEXT: %[[FWD:.+]] = compute.fused ins(%[[MM]], %arg2, %[[E]] : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>)
+// CHECK: compute.erf
+// CHECK: compute.yield
+// CHECK: %[[BWD:.+]] = compute.fused ins(%[[MM]], %arg2, %arg4, %[[E]] : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK: compute.erf
+// CHECK: compute.yield
+// CHECK: return %[[FWD]], %[[BWD]]
+func.func @erf_recomputed(%x: tensor<4x16xf32>, %w: tensor<16x8xf32>, %b: tensor<8xf32>,
+                          %p: tensor<4x8xf32>, %dy: tensor<4x8xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %mm = compute.matmul %x, %w : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  %e = compute.exp %p : tensor<4x8xf32>
+  %s = compute.add %mm, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %erf = compute.erf %s : tensor<4x8xf32>
+  %y = compute.mul %erf, %e : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %g = compute.mul %dy, %erf : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %dx = compute.sub %g, %e : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return %y, %dx : tensor<4x8xf32>, tensor<4x8xf32>
+}
