@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -23,6 +24,27 @@ namespace {
 
 /// Workers sleep on a condition variable between kernels (a rank's thread or the
 /// offloaded optimizer's may want the core meanwhile).
+/// How long a thread of the pool keeps polling for the next job before it sleeps
+/// (and the caller polls for the last part before it sleeps). A step's parallel
+/// kernels come microseconds apart, and waking a sleeping thread took longer than
+/// many of them run: at two threads the small kernels (LayerNorm's gradient,
+/// column sums, transposes) ran no faster than at one, the caller having done
+/// every part before the other thread woke. Polling yields the core each time, so
+/// ranks that share cores lose little to it.
+constexpr std::chrono::microseconds kPollFor{200};
+
+/// Calls `ready` until it is true or kPollFor has passed; whether it became true.
+template <typename Ready> bool pollFor(Ready &&ready) {
+  auto until = std::chrono::steady_clock::now() + kPollFor;
+  for (int i = 0;; ++i) {
+    if (ready())
+      return true;
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until)
+      return false;
+    std::this_thread::yield();
+  }
+}
+
 class Pool {
 public:
   ~Pool() { resize(0); }
@@ -53,17 +75,20 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       part_ = &part;
       parts_ = parts;
-      next_.store(0);
+      // Before next_ opens the parts: a thread still polling from the last job may
+      // take one at once, and its count must come off this job's.
       pending_ = parts; // parts not yet run, whoever runs them
-      ++generation_;
+      next_.store(0);
+      generation_.fetch_add(1);
     }
     wake_.notify_all();
     int ran = 0;
     for (int p; (p = next_.fetch_add(1)) < parts; ++ran)
       runPart(p);
+    if (pending_.fetch_sub(ran) != ran)
+      pollFor([&] { return pending_.load() == 0; });
     std::unique_lock<std::mutex> lock(mutex_);
-    pending_ -= ran;
-    done_.wait(lock, [&] { return pending_ == 0; });
+    done_.wait(lock, [&] { return pending_.load() == 0; });
     part_ = nullptr;
     return true;
   }
@@ -78,7 +103,7 @@ public:
 private:
   void runPart(int p) {
     try {
-      (*part_)(p);
+      (*part_.load())(p);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_)
@@ -88,23 +113,22 @@ private:
   void loop() {
     uint64_t seen = 0;
     for (;;) {
+      pollFor([&] { return stopping_.load() || generation_.load() != seen; });
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        wake_.wait(lock, [&] { return stopping_.load() || generation_.load() != seen; });
         if (stopping_)
           return;
-        seen = generation_;
+        seen = generation_.load();
       }
       int ran = 0;
       for (int p; (p = next_.fetch_add(1)) < parts_;) {
         runPart(p);
         ++ran;
       }
-      if (ran) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        pending_ -= ran;
-        if (pending_ == 0)
-          done_.notify_all();
+      if (ran && pending_.fetch_sub(ran) == ran) {
+        std::lock_guard<std::mutex> lock(mutex_); // the caller may be going to sleep
+        done_.notify_all();
       }
     }
   }
@@ -112,11 +136,12 @@ private:
   std::mutex use_, mutex_;
   std::condition_variable wake_, done_;
   std::vector<std::thread> threads_;
-  const std::function<void(int)> *part_ = nullptr;
-  int parts_ = 0, pending_ = 0;
-  std::atomic<int> next_{0};
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  // Read by the threads without the mutex (a polling thread takes a part as soon as
+  // next_ allows it): atomics.
+  std::atomic<const std::function<void(int)> *> part_{nullptr};
+  std::atomic<int> parts_{0}, next_{0}, pending_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
   std::exception_ptr error_;
 };
 
