@@ -185,7 +185,7 @@ def main():
                     capture_output=True, text=True).stdout))
 
     t, t_threads, t_all = torch_best_ms()
-    ratios = [z / t]
+    pairs = [(z, t)]  # (zero-run, PyTorch's best) ms of each alternating measurement
     if a.repeat > 1:
         with tempfile.TemporaryDirectory() as tmp:
             onnx_path = os.path.join(tmp, "gpt.onnx")
@@ -201,7 +201,8 @@ def main():
                                 "--data", data_path, "--steps", str(total), "--log-json",
                                 log, "--quiet"], check=True)
                 zr = statistics.median([json.loads(line)["ms"] for line in open(log)][a.warmup:])
-                ratios.append(zr / torch_best_ms()[0])
+                pairs.append((zr, torch_best_ms()[0]))
+    ratios = [zr / tr for zr, tr in pairs]
     tmixed = torch_step_ms(True) if a.precision == "bf16" else None
     tokens_per_step = a.batch * a.seq
     print("GPT: %d layers, hidden %d, %d heads, vocab %d, sequence %d, micro-batch %d: "
@@ -219,6 +220,7 @@ def main():
     if len(ratios) > 1:
         print("  over %d alternating measurements: ratios %s, median %.2f" % (
             len(ratios), " ".join("%.2f" % r for r in ratios), statistics.median(ratios)))
+        print("    (zero-run / PyTorch ms: %s)" % ", ".join("%.1f / %.1f" % p for p in pairs))
     if zunfused is not None:
         print("  zero-run --no-fusion %3.1f ms/step  (the fused step: %.2f x this)" % (
             zunfused, z / zunfused))
