@@ -22,25 +22,22 @@ using namespace zrt;
 
 namespace {
 
-/// Workers sleep on a condition variable between kernels (a rank's thread or the
-/// offloaded optimizer's may want the core meanwhile).
-/// How long a thread of the pool keeps polling for the next job before it sleeps
-/// (and the caller polls for the last part before it sleeps). A step's parallel
-/// kernels come microseconds apart, and waking a sleeping thread took longer than
-/// many of them run: at two threads the small kernels (LayerNorm's gradient,
-/// column sums, transposes) ran no faster than at one, the caller having done
-/// every part before the other thread woke. Polling yields the core each time, so
-/// ranks that share cores lose little to it.
+/// How long a thread of the pool polls for the next job before it sleeps on a
+/// condition variable (and the caller polls for the last part before it sleeps).
+/// A step's parallel kernels come microseconds apart, and waking a sleeping thread
+/// took longer than many of them run: at two threads the small kernels (LayerNorm's
+/// gradient, column sums, transposes) ran no faster than at one, the caller having
+/// done every part before the other thread woke. Polling yields the core each time,
+/// and sleeping after it leaves the core to whatever else wants it for longer (a
+/// rank's thread, the offloaded optimizer's).
 constexpr std::chrono::microseconds kPollFor{200};
 
-/// Calls `ready` until it is true or kPollFor has passed; whether it became true.
-template <typename Ready> bool pollFor(Ready &&ready) {
+/// Calls `ready` until it is true or kPollFor has passed.
+template <typename Ready> void pollFor(Ready &&ready) {
   auto until = std::chrono::steady_clock::now() + kPollFor;
-  for (int i = 0;; ++i) {
-    if (ready())
-      return true;
+  for (int i = 0; !ready(); ++i) {
     if ((i & 63) == 63 && std::chrono::steady_clock::now() > until)
-      return false;
+      return;
     std::this_thread::yield();
   }
 }
