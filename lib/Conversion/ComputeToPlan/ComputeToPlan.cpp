@@ -100,6 +100,21 @@ std::optional<int64_t> contiguousSliceBytes(compute::SliceOp s) {
   return offset * elementBytes(cast<RankedTensorType>(s.getInput().getType()).getElementType());
 }
 
+/// Whether a transpose leaves every element where it is: it only moves dimensions
+/// of extent 1, the others keep their order (a reshape in all but name).
+bool movesNoElement(compute::TransposeOp t) {
+  ArrayRef<int64_t> in = cast<RankedTensorType>(t.getInput().getType()).getShape();
+  int64_t last = -1;
+  for (int64_t p : t.getPerm()) {
+    if (in[p] == 1)
+      continue;
+    if (p < last)
+      return false;
+    last = p;
+  }
+  return true;
+}
+
 /// Ops whose kernels read each element before writing the same element of the
 /// output, so that the output may share the input's bytes.
 bool isInPlaceSafe(Operation &op) {
@@ -177,14 +192,18 @@ private:
         updateOf[v] = entry.getArgument(arg.getInt());
       }
 
-    // Views: a reshape, or a slice whose elements lie contiguously, reads its
-    // input's bytes in place; no kernel copies it. `viewOf` maps it to the root
-    // value whose buffer it reads and the byte offset there. Not for a value the
-    // step copies into an argument (copied where it is made, it dies there), nor
-    // for a graph output (the host reads outputs by their own buffers).
+    // Views: a reshape, a slice whose elements lie contiguously, or a transpose
+    // that moves no element, reads its input's bytes in place; no kernel copies
+    // it. `viewOf` maps it to the root value whose buffer it reads and the byte
+    // offset there. Not for a value the step copies into an argument (copied where
+    // it is made, it dies there), nor for a graph output (the host reads outputs by
+    // their own buffers).
     for (Operation &op : entry) {
-      if (!views || !isa<compute::ReshapeOp, compute::SliceOp>(op) ||
-          updateOf.count(op.getResult(0)) ||
+      auto transpose = dyn_cast<compute::TransposeOp>(op);
+      bool viewable = isa<compute::ReshapeOp, compute::SliceOp>(op) ||
+                      (transpose && !source.count(transpose.getResult()) &&
+                       movesNoElement(transpose));
+      if (!views || !viewable || updateOf.count(op.getResult(0)) ||
           llvm::is_contained(terminator->getOperands(), op.getResult(0)))
         continue;
       Value in = op.getOperand(0);

@@ -149,3 +149,22 @@ func.func @main(%x: tensor<2x4xf32> {compute.input = 0 : i64},
   }
   return %r : tensor<2x4xbf16>
 }
+
+// -----
+
+// A transpose that moves only dimensions of extent 1 leaves every element where it
+// is: a view of its input, no kernel. One that reorders the others is a copy.
+// CHECK-LABEL: plan.program @main
+// CHECK: %[[X:.+]] = plan.buffer input at 0
+// CHECK-NEXT: %[[V:.+]] = plan.buffer temp at 0 view of %[[X]] : memref<4x1x3xf32> : memref<1x4x3xf32>
+// CHECK-NEXT: %[[Y:.+]] = plan.buffer temp
+// CHECK-NEXT: plan.kernel relu ins(%[[V]] : memref<1x4x3xf32>) outs(%[[Y]] : memref<1x4x3xf32>)
+// CHECK: plan.kernel transpose ins(%[[X]] : memref<4x1x3xf32>) outs(%{{.+}} : memref<3x4x1xf32>) attrs {perm = array<i64: 2, 0, 1>}
+func.func @main(%x: tensor<4x1x3xf32> {compute.input = 0 : i64, compute.name = "x"})
+    -> (tensor<1x4x3xf32>, tensor<3x4x1xf32>) attributes {compute.output_names = ["y", "z"]} {
+  %t = compute.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<4x1x3xf32> -> tensor<1x4x3xf32>
+  %y = compute.relu %t : tensor<1x4x3xf32>
+  %u = compute.transpose %x {perm = array<i64: 2, 0, 1>} : tensor<4x1x3xf32> -> tensor<3x4x1xf32>
+  %z = compute.relu %u : tensor<3x4x1xf32>
+  return %y, %z : tensor<1x4x3xf32>, tensor<3x4x1xf32>
+}
