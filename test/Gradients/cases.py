@@ -39,6 +39,7 @@ CASES = [
          {"A": [3, 2], "B": [4, 3], "C": [4]}),
     # Normalizations and the loss.
     case("softmax", ["  Y = Softmax<axis = 1>(A)"], {"A": [2, 3, 2]}),
+    case("softmax_last_axis", ["  Y = Softmax(A)"], {"A": [3, 5]}),
     case("log_softmax", ["  Y = LogSoftmax(A)"], {"A": [2, 4]}),
     case("layer_norm", ["  Y = LayerNormalization(A, S, B)"], {"A": [2, 2, 4], "S": [4], "B": [4]}),
     case("layer_norm_axis1", ["  Y = LayerNormalization<axis = 1>(A, S, B)"],

@@ -113,6 +113,73 @@ template <bool Log> BoundKernel bindSoftmax(const KernelCall &call) {
   });
 }
 
+/// sum a[i] b[i] in double.
+template <typename T> ZRT_VECTORIZED double dotRun(const T *a, const T *b, int64_t n) {
+  double lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lane[l] += (double)a[i + l] * (double)b[i + l];
+  double s = 0;
+  for (int l = 0; l < kLanes; ++l)
+    s += lane[l];
+  for (; i < n; ++i)
+    s += (double)a[i] * (double)b[i];
+  return s;
+}
+template <typename T>
+ZRT_VECTORIZED void softmaxGradRun(const T *y, const T *g, double dot, T *dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    dx[i] = kernels::softmaxInputGrad(y[i], g[i], dot);
+}
+
+/// Softmax's gradient along the middle extent of [outer, dim, inner], from its
+/// output y and the output's gradient g: y (g - sum(g y)), the sum in double. Rows
+/// (inner == 1) run vectorized, over the kernel threads.
+template <typename T>
+void softmaxGradRows(const T *y, const T *g, T *dx, int64_t outer, int64_t dim,
+                     int64_t inner) {
+  if (inner == 1) {
+    parallelFor(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, dim)),
+                [&](int64_t lo, int64_t hi) {
+                  for (int64_t o = lo; o < hi; ++o)
+                    softmaxGradRun(y + o * dim, g + o * dim,
+                                   dotRun(y + o * dim, g + o * dim, dim), dx + o * dim,
+                                   dim);
+                });
+    return;
+  }
+  parallelFor(outer * inner, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, dim)),
+              [&](int64_t lo, int64_t hi) {
+                for (int64_t r = lo; r < hi; ++r) {
+                  int64_t at = (r / inner) * dim * inner + r % inner;
+                  double dot = 0;
+                  for (int64_t d = 0; d < dim; ++d)
+                    dot += (double)y[at + d * inner] * (double)g[at + d * inner];
+                  for (int64_t d = 0; d < dim; ++d)
+                    dx[at + d * inner] =
+                        kernels::softmaxInputGrad(y[at + d * inner], g[at + d * inner], dot);
+                }
+              });
+}
+
+BoundKernel bindSoftmaxGrad(const KernelCall &call) {
+  call.expectArity(2, 1);
+  const TensorView y = call.ins[0], g = call.ins[1], out = call.outs[0];
+  ZRT_CHECK(g.dtype == y.dtype && out.dtype == y.dtype, call.where() << ": dtypes differ");
+  expectShape(call, g, y.shape, "grad");
+  expectShape(call, out, y.shape, "result");
+  int64_t axis = call.intAttr("axis");
+  ZRT_CHECK(axis >= 0 && axis < std::max<int64_t>(1, y.shape.size()),
+            call.where() << ": axis " << axis << " out of range");
+  int64_t outer, dim, inner;
+  splitAxis(y.shape, axis, outer, dim, inner);
+  return dispatchFloat(y.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] { softmaxGradRows(y.as<T>(), g.as<T>(), out.as<T>(), outer, dim, inner); };
+  });
+}
+
 /// sum (x[i] - mu)^2 in double.
 template <typename T>
 ZRT_VECTORIZED double squaredDeviationRun(const T *x, double mu, int64_t n) {
@@ -264,6 +331,7 @@ BoundKernel bindSoftmaxCrossEntropy(const KernelCall &call) {
 void zrt::addNormalizationKernels(KernelTable &t) {
   t[Kernel::SOFTMAX] = bindSoftmax<false>;
   t[Kernel::LOG_SOFTMAX] = bindSoftmax<true>;
+  t[Kernel::SOFTMAX_GRAD] = bindSoftmaxGrad;
   t[Kernel::LAYER_NORM] = bindLayerNorm;
   t[Kernel::SOFTMAX_CROSS_ENTROPY] = bindSoftmaxCrossEntropy;
 }

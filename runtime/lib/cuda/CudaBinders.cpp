@@ -239,6 +239,15 @@ BoundKernel bindSoftmax(const KernelCall &call, bool log) {
   return [=] { softmax(context().compute, t, x.data, out.data, outer, dim, inner, log); };
 }
 
+BoundKernel bindSoftmaxGrad(const KernelCall &call) {
+  validate(call);
+  TensorView y = call.ins[0], g = call.ins[1], out = call.outs[0];
+  int64_t outer, dim, inner;
+  splitAxis(y.shape, call.intAttr("axis"), outer, dim, inner);
+  Elem t = elemOf(y.dtype);
+  return [=] { softmaxGrad(context().compute, t, y.data, g.data, out.data, outer, dim, inner); };
+}
+
 /// Offsets of a broadcast operand over the normalized shape, on the device.
 std::shared_ptr<int64_t> deviceNormOffsets(const Shape &of, const Shape &norm) {
   std::vector<int64_t> off;
@@ -694,6 +703,7 @@ const KernelTable &zrt::cuda::cudaKernels() {
     add(Kernel::MATMUL, bindMatMul);
     add(Kernel::SOFTMAX, [](const KernelCall &c) { return bindSoftmax(c, false); });
     add(Kernel::LOG_SOFTMAX, [](const KernelCall &c) { return bindSoftmax(c, true); });
+    add(Kernel::SOFTMAX_GRAD, bindSoftmaxGrad);
     add(Kernel::LAYER_NORM, bindLayerNorm);
     add(Kernel::LAYER_NORM_GRAD, bindLayerNormGrad);
     add(Kernel::SOFTMAX_CROSS_ENTROPY, bindCrossEntropy);

@@ -321,6 +321,34 @@ __global__ void softmaxRowsKernel(const T *x, T *y, int64_t dim, bool log) {
     py[d] = log ? T(px[d] - shift) : kernels::softmaxOf(px[d], m, sum);
 }
 
+/// Softmax's gradient along a strided axis (inner > 1): one thread per (outer,
+/// inner) pair.
+template <typename T>
+__global__ void softmaxGradKernel(const T *y, const T *g, T *dx, int64_t outer, int64_t dim,
+                                  int64_t inner) {
+  int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (r >= outer * inner)
+    return;
+  int64_t at = (r / inner) * dim * inner + r % inner;
+  double dot = 0;
+  for (int64_t d = 0; d < dim; ++d)
+    dot += (double)y[at + d * inner] * (double)g[at + d * inner];
+  for (int64_t d = 0; d < dim; ++d)
+    dx[at + d * inner] = kernels::softmaxInputGrad(y[at + d * inner], g[at + d * inner], dot);
+}
+
+/// Softmax's gradient along a contiguous axis: one block per row.
+template <typename T>
+__global__ void softmaxGradRowsKernel(const T *y, const T *g, T *dx, int64_t dim) {
+  int64_t at = (int64_t)blockIdx.x * dim;
+  double dot = 0;
+  for (int64_t d = threadIdx.x; d < dim; d += kThreads)
+    dot += (double)y[at + d] * (double)g[at + d];
+  dot = blockReduce(dot, Add{});
+  for (int64_t d = threadIdx.x; d < dim; d += kThreads)
+    dx[at + d] = kernels::softmaxInputGrad(y[at + d], g[at + d], dot);
+}
+
 /// One block per normalized row.
 template <typename T>
 __global__ void layerNormKernel(const T *x, const T *scale, const T *bias,
@@ -729,6 +757,19 @@ void softmax(cudaStream_t s, Elem t, const void *x, void *y, int64_t outer, int6
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
     launchSoftmax(s, (const T *)x, (T *)y, outer, dim, inner, log);
+  });
+}
+
+void softmaxGrad(cudaStream_t s, Elem t, const void *y, const void *g, void *dx,
+                 int64_t outer, int64_t dim, int64_t inner) {
+  dispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    if (inner == 1)
+      launchRows("softmaxGradRows", softmaxGradRowsKernel<T>, outer, s, (const T *)y,
+                 (const T *)g, (T *)dx, dim);
+    else
+      launchN("softmaxGrad", softmaxGradKernel<T>, outer * inner, s, (const T *)y,
+              (const T *)g, (T *)dx, outer, dim, inner);
   });
 }
 

@@ -32,6 +32,12 @@ template <typename T> ZRT_HOST_DEVICE inline T logSoftmaxShift(T mx, double sum)
   return T(mx + T(std::log(sum)));
 }
 
+/// Softmax's input gradient from its output y, the output's gradient g and the
+/// row's sum of g y (in double): y (g - sum).
+template <typename T> ZRT_HOST_DEVICE inline T softmaxInputGrad(T y, T g, double dot) {
+  return T((double)y * ((double)g - dot));
+}
+
 /// Layer norm: (x - mu) r scale + bias, in double.
 template <typename T>
 ZRT_HOST_DEVICE inline T normalized(T x, double mu, double r, T scale, T bias) {

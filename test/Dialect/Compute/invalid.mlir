@@ -384,6 +384,14 @@ func.func @unary_float_only(%x: tensor<4xi64>) {
 
 // -----
 
+func.func @softmax_grad_axis(%y: tensor<2x8xf32>) {
+  // expected-error@+1 {{axis 2 is out of range for rank 2}}
+  %dx = compute.softmax_grad %y, %y {axis = 2 : i64} : tensor<2x8xf32>
+  return
+}
+
+// -----
+
 func.func @layer_norm_grad_stats(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %m: tensor<2xf32>) {
   // expected-error@+1 {{mean and inv_std_dev must have the input shape with the normalized dimensions set to 1}}
   %dx, %dg, %db = compute.layer_norm_grad %x, %g, %m, %m, %x {axis = 1 : i64} : tensor<2x8xf32>, tensor<8xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2x8xf32> -> tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>

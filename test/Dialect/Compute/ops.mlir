@@ -94,6 +94,8 @@ func.func @training(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %m: tensor<2x4x1xf
                     %p: tensor<16xf32>, %t: tensor<i64>) {
   // CHECK: compute.relu_grad %{{.+}}, %{{.+}} : tensor<2x4x8xf32>
   %0 = compute.relu_grad %x, %dy : tensor<2x4x8xf32>
+  // CHECK: compute.softmax_grad %{{.+}}, %{{.+}} {axis = 2 : i64} : tensor<2x4x8xf32>
+  %ds = compute.softmax_grad %x, %dy {axis = 2 : i64} : tensor<2x4x8xf32>
   // CHECK: compute.layer_norm_grad {{.+}} {axis = 2 : i64} : {{.+}} -> tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
   %dx, %dg, %db = compute.layer_norm_grad %x, %g, %m, %m, %dy {axis = 2 : i64} : tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
   // CHECK: compute.softmax_cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} {ignore_index = -100 : i64, reduction = "mean"} : tensor<8x16xf32>, tensor<8xi64>, tensor<f32> -> tensor<8x16xf32>

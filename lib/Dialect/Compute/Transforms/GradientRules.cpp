@@ -304,10 +304,11 @@ LogicalResult zero::compute::buildGradients(OpBuilder &b, Operation *op,
         return success();
       })
       .Case([&](MatMulOp o) { return matmulGrad(gb, o, g, need, grads); })
-      .Case([&](SoftmaxOp o) { // y (g - sum(g y))
-        Value y = o.getResult();
-        Value s = gb.reduceSum(gb.mul(g, y), {(int64_t)o.getAxis()}, true);
-        return unaryFloat(need[0] ? gb.mul(y, gb.sub(g, s)) : Value());
+      .Case([&](SoftmaxOp o) { // y (g - sum(g y)), one kernel
+        return unaryFloat(need[0] ? SoftmaxGradOp::create(b, gb.loc, g.getType(),
+                                                          o.getResult(), g, o.getAxisAttr())
+                                        .getResult()
+                                  : Value());
       })
       .Case([&](LogSoftmaxOp o) { // g - exp(y) sum(g)
         Value s = gb.reduceSum(g, {(int64_t)o.getAxis()}, true);

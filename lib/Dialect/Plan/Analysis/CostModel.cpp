@@ -145,6 +145,7 @@ double zero::kernelFlops(plan::KernelOp k) {
   case K::pow:
     return 10 * out;
   case K::softmax:
+  case K::softmax_grad:
   case K::log_softmax:
   case K::softmax_cross_entropy:
   case K::softmax_cross_entropy_grad:

@@ -26,6 +26,25 @@ def Compute_ReluGradOp : Compute_Op<"relu_grad", [Pure, SameOperandsAndResultTyp
   let assemblyFormat = "$input `,` $grad attr-dict `:` type($input)";
 }
 
+def Compute_SoftmaxGradOp
+    : Compute_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gradient of softmax with respect to its input, from its output.";
+  let description = [{
+    `output * (grad - sum(grad * output))`, the sum along `axis`, where `output` is
+    softmax's result and `grad` the gradient of it: one kernel instead of a product,
+    a row sum and the rest.
+
+    ```mlir
+    %dx = compute.softmax_grad %y, %dy {axis = 1 : i64} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$output, Compute_FloatTensor:$grad,
+                       I64Attr:$axis);
+  let results = (outs Compute_FloatTensor:$result);
+  let assemblyFormat = "$output `,` $grad attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
 def Compute_LayerNormGradOp : Compute_Op<"layer_norm_grad", [Pure]> {
   let summary = "Gradients of layer_norm with respect to input, scale and bias.";
   let description = [{
