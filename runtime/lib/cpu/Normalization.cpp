@@ -97,19 +97,29 @@ void softmaxRows(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner,
     }
 }
 
+/// A softmax kernel's `axis` attribute, checked against `shape`, as [outer, dim,
+/// inner].
+struct AxisSplit {
+  int64_t outer, dim, inner;
+};
+AxisSplit softmaxAxis(const KernelCall &call, const Shape &shape) {
+  int64_t axis = call.intAttr("axis");
+  ZRT_CHECK(axis >= 0 && axis < std::max<int64_t>(1, shape.size()),
+            call.where() << ": axis " << axis << " out of range");
+  AxisSplit s;
+  splitAxis(shape, axis, s.outer, s.dim, s.inner);
+  return s;
+}
+
 template <bool Log> BoundKernel bindSoftmax(const KernelCall &call) {
   call.expectArity(1, 1);
   const TensorView x = call.ins[0], out = call.outs[0];
   ZRT_CHECK(x.dtype == out.dtype, call.where() << ": dtype changes");
   expectShape(call, out, x.shape, "result");
-  int64_t axis = call.intAttr("axis");
-  ZRT_CHECK(axis >= 0 && axis < std::max<int64_t>(1, x.shape.size()),
-            call.where() << ": axis " << axis << " out of range");
-  int64_t outer, dim, inner;
-  splitAxis(x.shape, axis, outer, dim, inner);
+  AxisSplit a = softmaxAxis(call, x.shape);
   return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
-    return [=] { softmaxRows(x.as<T>(), out.as<T>(), outer, dim, inner, Log); };
+    return [=] { softmaxRows(x.as<T>(), out.as<T>(), a.outer, a.dim, a.inner, Log); };
   });
 }
 
@@ -169,14 +179,12 @@ BoundKernel bindSoftmaxGrad(const KernelCall &call) {
   ZRT_CHECK(g.dtype == y.dtype && out.dtype == y.dtype, call.where() << ": dtypes differ");
   expectShape(call, g, y.shape, "grad");
   expectShape(call, out, y.shape, "result");
-  int64_t axis = call.intAttr("axis");
-  ZRT_CHECK(axis >= 0 && axis < std::max<int64_t>(1, y.shape.size()),
-            call.where() << ": axis " << axis << " out of range");
-  int64_t outer, dim, inner;
-  splitAxis(y.shape, axis, outer, dim, inner);
+  AxisSplit a = softmaxAxis(call, y.shape);
   return dispatchFloat(y.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
-    return [=] { softmaxGradRows(y.as<T>(), g.as<T>(), out.as<T>(), outer, dim, inner); };
+    return [=] {
+      softmaxGradRows(y.as<T>(), g.as<T>(), out.as<T>(), a.outer, a.dim, a.inner);
+    };
   });
 }
 
