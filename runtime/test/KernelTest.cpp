@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/Error.h"
+#include "zrt/Float16.h"
 #include "zrt/Kernels.h"
 
 #include "KernelCalls.h"
@@ -84,6 +85,54 @@ TEST(Kernels, MissingAttributeIsAnError) {
   google::protobuf::Map<std::string, zero::zplan::Attr> attrs;
   EXPECT_THROW(cpuKernels().at(Kernel::SOFTMAX)(
                    callOf(Kernel::SOFTMAX, {view(x, {4})}, {view(y, {4})}, &attrs)),
+               Error);
+}
+
+// softmax_grad, y (g - sum(g y)) along the axis, is no ONNX node: checked here over a
+// contiguous axis (rows) and a strided one, in f32 and bf16, against the formula in
+// double (the inputs are dyadic, so every product and sum is exact and both sides
+// round the same double once).
+TEST(Kernels, SoftmaxGradRowsAndStridedAxis) {
+  const std::vector<double> y = {0.25, 0.5,   0.25, 0.125, 0.375, 0.5,
+                                 0.75, 0.125, 0.125, 0.5,  0.25,  0.25};
+  const std::vector<double> g = {1, -2, 0.5, 3, 0, -1, 0.25, 2, -0.5, 1.5, -3, 4};
+  struct Case {
+    std::vector<int64_t> shape;
+    int64_t axis, outer, dim, inner;
+  };
+  for (const Case &c : {Case{{4, 3}, 1, 4, 3, 1}, Case{{2, 3, 2}, 1, 2, 3, 2}}) {
+    std::vector<double> want(y.size());
+    for (int64_t o = 0; o < c.outer; ++o)
+      for (int64_t i = 0; i < c.inner; ++i) {
+        double dot = 0;
+        for (int64_t d = 0; d < c.dim; ++d)
+          dot += y[(o * c.dim + d) * c.inner + i] * g[(o * c.dim + d) * c.inner + i];
+        for (int64_t d = 0; d < c.dim; ++d) {
+          int64_t at = (o * c.dim + d) * c.inner + i;
+          want[at] = y[at] * (g[at] - dot);
+        }
+      }
+    google::protobuf::Map<std::string, zero::zplan::Attr> attrs;
+    attrs["axis"].set_i(c.axis);
+    auto run = [&](auto tag, DType t) {
+      using T = decltype(tag);
+      std::vector<T> ty(y.begin(), y.end()), tg(g.begin(), g.end()), dx(y.size());
+      cpuKernels().at(Kernel::SOFTMAX_GRAD)(callOf(
+          Kernel::SOFTMAX_GRAD,
+          {zrt::test::view(ty, t, c.shape), zrt::test::view(tg, t, c.shape)},
+          {zrt::test::view(dx, t, c.shape)}, &attrs))();
+      for (size_t k = 0; k < want.size(); ++k)
+        EXPECT_EQ((float)dx[k], (float)T(want[k])) << "element " << k << " of dim " << c.dim;
+    };
+    run(float(), zero::zplan::F32);
+    run(bf16(), zero::zplan::BF16);
+  }
+  std::vector<float> a(6), b(6), out(6);
+  google::protobuf::Map<std::string, zero::zplan::Attr> far;
+  far["axis"].set_i(2);
+  EXPECT_THROW(cpuKernels().at(Kernel::SOFTMAX_GRAD)(callOf(
+                   Kernel::SOFTMAX_GRAD, {view(a, {2, 3}), view(b, {2, 3})},
+                   {view(out, {2, 3})}, &far)),
                Error);
 }
 
