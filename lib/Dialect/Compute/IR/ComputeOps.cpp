@@ -114,7 +114,7 @@ LogicalResult MatMulOp::verify() {
   return success();
 }
 
-static LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank) {
+LogicalResult zero::compute::verifyAxis(Operation *op, int64_t axis, int64_t rank) {
   if (axis < 0 || axis >= std::max<int64_t>(rank, 1))
     return op->emitOpError("axis ") << axis << " is out of range for rank " << rank;
   return success();

@@ -12,10 +12,7 @@ using namespace zero::compute;
 static ShapedType shapedOf(Value v) { return cast<ShapedType>(v.getType()); }
 
 LogicalResult SoftmaxGradOp::verify() {
-  int64_t axis = getAxis(), rank = shapedOf(getOutput()).getRank();
-  if (axis < 0 || axis >= std::max<int64_t>(rank, 1))
-    return emitOpError("axis ") << axis << " is out of range for rank " << rank;
-  return success();
+  return verifyAxis(*this, getAxis(), shapedOf(getOutput()).getRank());
 }
 
 LogicalResult LayerNormGradOp::verify() {

@@ -25,6 +25,10 @@ namespace zero::compute {
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
 
+/// Checks that `axis` names a dimension of a rank-`rank` operand (0 for a scalar):
+/// "axis A is out of range for rank R".
+mlir::LogicalResult verifyAxis(mlir::Operation *op, int64_t axis, int64_t rank);
+
 /// Checks, for slice and slice_grad, that `part` taken from `full` at `starts`
 /// with `steps` stays inside `full` (per dimension; an empty one is always inside),
 /// and that no step is zero. `op` reports the error: "dimension D `outside`".
