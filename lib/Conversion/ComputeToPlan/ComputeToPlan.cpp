@@ -115,6 +115,63 @@ bool movesNoElement(compute::TransposeOp t) {
   return true;
 }
 
+/// Row-major strides of `shape`.
+SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+/// The strides of a reshape's result over the elements its input reads (`from`
+/// with `strides`): each run of input dimensions that lies evenly (a stride is the
+/// next one's times its extent) is split among result dimensions that multiply to
+/// it exactly. Nothing when a result dimension would straddle two runs.
+std::optional<SmallVector<int64_t>> reshapedStrides(ArrayRef<int64_t> from,
+                                                    ArrayRef<int64_t> strides,
+                                                    ArrayRef<int64_t> to) {
+  if (llvm::is_contained(from, 0))
+    return contiguousStrides(to); // no element: any strides
+  SmallVector<std::pair<int64_t, int64_t>> runs; // (elements, innermost stride), inner first
+  for (size_t i = from.size(); i-- > 0;) {
+    if (from[i] == 1)
+      continue;
+    if (!runs.empty() && runs.back().first * runs.back().second == strides[i])
+      runs.back().first *= from[i];
+    else
+      runs.push_back({from[i], strides[i]});
+  }
+  SmallVector<int64_t> out(to.size(), 0);
+  size_t run = 0;
+  int64_t filled = 1;
+  for (size_t d = to.size(); d-- > 0;) {
+    if (to[d] == 1)
+      continue; // its stride is never used
+    if (run == runs.size())
+      return std::nullopt;
+    auto [elements, stride] = runs[run];
+    out[d] = stride * filled;
+    filled *= to[d];
+    if (elements % filled)
+      return std::nullopt;
+    if (filled == elements) {
+      ++run;
+      filled = 1;
+    }
+  }
+  if (run != runs.size())
+    return std::nullopt;
+  return out;
+}
+
+/// Whether BLAS reads (or writes) a rows x cols matrix with these steps in place:
+/// one of them 1 and the other past a whole row or column. The runtime's matmul
+/// takes the same layouts.
+bool isBlasMatrix(int64_t rows, int64_t cols, int64_t rowStride, int64_t colStride) {
+  return ((cols <= 1 || colStride == 1) && (rows <= 1 || rowStride >= std::max<int64_t>(cols, 1))) ||
+         ((rows <= 1 || rowStride == 1) && (cols <= 1 || colStride >= std::max<int64_t>(rows, 1)));
+}
+
 /// Ops whose kernels read each element before writing the same element of the
 /// output, so that the output may share the input's bytes.
 bool isInPlaceSafe(Operation &op) {
@@ -122,8 +179,9 @@ bool isInPlaceSafe(Operation &op) {
 }
 
 /// Lowers @main to one plan.program in phases that run in order:
-///  1. fold: what needs no kernel of its own (transposes that only matmuls read,
-///     waits, views) and which results replace which argument;
+///  1. fold: what needs no kernel of its own (waits, views, the slices, reshapes
+///     and transposes whose matmuls read or write through them) and which results
+///     replace which argument;
 ///  2. liveness: each value's last reader;
 ///  3. emission: buffers and kernels in step order, arena slots taken when a value
 ///     is made and given back at its last reader;
@@ -138,6 +196,13 @@ class PlanLowering {
     plan::BufferOp view;
     int64_t rootId, bytes;
     bool host;
+  };
+  /// A tensor as elements of another's buffer: element (i...) of it is element
+  /// offset + sum(i_d strides_d) of root's.
+  struct StridedView {
+    Value root;
+    SmallVector<int64_t> strides;
+    int64_t offset = 0;
   };
 
 public:
@@ -168,15 +233,6 @@ public:
 private:
   // Phase 1: fold.
   LogicalResult fold() {
-    // Transposes of the last two dimensions that only matmuls read are not run:
-    // the matmul kernel reads the untransposed buffer with a transpose flag (BLAS
-    // does it for free). `source` maps such a transpose to its input.
-    for (Operation &op : entry)
-      if (auto t = dyn_cast<compute::TransposeOp>(op))
-        if (isLastTwoSwap(t) && !t->use_empty() &&
-            llvm::all_of(t->getUsers(),
-                         [](Operation *u) { return isa<compute::MatMulOp>(u); }))
-          source[t.getResult()] = t.getInput();
     // A wait's result is the buffer its start writes into.
     for (Operation &op : entry)
       if (auto w = dyn_cast<zops::WaitOp>(op))
@@ -201,14 +257,11 @@ private:
     for (Operation &op : entry) {
       auto transpose = dyn_cast<compute::TransposeOp>(op);
       bool viewable = isa<compute::ReshapeOp, compute::SliceOp>(op) ||
-                      (transpose && !source.count(transpose.getResult()) &&
-                       movesNoElement(transpose));
+                      (transpose && movesNoElement(transpose));
       if (!views || !viewable || updateOf.count(op.getResult(0)) ||
           llvm::is_contained(terminator->getOperands(), op.getResult(0)))
         continue;
       Value in = op.getOperand(0);
-      if (source.count(in) && !isa_and_nonnull<zops::WaitOp>(in.getDefiningOp()))
-        continue; // a fused transpose has no buffer of its own layout
       int64_t at = 0;
       if (auto slice = dyn_cast<compute::SliceOp>(op)) {
         std::optional<int64_t> bytes = contiguousSliceBytes(slice);
@@ -221,7 +274,145 @@ private:
         v = {it->second.root, it->second.bytes + at};
       viewOf[op.getResult(0)] = v;
     }
+    foldMatMulLayouts();
     return success();
+  }
+
+  /// Matmuls read their operands, and write their result, in place through
+  /// slices, reshapes and transposes where BLAS can (a strided matrix: a head
+  /// split or merge, a slice of a fused QKV projection, a transposed weight):
+  /// the kernel takes the chain's first value with the strides, and a chain op
+  /// that only such matmuls read is not run. Without views, only a transpose of
+  /// the last two dimensions is read in place (a flag BLAS takes for free).
+  void foldMatMulLayouts() {
+    for (Operation &op : entry) {
+      auto mm = dyn_cast<compute::MatMulOp>(op);
+      if (!mm)
+        continue;
+      for (unsigned i = 0; i < 2; ++i) {
+        Value v = op.getOperand(i);
+        auto shape = cast<RankedTensorType>(v.getType()).getShape();
+        size_t r = shape.size();
+        if (r < 2 || !costsAKernel(v))
+          continue;
+        std::optional<StridedView> view;
+        auto t = dyn_cast<compute::TransposeOp>(v.getDefiningOp());
+        if (t && isLastTwoSwap(t) && (!views || !costsAKernel(t.getInput()))) {
+          // The transposed buffer of a whole value: a flag.
+          view = StridedView{t.getInput(),
+                             contiguousStrides(
+                                 cast<RankedTensorType>(t.getInput().getType()).getShape()),
+                             0};
+          std::swap(view->strides[r - 1], view->strides[r - 2]);
+        } else if (views) {
+          view = stridedViewOf(v);
+        }
+        if (view && isBlasMatrix(shape[r - 2], shape[r - 1], view->strides[r - 2],
+                                 view->strides[r - 1])) {
+          operandView[{&op, i}] = *view;
+          roots.insert(view->root);
+        }
+      }
+      // The result written straight into the one transpose that reads it.
+      Value res = mm.getResult();
+      if (!views || !res.hasOneUse())
+        continue;
+      auto t = dyn_cast<compute::TransposeOp>(*res.getUsers().begin());
+      if (!t || movesNoElement(t) || updateOf.count(t.getResult()) ||
+          llvm::is_contained(terminator->getOperands(), t.getResult()))
+        continue;
+      ArrayRef<int64_t> perm = t.getPerm();
+      SmallVector<int64_t> into = contiguousStrides(
+          cast<RankedTensorType>(t.getResult().getType()).getShape());
+      auto shape = cast<RankedTensorType>(res.getType()).getShape();
+      SmallVector<int64_t> strides(perm.size());
+      for (size_t d = 0; d < perm.size(); ++d)
+        strides[perm[d]] = into[d];
+      size_t r = shape.size();
+      if (r >= 2 && isBlasMatrix(shape[r - 2], shape[r - 1], strides[r - 2], strides[r - 1])) {
+        resultView[&op] = StridedView{t.getResult(), strides, 0};
+        writtenBy[t.getResult()] = &op;
+      }
+    }
+    // Chain ops every reader of which reads through them are dropped (readers
+    // come after, so one backward sweep settles it).
+    for (Operation &op : llvm::reverse(entry)) {
+      if (!isChainOp(&op) || op.use_empty() || roots.contains(op.getResult(0)))
+        continue;
+      bool allThrough = llvm::all_of(op.getResult(0).getUses(), [&](OpOperand &use) {
+        return operandView.count({use.getOwner(), use.getOperandNumber()}) ||
+               dropped.contains(use.getOwner());
+      });
+      if (allThrough)
+        dropped.insert(&op);
+    }
+  }
+
+  /// `v` as a strided view of the first value of the slices, reshapes and
+  /// transposes that make it (`v` itself when none does); nothing where a reshape
+  /// cannot be one or a slice steps backwards.
+  std::optional<StridedView> stridedViewOf(Value v) {
+    Operation *def = v.getDefiningOp();
+    auto shapeOf = [](Value x) { return cast<RankedTensorType>(x.getType()).getShape(); };
+    if (!isChainOp(def))
+      return StridedView{v, contiguousStrides(shapeOf(v)), 0};
+    std::optional<StridedView> in = stridedViewOf(def->getOperand(0));
+    if (!in)
+      return std::nullopt;
+    if (auto t = dyn_cast<compute::TransposeOp>(def)) {
+      SmallVector<int64_t> strides;
+      for (int64_t p : t.getPerm())
+        strides.push_back(in->strides[p]);
+      in->strides = strides;
+    } else if (auto sl = dyn_cast<compute::SliceOp>(def)) {
+      for (auto [d, start, step] : llvm::enumerate(sl.getStarts(), sl.getSteps())) {
+        if (step < 1)
+          return std::nullopt;
+        in->offset += start * in->strides[d];
+        in->strides[d] *= step;
+      }
+    } else {
+      std::optional<SmallVector<int64_t>> strides =
+          reshapedStrides(shapeOf(def->getOperand(0)), in->strides, shapeOf(v));
+      if (!strides)
+        return std::nullopt;
+      in->strides = *strides;
+    }
+    return in;
+  }
+
+  /// Whether a chain that makes `v` runs a kernel: a transpose that moves
+  /// elements or a slice that is not a view.
+  bool costsAKernel(Value v) {
+    for (Operation *def = v.getDefiningOp(); isChainOp(def);
+         def = def->getOperand(0).getDefiningOp())
+      if (!viewOf.count(def->getResult(0)))
+        return true;
+    return false;
+  }
+
+  /// A slice, reshape or transpose that a matmul may read through (not one a
+  /// matmul writes: its result is a buffer of its own).
+  bool isChainOp(Operation *op) {
+    return op && isa<compute::ReshapeOp, compute::SliceOp, compute::TransposeOp>(op) &&
+           !writtenBy.count(op->getResult(0));
+  }
+
+  /// The value whose buffer operand `i` of `op` reads.
+  Value readOf(Operation &op, unsigned i) {
+    auto it = operandView.find({&op, i});
+    return it == operandView.end() ? op.getOperand(i) : it->second.root;
+  }
+  /// The value whose buffer result `r` is written into.
+  Value writeOf(Value r) {
+    auto it = resultView.find(r.getDefiningOp());
+    return it == resultView.end() ? r : it->second.root;
+  }
+  /// Ops that emit nothing and read nothing: dropped chain ops, transposes a
+  /// matmul writes.
+  bool emitsNothing(Operation &op) {
+    return dropped.contains(&op) ||
+           (op.getNumResults() && writtenBy.count(op.getResult(0)));
   }
 
   /// The value a folded transpose or a wait stands for.
@@ -242,12 +433,12 @@ private:
     for (Operation &op : entry)
       position[&op] = position.size();
     for (Operation &op : entry) {
-      if (isa<compute::TransposeOp>(op) && source.count(op.getResult(0)))
-        continue; // a fused transpose reads nothing itself
+      if (emitsNothing(op))
+        continue; // its readers read (or its writer writes) the value it stands for
       if (op.getNumResults() && viewOf.count(op.getResult(0)))
         continue; // a view reads nothing itself: its readers read its root
-      for (Value v : op.getOperands())
-        if (isa<RankedTensorType>(v.getType())) {
+      for (unsigned i = 0; i < op.getNumOperands(); ++i)
+        if (Value v = readOf(op, i); isa<RankedTensorType>(v.getType())) {
           lastUse[base(v)] = &op;
           if (&op != terminator)
             lastKernelUse[base(v)] = &op;
@@ -412,20 +603,21 @@ private:
     // Every collective, split or not, must be one the runtime runs.
     if (isCollective && failed(checkCollective(op, worldSize)))
       return failure();
-    if (isa<compute::ConstantOp>(op) || source.count(op.getResult(0)))
+    if (isa<compute::ConstantOp>(op) || emitsNothing(op))
       return success();
     if (auto it = viewOf.find(op.getResult(0)); it != viewOf.end()) {
       emitView(op.getResult(0), it->second);
       return success();
     }
     SmallVector<Value> ins, outs;
-    for (Value v : op.getOperands())
-      ins.push_back(bufferOf.lookup(resolve(v)));
+    for (unsigned i = 0; i < op.getNumOperands(); ++i)
+      ins.push_back(bufferOf.lookup(resolve(readOf(op, i))));
     // Outputs are placed before any input is released, so a kernel never writes
     // over what it reads.
-    for (Value r : op.getResults()) {
-      if (!isa<RankedTensorType>(r.getType()))
+    for (Value made : op.getResults()) {
+      if (!isa<RankedTensorType>(made.getType()))
         continue; // a collective's token has no buffer
+      Value r = writeOf(made);
       BlockArgument target = updateOf.lookup(r);
       if (target && isInPlaceSafe(op) && lastUse.lookup(target) == &op &&
           llvm::is_contained(op.getOperands(), Value(target))) {
@@ -485,13 +677,34 @@ private:
         return failure();
       attrs.append("program", b.getDenseI64ArrayAttr(*program));
     }
-    if (isa<compute::MatMulOp>(op)) {
-      if (source.count(op.getOperand(0)))
-        attrs.append("transpose_lhs", b.getBoolAttr(true));
-      if (source.count(op.getOperand(1)))
-        attrs.append("transpose_rhs", b.getBoolAttr(true));
-    }
+    if (isa<compute::MatMulOp>(op))
+      appendMatMulLayouts(op, attrs);
     return attrs.getDictionary(op.getContext());
+  }
+
+  /// A matmul's operands and result read or written in place: a transpose of the
+  /// last two dimensions of a whole tensor as a flag, anything else as a view.
+  void appendMatMulLayouts(Operation &op, NamedAttrList &attrs) {
+    auto appendView = [&](StringRef name, Value v, const StridedView &view) {
+      attrs.append(name.str() + "_shape",
+                   b.getDenseI64ArrayAttr(cast<RankedTensorType>(v.getType()).getShape()));
+      attrs.append(name.str() + "_strides", b.getDenseI64ArrayAttr(view.strides));
+      attrs.append(name.str() + "_offset", b.getI64IntegerAttr(view.offset));
+    };
+    for (unsigned i = 0; i < 2; ++i) {
+      auto it = operandView.find({&op, i});
+      if (it == operandView.end())
+        continue;
+      StringRef name = i == 0 ? "lhs" : "rhs";
+      Value v = op.getOperand(i);
+      auto def = dyn_cast<compute::TransposeOp>(v.getDefiningOp());
+      if (def && isLastTwoSwap(def) && def.getInput() == it->second.root)
+        attrs.append("transpose_" + name.str(), b.getBoolAttr(true));
+      else
+        appendView(name, v, it->second);
+    }
+    if (auto it = resultView.find(&op); it != resultView.end())
+      appendView("out", op.getResult(0), it->second);
   }
 
   /// A new value whose argument nobody reads any more goes into it at once (not
@@ -526,9 +739,10 @@ private:
     };
     for (Value r : op.getResults())
       if (isa<RankedTensorType>(r.getType()))
-        releaseIfDead(r, /*isResult=*/true);
+        releaseIfDead(writeOf(r), /*isResult=*/true);
     llvm::SmallDenseSet<Value> seen;
-    for (Value operand : op.getOperands()) {
+    for (unsigned i = 0; i < op.getNumOperands(); ++i) {
+      Value operand = readOf(op, i);
       if (!isa<RankedTensorType>(operand.getType()))
         continue;
       Value v = base(operand);
@@ -590,7 +804,12 @@ private:
   plan::ProgramOp program;
 
   // fold
-  DenseMap<Value, Value> source;              // folded transpose or wait -> its value
+  DenseMap<Value, Value> source;              // wait -> the value it completes
+  DenseMap<std::pair<Operation *, unsigned>, StridedView> operandView; // matmul reads
+  DenseMap<Operation *, StridedView> resultView; // matmul -> the transpose it writes
+  DenseMap<Value, Operation *> writtenBy;         // that transpose's result -> matmul
+  DenseSet<Operation *> dropped;                 // chain ops no kernel reads
+  DenseSet<Value> roots;                         // values matmuls read through chains
   DenseMap<Value, BlockArgument> updateOf;    // new value -> the argument it replaces
   DenseMap<Value, View> viewOf;
   // liveness

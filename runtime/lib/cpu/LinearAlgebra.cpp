@@ -19,25 +19,17 @@ using namespace zrt::cpu;
 
 namespace {
 
-/// C = op(A) op(B) with A's leading dimension `lda` (a block of rows of a larger
-/// product: its rows are A's rows, or with `ta` its columns).
-void gemmRows(bool ta, bool tb, const float *a, int64_t lda, const float *b, float *c,
-              int64_t m, int64_t n, int64_t k) {
+/// C = op(A) op(B), row-major, with leading dimensions lda, ldb, ldc (each
+/// matrix may be a block of a larger one: a view's rows, a block of a product).
+void gemm(bool ta, bool tb, const float *a, int64_t lda, const float *b, int64_t ldb,
+          float *c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              m, n, k, 1.0f, a, lda, b, tb ? k : n, 0.0f, c, n);
+              m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
-void gemmRows(bool ta, bool tb, const double *a, int64_t lda, const double *b, double *c,
-              int64_t m, int64_t n, int64_t k) {
+void gemm(bool ta, bool tb, const double *a, int64_t lda, const double *b, int64_t ldb,
+          double *c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              m, n, k, 1.0, a, lda, b, tb ? k : n, 0.0, c, n);
-}
-void gemm(bool ta, bool tb, const float *a, const float *b, float *c, int64_t m,
-          int64_t n, int64_t k) {
-  gemmRows(ta, tb, a, ta ? m : k, b, c, m, n, k);
-}
-void gemm(bool ta, bool tb, const double *a, const double *b, double *c, int64_t m,
-          int64_t n, int64_t k) {
-  gemmRows(ta, tb, a, ta ? m : k, b, c, m, n, k);
+              m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 /// 16-bit operands, f32 accumulation, the product rounded once to 16 bits. bf16
@@ -51,13 +43,19 @@ std::vector<float> &scratch(int slot, size_t n) {
     buffers[slot].resize(n);
   return buffers[slot];
 }
-void roundInto(const float *src, bf16 *dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    dst[i] = bf16(src[i]);
+/// The rows x cols f32 matrix `src` (dense) rounded into `dst` (leading dimension ld).
+template <typename H>
+void roundInto(const float *src, H *dst, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      dst[i * ld + j] = H(src[i * cols + j]);
 }
-void roundInto(const float *src, f16 *dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    dst[i] = f16(src[i]);
+/// The rows x cols matrix `src` (leading dimension ld) widened into dense `dst`.
+template <typename H>
+void widenInto(const H *src, int64_t ld, float *dst, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      dst[i * cols + j] = src[i * ld + j];
 }
 using SbgemmFn = void (*)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE,
                          blasint, blasint, blasint, float, const uint16_t *, blasint,
@@ -67,30 +65,30 @@ SbgemmFn sbgemm() {
   return fn;
 }
 template <typename H>
-void widenedGemm(bool ta, bool tb, const H *a, const H *b, H *c, int64_t m, int64_t n,
-                 int64_t k) {
+void widenedGemm(bool ta, bool tb, const H *a, int64_t lda, const H *b, int64_t ldb, H *c,
+                 int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  // As stored: A is m x k (k x m when transposed), B k x n (n x k).
+  int64_t aRows = ta ? k : m, aCols = ta ? m : k, bRows = tb ? n : k, bCols = tb ? k : n;
   float *af = scratch(0, m * k).data(), *bf = scratch(1, k * n).data(),
         *cf = scratch(2, m * n).data();
-  for (int64_t i = 0; i < m * k; ++i)
-    af[i] = a[i];
-  for (int64_t i = 0; i < k * n; ++i)
-    bf[i] = b[i];
-  gemm(ta, tb, af, bf, cf, m, n, k);
-  roundInto(cf, c, m * n);
+  widenInto(a, lda, af, aRows, aCols);
+  widenInto(b, ldb, bf, bRows, bCols);
+  gemm(ta, tb, af, aCols, bf, bCols, cf, n, m, n, k);
+  roundInto(cf, c, m, n, ldc);
 }
-void gemm(bool ta, bool tb, const bf16 *a, const bf16 *b, bf16 *c, int64_t m, int64_t n,
-          int64_t k) {
+void gemm(bool ta, bool tb, const bf16 *a, int64_t lda, const bf16 *b, int64_t ldb, bf16 *c,
+          int64_t ldc, int64_t m, int64_t n, int64_t k) {
   SbgemmFn fn = sbgemm();
   if (!fn)
-    return widenedGemm(ta, tb, a, b, c, m, n, k);
+    return widenedGemm(ta, tb, a, lda, b, ldb, c, ldc, m, n, k);
   float *cf = scratch(2, m * n).data();
   fn(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
-     1.0f, &a->bits, ta ? m : k, &b->bits, tb ? k : n, 0.0f, cf, n);
-  roundInto(cf, c, m * n);
+     1.0f, &a->bits, lda, &b->bits, ldb, 0.0f, cf, n);
+  roundInto(cf, c, m, n, ldc);
 }
-void gemm(bool ta, bool tb, const f16 *a, const f16 *b, f16 *c, int64_t m, int64_t n,
-          int64_t k) {
-  widenedGemm(ta, tb, a, b, c, m, n, k);
+void gemm(bool ta, bool tb, const f16 *a, int64_t lda, const f16 *b, int64_t ldb, f16 *c,
+          int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  widenedGemm(ta, tb, a, lda, b, ldb, c, ldc, m, n, k);
 }
 
 /// Multiply-adds below which a GEMM runs on one thread: splitting a smaller one
@@ -99,24 +97,25 @@ constexpr int64_t kParallelGemmMacs = 1 << 18;
 
 BoundKernel bindMatMul(const KernelCall &call) {
   kernels::MatMulGeometry g = kernels::matMulGeometry(call);
-  const TensorView a = call.ins[0], b = call.ins[1], out = call.outs[0];
+  const TensorView a = call.ins[g.a.tensor], b = call.ins[g.b.tensor], out = call.outs[0];
   return dispatchFloat(a.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=] {
       int64_t m = g.m, n = g.n, k = g.k;
       if (m == 0 || n == 0)
         return;
+      if (k == 0) // the result's view covers it once: all of it is zero
+        return std::fill(out.as<T>(), out.as<T>() + out.numel(), T(0));
+      const T *pa = a.as<T>(), *pb = b.as<T>();
+      T *pc = out.as<T>();
       auto product = [&](int64_t i) {
-        T *c = out.as<T>() + i * m * n;
-        if (k == 0)
-          return std::fill(c, c + m * n, T(0));
-        gemm(g.transposeA, g.transposeB, a.as<T>() + g.aOffsets[i] * m * k,
-             b.as<T>() + g.bOffsets[i] * k * n, c, m, n, k);
+        gemm(g.a.transpose, g.b.transpose, pa + g.a.offsets[i], g.a.ld, pb + g.b.offsets[i],
+             g.b.ld, pc + g.c.offsets[i], g.c.ld, m, n, k);
       };
       // OpenBLAS runs on one thread (setCpuThreads): the kernels' threads split
       // the GEMMs, by products when there are several, else by rows of f32/f64
       // results (16-bit products widen whole operands, so they stay whole).
-      int64_t macs = m * n * std::max<int64_t>(k, 1);
+      int64_t macs = m * n * k;
       if (g.batches() > 1) {
         parallelFor(g.batches(), std::max<int64_t>(1, kParallelGemmMacs / macs),
                     [&](int64_t lo, int64_t hi) {
@@ -126,17 +125,16 @@ BoundKernel bindMatMul(const KernelCall &call) {
         return;
       }
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        if (k > 0) {
-          const T *a0 = a.as<T>() + g.aOffsets[0] * m * k, *b0 = b.as<T>() + g.bOffsets[0] * k * n;
-          int64_t lda = g.transposeA ? m : k;
-          parallelFor(m, std::max<int64_t>(8, kParallelGemmMacs / (n * k)),
-                      [&](int64_t lo, int64_t hi) {
-                        gemmRows(g.transposeA, g.transposeB,
-                                 a0 + (g.transposeA ? lo : lo * k), lda, b0,
-                                 out.as<T>() + lo * n, hi - lo, n, k);
-                      });
-          return;
-        }
+        const T *a0 = pa + g.a.offsets[0], *b0 = pb + g.b.offsets[0];
+        T *c0 = pc + g.c.offsets[0];
+        parallelFor(m, std::max<int64_t>(8, kParallelGemmMacs / (n * k)),
+                    [&](int64_t lo, int64_t hi) {
+                      // Rows lo..hi of A: its rows, or with a transpose its columns.
+                      gemm(g.a.transpose, g.b.transpose,
+                           a0 + (g.a.transpose ? lo : lo * g.a.ld), g.a.ld, b0, g.b.ld,
+                           c0 + lo * g.c.ld, g.c.ld, hi - lo, n, k);
+                    });
+        return;
       }
       product(0);
     };

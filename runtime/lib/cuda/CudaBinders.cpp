@@ -17,6 +17,7 @@
 #include "../kernels/MatMulGeometry.h"
 #include "zrt/Communicator.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -169,33 +170,34 @@ BoundKernel bindFused(const KernelCall &call) {
   return [=] { fusedElementwise(context().compute, args, n); };
 }
 
-/// C_i = A_i B_i (row-major) for `batch` matrices `stride*` elements apart (a stride
-/// of 0 broadcasts one matrix), on the compute stream.
-void gemm(bool ta, bool tb, Elem t, const void *a, int64_t strideA, const void *b,
-          int64_t strideB, void *c, int64_t m, int64_t n, int64_t k, int64_t batch) {
+/// C_i = A_i B_i (row-major, leading dimensions lda, ldb, ldc) for `batch`
+/// products, each operand's matrices `stride*` elements apart (a stride of 0
+/// broadcasts one matrix), on the compute stream.
+void gemm(bool ta, bool tb, Elem t, const void *a, int64_t lda, int64_t strideA, const void *b,
+          int64_t ldb, int64_t strideB, void *c, int64_t ldc, int64_t strideC, int64_t m,
+          int64_t n, int64_t k, int64_t batch) {
   // Row-major C = A B is column-major C^T = B^T A^T.
   cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
   if (t == Elem::BF16 || t == Elem::F16) {
     // 16-bit operands and result, f32 accumulation (tensor cores on a GPU).
     cudaDataType type = t == Elem::BF16 ? CUDA_R_16BF : CUDA_R_16F;
     float one = 1, zero = 0;
     ZERO_CUBLAS_CHECK(cublas().gemmStridedBatchedEx(
-        context().blas, opB, opA, (int)n, (int)m, (int)k, &one, b, type, ldb, strideB, a,
-        type, lda, strideA, &zero, c, type, (int)n, m * n, (int)batch, CUBLAS_COMPUTE_32F,
-        CUBLAS_GEMM_DEFAULT));
+        context().blas, opB, opA, (int)n, (int)m, (int)k, &one, b, type, (int)ldb, strideB, a,
+        type, (int)lda, strideA, &zero, c, type, (int)ldc, strideC, (int)batch,
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   } else if (t == Elem::F64) {
     double one = 1, zero = 0;
     ZERO_CUBLAS_CHECK(cublas().dgemmStridedBatched(
-        context().blas, opB, opA, (int)n, (int)m, (int)k, &one, (const double *)b, ldb,
-        strideB, (const double *)a, lda, strideA, &zero, (double *)c, (int)n, m * n,
+        context().blas, opB, opA, (int)n, (int)m, (int)k, &one, (const double *)b, (int)ldb,
+        strideB, (const double *)a, (int)lda, strideA, &zero, (double *)c, (int)ldc, strideC,
         (int)batch));
   } else {
     float one = 1, zero = 0;
     ZERO_CUBLAS_CHECK(cublas().sgemmStridedBatched(
-        context().blas, opB, opA, (int)n, (int)m, (int)k, &one, (const float *)b, ldb,
-        strideB, (const float *)a, lda, strideA, &zero, (float *)c, (int)n, m * n,
+        context().blas, opB, opA, (int)n, (int)m, (int)k, &one, (const float *)b, (int)ldb,
+        strideB, (const float *)a, (int)lda, strideA, &zero, (float *)c, (int)ldc, strideC,
         (int)batch));
   }
 }
@@ -203,30 +205,28 @@ void gemm(bool ta, bool tb, Elem t, const void *a, int64_t strideA, const void *
 BoundKernel bindMatMul(const KernelCall &call) {
   validate(call);
   kernels::MatMulGeometry g = kernels::matMulGeometry(call);
-  TensorView a = call.ins[0], b = call.ins[1], out = call.outs[0];
+  TensorView a = call.ins[g.a.tensor], b = call.ins[g.b.tensor], out = call.outs[0];
   Elem t = elemOf(a.dtype);
-  int64_t size = dtypeSize(a.dtype), batches = g.batches();
-  // Batches a fixed number of matrices apart (or broadcast): one cuBLAS call.
-  int64_t sa = kernels::MatMulGeometry::uniformStride(g.aOffsets),
-          sb = kernels::MatMulGeometry::uniformStride(g.bOffsets);
-  bool strided = sa >= 0 && sb >= 0 && batches <= INT32_MAX;
+  int64_t size = dtypeSize(a.dtype);
+  // Products in groups whose matrices lie a fixed stride apart (all of them when
+  // the operands are whole tensors; a head split's views step by head within a
+  // sample): one strided-batched cuBLAS call per group.
+  kernels::MatMulGeometry::Groups groups = g.uniformGroups();
+  ZRT_CHECK(std::max({g.m, g.n, g.k, g.a.ld, g.b.ld, g.c.ld, groups.size}) <= INT32_MAX,
+            call.where() << ": a dimension exceeds cuBLAS's int range");
   return [=] {
     int64_t m = g.m, n = g.n, k = g.k;
-    bool ta = g.transposeA, tb = g.transposeB;
     if (m == 0 || n == 0)
       return;
-    if (k == 0) {
-      ZERO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, batches * m * n * size, context().compute));
+    if (k == 0) { // the result's view covers it once: all of it is zero
+      ZERO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, out.bytes(), context().compute));
       return;
     }
-    if (strided) {
-      gemm(ta, tb, t, a.data, sa * m * k, b.data, sb * k * n, out.data, m, n, k, batches);
-      return;
-    }
-    for (int64_t i = 0; i < batches; ++i)
-      gemm(ta, tb, t, a.as<char>() + g.aOffsets[i] * m * k * size, 0,
-           b.as<char>() + g.bOffsets[i] * k * n * size, 0, out.as<char>() + i * m * n * size,
-           m, n, k, 1);
+    for (int64_t j = 0; j < g.batches(); j += groups.size)
+      gemm(g.a.transpose, g.b.transpose, t, a.as<char>() + g.a.offsets[j] * size, g.a.ld,
+           groups.strideA, b.as<char>() + g.b.offsets[j] * size, g.b.ld, groups.strideB,
+           out.as<char>() + g.c.offsets[j] * size, g.c.ld, groups.strideC, m, n, k,
+           groups.size);
   };
 }
 

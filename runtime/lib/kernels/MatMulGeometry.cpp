@@ -8,15 +8,151 @@
 
 #include "../cpu/KernelUtil.h"
 
+#include <algorithm>
+#include <numeric>
+
 using namespace zrt;
 using namespace zrt::cpu;
+
+namespace {
+
+/// An operand as the GEMMs read it: its shape and, per dimension, how many
+/// elements of its tensor one step along it moves; `offset`: where element 0 is.
+struct StridedOperand {
+  Shape shape, strides;
+  int64_t offset = 0;
+  void swapLastTwo() {
+    size_t r = shape.size();
+    std::swap(shape[r - 1], shape[r - 2]);
+    std::swap(strides[r - 1], strides[r - 2]);
+  }
+};
+
+/// Operand `name` ("lhs", "rhs", "out") of `call`, over tensor `t`: the tensor
+/// itself, its last two dimensions swapped (transpose_NAME), or a view
+/// (NAME_shape, NAME_strides, NAME_offset) checked to stay inside it.
+StridedOperand operandOf(const KernelCall &call, const std::string &name, const TensorView &t) {
+  StridedOperand v;
+  bool swapped = call.hasAttr("transpose_" + name) && call.intAttr("transpose_" + name);
+  if (!call.hasAttr(name + "_shape")) {
+    ZRT_CHECK(!call.hasAttr(name + "_strides") && !call.hasAttr(name + "_offset"),
+              call.where() << ": " << name << "_strides or " << name << "_offset without "
+                           << name << "_shape");
+    v.shape = t.shape;
+    v.strides = stridesOf(t.shape);
+    if (swapped) {
+      ZRT_CHECK(v.shape.size() >= 2, call.where() << ": a transposed operand needs rank >= 2");
+      v.swapLastTwo();
+    }
+    return v;
+  }
+  ZRT_CHECK(!swapped, call.where() << ": transpose_" << name << " and a " << name
+                                   << " view together");
+  v.shape = call.intsAttr(name + "_shape");
+  v.strides = call.intsAttr(name + "_strides");
+  v.offset = call.intAttr(name + "_offset");
+  ZRT_CHECK(v.shape.size() >= 2 && v.strides.size() == v.shape.size(),
+            call.where() << ": the " << name
+                         << " view needs rank >= 2 and one stride per dimension");
+  bool empty = false;
+  int64_t last = v.offset;
+  ZRT_CHECK(v.offset >= 0, call.where() << ": the " << name << " view's offset is negative");
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    ZRT_CHECK(v.shape[d] >= 0 && v.strides[d] >= 0,
+              call.where() << ": the " << name << " view has a negative extent or stride");
+    empty |= v.shape[d] == 0;
+    int64_t reach;
+    if (v.shape[d] > 0)
+      ZRT_CHECK(!__builtin_mul_overflow(v.shape[d] - 1, v.strides[d], &reach) &&
+                    !__builtin_add_overflow(last, reach, &last),
+                call.where() << ": the " << name << " view's extent overflows");
+  }
+  ZRT_CHECK(empty || last < t.numel(),
+            call.where() << ": the " << name << " view reaches element " << last
+                         << " of a tensor of " << t.numel());
+  return v;
+}
+
+/// Whether a view written by the product covers its tensor once: as many
+/// elements as the tensor, and no two at the same place (each stride, in
+/// increasing order, is past every element the smaller ones reach).
+bool coversOnce(const StridedOperand &v, int64_t numel) {
+  std::vector<size_t> dims;
+  int64_t count = 1;
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    count *= v.shape[d];
+    if (v.shape[d] > 1)
+      dims.push_back(d);
+  }
+  if (count != numel)
+    return false;
+  std::sort(dims.begin(), dims.end(),
+            [&](size_t x, size_t y) { return v.strides[x] < v.strides[y]; });
+  int64_t reach = 0;
+  for (size_t d : dims) {
+    if (v.strides[d] <= reach)
+      return false;
+    reach += (v.shape[d] - 1) * v.strides[d];
+  }
+  return true;
+}
+
+/// How BLAS reads a rows x cols matrix whose steps along a row and along a
+/// column are rowStride and colStride: row-major (its rows contiguous) or
+/// transposed (its columns), with a leading dimension; false if neither.
+bool blasLayout(int64_t rows, int64_t cols, int64_t rowStride, int64_t colStride,
+                kernels::GemmOperand &o) {
+  if ((cols <= 1 || colStride == 1) && (rows <= 1 || rowStride >= std::max<int64_t>(cols, 1))) {
+    o.transpose = false;
+    o.ld = rows <= 1 ? std::max<int64_t>(cols, 1) : rowStride;
+    return true;
+  }
+  if ((rows <= 1 || rowStride == 1) && (cols <= 1 || colStride >= std::max<int64_t>(rows, 1))) {
+    o.transpose = true;
+    o.ld = cols <= 1 ? std::max<int64_t>(rows, 1) : colStride;
+    return true;
+  }
+  return false;
+}
+
+/// Per batch dimension of `batch`, how far `v` moves (0 where it is broadcast).
+Shape batchStrides(const StridedOperand &v, const Shape &batch) {
+  Shape s(batch.size(), 0);
+  size_t rank = v.shape.size() - 2;
+  for (size_t d = 0; d < rank; ++d)
+    if (v.shape[d] != 1)
+      s[batch.size() - rank + d] = v.strides[d];
+  return s;
+}
+
+} // namespace
 
 int64_t kernels::MatMulGeometry::uniformStride(const std::vector<int64_t> &offsets) {
   int64_t stride = offsets.size() > 1 ? offsets[1] - offsets[0] : 0;
   for (size_t i = 0; i < offsets.size(); ++i)
-    if (offsets[i] != (int64_t)i * stride)
+    if (offsets[i] != offsets[0] + (int64_t)i * stride)
       return -1;
   return stride;
+}
+
+kernels::MatMulGeometry::Groups kernels::MatMulGeometry::uniformGroups() const {
+  int64_t total = batches();
+  for (int64_t size = total; size > 1; --size) {
+    if (total % size)
+      continue;
+    auto stepOf = [&](const GemmOperand &o) { return o.offsets[1] - o.offsets[0]; };
+    Groups g{size, stepOf(a), stepOf(b), stepOf(c)};
+    auto uniform = [&](const GemmOperand &o, int64_t stride) {
+      for (int64_t j = 0; j < total; j += size)
+        for (int64_t i = 1; i < size; ++i)
+          if (o.offsets[j + i] != o.offsets[j] + i * stride)
+            return false;
+      return stride >= 0;
+    };
+    if (uniform(a, g.strideA) && uniform(b, g.strideB) && uniform(c, g.strideC))
+      return g;
+  }
+  return Groups{};
 }
 
 kernels::MatMulGeometry kernels::matMulGeometry(const KernelCall &call) {
@@ -25,47 +161,87 @@ kernels::MatMulGeometry kernels::matMulGeometry(const KernelCall &call) {
   ZRT_CHECK(a.dtype == b.dtype && a.dtype == out.dtype,
             call.where() << ": operand dtypes differ");
   MatMulGeometry g;
-  g.transposeA = call.hasAttr("transpose_lhs") && call.intAttr("transpose_lhs");
-  g.transposeB = call.hasAttr("transpose_rhs") && call.intAttr("transpose_rhs");
-  Shape as = a.shape, bs = b.shape;
-  ZRT_CHECK(!as.empty() && !bs.empty(), call.where() << ": scalar operand");
-  ZRT_CHECK((!g.transposeA || as.size() >= 2) && (!g.transposeB || bs.size() >= 2),
-            call.where() << ": a transposed operand needs rank >= 2");
-  if (g.transposeA)
-    std::swap(as[as.size() - 1], as[as.size() - 2]);
-  if (g.transposeB)
-    std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
-  bool aVec = as.size() == 1, bVec = bs.size() == 1;
-  if (aVec)
-    as.insert(as.begin(), 1);
-  if (bVec)
-    bs.push_back(1);
-  g.m = as[as.size() - 2];
-  g.k = as.back();
-  g.n = bs.back();
-  ZRT_CHECK(bs[bs.size() - 2] == g.k, call.where() << ": inner dimensions differ ("
-                                                   << shapeString(as) << " x "
-                                                   << shapeString(bs) << ")");
-  Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
-  Shape batch = broadcastShapes({aBatch, bBatch}, call);
+  StridedOperand A = operandOf(call, "lhs", a), B = operandOf(call, "rhs", b);
+  ZRT_CHECK(!A.shape.empty() && !B.shape.empty(), call.where() << ": scalar operand");
+  bool aVec = A.shape.size() == 1, bVec = B.shape.size() == 1;
+  if (aVec) {
+    A.shape.insert(A.shape.begin(), 1);
+    A.strides.insert(A.strides.begin(), 0);
+  }
+  if (bVec) {
+    B.shape.push_back(1);
+    B.strides.push_back(0);
+  }
+  g.m = A.shape[A.shape.size() - 2];
+  g.k = A.shape.back();
+  g.n = B.shape.back();
+  ZRT_CHECK(B.shape[B.shape.size() - 2] == g.k,
+            call.where() << ": inner dimensions differ (" << shapeString(A.shape) << " x "
+                         << shapeString(B.shape) << ")");
+  Shape batch = broadcastShapes(
+      {Shape(A.shape.begin(), A.shape.end() - 2), Shape(B.shape.begin(), B.shape.end() - 2)},
+      call);
   Shape expected = batch;
   if (!aVec)
     expected.push_back(g.m);
   if (!bVec)
     expected.push_back(g.n);
-  expectShape(call, out, expected, "result");
-  forEachBroadcast<2>(batch,
-                      std::array<Shape, 2>{broadcastStrides(aBatch, batch),
-                                           broadcastStrides(bBatch, batch)},
+  StridedOperand C;
+  if (call.hasAttr("out_shape")) {
+    ZRT_CHECK(!aVec && !bVec, call.where() << ": a result view needs matrix operands");
+    C = operandOf(call, "out", out);
+    ZRT_CHECK(C.shape == expected, call.where() << ": the result view's shape "
+                                                << shapeString(C.shape) << " is not "
+                                                << shapeString(expected));
+    ZRT_CHECK(coversOnce(C, out.numel()),
+              call.where() << ": the result view does not cover its tensor exactly once");
+  } else {
+    expectShape(call, out, expected, "result");
+    C.shape = batch;
+    C.shape.push_back(g.m);
+    C.shape.push_back(g.n);
+    C.strides = stridesOf(C.shape); // the same places as without the 1-D extents
+  }
+  size_t r = C.shape.size();
+  g.a.tensor = 0;
+  g.b.tensor = 1;
+  if (!blasLayout(g.m, g.n, C.strides[r - 2], C.strides[r - 1], g.c))
+    ZRT_FAIL(call.where() << ": the result view is not a BLAS matrix layout");
+  if (g.c.transpose) {
+    // A column-major C: C^T = B^T A^T, row-major.
+    std::swap(A, B);
+    std::swap(g.a.tensor, g.b.tensor);
+    A.swapLastTwo();
+    B.swapLastTwo();
+    C.swapLastTwo();
+    std::swap(g.m, g.n);
+    blasLayout(g.m, g.n, C.strides[r - 2], C.strides[r - 1], g.c);
+  }
+  auto matrix = [&](const StridedOperand &v, GemmOperand &o, int64_t rows, int64_t cols) {
+    size_t vr = v.shape.size();
+    ZRT_CHECK(blasLayout(rows, cols, v.strides[vr - 2], v.strides[vr - 1], o),
+              call.where() << ": the " << (o.tensor == 0 ? "lhs" : "rhs")
+                           << " view is not a BLAS matrix layout (strides "
+                           << shapeString(v.strides) << ")");
+  };
+  matrix(A, g.a, g.m, g.k);
+  matrix(B, g.b, g.k, g.n);
+  forEachBroadcast<3>(batch,
+                      std::array<Shape, 3>{batchStrides(A, batch), batchStrides(B, batch),
+                                           batchStrides(C, batch)},
                       [&](int64_t, auto off) {
-                        g.aOffsets.push_back(off[0]);
-                        g.bOffsets.push_back(off[1]);
+                        g.a.offsets.push_back(A.offset + off[0]);
+                        g.b.offsets.push_back(B.offset + off[1]);
+                        g.c.offsets.push_back(C.offset + off[2]);
                       });
-  if (g.batches() > 1 && !g.transposeA && MatMulGeometry::uniformStride(g.aOffsets) == 1 &&
-      MatMulGeometry::uniformStride(g.bOffsets) == 0) {
+  if (g.batches() > 1 && !g.a.transpose &&
+      MatMulGeometry::uniformStride(g.a.offsets) == g.m * g.a.ld &&
+      MatMulGeometry::uniformStride(g.b.offsets) == 0 &&
+      MatMulGeometry::uniformStride(g.c.offsets) == g.m * g.c.ld) {
     g.m *= g.batches();
-    g.aOffsets.assign(1, 0);
-    g.bOffsets.assign(1, 0);
+    g.a.offsets.resize(1);
+    g.b.offsets.resize(1);
+    g.c.offsets.resize(1);
   }
   return g;
 }

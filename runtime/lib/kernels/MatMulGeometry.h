@@ -17,24 +17,46 @@
 
 namespace zrt::kernels {
 
-/// C_i = op(A_i) op(B_i), row-major, for each i: A_i starts aOffsets[i] * m * k
-/// elements into the lhs, B_i bOffsets[i] * k * n into the rhs, and C_i i * m * n
-/// into the result.
+/// One operand of the GEMMs: the tensor it is read from (or written to), where
+/// each product's matrix starts in it (elements), its leading dimension, and
+/// whether BLAS reads it transposed (a column-major matrix).
+struct GemmOperand {
+  int tensor = 0; // an input (0: lhs, 1: rhs) or, for C, output 0
+  bool transpose = false;
+  int64_t ld = 1;
+  std::vector<int64_t> offsets;
+};
+
+/// C_i = op(A_i) op(B_i), row-major, for each product i.
 struct MatMulGeometry {
-  bool transposeA = false, transposeB = false;
   int64_t m = 0, n = 0, k = 0;
-  std::vector<int64_t> aOffsets, bOffsets;
-  int64_t batches() const { return (int64_t)aOffsets.size(); }
-  /// Whether the offsets step by one fixed amount (a broadcast one: 0); -1 if not.
+  GemmOperand a, b, c;
+  int64_t batches() const { return (int64_t)c.offsets.size(); }
+  /// Whether the offsets step by one fixed amount from the first (a broadcast
+  /// one: 0); -1 if not.
   static int64_t uniformStride(const std::vector<int64_t> &offsets);
+  /// The products in consecutive groups of `size`, within each of which A, B and
+  /// C step by fixed strides (the same in every group): a strided-batched call
+  /// per group. The largest such size.
+  struct Groups {
+    int64_t size = 1, strideA = 0, strideB = 0, strideC = 0;
+  };
+  Groups uniformGroups() const;
 };
 
 /// numpy.matmul's geometry for `call` (1-D operands promoted to matrices, batch
-/// dimensions broadcast; `transpose_lhs` / `transpose_rhs` say an operand is stored
-/// with its last two dimensions swapped), checked: shapes, dtypes, the result's
-/// shape. Consecutive row-major lhs matrices times one rhs become one GEMM of
-/// batches * m rows (a linear layer over [batch, sequence, features] is one
-/// product, not one per sample).
+/// dimensions broadcast), checked: shapes, dtypes, the result's shape.
+/// An operand is its tensor as it lies, or a strided view of it:
+///  - `transpose_lhs` / `transpose_rhs`: the tensor with its last two dimensions
+///    swapped;
+///  - `lhs_shape`, `lhs_strides`, `lhs_offset` (and rhs_..., out_...): element
+///    (i...) of the operand is element offset + sum(i_d strides_d) of the tensor
+///    (a head split or merge, a slice, read or written in place). A view must
+///    stay inside its tensor, its matrices must be BLAS layouts (one of the last
+///    two strides 1), and the result's view must cover its tensor once.
+/// Consecutive row-major lhs matrices times one rhs become one GEMM of batches *
+/// m rows (a linear layer over [batch, sequence, features] is one product, not
+/// one per sample); a column-major result is computed as C^T = B^T A^T.
 MatMulGeometry matMulGeometry(const KernelCall &call);
 
 } // namespace zrt::kernels

@@ -168,3 +168,52 @@ func.func @main(%x: tensor<4x1x3xf32> {compute.input = 0 : i64, compute.name = "
   %z = compute.relu %u : tensor<3x4x1xf32>
   return %y, %z : tensor<1x4x3xf32>, tensor<3x4x1xf32>
 }
+
+// -----
+
+// Attention's head split and merge run no kernel: the matmuls read the query, key
+// and value in place in the fused QKV projection (slice, reshape, transpose: a
+// strided view, each matrix with one stride 1) and the second writes its result
+// straight into the merged layout. The projection lives until its last reader.
+// A chain with another reader (the key, returned) still runs for that reader; a
+// transpose no BLAS call can read (neither matrix stride 1) stays a copy.
+// CHECK-LABEL: plan.program @main
+// CHECK: %[[QKV:.+]] = plan.buffer input at 0 {index = 0 : i64} : memref<2x4x12xf32>
+// CHECK-NOT: plan.kernel transpose
+// CHECK: plan.kernel slice ins(%[[QKV]] : memref<2x4x12xf32>) outs(%{{.+}} : memref<2x4x4xf32>) attrs {starts = array<i64: 0, 0, 4>
+// CHECK-NOT: plan.kernel transpose
+// CHECK: %[[S:.+]] = plan.buffer temp at {{[0-9]+}} : memref<2x2x4x4xf32>
+// CHECK-NEXT: plan.kernel matmul ins(%[[QKV]], %[[QKV]] : memref<2x4x12xf32>, memref<2x4x12xf32>) outs(%[[S]] : memref<2x2x4x4xf32>)
+// CHECK-SAME: lhs_offset = 0 : i64, lhs_shape = array<i64: 2, 2, 4, 2>, lhs_strides = array<i64: 48, 2, 12, 1>
+// CHECK-SAME: rhs_offset = 4 : i64, rhs_shape = array<i64: 2, 2, 2, 4>, rhs_strides = array<i64: 48, 2, 1, 12>
+// CHECK-NEXT: %[[O:.+]] = plan.buffer temp at {{[0-9]+}} : memref<2x4x2x2xf32>
+// CHECK-NEXT: plan.kernel matmul ins(%[[S]], %[[QKV]] : memref<2x2x4x4xf32>, memref<2x4x12xf32>) outs(%[[O]] : memref<2x4x2x2xf32>)
+// CHECK-SAME: out_offset = 0 : i64, out_shape = array<i64: 2, 2, 4, 2>, out_strides = array<i64: 16, 2, 4, 1>
+// CHECK-SAME: rhs_offset = 8 : i64, rhs_shape = array<i64: 2, 2, 4, 2>, rhs_strides = array<i64: 48, 2, 12, 1>
+// CHECK-NEXT: plan.buffer temp at {{[0-9]+}} view of %[[O]] : memref<2x4x2x2xf32> : memref<2x4x4xf32>
+// CHECK: plan.kernel relu
+// CHECK: plan.kernel transpose ins(%{{.+}} : memref<2x3x4xf32>) outs(%{{.+}} : memref<4x2x3xf32>)
+// CHECK: plan.kernel matmul ins(%{{.+}}, %{{.+}} : memref<4x2x3xf32>, memref<3x2xf32>)
+// CHECK-NOT: attrs
+func.func @main(%qkv: tensor<2x4x12xf32> {compute.input = 0 : i64},
+                %x: tensor<2x3x4xf32> {compute.input = 1 : i64},
+                %w: tensor<3x2xf32> {compute.input = 2 : i64})
+    -> (tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<4x2x2xf32>) {
+  %q = compute.slice %qkv {starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : tensor<2x4x12xf32> -> tensor<2x4x4xf32>
+  %k = compute.slice %qkv {starts = array<i64: 0, 0, 4>, steps = array<i64: 1, 1, 1>} : tensor<2x4x12xf32> -> tensor<2x4x4xf32>
+  %v = compute.slice %qkv {starts = array<i64: 0, 0, 8>, steps = array<i64: 1, 1, 1>} : tensor<2x4x12xf32> -> tensor<2x4x4xf32>
+  %q4 = compute.reshape %q : tensor<2x4x4xf32> -> tensor<2x4x2x2xf32>
+  %k4 = compute.reshape %k : tensor<2x4x4xf32> -> tensor<2x4x2x2xf32>
+  %v4 = compute.reshape %v : tensor<2x4x4xf32> -> tensor<2x4x2x2xf32>
+  %qh = compute.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x2xf32> -> tensor<2x2x4x2xf32>
+  %kt = compute.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : tensor<2x4x2x2xf32> -> tensor<2x2x2x4xf32>
+  %vh = compute.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x2xf32> -> tensor<2x2x4x2xf32>
+  %s = compute.matmul %qh, %kt : tensor<2x2x4x2xf32>, tensor<2x2x2x4xf32> -> tensor<2x2x4x4xf32>
+  %o = compute.matmul %s, %vh : tensor<2x2x4x4xf32>, tensor<2x2x4x2xf32> -> tensor<2x2x4x2xf32>
+  %om = compute.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x4x2xf32> -> tensor<2x4x2x2xf32>
+  %y = compute.reshape %om : tensor<2x4x2x2xf32> -> tensor<2x4x4xf32>
+  %r = compute.relu %y : tensor<2x4x4xf32>
+  %xt = compute.transpose %x {perm = array<i64: 2, 0, 1>} : tensor<2x3x4xf32> -> tensor<4x2x3xf32>
+  %z = compute.matmul %xt, %w : tensor<4x2x3xf32>, tensor<3x2xf32> -> tensor<4x2x2xf32>
+  return %r, %k, %z : tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<4x2x2xf32>
+}

@@ -98,10 +98,30 @@ double ringSeconds(const MachineModel &m, int64_t n, int64_t bytes, int passes) 
   return passes * (alpha * (n - 1) + beta * bytes * (double)(n - 1) / n);
 }
 
+/// The shape a matmul reads operand `name` ("lhs", "rhs") as: its view's when it
+/// reads a strided view of the buffer, else the buffer's.
+SmallVector<int64_t> matmulOperandShape(plan::KernelOp k, StringRef name, Value buffer) {
+  if (auto view = k.getAttrs().getAs<DenseI64ArrayAttr>((name + "_shape").str()))
+    return SmallVector<int64_t>(view.asArrayRef());
+  return SmallVector<int64_t>(cast<MemRefType>(buffer.getType()).getShape());
+}
+
 /// Roofline time of one compute kernel.
 double kernelSeconds(const MachineModel &m, plan::KernelOp k) {
   int64_t bytes = 0;
-  for (Value v : llvm::concat<Value>(k.getInputs(), k.getOutputs()))
+  bool isMatmul = k.getKernel() == plan::KernelKind::matmul;
+  for (auto [i, v] : llvm::enumerate(k.getInputs())) {
+    if (!isMatmul || i > 1) {
+      bytes += bytesOf(v);
+      continue;
+    }
+    // A view reads its own elements, not its whole buffer (a head of a QKV).
+    int64_t elements = 1;
+    for (int64_t e : matmulOperandShape(k, i == 0 ? "lhs" : "rhs", v))
+      elements *= e;
+    bytes += elements * (bytesOf(v) / std::max<int64_t>(elementsOf(v), 1));
+  }
+  for (Value v : k.getOutputs())
     bytes += bytesOf(v);
   double peak = k.getKernel() == plan::KernelKind::matmul ? m.matmulFlops : m.vectorFlops;
   return m.kernelOverheadS + std::max(kernelFlops(k) / peak, bytes / m.memoryBandwidth);
@@ -114,8 +134,7 @@ double zero::kernelFlops(plan::KernelOp k) {
   double out = elementsOf(k.getOutputs()[0]);
   switch (k.getKernel()) {
   case K::matmul: {
-    Value lhs = k.getInputs()[0];
-    auto shape = cast<MemRefType>(lhs.getType()).getShape();
+    SmallVector<int64_t> shape = matmulOperandShape(k, "lhs", k.getInputs()[0]);
     bool tl = false;
     if (auto a = k.getAttrs().getAs<BoolAttr>("transpose_lhs"))
       tl = a.getValue();
@@ -127,7 +146,7 @@ double zero::kernelFlops(plan::KernelOp k) {
     auto program = k.getAttrs().getAs<DenseI64ArrayAttr>("program");
     double perElement = 0;
     using zrt::fused::Op;
-    for (size_t i = 0; program && i + zrt::fused::kWords <= program.size();
+    for (size_t i = 0; program && i + zrt::fused::kWords <= (size_t)program.size();
          i += zrt::fused::kWords) {
       Op op = Op(program[i]);
       bool transcendental = op == Op::Exp || op == Op::Log || op == Op::Tanh ||
