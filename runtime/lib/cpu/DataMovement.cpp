@@ -104,14 +104,19 @@ BoundKernel bindConcat(const KernelCall &call) {
   int64_t outer = extentProduct(out.shape, 0, axis),
           inner = extentProduct(out.shape, axis + 1, rank) * dtypeSize(out.dtype);
   std::vector<TensorView> ins = call.ins;
+  int64_t rowBytes = out.shape[axis] * inner;
   return [=] {
-    char *o = out.as<char>();
-    for (int64_t i = 0; i < outer; ++i)
-      for (const TensorView &in : ins) {
-        int64_t chunk = in.shape[axis] * inner;
-        std::memcpy(o, in.as<char>() + i * chunk, chunk);
-        o += chunk;
-      }
+    // Rows split over the kernel threads, kParallelGrain f32 elements' bytes or more each.
+    int64_t grain = std::max<int64_t>(1, kParallelGrain * 4 / std::max<int64_t>(rowBytes, 1));
+    parallelFor(outer, grain, [&](int64_t lo, int64_t hi) {
+      char *o = out.as<char>() + lo * rowBytes;
+      for (int64_t i = lo; i < hi; ++i)
+        for (const TensorView &in : ins) {
+          int64_t chunk = in.shape[axis] * inner;
+          std::memcpy(o, in.as<char>() + i * chunk, chunk);
+          o += chunk;
+        }
+    });
   };
 }
 

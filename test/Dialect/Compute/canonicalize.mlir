@@ -23,3 +23,46 @@ func.func @kept(%x: tensor<2x3x4xf32>) -> tensor<3x4x2xf32> {
   %1 = compute.transpose %0 {perm = array<i64: 0, 2, 1>} : tensor<3x2x4xf32> -> tensor<3x4x2xf32>
   return %1 : tensor<3x4x2xf32>
 }
+
+// -----
+
+// The gradients of the three parts of a split, placed into zero tensors and
+// summed, are one concatenation (in window order, whatever the order of the adds).
+// CHECK-LABEL: func.func @split_grad
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x4xf32>, %[[K:.+]]: tensor<2x4xf32>, %[[V:.+]]: tensor<2x4xf32>)
+// CHECK-NEXT: %[[C:.+]] = compute.concat %[[Q]], %[[K]], %[[V]] {axis = 1 : i64}
+// CHECK-NEXT: return %[[C]]
+func.func @split_grad(%q: tensor<2x4xf32>, %k: tensor<2x4xf32>, %v: tensor<2x4xf32>) -> tensor<2x12xf32> {
+  %gv = compute.slice_grad %v {starts = array<i64: 0, 8>, steps = array<i64: 1, 1>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %gk = compute.slice_grad %k {starts = array<i64: 0, 4>, steps = array<i64: 1, 1>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %gq = compute.slice_grad %q {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %0 = compute.add %gv, %gk : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  %1 = compute.add %0, %gq : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  return %1 : tensor<2x12xf32>
+}
+
+// -----
+
+// Not a concatenation: windows that leave a gap, windows that overlap, a partial
+// sum that is read elsewhere too, steps of 2.
+// CHECK-LABEL: func.func @not_split_grad
+// CHECK-NOT: compute.concat
+// CHECK: return
+func.func @not_split_grad(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>, %c: tensor<2x4xf32>)
+    -> (tensor<2x12xf32>, tensor<2x8xf32>, tensor<2x12xf32>, tensor<2x12xf32>, tensor<2x8xf32>) {
+  %g0 = compute.slice_grad %a {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %g1 = compute.slice_grad %b {starts = array<i64: 0, 8>, steps = array<i64: 1, 1>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %gap = compute.add %g0, %g1 : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  %h0 = compute.slice_grad %a {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x4xf32> -> tensor<2x8xf32>
+  %h1 = compute.slice_grad %b {starts = array<i64: 0, 2>, steps = array<i64: 1, 1>} : tensor<2x4xf32> -> tensor<2x8xf32>
+  %overlap = compute.add %h0, %h1 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %p0 = compute.slice_grad %a {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %p1 = compute.slice_grad %b {starts = array<i64: 0, 4>, steps = array<i64: 1, 1>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %p2 = compute.slice_grad %c {starts = array<i64: 0, 8>, steps = array<i64: 1, 1>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %partial = compute.add %p0, %p1 : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  %whole = compute.add %partial, %p2 : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  %s0 = compute.slice_grad %a {starts = array<i64: 0, 0>, steps = array<i64: 1, 2>} : tensor<2x4xf32> -> tensor<2x8xf32>
+  %s1 = compute.slice_grad %b {starts = array<i64: 0, 1>, steps = array<i64: 1, 2>} : tensor<2x4xf32> -> tensor<2x8xf32>
+  %strided = compute.add %s0, %s1 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  return %gap, %overlap, %whole, %partial, %strided : tensor<2x12xf32>, tensor<2x8xf32>, tensor<2x12xf32>, tensor<2x12xf32>, tensor<2x8xf32>
+}

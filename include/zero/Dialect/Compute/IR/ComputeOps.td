@@ -62,7 +62,9 @@ class Compute_BinaryOp<string mnemonic, string what, list<Trait> traits = [],
   let hasVerifier = 1;
 }
 
-def Compute_AddOp : Compute_BinaryOp<"add", "addition", [Commutative]>;
+def Compute_AddOp : Compute_BinaryOp<"add", "addition", [Commutative]> {
+  let hasCanonicalizer = 1;
+}
 def Compute_SubOp : Compute_BinaryOp<"sub", "subtraction">;
 def Compute_MulOp : Compute_BinaryOp<"mul", "multiplication", [Commutative]>;
 def Compute_DivOp : Compute_BinaryOp<"div", "division (integers truncate)">;
