@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 using namespace zrt;
 
 namespace {
@@ -38,6 +40,53 @@ TEST(Kernels, EveryKindHasACpuKernel) {
   EXPECT_FALSE(zero::zplan::parseKernelKind("MATMUL"));
   EXPECT_FALSE(zero::zplan::parseKernelKind("kind_unspecified"));
   EXPECT_FALSE(zero::zplan::parseKernelKind("gelu"));
+}
+
+// A softmax gradient with a scale gives the bits of the softmax gradient followed
+// by a multiply kernel by that constant (what the compiler folds into it), along
+// a contiguous and a strided axis, in f32 and bf16; a scale that is not finite is
+// refused.
+TEST(Kernels, SoftmaxGradScaleIsTheMultiplyAfterIt) {
+  std::vector<double> y(24), g(24);
+  for (size_t i = 0; i < y.size(); ++i) {
+    y[i] = 0.03 * double((i * 5) % 11) + 0.01;
+    g[i] = std::sin(0.7 * double(i)) * 3;
+  }
+  const double scale = 0.17677669529663687; // 1/sqrt(32)
+  for (int64_t axis : {1, 2}) {
+    auto run = [&](auto tag, DType t) {
+      using T = decltype(tag);
+      std::vector<int64_t> shape = {2, 3, 4};
+      std::vector<T> ty(y.begin(), y.end()), tg(g.begin(), g.end()), plain(y.size()),
+          twoKernels(y.size()), folded(y.size()), c = {T(scale)};
+      google::protobuf::Map<std::string, zero::zplan::Attr> attrs, scaled;
+      attrs["axis"].set_i(axis);
+      scaled["axis"].set_i(axis);
+      scaled["scale"].set_f(scale);
+      auto sg = [&](std::vector<T> &out, const google::protobuf::Map<std::string, zero::zplan::Attr> &a) {
+        cpuKernels().at(Kernel::SOFTMAX_GRAD)(callOf(
+            Kernel::SOFTMAX_GRAD, {zrt::test::view(ty, t, shape), zrt::test::view(tg, t, shape)},
+            {zrt::test::view(out, t, shape)}, &a))();
+      };
+      sg(plain, attrs);
+      cpuKernels().at(Kernel::MUL)(callOf(
+          Kernel::MUL, {zrt::test::view(plain, t, shape), zrt::test::view(c, t, {})},
+          {zrt::test::view(twoKernels, t, shape)}, nullptr))();
+      sg(folded, scaled);
+      for (size_t i = 0; i < y.size(); ++i)
+        EXPECT_EQ((float)folded[i], (float)twoKernels[i]) << "axis " << axis << ", element " << i;
+    };
+    run(float(), zero::zplan::F32);
+    run(bf16(), zero::zplan::BF16);
+  }
+  std::vector<float> a(6), b(6), out(6);
+  google::protobuf::Map<std::string, zero::zplan::Attr> bad;
+  bad["axis"].set_i(1);
+  bad["scale"].set_f(INFINITY);
+  EXPECT_THROW(cpuKernels().at(Kernel::SOFTMAX_GRAD)(callOf(
+                   Kernel::SOFTMAX_GRAD, {view(a, {2, 3}), view(b, {2, 3})}, {view(out, {2, 3})},
+                   &bad)),
+               Error);
 }
 
 TEST(Kernels, MatMulComputesAndChecksShapes) {

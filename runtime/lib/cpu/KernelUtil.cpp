@@ -6,6 +6,8 @@
 
 #include "KernelUtil.h"
 
+#include <cmath>
+
 using namespace zrt;
 using namespace zrt::cpu;
 
@@ -95,6 +97,12 @@ SliceWindow zrt::cpu::sliceWindow(const KernelCall &call, const Shape &full,
     w.strides[d] = part[d] > 1 ? steps[d] * st[d] : 0;
   }
   return w;
+}
+
+double zrt::cpu::softmaxGradScale(const KernelCall &call) {
+  double scale = call.hasAttr("scale") ? call.floatAttr("scale") : 1.0;
+  ZRT_CHECK(std::isfinite(scale), call.where() << ": scale " << scale << " is not finite");
+  return scale;
 }
 
 CrossEntropyGeometry zrt::cpu::crossEntropyGeometry(const KernelCall &call,

@@ -113,6 +113,10 @@ struct SliceWindow {
 SliceWindow sliceWindow(const KernelCall &call, const Shape &full, const Shape &part,
                         const char *partName, const char *fullName, const char *verb);
 
+/// A softmax gradient's `scale` (1 when absent: the compiler folds a multiply by a
+/// constant after it into it), checked finite.
+double softmaxGradScale(const KernelCall &call);
+
 /// What softmax cross-entropy and its gradient share: scores (or log-probabilities)
 /// [N, C, d...] as (n, c, inner), labels [N, d...] checked, and the attributes.
 /// The values are what the CUDA cross-entropy kernels take.

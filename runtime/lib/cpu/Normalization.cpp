@@ -138,24 +138,25 @@ template <typename T> ZRT_VECTORIZED double dotRun(const T *a, const T *b, int64
   return s;
 }
 template <typename T>
-ZRT_VECTORIZED void softmaxGradRun(const T *y, const T *g, double dot, T *dx, int64_t n) {
+ZRT_VECTORIZED void softmaxGradRun(const T *y, const T *g, double dot, T scale, T *dx,
+                                   int64_t n) {
   for (int64_t i = 0; i < n; ++i)
-    dx[i] = kernels::softmaxInputGrad(y[i], g[i], dot);
+    dx[i] = kernels::scaledSoftmaxInputGrad(y[i], g[i], dot, scale);
 }
 
 /// Softmax's gradient along the middle extent of [outer, dim, inner], from its
-/// output y and the output's gradient g: y (g - sum(g y)), the sum in double. Rows
-/// (inner == 1) run vectorized, over the kernel threads.
+/// output y and the output's gradient g: y (g - sum(g y)) scale, the sum in double.
+/// Rows (inner == 1) run vectorized, over the kernel threads.
 template <typename T>
-void softmaxGradRows(const T *y, const T *g, T *dx, int64_t outer, int64_t dim,
+void softmaxGradRows(const T *y, const T *g, T scale, T *dx, int64_t outer, int64_t dim,
                      int64_t inner) {
   if (inner == 1) {
     parallelFor(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, dim)),
                 [&](int64_t lo, int64_t hi) {
                   for (int64_t o = lo; o < hi; ++o)
                     softmaxGradRun(y + o * dim, g + o * dim,
-                                   dotRun(y + o * dim, g + o * dim, dim), dx + o * dim,
-                                   dim);
+                                   dotRun(y + o * dim, g + o * dim, dim), scale,
+                                   dx + o * dim, dim);
                 });
     return;
   }
@@ -167,8 +168,8 @@ void softmaxGradRows(const T *y, const T *g, T *dx, int64_t outer, int64_t dim,
                   for (int64_t d = 0; d < dim; ++d)
                     dot += (double)y[at + d * inner] * (double)g[at + d * inner];
                   for (int64_t d = 0; d < dim; ++d)
-                    dx[at + d * inner] =
-                        kernels::softmaxInputGrad(y[at + d * inner], g[at + d * inner], dot);
+                    dx[at + d * inner] = kernels::scaledSoftmaxInputGrad(
+                        y[at + d * inner], g[at + d * inner], dot, scale);
                 }
               });
 }
@@ -180,10 +181,11 @@ BoundKernel bindSoftmaxGrad(const KernelCall &call) {
   expectShape(call, g, y.shape, "grad");
   expectShape(call, out, y.shape, "result");
   AxisSplit a = softmaxAxis(call, y.shape);
+  double scale = softmaxGradScale(call);
   return dispatchFloat(y.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=] {
-      softmaxGradRows(y.as<T>(), g.as<T>(), out.as<T>(), a.outer, a.dim, a.inner);
+      softmaxGradRows(y.as<T>(), g.as<T>(), T(scale), out.as<T>(), a.outer, a.dim, a.inner);
     };
   });
 }

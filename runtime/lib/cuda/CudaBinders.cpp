@@ -245,7 +245,10 @@ BoundKernel bindSoftmaxGrad(const KernelCall &call) {
   int64_t outer, dim, inner;
   splitAxis(y.shape, call.intAttr("axis"), outer, dim, inner);
   Elem t = elemOf(y.dtype);
-  return [=] { softmaxGrad(context().compute, t, y.data, g.data, out.data, outer, dim, inner); };
+  double scale = softmaxGradScale(call);
+  return [=] {
+    softmaxGrad(context().compute, t, y.data, g.data, scale, out.data, outer, dim, inner);
+  };
 }
 
 /// Offsets of a broadcast operand over the normalized shape, on the device.

@@ -324,8 +324,8 @@ __global__ void softmaxRowsKernel(const T *x, T *y, int64_t dim, bool log) {
 /// Softmax's gradient along a strided axis (inner > 1): one thread per (outer,
 /// inner) pair.
 template <typename T>
-__global__ void softmaxGradKernel(const T *y, const T *g, T *dx, int64_t outer, int64_t dim,
-                                  int64_t inner) {
+__global__ void softmaxGradKernel(const T *y, const T *g, T scale, T *dx, int64_t outer,
+                                  int64_t dim, int64_t inner) {
   int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (r >= outer * inner)
     return;
@@ -334,19 +334,20 @@ __global__ void softmaxGradKernel(const T *y, const T *g, T *dx, int64_t outer, 
   for (int64_t d = 0; d < dim; ++d)
     dot += (double)y[at + d * inner] * (double)g[at + d * inner];
   for (int64_t d = 0; d < dim; ++d)
-    dx[at + d * inner] = kernels::softmaxInputGrad(y[at + d * inner], g[at + d * inner], dot);
+    dx[at + d * inner] =
+        kernels::scaledSoftmaxInputGrad(y[at + d * inner], g[at + d * inner], dot, scale);
 }
 
 /// Softmax's gradient along a contiguous axis: one block per row.
 template <typename T>
-__global__ void softmaxGradRowsKernel(const T *y, const T *g, T *dx, int64_t dim) {
+__global__ void softmaxGradRowsKernel(const T *y, const T *g, T scale, T *dx, int64_t dim) {
   int64_t at = (int64_t)blockIdx.x * dim;
   double dot = 0;
   for (int64_t d = threadIdx.x; d < dim; d += kThreads)
     dot += (double)y[at + d] * (double)g[at + d];
   dot = blockReduce(dot, Add{});
   for (int64_t d = threadIdx.x; d < dim; d += kThreads)
-    dx[at + d] = kernels::softmaxInputGrad(y[at + d], g[at + d], dot);
+    dx[at + d] = kernels::scaledSoftmaxInputGrad(y[at + d], g[at + d], dot, scale);
 }
 
 /// One block per normalized row.
@@ -760,16 +761,16 @@ void softmax(cudaStream_t s, Elem t, const void *x, void *y, int64_t outer, int6
   });
 }
 
-void softmaxGrad(cudaStream_t s, Elem t, const void *y, const void *g, void *dx,
-                 int64_t outer, int64_t dim, int64_t inner) {
+void softmaxGrad(cudaStream_t s, Elem t, const void *y, const void *g, double scale,
+                 void *dx, int64_t outer, int64_t dim, int64_t inner) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
     if (inner == 1)
       launchRows("softmaxGradRows", softmaxGradRowsKernel<T>, outer, s, (const T *)y,
-                 (const T *)g, (T *)dx, dim);
+                 (const T *)g, T(scale), (T *)dx, dim);
     else
       launchN("softmaxGrad", softmaxGradKernel<T>, outer * inner, s, (const T *)y,
-              (const T *)g, (T *)dx, outer, dim, inner);
+              (const T *)g, T(scale), (T *)dx, outer, dim, inner);
   });
 }
 

@@ -87,8 +87,8 @@ void gatherGrad(cudaStream_t s, Elem t, const void *idx, bool idx64, const void 
                 int *errorFlag);
 void softmax(cudaStream_t s, Elem t, const void *x, void *y, int64_t outer, int64_t dim,
              int64_t inner, bool log);
-void softmaxGrad(cudaStream_t s, Elem t, const void *y, const void *g, void *dx,
-                 int64_t outer, int64_t dim, int64_t inner);
+void softmaxGrad(cudaStream_t s, Elem t, const void *y, const void *g, double scale,
+                 void *dx, int64_t outer, int64_t dim, int64_t inner);
 /// sOff/bOff: device arrays of `inner` offsets of scale/bias (they broadcast).
 void layerNorm(cudaStream_t s, Elem t, const void *x, const void *scale, const void *bias,
                const int64_t *sOff, const int64_t *bOff, void *y, void *mean, void *rstd,

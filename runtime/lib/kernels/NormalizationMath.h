@@ -37,6 +37,14 @@ template <typename T> ZRT_HOST_DEVICE inline T logSoftmaxShift(T mx, double sum)
 template <typename T> ZRT_HOST_DEVICE inline T softmaxInputGrad(T y, T g, double dot) {
   return T((double)y * ((double)g - dot));
 }
+/// The same times `scale` (in T), as a multiply kernel after it would compute it:
+/// the gradient rounded to T, the product in T's compute type. A scale of 1 leaves
+/// the gradient as it is.
+template <typename T>
+ZRT_HOST_DEVICE inline T scaledSoftmaxInputGrad(T y, T g, double dot, T scale) {
+  using C = ComputeType<T>;
+  return T(C(softmaxInputGrad(y, g, dot)) * C(scale));
+}
 
 /// Layer norm: (x - mu) r scale + bias, in double.
 template <typename T>

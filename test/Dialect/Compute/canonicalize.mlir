@@ -66,3 +66,28 @@ func.func @not_split_grad(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>, %c: tensor<2
   %strided = compute.add %s0, %s1 : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
   return %gap, %overlap, %whole, %partial, %strided : tensor<2x12xf32>, tensor<2x8xf32>, tensor<2x12xf32>, tensor<2x12xf32>, tensor<2x8xf32>
 }
+
+// -----
+
+// Attention's scale times the softmax gradient is the gradient's scale; a
+// gradient read elsewhere too, or a factor that is not a constant, stays a mul.
+// CHECK-LABEL: func.func @scaled_softmax_grad
+// CHECK: %[[S:.+]] = compute.softmax_grad %{{.+}}, %{{.+}} {axis = 1 : i64, scale = 1.250000e-01 : f64} : tensor<2x4xf32>
+// CHECK-NEXT: %[[K:.+]] = compute.softmax_grad
+// CHECK-NOT: scale
+// CHECK-NEXT: compute.mul %[[K]]
+// CHECK-NEXT: compute.softmax_grad
+// CHECK-NOT: scale
+// CHECK-NEXT: compute.mul
+// CHECK-NEXT: return %[[S]]
+func.func @scaled_softmax_grad(%y: tensor<2x4xf32>, %g: tensor<2x4xf32>, %f: tensor<f32>)
+    -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %c = compute.constant dense<0.125> : tensor<f32>
+  %0 = compute.softmax_grad %y, %g {axis = 1 : i64} : tensor<2x4xf32>
+  %1 = compute.mul %c, %0 : tensor<f32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %2 = compute.softmax_grad %g, %y {axis = 1 : i64} : tensor<2x4xf32>
+  %3 = compute.mul %2, %c : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
+  %4 = compute.softmax_grad %y, %y {axis = 1 : i64} : tensor<2x4xf32>
+  %5 = compute.mul %4, %f : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
+  return %1, %2, %3, %5 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}

@@ -8,6 +8,8 @@
 
 #include "mlir/IR/PatternMatch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace zero::compute;
 
@@ -75,7 +77,41 @@ struct SliceGradSumIsConcat : OpRewritePattern<AddOp> {
   }
 };
 
+/// A softmax gradient times a constant scalar is the softmax gradient with that
+/// scale (attention's 1/sqrt(d) in its backward): the same values in one kernel
+/// instead of two.
+struct ScaledSoftmaxGrad : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MulOp mul, PatternRewriter &rewriter) const override {
+    for (auto [grad, other] : {std::pair{mul.getLhs(), mul.getRhs()},
+                               std::pair{mul.getRhs(), mul.getLhs()}}) {
+      auto sg = grad.getDefiningOp<SoftmaxGradOp>();
+      auto cst = other.getDefiningOp<ConstantOp>();
+      if (!sg || !cst || !sg->hasOneUse() || sg.getScale().convertToDouble() != 1.0 ||
+          sg.getType() != mul.getType())
+        continue;
+      auto value = dyn_cast<DenseFPElementsAttr>(cst.getValue());
+      if (!value || !value.isSplat() || value.getElementType() != sg.getType().getElementType())
+        continue;
+      double scale = value.getSplatValue<APFloat>().convertToDouble();
+      if (!std::isfinite(scale))
+        continue;
+      rewriter.replaceOpWithNewOp<SoftmaxGradOp>(mul, sg.getType(), sg.getOutput(),
+                                                 sg.getGrad(), sg.getAxisAttr(),
+                                                 rewriter.getF64FloatAttr(scale));
+      rewriter.eraseOp(sg);
+      return success();
+    }
+    return failure();
+  }
+};
+
 } // namespace
+
+void MulOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<ScaledSoftmaxGrad>(context);
+}
 
 void AddOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<SliceGradSumIsConcat>(context);

@@ -306,7 +306,8 @@ LogicalResult zero::compute::buildGradients(OpBuilder &b, Operation *op,
       .Case([&](MatMulOp o) { return matmulGrad(gb, o, g, need, grads); })
       .Case([&](SoftmaxOp o) { // y (g - sum(g y)), one kernel
         return unaryFloat(need[0] ? SoftmaxGradOp::create(b, gb.loc, g.getType(),
-                                                          o.getResult(), g, o.getAxisAttr())
+                                                          o.getResult(), g, o.getAxisAttr(),
+                                                          /*scale=*/FloatAttr())
                                         .getResult()
                                   : Value());
       })

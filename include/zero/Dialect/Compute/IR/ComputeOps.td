@@ -66,7 +66,9 @@ def Compute_AddOp : Compute_BinaryOp<"add", "addition", [Commutative]> {
   let hasCanonicalizer = 1;
 }
 def Compute_SubOp : Compute_BinaryOp<"sub", "subtraction">;
-def Compute_MulOp : Compute_BinaryOp<"mul", "multiplication", [Commutative]>;
+def Compute_MulOp : Compute_BinaryOp<"mul", "multiplication", [Commutative]> {
+  let hasCanonicalizer = 1;
+}
 def Compute_DivOp : Compute_BinaryOp<"div", "division (integers truncate)">;
 def Compute_PowOp : Compute_BinaryOp<"pow", "power"> {
   let description = [{

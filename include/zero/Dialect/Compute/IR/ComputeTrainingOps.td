@@ -32,14 +32,17 @@ def Compute_SoftmaxGradOp
   let description = [{
     `output * (grad - sum(grad * output))`, the sum along `axis`, where `output` is
     softmax's result and `grad` the gradient of it: one kernel instead of a product,
-    a row sum and the rest.
+    a row sum and the rest. Then times `scale` (default 1), as a multiply by that
+    constant after it would (the canonicalizer folds one in: attention's scale).
 
     ```mlir
     %dx = compute.softmax_grad %y, %dy {axis = 1 : i64} : tensor<4x8xf32>
+    %ds = compute.softmax_grad %y, %dy {axis = 1 : i64, scale = 1.250000e-01 : f64}
+        : tensor<4x8xf32>
     ```
   }];
   let arguments = (ins Compute_FloatTensor:$output, Compute_FloatTensor:$grad,
-                       I64Attr:$axis);
+                       I64Attr:$axis, DefaultValuedAttr<F64Attr, "1.0">:$scale);
   let results = (outs Compute_FloatTensor:$result);
   let assemblyFormat = "$output `,` $grad attr-dict `:` type($output)";
   let hasVerifier = 1;
