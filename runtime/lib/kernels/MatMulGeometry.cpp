@@ -80,7 +80,8 @@ bool coversOnce(const StridedOperand &v, int64_t numel) {
   std::vector<size_t> dims;
   int64_t count = 1;
   for (size_t d = 0; d < v.shape.size(); ++d) {
-    count *= v.shape[d];
+    if (__builtin_mul_overflow(count, v.shape[d], &count))
+      return false;
     if (v.shape[d] > 1)
       dims.push_back(d);
   }
