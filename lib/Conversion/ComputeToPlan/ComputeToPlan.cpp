@@ -13,6 +13,7 @@
 #include "zero/Dialect/Zero/IR/ZeroDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -115,14 +116,6 @@ bool movesNoElement(compute::TransposeOp t) {
   return true;
 }
 
-/// Row-major strides of `shape`.
-SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;)
-    strides[i - 1] = strides[i] * shape[i];
-  return strides;
-}
-
 /// The strides of a reshape's result over the elements its input reads (`from`
 /// with `strides`): each run of input dimensions that lies evenly (a stride is the
 /// next one's times its extent) is split among result dimensions that multiply to
@@ -131,7 +124,7 @@ std::optional<SmallVector<int64_t>> reshapedStrides(ArrayRef<int64_t> from,
                                                     ArrayRef<int64_t> strides,
                                                     ArrayRef<int64_t> to) {
   if (llvm::is_contained(from, 0))
-    return contiguousStrides(to); // no element: any strides
+    return computeStrides(to); // no element: any strides
   SmallVector<std::pair<int64_t, int64_t>> runs; // (elements, innermost stride), inner first
   for (size_t i = from.size(); i-- > 0;) {
     if (from[i] == 1)
@@ -300,7 +293,7 @@ private:
         if (t && isLastTwoSwap(t) && (!views || !costsAKernel(t.getInput()))) {
           // The transposed buffer of a whole value: a flag.
           view = StridedView{t.getInput(),
-                             contiguousStrides(
+                             computeStrides(
                                  cast<RankedTensorType>(t.getInput().getType()).getShape()),
                              0};
           std::swap(view->strides[r - 1], view->strides[r - 2]);
@@ -322,7 +315,7 @@ private:
           llvm::is_contained(terminator->getOperands(), t.getResult()))
         continue;
       ArrayRef<int64_t> perm = t.getPerm();
-      SmallVector<int64_t> into = contiguousStrides(
+      SmallVector<int64_t> into = computeStrides(
           cast<RankedTensorType>(t.getResult().getType()).getShape());
       auto shape = cast<RankedTensorType>(res.getType()).getShape();
       SmallVector<int64_t> strides(perm.size());
@@ -355,7 +348,7 @@ private:
     Operation *def = v.getDefiningOp();
     auto shapeOf = [](Value x) { return cast<RankedTensorType>(x.getType()).getShape(); };
     if (!isChainOp(def))
-      return StridedView{v, contiguousStrides(shapeOf(v)), 0};
+      return StridedView{v, computeStrides(shapeOf(v)), 0};
     std::optional<StridedView> in = stridedViewOf(def->getOperand(0));
     if (!in)
       return std::nullopt;
