@@ -27,7 +27,7 @@
 
 namespace zrt::fused {
 
-/// Neg..Erf in the order of kernels::UnaryOp, Add..Div in that of
+/// Neg..Gelu in the order of kernels::UnaryOp, Add..Div in that of
 /// kernels::BinaryOp (the backends convert by offset).
 enum class Op : int64_t {
   Const,
@@ -40,6 +40,7 @@ enum class Op : int64_t {
   Tanh,
   Sigmoid,
   Erf,
+  Gelu,
   Add,
   Sub,
   Mul,
@@ -48,6 +49,7 @@ enum class Op : int64_t {
   Cast,     // a, rounded to `type`
   Where,    // a (an input of bool elements) ? b : c
   ReluGrad, // a > 0 ? b : 0 (relu_grad's input, gradient)
+  GeluGrad, // b (Phi(a) + a phi(a)) (gelu_grad's input, gradient)
   Count
 };
 

@@ -60,6 +60,10 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
   // The training step first: it needs the forward graph as imported. Then drop what
   // the loss does not need (canonicalize removes dead pure ops, CSE merges the
   // constants the gradient rules repeat).
+  // GELU's erf chain as one op before anything reads the graph: its gradient rule
+  // and autocast then see one op.
+  if (o.level != "graph")
+    pm.addPass(createRecomposeGeluPass());
   if (o.level != "graph" && o.mode != "inference") {
     if (o.precision != "fp32") {
       AutocastPassOptions cast;

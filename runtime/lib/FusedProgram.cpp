@@ -20,6 +20,7 @@ int zrt::fused::operandCount(Op op) {
   case Op::Div:
   case Op::Pow:
   case Op::ReluGrad:
+  case Op::GeluGrad:
     return 2;
   case Op::Where:
     return 3;
@@ -31,8 +32,8 @@ int zrt::fused::operandCount(Op op) {
 const char *zrt::fused::opName(Op op) {
   static const char *names[] = {"const", "neg", "sqrt", "reciprocal", "exp",
                                 "log",   "relu", "tanh", "sigmoid",   "erf",
-                                "add",   "sub", "mul",  "div",        "pow",
-                                "cast",  "where", "relu_grad"};
+                                "gelu",  "add", "sub",  "mul",        "div",
+                                "pow",   "cast", "where", "relu_grad", "gelu_grad"};
   static_assert(sizeof(names) / sizeof(names[0]) == (size_t)Op::Count);
   return (int64_t)op >= 0 && op < Op::Count ? names[(int64_t)op] : "?";
 }

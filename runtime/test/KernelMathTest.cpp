@@ -1,4 +1,4 @@
-//===- KernelMathTest.cpp - The shared kernels' exp and erf against libm ---===//
+//===- KernelMathTest.cpp - The shared kernels' exp, erf and GELU against libm ---===//
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
@@ -85,6 +85,41 @@ TEST(KernelMath, TinyArgumentsKeepRelativeAccuracy) {
     EXPECT_NEAR(erfF32(x) / std::erf((double)x), 1.0, 2.4e-7) << x;
     EXPECT_NEAR(expF32(-x) / std::exp(-(double)x), 1.0, 2.4e-7) << x;
   }
+}
+
+/// GELU and its gradient in f32 against f64 references over [-10, 10]. Their error
+/// is absolute, not relative: for x < 0, 1 + erf(x / sqrt 2) cancels (PyTorch's
+/// formula does the same), so both are compared within a few f32 roundings of
+/// max(1, |x|).
+TEST(KernelMath, GeluAndItsGradientMatchTheirDefinitions) {
+  auto phi = [](double x) { return 0.5 * (1 + std::erf(x / std::sqrt(2.0))); };
+  auto density = [](double x) { return std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI); };
+  double worstGelu = 0, worstGrad = 0;
+  for (int i = -200000; i <= 200000; ++i) {
+    float x = 1e-4f * (float)i;
+    double scale = std::max(1.0, std::fabs((double)x));
+    double gelu = (double)unary<UnaryOp::Gelu>(x), want = (double)x * phi(x);
+    worstGelu = std::max(worstGelu, std::fabs(gelu - want) / scale);
+    double grad = (double)geluGrad(x, 1.0f), wantGrad = phi(x) + (double)x * density(x);
+    worstGrad = std::max(worstGrad, std::fabs(grad - wantGrad) / scale);
+  }
+  EXPECT_LT(worstGelu, 4.8e-7);
+  EXPECT_LT(worstGrad, 4.8e-7);
+  // The gradient is the derivative (in f64: central differences of gelu).
+  for (double x : {-4.0, -1.3, -0.2, 0.0, 0.7, 2.5, 6.0}) {
+    double h = 1e-5, fd = (gelu(x + h) - gelu(x - h)) / (2 * h);
+    EXPECT_NEAR(geluGrad(x, 1.0), fd, 1e-8) << x;
+    EXPECT_NEAR(geluGrad(x, -3.0), -3.0 * fd, 3e-8) << x;
+  }
+  EXPECT_EQ(unary<UnaryOp::Gelu>(0.0f), 0.0f);
+  EXPECT_EQ(unary<UnaryOp::Gelu>(100.0f), 100.0f);
+  EXPECT_EQ(unary<UnaryOp::Gelu>(-100.0f), -0.0f);
+  EXPECT_EQ(geluGrad(100.0f, 2.0f), 2.0f);
+  EXPECT_TRUE(std::isnan(unary<UnaryOp::Gelu>(NAN)));
+  EXPECT_TRUE(std::isnan(geluGrad(NAN, 1.0f)));
+  // 16-bit elements compute in f32 and round once.
+  zrt::bf16 b(1.5f);
+  EXPECT_EQ((float)geluGrad(b, zrt::bf16(1.0f)), (float)zrt::bf16(geluGrad(1.5f, 1.0f)));
 }
 
 } // namespace

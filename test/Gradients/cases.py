@@ -25,6 +25,13 @@ CASES = [
     case("tanh", ["  Y = Tanh(A)"], {"A": [2, 3]}),
     case("sigmoid", ["  Y = Sigmoid(A)"], {"A": [2, 3]}),
     case("erf", ["  Y = Erf(A)"], {"A": [2, 3]}),
+    # GELU as PyTorch exports it, x * (erf(x / sqrt 2) + 1) * 0.5: zero-opt makes
+    # one compute.gelu of it, whose gradient is one compute.gelu_grad.
+    case("gelu_erf_chain", ["  r = Constant<value = double[1] {1.4142135623730951}>()",
+                            "  d = Div(A, r)", "  e = Erf(d)",
+                            "  o = Constant<value = double[1] {1.0}>()", "  a = Add(e, o)",
+                            "  m = Mul(A, a)", "  h = Constant<value = double[1] {0.5}>()",
+                            "  Y = Mul(m, h)"], {"A": [3, 4]}),
     case("cast", ["  Y = Cast<to = 11>(A)"], {"A": [3]}),
     case("where", ["  c = Constant<value = bool[2,3] {1,0,1,0,0,1}>()", "  Y = Where(c, A, B)"],
          {"A": [2, 3], "B": [3]}),

@@ -41,6 +41,7 @@ static FusedOpKind opOf(Operation *op) {
       .Case([](compute::TanhOp) { return FusedOpKind::Tanh; })
       .Case([](compute::SigmoidOp) { return FusedOpKind::Sigmoid; })
       .Case([](compute::ErfOp) { return FusedOpKind::Erf; })
+      .Case([](compute::GeluOp) { return FusedOpKind::Gelu; })
       .Case([](compute::AddOp) { return FusedOpKind::Add; })
       .Case([](compute::SubOp) { return FusedOpKind::Sub; })
       .Case([](compute::MulOp) { return FusedOpKind::Mul; })
@@ -49,6 +50,7 @@ static FusedOpKind opOf(Operation *op) {
       .Case([](compute::CastOp) { return FusedOpKind::Cast; })
       .Case([](compute::WhereOp) { return FusedOpKind::Where; })
       .Case([](compute::ReluGradOp) { return FusedOpKind::ReluGrad; })
+      .Case([](compute::GeluGradOp) { return FusedOpKind::GeluGrad; })
       .Default([](Operation *) { return FusedOpKind::Count; });
 }
 

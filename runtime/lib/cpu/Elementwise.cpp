@@ -207,6 +207,7 @@ void zrt::addElementwiseKernels(KernelTable &t) {
   t[Kernel::TANH] = bindUnary<UnaryOp::Tanh>;
   t[Kernel::SIGMOID] = bindUnary<UnaryOp::Sigmoid>;
   t[Kernel::ERF] = bindUnary<UnaryOp::Erf>;
+  t[Kernel::GELU] = bindUnary<UnaryOp::Gelu>;
   t[Kernel::WHERE] = bindWhere;
   t[Kernel::CAST] = bindCast;
 }

@@ -75,9 +75,10 @@ ZRT_VECTORIZED void whereBlock(const float *c, const float *x, const float *y, f
   for (int64_t j = 0; j < n; ++j)
     o[j] = c[j] != 0.0f ? x[j] : y[j];
 }
-ZRT_VECTORIZED void reluGradBlock(const float *x, const float *g, float *o, int64_t n) {
+template <kernels::ActivationGrad K>
+ZRT_VECTORIZED void activationGradBlock(const float *x, const float *g, float *o, int64_t n) {
   for (int64_t j = 0; j < n; ++j)
-    o[j] = kernels::reluGrad(x[j], g[j]);
+    o[j] = kernels::activationGrad<K>(x[j], g[j]);
 }
 ZRT_VECTORIZED void fillBlock(float v, float *o, int64_t n) {
   for (int64_t j = 0; j < n; ++j)
@@ -97,7 +98,8 @@ using UnaryBlock = void (*)(const float *, float *, int64_t);
 const UnaryBlock unaryBlocks[] = {
     unaryBlock<UnaryOp::Neg>,  unaryBlock<UnaryOp::Sqrt>, unaryBlock<UnaryOp::Reciprocal>,
     unaryBlock<UnaryOp::Exp>,  unaryBlock<UnaryOp::Log>,  unaryBlock<UnaryOp::Relu>,
-    unaryBlock<UnaryOp::Tanh>, unaryBlock<UnaryOp::Sigmoid>, unaryBlock<UnaryOp::Erf>};
+    unaryBlock<UnaryOp::Tanh>, unaryBlock<UnaryOp::Sigmoid>, unaryBlock<UnaryOp::Erf>,
+    unaryBlock<UnaryOp::Gelu>};
 using BinaryBlock = void (*)(const float *, const float *, float *, int64_t);
 const BinaryBlock binaryBlocks[] = {binaryBlock<BinaryOp::Add>, binaryBlock<BinaryOp::Sub>,
                                         binaryBlock<BinaryOp::Mul>, binaryBlock<BinaryOp::Div>};
@@ -129,6 +131,7 @@ void execute(const fused::Instruction &ins, const float *const *val, float *o, i
   case Op::Tanh:
   case Op::Sigmoid:
   case Op::Erf:
+  case Op::Gelu:
     unaryBlocks[(int)kernels::unaryOf(ins.op)](a, o, n);
     break;
   case Op::Add:
@@ -147,7 +150,10 @@ void execute(const fused::Instruction &ins, const float *const *val, float *o, i
     whereBlock(a, b, c, o, n);
     break;
   case Op::ReluGrad:
-    reluGradBlock(a, b, o, n);
+    activationGradBlock<kernels::ActivationGrad::Relu>(a, b, o, n);
+    break;
+  case Op::GeluGrad:
+    activationGradBlock<kernels::ActivationGrad::Gelu>(a, b, o, n);
     break;
   case Op::Count:
     break; // decodeProgram refused it

@@ -25,7 +25,14 @@ using namespace zrt::cpu;
 
 namespace {
 
-BoundKernel bindReluGrad(const KernelCall &call) {
+template <kernels::ActivationGrad K, typename T>
+ZRT_VECTORIZED void activationGradRun(const T *x, const T *g, T *o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    o[i] = kernels::activationGrad<K>(x[i], g[i]);
+}
+
+/// relu_grad and gelu_grad: the forward input and the output's gradient, alike.
+template <kernels::ActivationGrad K> BoundKernel bindActivationGrad(const KernelCall &call) {
   call.expectArity(2, 1);
   const TensorView x = call.ins[0], g = call.ins[1], out = call.outs[0];
   ZRT_CHECK(x.dtype == g.dtype && x.dtype == out.dtype && x.shape == g.shape,
@@ -36,8 +43,9 @@ BoundKernel bindReluGrad(const KernelCall &call) {
     return [=] {
       const T *px = x.as<T>(), *pg = g.as<T>();
       T *o = out.as<T>();
-      for (int64_t i = 0, n = x.numel(); i < n; ++i)
-        o[i] = kernels::reluGrad(px[i], pg[i]);
+      parallelFor(x.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
+        activationGradRun<K>(px + lo, pg + lo, o + lo, hi - lo);
+      });
     };
   });
 }
@@ -476,7 +484,8 @@ BoundKernel bindNonfiniteCount(const KernelCall &call) {
 } // namespace
 
 void zrt::addTrainingKernels(KernelTable &t) {
-  t[Kernel::RELU_GRAD] = bindReluGrad;
+  t[Kernel::RELU_GRAD] = bindActivationGrad<kernels::ActivationGrad::Relu>;
+  t[Kernel::GELU_GRAD] = bindActivationGrad<kernels::ActivationGrad::Gelu>;
   t[Kernel::LAYER_NORM_GRAD] = bindLayerNormGrad;
   t[Kernel::SOFTMAX_CROSS_ENTROPY_GRAD] = bindSoftmaxCrossEntropyGrad;
   t[Kernel::GATHER_GRAD] = bindGatherGrad;

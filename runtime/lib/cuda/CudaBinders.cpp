@@ -462,12 +462,12 @@ BoundKernel bindTrilu(const KernelCall &call) {
   };
 }
 
-BoundKernel bindReluGrad(const KernelCall &call) {
+BoundKernel bindActivationGrad(const KernelCall &call, ActivationGrad op) {
   validate(call);
   TensorView x = call.ins[0], g = call.ins[1], out = call.outs[0];
   Elem t = elemOf(x.dtype);
   int64_t n = x.numel();
-  return [=] { reluGrad(context().compute, t, x.data, g.data, out.data, n); };
+  return [=] { activationGrad(context().compute, op, t, x.data, g.data, out.data, n); };
 }
 
 BoundKernel bindNonfiniteCount(const KernelCall &call) {
@@ -700,6 +700,7 @@ const KernelTable &zrt::cuda::cudaKernels() {
     add(Kernel::TANH, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Tanh); });
     add(Kernel::SIGMOID, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Sigmoid); });
     add(Kernel::ERF, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Erf); });
+    add(Kernel::GELU, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Gelu); });
     add(Kernel::WHERE, bindWhere);
     add(Kernel::CAST, bindCast);
     add(Kernel::FUSED, bindFused);
@@ -723,7 +724,10 @@ const KernelTable &zrt::cuda::cudaKernels() {
     add(Kernel::GATHER, bindGather);
     add(Kernel::GATHER_GRAD, bindGatherGrad);
     add(Kernel::TRILU, bindTrilu);
-    add(Kernel::RELU_GRAD, bindReluGrad);
+    add(Kernel::RELU_GRAD,
+        [](const KernelCall &c) { return bindActivationGrad(c, ActivationGrad::Relu); });
+    add(Kernel::GELU_GRAD,
+        [](const KernelCall &c) { return bindActivationGrad(c, ActivationGrad::Gelu); });
     add(Kernel::ADAMW, bindAdamW);
     add(Kernel::SGD, bindSgd);
     add(Kernel::NONFINITE_COUNT, bindNonfiniteCount);

@@ -550,10 +550,11 @@ __global__ void fusedKernel(FusedArgs args, int64_t n) {
 }
 
 template <typename T>
-__global__ void reluGradKernel(const T *x, const T *g, T *out, int64_t n) {
+__global__ void activationGradKernel(ActivationGrad op, const T *x, const T *g, T *out,
+                                     int64_t n) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i < n)
-    out[i] = kernels::reluGrad(x[i], g[i]);
+    out[i] = kernels::activationGrad(op, x[i], g[i]);
 }
 
 /// The gradient in the parameter's type T, multiplied by `scale` when there is one
@@ -844,10 +845,12 @@ void reduce(cudaStream_t s, Elem t, bool mean, const void *in, Strided keep, Str
   });
 }
 
-void reluGrad(cudaStream_t s, Elem t, const void *x, const void *g, void *out, int64_t n) {
+void activationGrad(cudaStream_t s, ActivationGrad op, Elem t, const void *x, const void *g,
+                    void *out, int64_t n) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    launchN("reluGrad", reluGradKernel<T>, n, s, (const T *)x, (const T *)g, (T *)out, n);
+    launchN("activationGrad", activationGradKernel<T>, n, s, op, (const T *)x, (const T *)g,
+            (T *)out, n);
   });
 }
 

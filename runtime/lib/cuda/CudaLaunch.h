@@ -35,6 +35,7 @@ enum class Elem { F32, F64, BF16, F16, I32, I64, I8, U8 };
 
 using kernels::BinaryOp;
 using kernels::UnaryOp;
+using kernels::ActivationGrad;
 
 /// What kernels that find bad data write to *errorFlag; the next synchronization
 /// turns it into an error.
@@ -108,7 +109,9 @@ void crossEntropyGrad(cudaStream_t s, Elem t, const void *logp, const void *labe
 /// out[j] = sum (or mean over `count`) of in[keep(j) + red(r)], r < count.
 void reduce(cudaStream_t s, Elem t, bool mean, const void *in, Strided keep, Strided red,
             int64_t count, void *out, int64_t n);
-void reluGrad(cudaStream_t s, Elem t, const void *x, const void *g, void *out, int64_t n);
+/// relu_grad or gelu_grad from the forward input and the output's gradient.
+void activationGrad(cudaStream_t s, ActivationGrad op, Elem t, const void *x, const void *g,
+                    void *out, int64_t n);
 /// The optimizers on parameters (or f32 master copies) of type `t` with gradients
 /// of type `gt`. Optional device scalars (null when absent): `scale` multiplies the
 /// gradient, a non-zero `found` skips the step, `lrValue` replaces `lr`.

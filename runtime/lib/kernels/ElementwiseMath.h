@@ -27,7 +27,7 @@
 
 namespace zrt::kernels {
 
-enum class UnaryOp { Neg, Sqrt, Reciprocal, Exp, Log, Relu, Tanh, Sigmoid, Erf };
+enum class UnaryOp { Neg, Sqrt, Reciprocal, Exp, Log, Relu, Tanh, Sigmoid, Erf, Gelu };
 enum class BinaryOp { Add, Sub, Mul, Div, Equal };
 
 /// The type an element's arithmetic happens in: 16-bit floats widen to f32.
@@ -118,6 +118,13 @@ template <typename C> ZRT_HOST_DEVICE inline C erfOf(C x) {
     return std::erf(x);
 }
 
+/// GELU in its exact form, x Phi(x) = x/2 (1 + erf(x / sqrt 2)), as PyTorch's CPU
+/// kernel computes it: x 1/2 (1 + erf(x 1/sqrt 2)) (C: a compute type).
+template <typename C> ZRT_HOST_DEVICE inline C gelu(C x) {
+  const C half = C(0.5), invSqrt2 = C(0.70710678118654752440);
+  return x * half * (C(1) + erfOf(x * invSqrt2));
+}
+
 /// Op K on one element (C: a compute type). Neg applies to every type; the
 /// others to floats.
 template <UnaryOp K, typename C> ZRT_HOST_DEVICE inline C unary(C v) {
@@ -137,8 +144,10 @@ template <UnaryOp K, typename C> ZRT_HOST_DEVICE inline C unary(C v) {
     return std::tanh(v);
   else if constexpr (K == UnaryOp::Sigmoid)
     return C(1) / (C(1) + expOf(-v));
-  else
+  else if constexpr (K == UnaryOp::Erf)
     return erfOf(v);
+  else
+    return gelu(v);
 }
 
 /// The same, with the op chosen at run time (a GPU thread's switch).
@@ -160,8 +169,10 @@ template <typename C> ZRT_HOST_DEVICE inline C unary(UnaryOp op, C v) {
     return unary<UnaryOp::Tanh>(v);
   case UnaryOp::Sigmoid:
     return unary<UnaryOp::Sigmoid>(v);
-  default:
+  case UnaryOp::Erf:
     return unary<UnaryOp::Erf>(v);
+  default:
+    return unary<UnaryOp::Gelu>(v);
   }
 }
 
@@ -199,6 +210,34 @@ template <typename T, typename U> ZRT_HOST_DEVICE inline T power(T x, U y) {
 /// relu's gradient: `grad` where the forward input is positive, else 0.
 template <typename T> ZRT_HOST_DEVICE inline T reluGrad(T input, T grad) {
   return input > T(0) ? grad : T(0);
+}
+
+/// GELU's gradient, grad (Phi(x) + x phi(x)) with phi the standard normal density,
+/// as PyTorch's gelu_backward computes it: Phi(x) = 1/2 (1 + erf(x 1/sqrt 2)),
+/// phi(x) = 1/sqrt(2 pi) e^(x x -1/2); in T's compute type, rounded once.
+template <typename T> ZRT_HOST_DEVICE inline T geluGrad(T input, T grad) {
+  using C = ComputeType<T>;
+  const C half = C(0.5), invSqrt2 = C(0.70710678118654752440),
+          invSqrt2Pi = C(0.39894228040143267794);
+  C x = C(input);
+  C cdf = half * (C(1) + erfOf(x * invSqrt2));
+  C pdf = invSqrt2Pi * expOf(x * x * C(-0.5));
+  return T(C(grad) * (cdf + x * pdf));
+}
+
+/// The gradients of the activations with a kernel of their own, from the forward
+/// input and the output's gradient.
+enum class ActivationGrad { Relu, Gelu };
+template <ActivationGrad K, typename T>
+ZRT_HOST_DEVICE inline T activationGrad(T input, T grad) {
+  if constexpr (K == ActivationGrad::Relu)
+    return reluGrad(input, grad);
+  else
+    return geluGrad(input, grad);
+}
+template <typename T>
+ZRT_HOST_DEVICE inline T activationGrad(ActivationGrad op, T input, T grad) {
+  return op == ActivationGrad::Relu ? reluGrad(input, grad) : geluGrad(input, grad);
 }
 
 } // namespace zrt::kernels

@@ -27,7 +27,7 @@ ZRT_HOST_DEVICE inline float roundTo(fused::Type t, float v) {
   return v;
 }
 
-/// The unary op an instruction names (Neg..Erf).
+/// The unary op an instruction names (Neg..Gelu).
 ZRT_HOST_DEVICE inline UnaryOp unaryOf(fused::Op op) {
   return UnaryOp((int64_t)op - (int64_t)fused::Op::Neg);
 }
@@ -56,6 +56,8 @@ ZRT_HOST_DEVICE inline float fusedApply(fused::Op op, float a, float b, float c,
     return a != 0.0f ? b : c;
   case fused::Op::ReluGrad:
     return reluGrad(a, b);
+  case fused::Op::GeluGrad:
+    return geluGrad(a, b);
   default:
     return unary(unaryOf(op), a);
   }

@@ -129,13 +129,13 @@ func.func @main(%x: tensor<2x3xf32> {compute.input = 0 : i64}, %w: tensor<4x3xf3
 // A compute.fused op is one "fused" kernel: its inputs are the kernel's, its body
 // the program (zplan/FusedProgram.h: {op, type, a, b, c} per op; values 0 and 1 are
 // the inputs). Here: 2 = Const 0.5 (the bits of the double 0.5), 3 = Add(0, 1),
-// 4 = Mul(3, 2), 5 = Cast(4) to bf16 (type 1); ops 0 Const, 10 Add, 12 Mul, 15 Cast.
+// 4 = Mul(3, 2), 5 = Cast(4) to bf16 (type 1); ops 0 Const, 11 Add, 13 Mul, 16 Cast.
 // CHECK-LABEL: plan.program @main
 // CHECK: %[[X:.+]] = plan.buffer input at 0 {index = 0 : i64} : memref<2x4xf32>
 // CHECK: %[[B:.+]] = plan.buffer param at 64 {name = "b"} : memref<4xf32>
 // CHECK: %[[Y:.+]] = plan.buffer temp at 128 : memref<2x4xbf16>
 // CHECK: plan.kernel fused ins(%[[X]], %[[B]] : memref<2x4xf32>, memref<4xf32>) outs(%[[Y]] : memref<2x4xbf16>)
-// CHECK-SAME: attrs {program = array<i64: 0, 0, 4602678819172646912, 0, 0, 10, 0, 0, 1, 0, 12, 0, 3, 2, 0, 15, 1, 4, 0, 0>}
+// CHECK-SAME: attrs {program = array<i64: 0, 0, 4602678819172646912, 0, 0, 11, 0, 0, 1, 0, 13, 0, 3, 2, 0, 16, 1, 4, 0, 0>}
 // CHECK-NOT: plan.kernel
 func.func @main(%x: tensor<2x4xf32> {compute.input = 0 : i64},
                 %b: tensor<4xf32> {compute.param = "b"}) -> tensor<2x4xbf16> {

@@ -33,6 +33,8 @@ func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %i: tensor<4xi64>
   %12 = compute.sigmoid %11 : tensor<2x3xf32>
   // CHECK: compute.erf
   %13 = compute.erf %12 : tensor<2x3xf32>
+  // CHECK: compute.gelu %{{.+}} : tensor<2x3xf32>
+  %gelu = compute.gelu %13 : tensor<2x3xf32>
   // CHECK: compute.cast %{{.*}} : tensor<4xi64> -> tensor<4xf32>
   %14 = compute.cast %5 : tensor<4xi64> -> tensor<4xf32>
   // CHECK: compute.equal %{{.*}} : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xi1>
@@ -94,6 +96,8 @@ func.func @training(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %m: tensor<2x4x1xf
                     %p: tensor<16xf32>, %t: tensor<i64>) {
   // CHECK: compute.relu_grad %{{.+}}, %{{.+}} : tensor<2x4x8xf32>
   %0 = compute.relu_grad %x, %dy : tensor<2x4x8xf32>
+  // CHECK: compute.gelu_grad %{{.+}}, %{{.+}} : tensor<2x4x8xf32>
+  %dgelu = compute.gelu_grad %x, %dy : tensor<2x4x8xf32>
   // CHECK: compute.softmax_grad %{{.+}}, %{{.+}} {axis = 2 : i64} : tensor<2x4x8xf32>
   %ds = compute.softmax_grad %x, %dy {axis = 2 : i64} : tensor<2x4x8xf32>
   // CHECK: compute.layer_norm_grad {{.+}} {axis = 2 : i64} : {{.+}} -> tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>

@@ -132,3 +132,20 @@ func.func @main(%w: tensor<2x3xf32> {compute.param = "w"},
   %1 = compute.reduce_sum %0 {axes = array<i64: 0, 1, 2>, keepdims = false} : tensor<2x4x2xf32> -> tensor<f32>
   return %1 : tensor<f32>
 }
+
+// -----
+
+// GELU's gradient is one compute.gelu_grad of its input and the output's gradient.
+// CHECK-LABEL: func.func @main
+// GRAD: %[[S:.+]] = compute.add
+// GRAD: compute.gelu %[[S]]
+// GRAD: %[[DY:.+]] = compute.expand
+// GRAD: %[[DS:.+]] = compute.gelu_grad %[[S]], %[[DY]] : tensor<2x4xf32>
+// GRAD: return %{{.+}}, %[[DS]]
+func.func @main(%w: tensor<2x4xf32> {compute.param = "w"},
+                %x: tensor<2x4xf32> {compute.input = 0 : i64}) -> tensor<f32> {
+  %s = compute.add %x, %w : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %y = compute.gelu %s : tensor<2x4xf32>
+  %l = compute.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -87,7 +87,7 @@ plan.program @main attributes {arena_bytes = 64 : i64, world_size = 1 : i64} {
   %x = plan.buffer input at 0 {index = 0 : i64} : memref<4xf32>
   %y = plan.buffer temp at 16 : memref<4xf32>
   // expected-error@+1 {{enum values for attribute 'kernel' [add, sub, mul}}
-  plan.kernel gelu ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
+  plan.kernel swish ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
   plan.return
 }
 

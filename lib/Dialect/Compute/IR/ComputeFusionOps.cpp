@@ -20,7 +20,8 @@ static bool isFusedFloat(Type t) {
 
 bool zero::compute::isFusableElementwise(Operation *op) {
   if (!isa<AddOp, SubOp, MulOp, DivOp, PowOp, NegOp, SqrtOp, ReciprocalOp, ExpOp, LogOp,
-           ReluOp, TanhOp, SigmoidOp, ErfOp, CastOp, WhereOp, ReluGradOp>(op))
+           ReluOp, TanhOp, SigmoidOp, ErfOp, GeluOp, CastOp, WhereOp, ReluGradOp,
+           GeluGradOp>(op))
     return false;
   if (!isFusedFloat(op->getResult(0).getType()))
     return false;

@@ -283,6 +283,10 @@ LogicalResult zero::compute::buildGradients(OpBuilder &b, Operation *op,
         Value d = gb.mul(gb.scalar(2.0 / std::sqrt(M_PI), et), gb.exp(gb.neg(gb.mul(x, x))));
         return unaryFloat(need[0] ? gb.mul(g, d) : Value());
       })
+      .Case([&](GeluOp o) {
+        return unaryFloat(need[0] ? Value(GeluGradOp::create(b, gb.loc, o.getInput(), g))
+                                  : Value());
+      })
       .Case([&](CastOp o) {
         if (!need[0])
           return success();

@@ -151,7 +151,12 @@ double zero::kernelFlops(plan::KernelOp k) {
       Op op = Op(program[i]);
       bool transcendental = op == Op::Exp || op == Op::Log || op == Op::Tanh ||
                             op == Op::Sigmoid || op == Op::Erf || op == Op::Pow;
-      perElement += op == Op::Const ? 0 : transcendental ? 10 : 1;
+      // GELU: an erf and a few products; its gradient an erf and an exp as well.
+      perElement += op == Op::Const      ? 0
+                    : op == Op::Gelu     ? 14
+                    : op == Op::GeluGrad ? 28
+                    : transcendental     ? 10
+                                         : 1;
     }
     return perElement * out;
   }
@@ -163,6 +168,10 @@ double zero::kernelFlops(plan::KernelOp k) {
   case K::erf:
   case K::pow:
     return 10 * out;
+  case K::gelu:
+    return 14 * out;
+  case K::gelu_grad:
+    return 28 * out;
   case K::softmax:
   case K::softmax_grad:
   case K::log_softmax:

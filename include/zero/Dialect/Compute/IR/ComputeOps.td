@@ -109,6 +109,10 @@ def Compute_TanhOp : Compute_UnaryOp<"tanh", "hyperbolic tangent", Compute_Float
 def Compute_SigmoidOp
     : Compute_UnaryOp<"sigmoid", "1 / (1 + exp(-x))", Compute_FloatTensor>;
 def Compute_ErfOp : Compute_UnaryOp<"erf", "the error function", Compute_FloatTensor>;
+// The exact GELU, x Phi(x) = x/2 (1 + erf(x / sqrt 2)): zero-recompose-gelu makes
+// one of the erf chain an exporter writes for it.
+def Compute_GeluOp : Compute_UnaryOp<"gelu", "GELU (exact form, with erf)",
+                                     Compute_FloatTensor>;
 
 def Compute_CastOp : Compute_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let summary = "Elementwise conversion to the result's element type.";

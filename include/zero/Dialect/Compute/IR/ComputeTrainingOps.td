@@ -26,6 +26,21 @@ def Compute_ReluGradOp : Compute_Op<"relu_grad", [Pure, SameOperandsAndResultTyp
   let assemblyFormat = "$input `,` $grad attr-dict `:` type($input)";
 }
 
+def Compute_GeluGradOp : Compute_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gradient of gelu: `grad (Phi(input) + input phi(input))`.";
+  let description = [{
+    Phi and phi are the standard normal distribution and density: GELU's derivative
+    in one kernel, as PyTorch's gelu_backward computes it.
+
+    ```mlir
+    %dx = compute.gelu_grad %x, %dy : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$input, Compute_FloatTensor:$grad);
+  let results = (outs Compute_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($input)";
+}
+
 def Compute_SoftmaxGradOp
     : Compute_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> {
   let summary = "Gradient of softmax with respect to its input, from its output.";

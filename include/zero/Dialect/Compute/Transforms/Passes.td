@@ -9,6 +9,32 @@
 
 include "mlir/Pass/PassBase.td"
 
+def RecomposeGeluPass : Pass<"zero-recompose-gelu", "mlir::ModuleOp"> {
+  let summary = "The erf chain an exporter writes for GELU becomes one compute.gelu.";
+  let description = [{
+    Runs first, on the imported graph. PyTorch exports `gelu` (exact form) as
+    `x * (erf(x / sqrt 2) + 1) * 0.5`: five ops, and about fourteen more in its
+    gradient. As one op the forward and the backward are one instruction each
+    (compute.gelu, and compute.gelu_grad from its gradient rule), computed as
+    PyTorch's own gelu and gelu_backward kernels do. Matched: a product of `x`, the
+    scalar constant 1/2 and `erf(x / c + 1)` (or `erf(x * (1/c)) + 1`), c = sqrt 2
+    within f32 rounding, in any order of factors and operands; every value in
+    between read by the chain only, all of x's type.
+
+    ```mlir
+    %s = compute.div %x, %sqrt2 : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+    %e = compute.erf %s : tensor<4x8xf32>
+    %a = compute.add %e, %one : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+    %m = compute.mul %x, %a : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    %y = compute.mul %m, %half : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+    ```
+    becomes
+    ```mlir
+    %y = compute.gelu %x : tensor<4x8xf32>
+    ```
+  }];
+}
+
 def AutocastPass : Pass<"zero-autocast", "mlir::ModuleOp"> {
   let summary = "Mixed precision: 16-bit parameters and matrix products, f32 where "
                 "torch.autocast keeps it.";

@@ -52,7 +52,8 @@ def Plan_KernelKind : I32EnumAttr<"KernelKind", "what a plan kernel computes", [
     I32EnumAttrCase<"reduce_scatter", 48>, I32EnumAttrCase<"all_slice", 49>,
     I32EnumAttrCase<"all_reduce_start", 50>, I32EnumAttrCase<"all_gather_start", 51>,
     I32EnumAttrCase<"reduce_scatter_start", 52>, I32EnumAttrCase<"wait", 53>,
-    I32EnumAttrCase<"softmax_grad", 54>]> {
+    I32EnumAttrCase<"softmax_grad", 54>,
+    I32EnumAttrCase<"gelu", 55>, I32EnumAttrCase<"gelu_grad", 56>]> {
   let cppNamespace = "::zero::plan";
 }
 
