@@ -25,7 +25,7 @@ echo "   \$ zero-opt gpt.onnx --optimizer=adamw --lr=3e-3 -o step.zplan"
 build/bin/zero-opt "$work/gpt.onnx" --optimizer=adamw --lr=3e-3 -o "$work/step.zplan"
 build/bin/zero-opt "$work/gpt.onnx" --optimizer=adamw --lr=3e-3 --emit=plan |
   awk '/arena_bytes/ { match($0, /arena_bytes = [0-9]+/); a = substr($0, RSTART + 14, RLENGTH - 14) }
-       /plan.kernel/ { k++ } /"param"/ { p++ } /"state"/ { s++ }
+       /plan.kernel/ { k++ } /plan.buffer param / { p++ } /plan.buffer state / { s++ }
        END { printf "   %d kernels; %d parameters and %d optimizer states in a %.1f MiB arena\n", k, p, s, a / 1048576 }'
 
 echo

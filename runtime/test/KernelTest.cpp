@@ -42,6 +42,71 @@ TEST(Kernels, EveryKindHasACpuKernel) {
   EXPECT_FALSE(zero::zplan::parseKernelKind("swish"));
 }
 
+// Layer norm's gradient in f32 (computed in f32 as PyTorch does, row sums in f32
+// lanes combined in double) against the formula in double, over rows whose length
+// is not a multiple of the vector width; bf16 tensors within bf16's rounding.
+TEST(Kernels, LayerNormGradMatchesItsDefinition) {
+  const int64_t rows = 6, n = 37;
+  std::vector<double> x(rows * n), g(rows * n), scale(n), mean(rows), rstd(rows);
+  for (int64_t i = 0; i < rows * n; ++i) {
+    x[i] = std::sin(0.37 * double(i)) * 2 + 0.1 * double(i % 5);
+    g[i] = std::cos(0.23 * double(i)) - 0.2;
+  }
+  for (int64_t j = 0; j < n; ++j)
+    scale[j] = 0.5 + 0.03 * double(j);
+  for (int64_t o = 0; o < rows; ++o) {
+    double mu = 0, var = 0;
+    for (int64_t j = 0; j < n; ++j)
+      mu += x[o * n + j] / n;
+    for (int64_t j = 0; j < n; ++j)
+      var += (x[o * n + j] - mu) * (x[o * n + j] - mu) / n;
+    mean[o] = mu;
+    rstd[o] = 1 / std::sqrt(var + 1e-5);
+  }
+  std::vector<double> dx(rows * n), ds(n, 0.0), db(n, 0.0);
+  for (int64_t o = 0; o < rows; ++o) {
+    double sg = 0, sgx = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      double xhat = (x[o * n + j] - mean[o]) * rstd[o], gx = g[o * n + j] * scale[j];
+      sg += gx / n;
+      sgx += gx * xhat / n;
+      ds[j] += g[o * n + j] * xhat;
+      db[j] += g[o * n + j];
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      double xhat = (x[o * n + j] - mean[o]) * rstd[o], gx = g[o * n + j] * scale[j];
+      dx[o * n + j] = rstd[o] * (gx - sg - xhat * sgx);
+    }
+  }
+  auto check = [&](auto tag, zero::zplan::DType t, double tolerance) {
+    using T = decltype(tag);
+    auto cast = [](const std::vector<double> &v) { return std::vector<T>(v.begin(), v.end()); };
+    std::vector<T> tx = cast(x), tg = cast(g), ts = cast(scale), tm = cast(mean),
+                   tr = cast(rstd), tdx(rows * n), tds(n), tdb(n);
+    google::protobuf::Map<std::string, zero::zplan::Attr> attrs;
+    attrs["axis"].set_i(1);
+    using zrt::test::view;
+    cpuKernels().at(Kernel::LAYER_NORM_GRAD)(callOf(
+        Kernel::LAYER_NORM_GRAD,
+        {view(tx, t, {rows, n}), view(ts, t, {n}), view(tm, t, {rows, 1}),
+         view(tr, t, {rows, 1}), view(tg, t, {rows, n})},
+        {view(tdx, t, {rows, n}), view(tds, t, {n}), view(tdb, t, {n})}, &attrs))();
+    double worst = 0, scaleOf = 0;
+    for (int64_t i = 0; i < rows * n; ++i) {
+      worst = std::max(worst, std::fabs((double)tdx[i] - dx[i]));
+      scaleOf = std::max(scaleOf, std::fabs(dx[i]));
+    }
+    EXPECT_LT(worst, tolerance * scaleOf) << "input gradient";
+    for (int64_t j = 0; j < n; ++j) {
+      EXPECT_NEAR((double)tds[j], ds[j], tolerance * (1 + std::fabs(ds[j]))) << j;
+      EXPECT_NEAR((double)tdb[j], db[j], tolerance * (1 + std::fabs(db[j]))) << j;
+    }
+  };
+  check(float{}, zero::zplan::F32, 2e-6);
+  check(double{}, zero::zplan::F64, 1e-12);
+  check(bf16{}, zero::zplan::BF16, 4e-2);
+}
+
 // A softmax gradient with a scale gives the bits of the softmax gradient followed
 // by a multiply kernel by that constant (what the compiler folds into it), along
 // a contiguous and a strided axis, in f32 and bf16; a scale that is not finite is

@@ -377,19 +377,21 @@ template <typename T>
 __global__ void layerNormGradRows(const T *x, const T *scale, const int64_t *sOff,
                                   const T *mean, const T *rstd, const T *gy, T *dx,
                                   int64_t inner) {
+  using C = kernels::ComputeType<T>;
   int64_t o = blockIdx.x;
   const T *row = x + o * inner, *g = gy + o * inner;
-  double mu = mean[o], r = rstd[o], sumG = 0, sumGX = 0;
+  C mu = C(mean[o]), r = C(rstd[o]);
+  double sumG = 0, sumGX = 0;
   for (int64_t i = threadIdx.x; i < inner; i += kThreads) {
-    double xhat = ((double)row[i] - mu) * r, gx = (double)g[i] * (double)scale[sOff[i]];
-    sumG += gx;
-    sumGX += gx * xhat;
+    C xhat = kernels::layerNormXhat(C(row[i]), mu, r), gx = C(g[i]) * C(scale[sOff[i]]);
+    sumG += (double)gx;
+    sumGX += (double)(gx * xhat);
   }
-  double meanG = blockReduce(sumG, Add{}) / inner;
-  double meanGX = blockReduce(sumGX, Add{}) / inner;
+  C meanG = C(blockReduce(sumG, Add{}) / inner);
+  C meanGX = C(blockReduce(sumGX, Add{}) / inner);
   for (int64_t i = threadIdx.x; i < inner; i += kThreads) {
-    double xhat = ((double)row[i] - mu) * r, gx = (double)g[i] * (double)scale[sOff[i]];
-    dx[o * inner + i] = (T)kernels::layerNormInputGrad(r, xhat, gx, meanG, meanGX);
+    C xhat = kernels::layerNormXhat(C(row[i]), mu, r), gx = C(g[i]) * C(scale[sOff[i]]);
+    dx[o * inner + i] = T(kernels::layerNormInputGrad(r, xhat, gx, meanG, meanGX));
   }
 }
 
@@ -397,11 +399,12 @@ __global__ void layerNormGradRows(const T *x, const T *scale, const int64_t *sOf
 template <typename T>
 __global__ void layerNormGradColumns(const T *x, const T *mean, const T *rstd, const T *gy,
                                      T *dscale, T *dbias, int64_t outer, int64_t inner) {
+  using C = kernels::ComputeType<T>;
   int64_t i = blockIdx.x;
   double ds = 0, db = 0;
   for (int64_t o = threadIdx.x; o < outer; o += kThreads) {
-    double xhat = ((double)x[o * inner + i] - (double)mean[o]) * (double)rstd[o];
-    ds += (double)gy[o * inner + i] * xhat;
+    C xhat = kernels::layerNormXhat(C(x[o * inner + i]), C(mean[o]), C(rstd[o]));
+    ds += (double)(C(gy[o * inner + i]) * xhat);
     db += (double)gy[o * inner + i];
   }
   ds = blockReduce(ds, Add{});

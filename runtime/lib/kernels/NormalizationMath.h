@@ -58,9 +58,14 @@ ZRT_HOST_DEVICE inline double inverseStdDev(double variance, double eps) {
 }
 
 /// Layer norm's input gradient, with xhat = (x - mu) r, gx = gy scale and the
-/// row means of gx and gx xhat: r (gx - mean(gx) - xhat mean(gx xhat)).
-ZRT_HOST_DEVICE inline double layerNormInputGrad(double r, double xhat, double gx,
-                                                 double meanG, double meanGX) {
+/// row means of gx and gx xhat: r (gx - mean(gx) - xhat mean(gx xhat)). C: the
+/// tensor's compute type (f32 for f32 and 16-bit tensors, as PyTorch computes it);
+/// the row sums are formed per backend and rounded to C.
+template <typename C> ZRT_HOST_DEVICE inline C layerNormXhat(C x, C mu, C r) {
+  return (x - mu) * r;
+}
+template <typename C>
+ZRT_HOST_DEVICE inline C layerNormInputGrad(C r, C xhat, C gx, C meanG, C meanGX) {
   return r * (gx - meanG - xhat * meanGX);
 }
 
