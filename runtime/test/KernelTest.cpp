@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 using namespace zrt;
 
@@ -44,7 +45,8 @@ TEST(Kernels, EveryKindHasACpuKernel) {
 
 // Layer norm's gradient in f32 (computed in f32 as PyTorch does, row sums in f32
 // lanes combined in double) against the formula in double, over rows whose length
-// is not a multiple of the vector width; bf16 tensors within bf16's rounding.
+// is not a multiple of the vector width; bf16 tensors within bf16's rounding. With
+// a tensor to accumulate, the input gradient is bit for bit the add kernel's sum.
 TEST(Kernels, LayerNormGradMatchesItsDefinition) {
   const int64_t rows = 6, n = 37;
   std::vector<double> x(rows * n), g(rows * n), scale(n), mean(rows), rstd(rows);
@@ -101,6 +103,20 @@ TEST(Kernels, LayerNormGradMatchesItsDefinition) {
       EXPECT_NEAR((double)tds[j], ds[j], tolerance * (1 + std::fabs(ds[j]))) << j;
       EXPECT_NEAR((double)tdb[j], db[j], tolerance * (1 + std::fabs(db[j]))) << j;
     }
+    // With a tensor to accumulate: the bits of the ADD kernel after it.
+    std::vector<T> res = cast(g), sum(rows * n), adx(rows * n), ads(n), adb(n);
+    for (T &v : res)
+      v = T(float(v) * 0.75f + 0.5f);
+    cpuKernels().at(Kernel::ADD)(callOf(Kernel::ADD, {view(tdx, t, {rows, n}), view(res, t, {rows, n})},
+                                        {view(sum, t, {rows, n})}))();
+    cpuKernels().at(Kernel::LAYER_NORM_GRAD)(callOf(
+        Kernel::LAYER_NORM_GRAD,
+        {view(tx, t, {rows, n}), view(ts, t, {n}), view(tm, t, {rows, 1}),
+         view(tr, t, {rows, 1}), view(tg, t, {rows, n}), view(res, t, {rows, n})},
+        {view(adx, t, {rows, n}), view(ads, t, {n}), view(adb, t, {n})}, &attrs))();
+    EXPECT_EQ(0, std::memcmp(adx.data(), sum.data(), sum.size() * sizeof(T)));
+    EXPECT_EQ(0, std::memcmp(ads.data(), tds.data(), n * sizeof(T)));
+    EXPECT_NE(0, std::memcmp(adx.data(), tdx.data(), n * sizeof(T)));
   };
   check(float{}, zero::zplan::F32, 2e-6);
   check(double{}, zero::zplan::F64, 1e-12);

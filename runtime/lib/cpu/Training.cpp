@@ -56,7 +56,7 @@ template <kernels::ActivationGrad K> BoundKernel bindActivationGrad(const Kernel
 /// element into place, 7 times slower), combined in double.
 template <typename T>
 ZRT_VECTORIZED void layerNormGradRow(const T *x, const T *g, const T *scale, T mean, T rstd,
-                                     T *dx, int64_t n) {
+                                     const T *acc, T *dx, int64_t n) {
   using C = kernels::ComputeType<T>;
   constexpr int kWidth = 32 / sizeof(C);
   typedef C Lanes __attribute__((vector_size(32)));
@@ -85,10 +85,17 @@ ZRT_VECTORIZED void layerNormGradRow(const T *x, const T *g, const T *scale, T m
     sgx += (double)(gx * xhat);
   }
   C meanG = C(sg / n), meanGX = C(sgx / n);
-  for (int64_t j = 0; j < n; ++j) {
-    C xhat = kernels::layerNormXhat(C(x[j]), mu, r), gx = C(g[j]) * C(scale[j]);
-    dx[j] = T(kernels::layerNormInputGrad(r, xhat, gx, meanG, meanGX));
-  }
+  if (acc)
+    for (int64_t j = 0; j < n; ++j) {
+      C xhat = kernels::layerNormXhat(C(x[j]), mu, r), gx = C(g[j]) * C(scale[j]);
+      dx[j] = kernels::layerNormStored(kernels::layerNormInputGrad(r, xhat, gx, meanG, meanGX),
+                                       acc + j);
+    }
+  else
+    for (int64_t j = 0; j < n; ++j) {
+      C xhat = kernels::layerNormXhat(C(x[j]), mu, r), gx = C(g[j]) * C(scale[j]);
+      dx[j] = T(kernels::layerNormInputGrad(r, xhat, gx, meanG, meanGX));
+    }
 }
 
 template <typename T>
@@ -103,9 +110,13 @@ ZRT_VECTORIZED void layerNormParamGradRun(const T *x, const T *g, T mean, T rstd
 }
 
 BoundKernel bindLayerNormGrad(const KernelCall &call) {
-  call.expectArity(5, 3);
+  ZRT_CHECK((call.ins.size() == 5 || call.ins.size() == 6) && call.outs.size() == 3,
+            call.where() << ": takes 5 or 6 inputs (the last: a tensor to accumulate) and "
+                         << "3 outputs");
   const TensorView x = call.ins[0], scale = call.ins[1], mean = call.ins[2],
                    rstd = call.ins[3], gy = call.ins[4];
+  bool accumulates = call.ins.size() == 6;
+  const TensorView acc = accumulates ? call.ins[5] : TensorView{};
   const TensorView dx = call.outs[0], dscale = call.outs[1], dbias = call.outs[2];
   int64_t axis = call.intAttr("axis");
   int64_t rank = x.shape.size();
@@ -114,6 +125,10 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
     ZRT_CHECK(t->dtype == x.dtype, call.where() << ": dtypes differ");
   expectShape(call, gy, x.shape, "grad");
   expectShape(call, dx, x.shape, "input_grad");
+  if (accumulates) {
+    ZRT_CHECK(acc.dtype == x.dtype, call.where() << ": dtypes differ");
+    expectShape(call, acc, x.shape, "accumulate");
+  }
   Shape stat = x.shape, norm(x.shape.begin() + axis, x.shape.end());
   for (int64_t i = axis; i < rank; ++i)
     stat[i] = 1;
@@ -131,15 +146,17 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
     return [=] {
       const T *px = x.as<T>(), *pm = mean.as<T>(), *pr = rstd.as<T>(), *pg = gy.as<T>();
       T *pdx = dx.as<T>(), *pds = dscale.as<T>(), *pdb = dbias.as<T>();
+      const T *pacc = accumulates ? acc.as<T>() : nullptr;
       std::vector<T> sc;
       const T *ps = normParameter(scale.as<T>(), sOff, sc);
       // With xhat = (x - mu) r and gx = gy * scale:
-      //   dx = r * (gx - mean(gx) - xhat * mean(gx * xhat)), row by row;
+      //   dx = r * (gx - mean(gx) - xhat * mean(gx * xhat)) (+ accumulate), row by row;
       parallelFor(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, inner)),
                   [&](int64_t lo, int64_t hi) {
                     for (int64_t o = lo; o < hi; ++o)
                       layerNormGradRow(px + o * inner, pg + o * inner, ps, pm[o], pr[o],
-                                       pdx + o * inner, inner);
+                                       pacc ? pacc + o * inner : nullptr, pdx + o * inner,
+                                       inner);
                   });
       // dscale = sum over rows of gy * xhat, dbias = sum of gy: column by column.
       parallelFor(inner, std::max<int64_t>(64, kParallelGrain / std::max<int64_t>(1, outer)),

@@ -280,6 +280,7 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
   TensorView x = call.ins[0], scale = call.ins[1], mean = call.ins[2], rstd = call.ins[3],
              gy = call.ins[4];
   TensorView dx = call.outs[0], ds = call.outs[1], db = call.outs[2];
+  const void *acc = call.ins.size() == 6 ? call.ins[5].data : nullptr;
   int64_t axis = call.intAttr("axis");
   Shape norm(x.shape.begin() + axis, x.shape.end());
   int64_t outer = extentProduct(x.shape, 0, axis), inner = extentProduct(norm, 0, norm.size());
@@ -287,7 +288,7 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
   Elem t = elemOf(x.dtype);
   return [=] {
     layerNormGrad(context().compute, t, x.data, scale.data, sOff.get(), mean.data,
-                  rstd.data, gy.data, dx.data, ds.data, db.data, outer, inner);
+                  rstd.data, gy.data, acc, dx.data, ds.data, db.data, outer, inner);
   };
 }
 

@@ -375,8 +375,8 @@ __global__ void layerNormKernel(const T *x, const T *scale, const T *bias,
 /// dx, one block per row.
 template <typename T>
 __global__ void layerNormGradRows(const T *x, const T *scale, const int64_t *sOff,
-                                  const T *mean, const T *rstd, const T *gy, T *dx,
-                                  int64_t inner) {
+                                  const T *mean, const T *rstd, const T *gy, const T *acc,
+                                  T *dx, int64_t inner) {
   using C = kernels::ComputeType<T>;
   int64_t o = blockIdx.x;
   const T *row = x + o * inner, *g = gy + o * inner;
@@ -391,7 +391,9 @@ __global__ void layerNormGradRows(const T *x, const T *scale, const int64_t *sOf
   C meanGX = C(blockReduce(sumGX, Add{}) / inner);
   for (int64_t i = threadIdx.x; i < inner; i += kThreads) {
     C xhat = kernels::layerNormXhat(C(row[i]), mu, r), gx = C(g[i]) * C(scale[sOff[i]]);
-    dx[o * inner + i] = T(kernels::layerNormInputGrad(r, xhat, gx, meanG, meanGX));
+    dx[o * inner + i] = kernels::layerNormStored(
+        kernels::layerNormInputGrad(r, xhat, gx, meanG, meanGX),
+        acc ? acc + o * inner + i : nullptr);
   }
 }
 
@@ -790,12 +792,13 @@ void layerNorm(cudaStream_t s, Elem t, const void *x, const void *scale, const v
 
 void layerNormGrad(cudaStream_t s, Elem t, const void *x, const void *scale,
                    const int64_t *sOff, const void *mean, const void *rstd, const void *gy,
-                   void *dx, void *dscale, void *dbias, int64_t outer, int64_t inner) {
+                   const void *acc, void *dx, void *dscale, void *dbias, int64_t outer,
+                   int64_t inner) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
     launchRows("layerNormGradRows", layerNormGradRows<T>, outer, s, (const T *)x,
                (const T *)scale, sOff, (const T *)mean, (const T *)rstd, (const T *)gy,
-               (T *)dx, inner);
+               (const T *)acc, (T *)dx, inner);
     launchRows("layerNormGradColumns", layerNormGradColumns<T>, inner, s, (const T *)x,
                (const T *)mean, (const T *)rstd, (const T *)gy, (T *)dscale, (T *)dbias,
                outer, inner);

@@ -96,7 +96,8 @@ void layerNorm(cudaStream_t s, Elem t, const void *x, const void *scale, const v
                int64_t outer, int64_t inner, double eps);
 void layerNormGrad(cudaStream_t s, Elem t, const void *x, const void *scale,
                    const int64_t *sOff, const void *mean, const void *rstd, const void *gy,
-                   void *dx, void *dscale, void *dbias, int64_t outer, int64_t inner);
+                   const void *acc, void *dx, void *dscale, void *dbias, int64_t outer,
+                   int64_t inner); // acc: added to dx, or null
 /// reduction: 0 none, 1 sum, 2 mean. weights may be null; hasIgnore/ignore.
 void crossEntropy(cudaStream_t s, Elem t, const void *scores, const void *labels,
                   bool labels64, const void *weights, int reduction, bool hasIgnore,

@@ -68,6 +68,12 @@ template <typename C>
 ZRT_HOST_DEVICE inline C layerNormInputGrad(C r, C xhat, C gx, C meanG, C meanGX) {
   return r * (gx - meanG - xhat * meanGX);
 }
+/// The input gradient `dx` stored in T, plus `acc` (layer_norm_grad's accumulate)
+/// when there is one, as the add kernel after it would round them.
+template <typename T, typename C>
+ZRT_HOST_DEVICE inline T layerNormStored(C dx, const T *acc) {
+  return acc ? T(C(T(dx)) + C(*acc)) : T(dx);
+}
 
 /// Softmax cross-entropy's gradient per score: coef (e^logp - [k == label]).
 ZRT_HOST_DEVICE inline double crossEntropyGrad(double coef, double logp, bool isLabel) {

@@ -91,3 +91,32 @@ func.func @scaled_softmax_grad(%y: tensor<2x4xf32>, %g: tensor<2x4xf32>, %f: ten
   %5 = compute.mul %4, %f : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
   return %1, %2, %3, %5 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// A layer norm's input gradient plus the residual connection's gradient is one
+// layer_norm_grad that accumulates it. Not when the input gradient is read
+// elsewhere too, nor when the other term is made after the layer norm gradient.
+// CHECK-LABEL: func.func @layer_norm_grad_accumulates
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<2x4xf32>, %{{.+}}, %{{.+}}, %{{.+}}, %[[DY:[a-z0-9]+]]: tensor<2x4xf32>, %[[R:[a-z0-9]+]]: tensor<2x4xf32>)
+// CHECK-NEXT: %[[A:[a-z_0-9]+]], %[[AS:[a-z_0-9]+]], %{{.+}} = compute.layer_norm_grad %[[X]], %{{.+}}, %{{.+}}, %{{.+}}, %[[DY]] accumulate(%[[R]] : tensor<2x4xf32>) {axis = 1 : i64}
+// CHECK-NEXT: %[[B:[a-z_0-9]+]], %{{.+}} = compute.layer_norm_grad
+// CHECK-NOT: accumulate
+// CHECK-NEXT: compute.add %[[B]], %[[R]]
+// CHECK-NEXT: %[[C:[a-z_0-9]+]], %{{.+}} = compute.layer_norm_grad
+// CHECK-NOT: accumulate
+// CHECK-NEXT: %[[E:.+]] = compute.exp
+// CHECK-NEXT: compute.add %[[E]], %[[C]]
+// CHECK: return %[[A]], %[[AS]]
+func.func @layer_norm_grad_accumulates(%x: tensor<2x4xf32>, %s: tensor<4xf32>, %m: tensor<2x1xf32>,
+    %r: tensor<2x1xf32>, %dy: tensor<2x4xf32>, %res: tensor<2x4xf32>)
+    -> (tensor<2x4xf32>, tensor<4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %dx, %ds, %db = compute.layer_norm_grad %x, %s, %m, %r, %dy {axis = 1 : i64} : tensor<2x4xf32>, tensor<4xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x4xf32> -> tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>
+  %sum = compute.add %res, %dx : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %dx2, %ds2, %db2 = compute.layer_norm_grad %x, %s, %m, %r, %res {axis = 1 : i64} : tensor<2x4xf32>, tensor<4xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x4xf32> -> tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>
+  %sum2 = compute.add %dx2, %res : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %dx3, %ds3, %db3 = compute.layer_norm_grad %x, %s, %m, %r, %dy {axis = 1 : i64} : tensor<2x4xf32>, tensor<4xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x4xf32> -> tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>
+  %late = compute.exp %dy : tensor<2x4xf32>
+  %sum3 = compute.add %late, %dx3 : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  return %sum, %ds, %sum2, %dx2, %sum3 : tensor<2x4xf32>, tensor<4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}

@@ -107,6 +107,41 @@ struct ScaledSoftmaxGrad : OpRewritePattern<MulOp> {
   }
 };
 
+/// A layer norm's input gradient plus another gradient of the same type (the
+/// residual connection around a pre-norm block) is the layer norm gradient with
+/// that tensor to accumulate: the sum is written once, not a gradient that an add
+/// then reads back. The same bits: the kernel adds as the add kernel does.
+struct LayerNormGradAccumulates : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add, PatternRewriter &rewriter) const override {
+    for (auto [grad, other] : {std::pair{add.getLhs(), add.getRhs()},
+                               std::pair{add.getRhs(), add.getLhs()}}) {
+      auto lng = grad.getDefiningOp<LayerNormGradOp>();
+      if (!lng || grad != lng.getInputGrad() || !grad.hasOneUse() || lng.getAccumulate() ||
+          other.getType() != add.getType() || grad.getType() != add.getType() ||
+          lng->getDiscardableAttrDictionary() != add->getDiscardableAttrDictionary())
+        continue;
+      // Computed where the layer norm gradient was: `other` must exist there.
+      Operation *def = other.getDefiningOp();
+      if (def ? (def->getBlock() != lng->getBlock() || !def->isBeforeInBlock(lng))
+              : cast<BlockArgument>(other).getOwner() != lng->getBlock())
+        continue;
+      rewriter.setInsertionPoint(lng);
+      auto merged = LayerNormGradOp::create(
+          rewriter, lng.getLoc(), lng.getResultTypes(), lng.getInput(), lng.getScale(),
+          lng.getMean(), lng.getInvStdDev(), lng.getGrad(), other, lng.getAxisAttr());
+      merged->setDiscardableAttrs(lng->getDiscardableAttrDictionary());
+      rewriter.replaceAllUsesWith(lng.getScaleGrad(), merged.getScaleGrad());
+      rewriter.replaceAllUsesWith(lng.getBiasGrad(), merged.getBiasGrad());
+      rewriter.replaceOp(add, merged.getInputGrad());
+      rewriter.eraseOp(lng);
+      return success();
+    }
+    return failure();
+  }
+};
+
 } // namespace
 
 void MulOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
@@ -114,5 +149,5 @@ void MulOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext 
 }
 
 void AddOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
-  results.add<SliceGradSumIsConcat>(context);
+  results.add<SliceGradSumIsConcat, LayerNormGradAccumulates>(context);
 }

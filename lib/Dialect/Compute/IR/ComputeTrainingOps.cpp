@@ -22,6 +22,8 @@ LogicalResult LayerNormGradOp::verify() {
     return emitOpError("axis ") << axis << " is out of range for rank " << x.getRank();
   if (getGrad().getType() != x || getInputGrad().getType() != x)
     return emitOpError("grad and input_grad must have the input type");
+  if (getAccumulate() && getAccumulate().getType() != x)
+    return emitOpError("accumulate must have the input type");
   SmallVector<int64_t> stat(x.getShape());
   for (int64_t i = axis; i < x.getRank(); ++i)
     stat[i] = 1;

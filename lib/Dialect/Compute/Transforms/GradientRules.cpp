@@ -174,7 +174,8 @@ LogicalResult layerNormGrad(GradBuilder &gb, LayerNormOp op, ArrayRef<Value> rg,
   auto normType = x.clone(norm);
   auto lng = LayerNormGradOp::create(gb.b, gb.loc, TypeRange{x, normType, normType},
                                      op.getInput(), op.getScale(), op.getMean(),
-                                     op.getInvStdDev(), rg[0], op.getAxisAttr());
+                                     op.getInvStdDev(), rg[0], /*accumulate=*/Value(),
+                                     op.getAxisAttr());
   if (need[0])
     grads[0] = lng.getInputGrad();
   if (need[1])

@@ -69,21 +69,29 @@ def Compute_LayerNormGradOp : Compute_Op<"layer_norm_grad", [Pure]> {
     From the forward input, scale and the saved mean and 1/std, and the gradient of
     the output: `dx`, and `dscale`, `dbias` summed over the leading dimensions, shaped
     like the normalized dimensions `input.shape[axis:]` (the caller reduces them to
-    the scale's own shape when it broadcast).
+    the scale's own shape when it broadcast). With `accumulate` (a tensor of the
+    input's type), `dx` is that plus the input gradient, as an add after it would
+    compute it: the canonicalizer folds the residual connection's gradient sum in.
 
     ```mlir
     %dx, %dg, %db = compute.layer_norm_grad %x, %g, %mean, %rstd, %dy {axis = 2 : i64}
+        : tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>,
+          tensor<2x4x8xf32> -> tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    %sx, %sg, %sb = compute.layer_norm_grad %x, %g, %mean, %rstd, %dy
+        accumulate(%r : tensor<2x4x8xf32>) {axis = 2 : i64}
         : tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>,
           tensor<2x4x8xf32> -> tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
     ```
   }];
   let arguments = (ins Compute_FloatTensor:$input, Compute_FloatTensor:$scale,
                        Compute_FloatTensor:$mean, Compute_FloatTensor:$inv_std_dev,
-                       Compute_FloatTensor:$grad, I64Attr:$axis);
+                       Compute_FloatTensor:$grad,
+                       Optional<Compute_FloatTensor>:$accumulate, I64Attr:$axis);
   let results = (outs Compute_FloatTensor:$input_grad, Compute_FloatTensor:$scale_grad,
                       Compute_FloatTensor:$bias_grad);
   let assemblyFormat = [{
-    $input `,` $scale `,` $mean `,` $inv_std_dev `,` $grad attr-dict `:`
+    $input `,` $scale `,` $mean `,` $inv_std_dev `,` $grad
+    (`accumulate` `(` $accumulate^ `:` type($accumulate) `)`)? attr-dict `:`
     type($input) `,` type($scale) `,` type($mean) `,` type($inv_std_dev) `,`
     type($grad) `->` type($input_grad) `,` type($scale_grad) `,` type($bias_grad)
   }];
