@@ -583,6 +583,10 @@ void launchCollective(Kind kind, const TensorView &in, const TensorView &out,
   ZERO_CUDA_CHECK(cudaEventRecord(ctx.ready, ctx.compute));
   ZERO_CUDA_CHECK(cudaStreamWaitEvent(ctx.comm, ctx.ready, 0));
   ncclDataType_t t = ncclTypeOf(in.dtype);
+  std::lock_guard<std::mutex> lock(ctx.ncclMutex);
+  ZRT_CHECK(!ctx.ncclAborted, "stopped on cuda:" << ctx.ordinal << ": another rank of this "
+                                                 << "process failed and its NCCL "
+                                                 << "communicator was aborted");
   if (kind == Kind::AllGather)
     ZERO_NCCL_CHECK(ncclAllGather(in.data, out.data, in.numel(), t, ctx.nccl, ctx.comm));
   else if (kind == Kind::ReduceScatter)

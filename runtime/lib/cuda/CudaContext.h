@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <mutex>
 #include <vector>
 
 /// Errors from CUDA, cuBLAS and NCCL name the call, file and line.
@@ -50,6 +51,10 @@ struct Context {
   std::vector<cudaEvent_t> copyEvents; // owned: the copies' and fences' events
   cublasHandle_t blas = nullptr;
   ncclComm_t nccl = nullptr;
+  // Another rank's thread may abort (and so free) `nccl` while this rank enqueues a
+  // collective: both hold ncclMutex, and nothing uses `nccl` once ncclAborted.
+  std::mutex ncclMutex;
+  bool ncclAborted = false;
   int ranks = 1;
   int *errorFlag = nullptr; // set by kernels that find bad data
   cudaEvent_t ready = nullptr, doneSync = nullptr;

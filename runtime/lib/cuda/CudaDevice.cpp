@@ -134,8 +134,11 @@ public:
     return (int64_t)(total - free);
   }
   void abort() override {
-    if (ctx_.nccl && !aborted_.exchange(true))
+    std::lock_guard<std::mutex> lock(ctx_.ncclMutex); // not while a collective enqueues
+    if (ctx_.nccl && !aborted_.exchange(true)) {
+      ctx_.ncclAborted = true;
       ncclCommAbort(ctx_.nccl);
+    }
   }
 
 private:
