@@ -85,17 +85,11 @@ ZRT_VECTORIZED void layerNormGradRow(const T *x, const T *g, const T *scale, T m
     sgx += (double)(gx * xhat);
   }
   C meanG = C(sg / n), meanGX = C(sgx / n);
-  if (acc)
-    for (int64_t j = 0; j < n; ++j) {
-      C xhat = kernels::layerNormXhat(C(x[j]), mu, r), gx = C(g[j]) * C(scale[j]);
-      dx[j] = kernels::layerNormStored(kernels::layerNormInputGrad(r, xhat, gx, meanG, meanGX),
-                                       acc + j);
-    }
-  else
-    for (int64_t j = 0; j < n; ++j) {
-      C xhat = kernels::layerNormXhat(C(x[j]), mu, r), gx = C(g[j]) * C(scale[j]);
-      dx[j] = T(kernels::layerNormInputGrad(r, xhat, gx, meanG, meanGX));
-    }
+  for (int64_t j = 0; j < n; ++j) {
+    C xhat = kernels::layerNormXhat(C(x[j]), mu, r), gx = C(g[j]) * C(scale[j]);
+    dx[j] = kernels::layerNormStored(kernels::layerNormInputGrad(r, xhat, gx, meanG, meanGX),
+                                     acc ? acc + j : nullptr);
+  }
 }
 
 template <typename T>

@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -54,7 +55,7 @@ struct Context {
   // Another rank's thread may abort (and so free) `nccl` while this rank enqueues a
   // collective: both hold ncclMutex, and nothing uses `nccl` once ncclAborted.
   std::mutex ncclMutex;
-  bool ncclAborted = false;
+  std::atomic<bool> ncclAborted{false};
   int ranks = 1;
   int *errorFlag = nullptr; // set by kernels that find bad data
   cudaEvent_t ready = nullptr, doneSync = nullptr;

@@ -59,7 +59,7 @@ public:
       cudaEventDestroy(e);
     cudaEventDestroy(ctx_.ready);
     cudaEventDestroy(ctx_.doneSync);
-    if (ctx_.nccl && !aborted_)
+    if (ctx_.nccl && !ctx_.ncclAborted)
       ncclCommDestroy(ctx_.nccl);
     cublas().destroy(ctx_.blas);
     cudaFree(ctx_.errorFlag);
@@ -113,7 +113,7 @@ public:
       ZERO_CUDA_CHECK(cudaStreamSynchronize(ctx_.comm));
       ZERO_CUDA_CHECK(cudaStreamSynchronize(ctx_.copy));
     }
-    ZRT_CHECK(!aborted_, "stopped on " << name_ << ": another rank of this process "
+    ZRT_CHECK(!ctx_.ncclAborted, "stopped on " << name_ << ": another rank of this process "
                                        << "failed and its NCCL communicator was aborted");
     int flag = 0;
     ZERO_CUDA_CHECK(cudaMemcpy(&flag, ctx_.errorFlag, sizeof(int), cudaMemcpyDeviceToHost));
@@ -135,17 +135,14 @@ public:
   }
   void abort() override {
     std::lock_guard<std::mutex> lock(ctx_.ncclMutex); // not while a collective enqueues
-    if (ctx_.nccl && !aborted_.exchange(true)) {
-      ctx_.ncclAborted = true;
+    if (ctx_.nccl && !ctx_.ncclAborted.exchange(true))
       ncclCommAbort(ctx_.nccl);
-    }
   }
 
 private:
   Context ctx_;
   std::string name_;
   int rank_;
-  std::atomic<bool> aborted_{false};
 };
 
 void checkGpus(int needed) {

@@ -84,8 +84,7 @@ struct ScaledSoftmaxGrad : OpRewritePattern<MulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(MulOp mul, PatternRewriter &rewriter) const override {
-    for (auto [grad, other] : {std::pair{mul.getLhs(), mul.getRhs()},
-                               std::pair{mul.getRhs(), mul.getLhs()}}) {
+    for (auto [grad, other] : bothOrders(mul.getLhs(), mul.getRhs())) {
       auto sg = grad.getDefiningOp<SoftmaxGradOp>();
       auto cst = other.getDefiningOp<ConstantOp>();
       if (!sg || !cst || !sg->hasOneUse() || sg.getScale().convertToDouble() != 1.0 ||
@@ -115,8 +114,7 @@ struct LayerNormGradAccumulates : OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(AddOp add, PatternRewriter &rewriter) const override {
-    for (auto [grad, other] : {std::pair{add.getLhs(), add.getRhs()},
-                               std::pair{add.getRhs(), add.getLhs()}}) {
+    for (auto [grad, other] : bothOrders(add.getLhs(), add.getRhs())) {
       auto lng = grad.getDefiningOp<LayerNormGradOp>();
       if (!lng || grad != lng.getInputGrad() || !grad.hasOneUse() || lng.getAccumulate() ||
           other.getType() != add.getType() || grad.getType() != add.getType() ||

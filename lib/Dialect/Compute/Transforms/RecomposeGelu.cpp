@@ -82,8 +82,7 @@ Value erfPlusOneInput(Value a, Type type, Type et, SmallVectorImpl<Operation *> 
   auto add = chainOp<AddOp>(a, type);
   if (!add)
     return nullptr;
-  for (auto [e, one] : {std::pair{add.getLhs(), add.getRhs()},
-                        std::pair{add.getRhs(), add.getLhs()}}) {
+  for (auto [e, one] : bothOrders(add.getLhs(), add.getRhs())) {
     auto erf = chainOp<ErfOp>(e, type);
     if (!erf || scalarOf(one, et) != 1.0)
       continue;

@@ -14,6 +14,9 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <array>
+#include <utility>
+
 #include "zero/Dialect/Compute/IR/ComputeOpsDialect.h.inc"
 
 #define GET_OP_CLASSES
@@ -39,13 +42,21 @@ mlir::LogicalResult verifySliceWindow(mlir::Operation *op, mlir::ShapedType full
                                       llvm::StringRef outside);
 
 /// An op a compute.fused body may hold: an elementwise op the fused kernel runs
-/// (add, sub, mul, div, pow, the float unary ops, cast, where, relu_grad) on f32,
+/// (add, sub, mul, div, pow, the float unary ops, cast, where, relu_grad,
+/// gelu_grad) on f32,
 /// bf16 or f16 values (an i1 condition for where).
 bool isFusableElementwise(mlir::Operation *op);
 
 /// A compute.constant of one element of a float type: a fused body holds it as
 /// an immediate instead of reading a tensor.
 bool isScalarFloatConstant(mlir::Operation *op);
+
+/// The operands of a commutative op in both orders, {lhs, rhs} then {rhs, lhs}: a
+/// pattern that wants one operand of a kind tries each.
+inline std::array<std::pair<mlir::Value, mlir::Value>, 2> bothOrders(mlir::Value lhs,
+                                                                     mlir::Value rhs) {
+  return {{{lhs, rhs}, {rhs, lhs}}};
+}
 
 /// The result shape of numpy.matmul on the two shapes, or failure.
 mlir::FailureOr<llvm::SmallVector<int64_t>>
