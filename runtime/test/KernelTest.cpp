@@ -185,7 +185,8 @@ TEST(Kernels, MatMulComputesAndChecksShapes) {
 // A matmul reads and writes strided views in place (a head split of a fused QKV
 // projection, a transposed key, a result written column-major into a merged
 // layout, a slice's rows merged into one GEMM): the same products as a loop over
-// the views, exactly (small integers), in f32 and bf16.
+// the views, exactly (small integers), in f32, f64 and bf16, whatever the result's
+// buffer held before (-1 here: the GEMMs accumulate onto a matrix they clear).
 TEST(Kernels, MatMulReadsAndWritesStridedViews) {
   struct View {
     std::vector<int64_t> shape, strides;
@@ -269,6 +270,7 @@ TEST(Kernels, MatMulReadsAndWritesStridedViews) {
         EXPECT_EQ((float)tc[i], (float)want[i]) << "case " << ci << ", element " << i;
     };
     run(float(), zero::zplan::F32);
+    run(double(), zero::zplan::F64);
     run(bf16(), zero::zplan::BF16);
   }
 }

@@ -11,6 +11,7 @@
 #include <cblas.h>
 #include <dlfcn.h>
 
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -19,17 +20,31 @@ using namespace zrt::cpu;
 
 namespace {
 
+/// The m x n matrix at `c` (leading dimension ldc) set to zero.
+template <typename T> void clearMatrix(T *c, int64_t ldc, int64_t m, int64_t n) {
+  if (ldc == n)
+    return (void)std::memset(c, 0, sizeof(T) * m * n);
+  for (int64_t i = 0; i < m; ++i)
+    std::memset(c + i * ldc, 0, sizeof(T) * n);
+}
+
 /// C = op(A) op(B), row-major, with leading dimensions lda, ldb, ldc (each
 /// matrix may be a block of a larger one: a view's rows, a block of a product).
+/// C is cleared here and the GEMM called with beta = 1: OpenBLAS does beta = 0 as
+/// a clearing pass of its own (sgemm_beta) followed by the same accumulation onto
+/// zeros, so the result is the same, and memset clears C about three times as
+/// fast (at hidden 384 the benchmark GPT's GEMMs took about 4% less of the step).
 void gemm(bool ta, bool tb, const float *a, int64_t lda, const float *b, int64_t ldb,
           float *c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  clearMatrix(c, ldc, m, n);
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+              m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
 }
 void gemm(bool ta, bool tb, const double *a, int64_t lda, const double *b, int64_t ldb,
           double *c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  clearMatrix(c, ldc, m, n);
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+              m, n, k, 1.0, a, lda, b, ldb, 1.0, c, ldc);
 }
 
 /// 16-bit operands, f32 accumulation, the product rounded once to 16 bits. bf16
