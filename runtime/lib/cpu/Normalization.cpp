@@ -19,27 +19,12 @@ using namespace zrt::cpu;
 
 namespace {
 
-/// y[d] = e^(x[d] - mx) in the tensor's type, as PyTorch computes it; returns
-/// their sum in double.
+/// y[d] = e^(x[d] - mx) in the tensor's type, as PyTorch computes it. A loop of
+/// its own: with the sum of y in the same loop it ran a fifth slower.
 template <typename T>
-ZRT_VECTORIZED double shiftedExpRun(const T *x, T mx, T *y, int64_t n) {
-  double lane[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      T e = kernels::shiftedExp(x[i + l], mx);
-      y[i + l] = e;
-      lane[l] += (double)e;
-    }
-  double s = 0;
-  for (int l = 0; l < kLanes; ++l)
-    s += lane[l];
-  for (; i < n; ++i) {
-    T e = kernels::shiftedExp(x[i], mx);
-    y[i] = e;
-    s += (double)e;
-  }
-  return s;
+ZRT_VECTORIZED void shiftedExpRun(const T *x, T mx, T *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = kernels::shiftedExp(x[i], mx);
 }
 template <typename T> ZRT_VECTORIZED void scaleRun(T *y, T scale, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
@@ -63,7 +48,8 @@ void softmaxRows(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner,
                     const T *px = x + o * dim;
                     T *py = y + o * dim;
                     T mx = maxRun(px, dim);
-                    double sum = shiftedExpRun(px, mx, py, dim);
+                    shiftedExpRun(px, mx, py, dim);
+                    double sum = sumRun(py, dim);
                     if (log)
                       shiftRun(px, kernels::logSoftmaxShift(mx, sum), py, dim);
                     else

@@ -19,6 +19,7 @@
 #include "zrt/ParallelFor.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ZRT_VECTORIZED                                                                 \
@@ -121,20 +122,30 @@ void forEachRun(const Shape &out, const std::array<Shape, N> &strides, Run &&run
 constexpr int kLanes = 16;
 
 /// The largest of x[0..n) (n >= 1); NaN elements are skipped, as std::max does.
+/// The kLanes lanes are explicit vectors (16-bit floats compare as f32): written
+/// as an array of scalars, GCC kept them in scalar registers (a vmaxss per element).
 template <typename T> ZRT_VECTORIZED T maxRun(const T *x, int64_t n) {
-  T lane[kLanes];
-  for (int l = 0; l < kLanes; ++l)
-    lane[l] = x[0];
+  using C = std::conditional_t<sizeof(T) == 2, float, T>;
+  constexpr int kWidth = 32 / sizeof(C), kVectors = kLanes / kWidth;
+  typedef C Lanes __attribute__((vector_size(32)));
+  Lanes lane[kVectors];
+  for (int v = 0; v < kVectors; ++v)
+    for (int l = 0; l < kWidth; ++l)
+      lane[v][l] = C(x[0]);
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l)
-      lane[l] = lane[l] < x[i + l] ? x[i + l] : lane[l];
-  T m = lane[0];
+    for (int v = 0; v < kVectors; ++v) {
+      Lanes xv;
+      for (int l = 0; l < kWidth; ++l)
+        xv[l] = C(x[i + v * kWidth + l]);
+      lane[v] = lane[v] < xv ? xv : lane[v];
+    }
+  C m = lane[0][0];
   for (int l = 1; l < kLanes; ++l)
-    m = m < lane[l] ? lane[l] : m;
+    m = m < lane[l / kWidth][l % kWidth] ? lane[l / kWidth][l % kWidth] : m;
   for (; i < n; ++i)
-    m = m < x[i] ? x[i] : m;
-  return m;
+    m = m < C(x[i]) ? C(x[i]) : m;
+  return T(m);
 }
 
 /// The sum of x[0..n) in double.
