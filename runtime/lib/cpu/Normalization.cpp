@@ -194,10 +194,10 @@ ZRT_VECTORIZED double squaredDeviationRun(const T *x, double mu, int64_t n) {
   return s;
 }
 
-/// y = (x - mu) r scale + bias, in double.
-template <typename T>
-ZRT_VECTORIZED void normalizeRun(const T *x, double mu, double r, const T *scale,
-                                 const T *bias, T *y, int64_t n) {
+/// y = (x - mu) r scale + bias, in T's compute type.
+template <typename T, typename C = kernels::ComputeType<T>>
+ZRT_VECTORIZED void normalizeRun(const T *x, C mu, C r, const T *scale, const T *bias, T *y,
+                                 int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     y[i] = kernels::normalized(x[i], mu, r, scale[i], bias[i]);
 }
@@ -263,7 +263,8 @@ BoundKernel bindLayerNorm(const KernelCall &call) {
                       double r = kernels::inverseStdDev(var, eps);
                       pm[o] = (T)mu;
                       pr[o] = (T)r;
-                      normalizeRun(row, mu, r, ps, pb, py + o * inner, inner);
+                      using C = kernels::ComputeType<T>;
+                      normalizeRun(row, C(mu), C(r), ps, pb, py + o * inner, inner);
                     }
                   });
     };

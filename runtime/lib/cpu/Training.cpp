@@ -168,6 +168,15 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
   });
 }
 
+/// One position's row of scores' gradients (label -1: an ignored position, all 0).
+template <typename T, typename C = kernels::ComputeType<T>>
+ZRT_VECTORIZED void crossEntropyGradRun(const T *lp, C coef, int64_t label, T *o, int64_t c) {
+  if (label < 0)
+    return (void)std::fill(o, o + c, T(0));
+  for (int64_t k = 0; k < c; ++k)
+    o[k] = T(kernels::crossEntropyGrad(coef, C(lp[k]), k == label));
+}
+
 BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
   ZRT_CHECK((call.ins.size() == 3 || call.ins.size() == 4) && call.outs.size() == 1,
             call.where() << ": takes 3 or 4 inputs and 1 output");
@@ -188,6 +197,7 @@ BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
   std::string where = call.where();
   return dispatchFloat(logp.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
+    using C = kernels::ComputeType<T>;
     return [=] {
       const T *lp = logp.as<T>(), *pg = g.as<T>();
       T *o = out.as<T>();
@@ -217,9 +227,14 @@ BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
             double gl = reduction == Reduction::None ? (double)pg[pos] : (double)pg[0];
             coef = weightOf(label) * gl / (reduction == Reduction::Mean ? denom : 1.0);
           }
+          if (inner == 1) {
+            crossEntropyGradRun(lp + i * c, C(coef), ignored ? -1 : label, o + i * c, c);
+            continue;
+          }
           for (int64_t k = 0; k < c; ++k) {
             int64_t e = (i * c + k) * inner + j;
-            o[e] = ignored ? T(0) : (T)kernels::crossEntropyGrad(coef, (double)lp[e], k == label);
+            o[e] = ignored ? T(0)
+                           : T(kernels::crossEntropyGrad(C(coef), C(lp[e]), k == label));
           }
         }
     };

@@ -369,7 +369,9 @@ __global__ void layerNormKernel(const T *x, const T *scale, const T *bias,
     rstd[o] = (T)r;
   }
   for (int64_t i = threadIdx.x; i < inner; i += kThreads)
-    y[o * inner + i] = kernels::normalized(row[i], mu, r, scale[sOff[i]], bias[bOff[i]]);
+    y[o * inner + i] = kernels::normalized(row[i], kernels::ComputeType<T>(mu),
+                                           kernels::ComputeType<T>(r), scale[sOff[i]],
+                                           bias[bOff[i]]);
 }
 
 /// dx, one block per row.
@@ -488,7 +490,8 @@ __global__ void crossEntropyGradKernel(const T *logp, const void *labels, bool l
   double gl = reduction == 0 ? (double)g[pos] : (double)g[0];
   double w = weights ? (double)weights[label] : 1.0;
   double coef = w * gl / (reduction == 2 ? *denom : 1.0);
-  out[e] = (T)kernels::crossEntropyGrad(coef, (double)logp[e], k == label);
+  using C = kernels::ComputeType<T>;
+  out[e] = T(kernels::crossEntropyGrad(C(coef), C(logp[e]), k == label));
 }
 
 /// Few values per output: one thread each.

@@ -5,7 +5,8 @@
 // The per-element formulas of softmax, layer norm and their gradients, written
 // once for both backends. How the row sums are formed differs (16 lanes in double
 // on the CPU, a block reduction in double on a GPU); what each element gets from
-// them is defined here.
+// them is defined here, in the tensor's compute type (f32 for f32 and 16-bit
+// tensors), as PyTorch's CPU kernels compute it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,9 +34,11 @@ template <typename T> ZRT_HOST_DEVICE inline T logSoftmaxShift(T mx, double sum)
 }
 
 /// Softmax's input gradient from its output y, the output's gradient g and the
-/// row's sum of g y (in double): y (g - sum).
+/// row's sum of g y (formed in double): y (g - sum), in T's compute type as
+/// PyTorch's softmax backward computes it.
 template <typename T> ZRT_HOST_DEVICE inline T softmaxInputGrad(T y, T g, double dot) {
-  return T((double)y * ((double)g - dot));
+  using C = ComputeType<T>;
+  return T(C(y) * (C(g) - C(dot)));
 }
 /// The same times `scale` (in T), as a multiply kernel after it would compute it:
 /// the gradient rounded to T, the product in T's compute type. A scale of 1 leaves
@@ -44,12 +47,6 @@ template <typename T>
 ZRT_HOST_DEVICE inline T scaledSoftmaxInputGrad(T y, T g, double dot, T scale) {
   using C = ComputeType<T>;
   return T(C(softmaxInputGrad(y, g, dot)) * C(scale));
-}
-
-/// Layer norm: (x - mu) r scale + bias, in double.
-template <typename T>
-ZRT_HOST_DEVICE inline T normalized(T x, double mu, double r, T scale, T bias) {
-  return (T)(((double)x - mu) * r * (double)scale + (double)bias);
 }
 
 /// The layer norm's rstd from the row's mean of squared deviations.
@@ -64,6 +61,12 @@ ZRT_HOST_DEVICE inline double inverseStdDev(double variance, double eps) {
 template <typename C> ZRT_HOST_DEVICE inline C layerNormXhat(C x, C mu, C r) {
   return (x - mu) * r;
 }
+/// Layer norm: xhat scale + bias, in T's compute type C, from the row's mean and
+/// rstd (formed in double) rounded to C.
+template <typename T, typename C = ComputeType<T>>
+ZRT_HOST_DEVICE inline T normalized(T x, C mu, C r, T scale, T bias) {
+  return T(layerNormXhat(C(x), mu, r) * C(scale) + C(bias));
+}
 template <typename C>
 ZRT_HOST_DEVICE inline C layerNormInputGrad(C r, C xhat, C gx, C meanG, C meanGX) {
   return r * (gx - meanG - xhat * meanGX);
@@ -75,9 +78,11 @@ ZRT_HOST_DEVICE inline T layerNormStored(C dx, const T *acc) {
   return acc ? T(C(T(dx)) + C(*acc)) : T(dx);
 }
 
-/// Softmax cross-entropy's gradient per score: coef (e^logp - [k == label]).
-ZRT_HOST_DEVICE inline double crossEntropyGrad(double coef, double logp, bool isLabel) {
-  return coef * (std::exp(logp) - (isLabel ? 1.0 : 0.0));
+/// Softmax cross-entropy's gradient per score: coef (e^logp - [k == label]), in
+/// the compute type C of the scores, as PyTorch's log-softmax backward computes it.
+template <typename C>
+ZRT_HOST_DEVICE inline C crossEntropyGrad(C coef, C logp, bool isLabel) {
+  return coef * (expOf(logp) - (isLabel ? C(1) : C(0)));
 }
 
 } // namespace zrt::kernels
