@@ -170,6 +170,89 @@ TEST(Kernels, SoftmaxGradScaleIsTheMultiplyAfterIt) {
                Error);
 }
 
+// A softmax with a prologue (the compiler's folded attention scale and mask) gives
+// the bits of a multiply kernel by the scale, an add kernel of the bias and the
+// softmax kernel after them: a causal mask broadcast over batch and heads, a
+// padding mask of one value per row (step 0), a full-shape bias and no bias, in
+// f32 and bf16. A prologue along another axis, on a log-softmax, or with a bias
+// that does not broadcast is refused.
+TEST(Kernels, SoftmaxPrologueIsTheMultiplyAndAddBeforeIt) {
+  const std::vector<int64_t> shape = {2, 3, 5, 5};
+  const int64_t n = 2 * 3 * 5 * 5;
+  std::vector<double> x(n);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = std::sin(0.37 * double(i)) * 7;
+  const double scale = 0.17677669529663687; // 1/sqrt(32)
+  std::vector<double> causal(25), padding(2 * 5), full(n);
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 5; ++j)
+      causal[i * 5 + j] = j > i ? -1e9 : 0.0;
+  for (size_t i = 0; i < padding.size(); ++i)
+    padding[i] = i % 3 == 2 ? -INFINITY : 0.25 * double(i);
+  for (int64_t i = 0; i < n; ++i)
+    full[i] = std::cos(0.11 * double(i));
+  struct Bias {
+    const std::vector<double> *values;
+    std::vector<int64_t> shape;
+  };
+  const std::vector<Bias> biases = {
+      {&causal, {5, 5}}, {&padding, {2, 1, 5, 1}}, {&full, shape}, {nullptr, {}}};
+  auto run = [&](auto tag, DType t) {
+    using T = decltype(tag);
+    for (const Bias &bias : biases) {
+      std::vector<T> tx(x.begin(), x.end()), tb, c = {T(scale)}, scaled(n), masked(n),
+          separate(n), folded(n);
+      if (bias.values)
+        tb.assign(bias.values->begin(), bias.values->end());
+      google::protobuf::Map<std::string, zero::zplan::Attr> attrs, prologue;
+      attrs["axis"].set_i(3);
+      prologue = attrs;
+      prologue["scale"].set_f(scale);
+      cpuKernels().at(Kernel::MUL)(callOf(
+          Kernel::MUL, {zrt::test::view(tx, t, shape), zrt::test::view(c, t, {})},
+          {zrt::test::view(scaled, t, shape)}, nullptr))();
+      std::vector<TensorView> ins = {zrt::test::view(tx, t, shape)};
+      if (bias.values) {
+        cpuKernels().at(Kernel::ADD)(callOf(
+            Kernel::ADD, {zrt::test::view(scaled, t, shape), zrt::test::view(tb, t, bias.shape)},
+            {zrt::test::view(masked, t, shape)}, nullptr))();
+        ins.push_back(zrt::test::view(tb, t, bias.shape));
+      } else {
+        masked = scaled;
+      }
+      cpuKernels().at(Kernel::SOFTMAX)(callOf(Kernel::SOFTMAX, {zrt::test::view(masked, t, shape)},
+                                              {zrt::test::view(separate, t, shape)}, &attrs))();
+      cpuKernels().at(Kernel::SOFTMAX)(
+          callOf(Kernel::SOFTMAX, ins, {zrt::test::view(folded, t, shape)}, &prologue))();
+      EXPECT_EQ(0, std::memcmp(folded.data(), separate.data(), n * sizeof(T)))
+          << "bias of rank " << (bias.values ? (int)bias.shape.size() : -1);
+      if (bias.values == &causal) // masked scores weigh nothing
+        EXPECT_EQ((float)folded[1], 0.0f);
+    }
+  };
+  run(float(), zero::zplan::F32);
+  run(bf16(), zero::zplan::BF16);
+
+  std::vector<float> a(n), b(25), out(n);
+  google::protobuf::Map<std::string, zero::zplan::Attr> axis2, last, wrong;
+  axis2["axis"].set_i(2);
+  last["axis"].set_i(3);
+  wrong = last;
+  wrong["scale"].set_f(INFINITY);
+  EXPECT_THROW(cpuKernels().at(Kernel::SOFTMAX)(callOf(
+                   Kernel::SOFTMAX, {view(a, shape), view(b, {5, 5})}, {view(out, shape)}, &axis2)),
+               Error);
+  EXPECT_THROW(cpuKernels().at(Kernel::LOG_SOFTMAX)(callOf(
+                   Kernel::LOG_SOFTMAX, {view(a, shape), view(b, {5, 5})}, {view(out, shape)}, &last)),
+               Error);
+  EXPECT_THROW(cpuKernels().at(Kernel::SOFTMAX)(callOf(
+                   Kernel::SOFTMAX, {view(a, shape), view(b, {25})}, {view(out, shape)}, &last)),
+               Error);
+  EXPECT_THROW(cpuKernels().at(Kernel::SOFTMAX)(
+                   callOf(Kernel::SOFTMAX, {view(a, shape)}, {view(out, shape)}, &wrong)),
+               Error);
+}
+
 TEST(Kernels, MatMulComputesAndChecksShapes) {
   std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {1, 0, 0, 1, 1, 1}, c(4);
   auto bound = cpuKernels().at(Kernel::MATMUL)(

@@ -105,6 +105,43 @@ double zrt::cpu::softmaxGradScale(const KernelCall &call) {
   return scale;
 }
 
+SoftmaxPrologue zrt::cpu::softmaxPrologue(const KernelCall &call, bool allowed) {
+  ZRT_CHECK(!call.ins.empty() && call.ins.size() <= (allowed ? 2u : 1u) &&
+                call.outs.size() == 1,
+            call.where() << ": takes " << (allowed ? "1 or 2 inputs (the second: a bias)"
+                                                   : "1 input")
+                         << " and 1 output");
+  SoftmaxPrologue p;
+  p.scale = softmaxGradScale(call);
+  ZRT_CHECK(allowed || p.scale == 1.0, call.where() << ": takes no scale");
+  p.hasBias = call.ins.size() == 2;
+  if (!p.any())
+    return p;
+  const TensorView &x = call.ins[0];
+  int64_t rank = x.shape.size();
+  ZRT_CHECK(call.intAttr("axis") == std::max<int64_t>(rank, 1) - 1,
+            call.where() << ": a scale or bias needs the softmax along the last axis");
+  if (!p.hasBias)
+    return p;
+  const TensorView &bias = call.ins[1];
+  ZRT_CHECK(bias.dtype == x.dtype, call.where() << ": the bias's dtype is not the input's");
+  ZRT_CHECK(bias.shape.size() <= x.shape.size() &&
+                broadcastShapes({x.shape, bias.shape}, call) == x.shape,
+            call.where() << ": bias " << shapeString(bias.shape) << " does not broadcast to "
+                         << shapeString(x.shape));
+  if (rank == 0) {
+    p.rowOffsets = {0};
+    return p;
+  }
+  Shape strides = broadcastStrides(bias.shape, x.shape);
+  p.step = strides.back();
+  Shape rows(x.shape.begin(), x.shape.end() - 1);
+  strides.pop_back();
+  forEachBroadcast<1>(rows, std::array<Shape, 1>{strides},
+                      [&](int64_t, auto off) { p.rowOffsets.push_back(off[0]); });
+  return p;
+}
+
 CrossEntropyGeometry zrt::cpu::crossEntropyGeometry(const KernelCall &call,
                                                     const TensorView &scores,
                                                     const char *scoresName,

@@ -117,6 +117,20 @@ SliceWindow sliceWindow(const KernelCall &call, const Shape &full, const Shape &
 /// constant after it into it), checked finite.
 double softmaxGradScale(const KernelCall &call);
 
+/// A softmax kernel's prologue: the softmax of x scale + bias (compute.softmax's
+/// folded attention scale and mask), checked: `scale` (1 when absent), and with a
+/// bias (input 1, of x's dtype, broadcast to x), where each row of x (along the
+/// last axis, the only one a prologue allows) reads its bias row and the bias's
+/// step along the row (0: one value per row). `allowed`: whether the kind takes one.
+struct SoftmaxPrologue {
+  double scale = 1.0;
+  bool hasBias = false;
+  std::vector<int64_t> rowOffsets; // per row of x, with a bias
+  int64_t step = 0;
+  bool any() const { return hasBias || scale != 1.0; }
+};
+SoftmaxPrologue softmaxPrologue(const KernelCall &call, bool allowed);
+
 /// What softmax cross-entropy and its gradient share: scores (or log-probabilities)
 /// [N, C, d...] as (n, c, inner), labels [N, d...] checked, and the attributes.
 /// The values are what the CUDA cross-entropy kernels take.

@@ -35,18 +35,40 @@ template <typename T> ZRT_VECTORIZED void shiftRun(const T *x, T shift, T *y, in
     y[i] = x[i] - shift;
 }
 
+/// y = x scale (+ bias: `step` 1 a row of it, 0 one value for the row).
+template <typename T>
+ZRT_VECTORIZED void softmaxInputRun(const T *x, T scale, const T *bias, int64_t step, T *y,
+                                    int64_t n) {
+  if (!bias)
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = kernels::softmaxInput(x[i], scale, (const T *)nullptr);
+  else if (step == 0)
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = kernels::softmaxInput(x[i], scale, bias);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = kernels::softmaxInput(x[i], scale, bias + i);
+}
+
 /// Log-softmax (or softmax) along the middle extent of [outer, dim, inner]: one
 /// exp per element, in the tensor's type as PyTorch does; sums in double. Rows
-/// (inner == 1) run vectorized, over the kernel threads.
+/// (inner == 1) run vectorized, over the kernel threads. With a prologue (rows
+/// only), a row's input is computed into its output first.
 template <typename T>
-void softmaxRows(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner,
-                 bool log) {
+void softmaxRows(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner, bool log,
+                 const SoftmaxPrologue *prologue = nullptr, const T *bias = nullptr) {
   if (inner == 1) {
     parallelFor(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, dim)),
                 [&](int64_t lo, int64_t hi) {
                   for (int64_t o = lo; o < hi && dim > 0; ++o) {
                     const T *px = x + o * dim;
                     T *py = y + o * dim;
+                    if (prologue) {
+                      softmaxInputRun(px, T(prologue->scale),
+                                      bias ? bias + prologue->rowOffsets[o] : nullptr,
+                                      prologue->step, py, dim);
+                      px = py;
+                    }
                     T mx = maxRun(px, dim);
                     shiftedExpRun(px, mx, py, dim);
                     double sum = sumRun(py, dim);
@@ -98,14 +120,19 @@ AxisSplit softmaxAxis(const KernelCall &call, const Shape &shape) {
 }
 
 template <bool Log> BoundKernel bindSoftmax(const KernelCall &call) {
-  call.expectArity(1, 1);
+  SoftmaxPrologue prologue = softmaxPrologue(call, /*allowed=*/!Log);
   const TensorView x = call.ins[0], out = call.outs[0];
+  const TensorView bias = prologue.hasBias ? call.ins[1] : TensorView{};
   ZRT_CHECK(x.dtype == out.dtype, call.where() << ": dtype changes");
   expectShape(call, out, x.shape, "result");
   AxisSplit a = softmaxAxis(call, x.shape);
   return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
-    return [=] { softmaxRows(x.as<T>(), out.as<T>(), a.outer, a.dim, a.inner, Log); };
+    return [=] {
+      softmaxRows(x.as<T>(), out.as<T>(), a.outer, a.dim, a.inner, Log,
+                  prologue.any() ? &prologue : nullptr,
+                  prologue.hasBias ? bias.as<T>() : nullptr);
+    };
   });
 }
 

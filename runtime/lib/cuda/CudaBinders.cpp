@@ -232,11 +232,17 @@ BoundKernel bindMatMul(const KernelCall &call) {
 
 BoundKernel bindSoftmax(const KernelCall &call, bool log) {
   validate(call);
+  SoftmaxPrologue pro = softmaxPrologue(call, !log);
   TensorView x = call.ins[0], out = call.outs[0];
+  const void *bias = pro.hasBias ? call.ins[1].data : nullptr;
+  std::shared_ptr<int64_t> rowOff = pro.hasBias ? deviceArray(pro.rowOffsets) : nullptr;
   int64_t outer, dim, inner;
   splitAxis(x.shape, call.intAttr("axis"), outer, dim, inner);
   Elem t = elemOf(x.dtype);
-  return [=] { softmax(context().compute, t, x.data, out.data, outer, dim, inner, log); };
+  return [=] {
+    softmax(context().compute, t, x.data, out.data, outer, dim, inner, log, pro.scale, bias,
+            rowOff.get(), pro.step);
+  };
 }
 
 BoundKernel bindSoftmaxGrad(const KernelCall &call) {

@@ -302,23 +302,37 @@ __global__ void softmaxKernel(const T *x, T *y, int64_t outer, int64_t dim, int6
     py[d * inner] = log ? T(px[d * inner] - shift) : kernels::softmaxOf(px[d * inner], m, sum);
 }
 
+/// A softmax's prologue on the device (SoftmaxPrologue): the row's input is x
+/// scale + bias, computed again in each pass over the row.
+template <typename T> struct DevicePrologue {
+  T scale;
+  const T *bias;          // null: none
+  const int64_t *rowOff;  // per row, with a bias
+  int64_t step;
+};
+
 /// Softmax along a contiguous axis: one block per row.
 template <typename T>
-__global__ void softmaxRowsKernel(const T *x, T *y, int64_t dim, bool log) {
+__global__ void softmaxRowsKernel(const T *x, T *y, int64_t dim, bool log,
+                                  DevicePrologue<T> pro) {
   const T *px = x + (int64_t)blockIdx.x * dim;
   T *py = y + (int64_t)blockIdx.x * dim;
+  const T *bias = pro.bias ? pro.bias + pro.rowOff[blockIdx.x] : nullptr;
+  auto in = [&](int64_t d) {
+    return kernels::softmaxInput(px[d], pro.scale, bias ? bias + d * pro.step : nullptr);
+  };
   double mx = -INFINITY;
   for (int64_t d = threadIdx.x; d < dim; d += kThreads)
-    mx = fmax(mx, (double)px[d]);
+    mx = fmax(mx, (double)in(d));
   mx = blockReduce(mx, Max{});
   T m = (T)mx;
   double sum = 0;
   for (int64_t d = threadIdx.x; d < dim; d += kThreads)
-    sum += (double)kernels::shiftedExp(px[d], m);
+    sum += (double)kernels::shiftedExp(in(d), m);
   sum = blockReduce(sum, Add{});
   T shift = kernels::logSoftmaxShift(m, sum);
   for (int64_t d = threadIdx.x; d < dim; d += kThreads)
-    py[d] = log ? T(px[d] - shift) : kernels::softmaxOf(px[d], m, sum);
+    py[d] = log ? T(in(d) - shift) : kernels::softmaxOf(in(d), m, sum);
 }
 
 /// Softmax's gradient along a strided axis (inner > 1): one thread per (outer,
@@ -754,19 +768,21 @@ void gatherGrad(cudaStream_t s, Elem t, const void *idx, bool idx64, const void 
 namespace {
 template <typename T>
 void launchSoftmax(cudaStream_t s, const T *x, T *y, int64_t outer, int64_t dim,
-                   int64_t inner, bool log) {
+                   int64_t inner, bool log, DevicePrologue<T> pro = {T(1), nullptr, nullptr, 0}) {
   if (inner == 1)
-    launchRows("softmaxRows", softmaxRowsKernel<T>, outer, s, x, y, dim, log);
-  else
+    launchRows("softmaxRows", softmaxRowsKernel<T>, outer, s, x, y, dim, log, pro);
+  else // a prologue needs rows (the binder checks)
     launchN("softmax", softmaxKernel<T>, outer * inner, s, x, y, outer, dim, inner, log);
 }
 } // namespace
 
 void softmax(cudaStream_t s, Elem t, const void *x, void *y, int64_t outer, int64_t dim,
-             int64_t inner, bool log) {
+             int64_t inner, bool log, double scale, const void *bias,
+             const int64_t *biasRowOffsets, int64_t biasStep) {
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    launchSoftmax(s, (const T *)x, (T *)y, outer, dim, inner, log);
+    launchSoftmax(s, (const T *)x, (T *)y, outer, dim, inner, log,
+                  DevicePrologue<T>{T(scale), (const T *)bias, biasRowOffsets, biasStep});
   });
 }
 

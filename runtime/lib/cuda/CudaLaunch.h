@@ -86,8 +86,11 @@ void gather(cudaStream_t s, int elemSize, const void *data, const void *idx, boo
 void gatherGrad(cudaStream_t s, Elem t, const void *idx, bool idx64, const void *grad,
                 void *out, int64_t outer, int64_t n, int64_t dim, int64_t inner,
                 int *errorFlag);
+/// With a prologue (rows only): the softmax of x scale + bias, where row r reads
+/// bias + biasRowOffsets[r] (a device array) in steps of biasStep; no bias: null.
 void softmax(cudaStream_t s, Elem t, const void *x, void *y, int64_t outer, int64_t dim,
-             int64_t inner, bool log);
+             int64_t inner, bool log, double scale = 1.0, const void *bias = nullptr,
+             const int64_t *biasRowOffsets = nullptr, int64_t biasStep = 0);
 void softmaxGrad(cudaStream_t s, Elem t, const void *y, const void *g, double scale,
                  void *dx, int64_t outer, int64_t dim, int64_t inner);
 /// sOff/bOff: device arrays of `inner` offsets of scale/bias (they broadcast).

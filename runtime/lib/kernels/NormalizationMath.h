@@ -23,6 +23,16 @@ template <typename T> ZRT_HOST_DEVICE inline T shiftedExp(T x, T mx) {
   return T(expOf(C(x) - C(mx)));
 }
 
+/// Softmax's input after its prologue (compute.softmax's folded scale and bias):
+/// x scale, then plus `*bias` when there is one, each rounded to T as the multiply
+/// and add kernels would (a scale of 1 leaves x as it is).
+template <typename T>
+ZRT_HOST_DEVICE inline T softmaxInput(T x, T scale, const T *bias) {
+  using C = ComputeType<T>;
+  T scaled = T(binary<BinaryOp::Mul>(C(x), C(scale)));
+  return bias ? T(binary<BinaryOp::Add>(C(scaled), C(*bias))) : scaled;
+}
+
 /// Softmax: e^(x - mx) / sum, with sum the row's sum of shiftedExp in double.
 template <typename T> ZRT_HOST_DEVICE inline T softmaxOf(T x, T mx, double sum) {
   return T(shiftedExp(x, mx) * T(1.0 / sum));

@@ -88,6 +88,30 @@ func.func @softmax_axis(%a: tensor<2x3xf32>) {
 
 // -----
 
+func.func @softmax_bias_axis(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
+  // expected-error@+1 {{takes a scale or bias only along its last dimension}}
+  %0 = compute.softmax %a bias(%b : tensor<3xf32>) {axis = 0 : i64} : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_bias_shape(%a: tensor<2x3xf32>, %b: tensor<2xf32>) {
+  // expected-error@+1 {{bias must be of the input's element type and broadcast to its shape}}
+  %0 = compute.softmax %a bias(%b : tensor<2xf32>) {axis = 1 : i64} : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_scale(%a: tensor<2x3xf32>) {
+  // expected-error@+1 {{scale must be finite}}
+  %0 = compute.softmax %a {axis = 1 : i64, scale = 0x7FF0000000000000 : f64} : tensor<2x3xf32>
+  return
+}
+
+// -----
+
 func.func @log_softmax_axis(%a: tensor<2x3xf32>) {
   // expected-error@+1 {{axis -1 is out of range for rank 2}}
   %0 = compute.log_softmax %a {axis = -1 : i64} : tensor<2x3xf32>

@@ -51,6 +51,9 @@ func.func @nn(%x: tensor<2x4x8xf32>, %w: tensor<8x16xf32>, %g: tensor<8xf32>, %s
   %0 = compute.matmul %x, %w : tensor<2x4x8xf32>, tensor<8x16xf32> -> tensor<2x4x16xf32>
   // CHECK: compute.softmax %{{.*}} {axis = 2 : i64} : tensor<2x4x16xf32>
   %1 = compute.softmax %0 {axis = 2 : i64} : tensor<2x4x16xf32>
+  // CHECK: compute.softmax %{{.*}} bias(%{{.*}} : tensor<16xf32>) {axis = 2 : i64, scale = 1.250000e-01 : f64} : tensor<2x4x16xf32>
+  %b = compute.constant dense<0.0> : tensor<16xf32>
+  %sb = compute.softmax %0 bias(%b : tensor<16xf32>) {axis = 2 : i64, scale = 0.125 : f64} : tensor<2x4x16xf32>
   // CHECK: compute.log_softmax
   %2 = compute.log_softmax %1 {axis = 0 : i64} : tensor<2x4x16xf32>
   // CHECK: compute.layer_norm {{.*}} -> tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>

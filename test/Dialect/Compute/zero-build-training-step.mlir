@@ -149,3 +149,22 @@ func.func @main(%w: tensor<2x4xf32> {compute.param = "w"},
   %l = compute.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A softmax with a folded scale and bias (a learned attention bias here): the
+// input's gradient is the softmax gradient with that scale, the bias's the
+// softmax gradient summed to its shape.
+// CHECK-LABEL: func.func @main
+// GRAD: %[[P:.+]] = compute.softmax %arg1 bias(%arg0 : tensor<4x4xf32>) {axis = 2 : i64, scale = 5.000000e-01 : f64}
+// GRAD: %[[DY:.+]] = compute.add
+// GRAD: %[[DZ:.+]] = compute.softmax_grad %[[P]], %[[DY]] {axis = 2 : i64} : tensor<2x4x4xf32>
+// GRAD: %[[DB:.+]] = compute.reduce_sum %[[DZ]] {axes = array<i64: 0>, keepdims = false} : tensor<2x4x4xf32> -> tensor<4x4xf32>
+// GRAD: return %{{.+}}, %[[DB]]
+func.func @main(%b: tensor<4x4xf32> {compute.param = "attn_bias"},
+                %x: tensor<2x4x4xf32> {compute.input = 0 : i64}) -> tensor<f32> {
+  %p = compute.softmax %x bias(%b : tensor<4x4xf32>) {axis = 2 : i64, scale = 0.5 : f64} : tensor<2x4x4xf32>
+  %y = compute.mul %p, %p : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x4x4xf32>
+  %l = compute.reduce_sum %y {axes = array<i64: 0, 1, 2>, keepdims = false} : tensor<2x4x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

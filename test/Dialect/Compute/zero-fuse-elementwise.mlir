@@ -190,3 +190,63 @@ func.func @erf_recomputed(%x: tensor<4x16xf32>, %w: tensor<16x8xf32>, %b: tensor
   %dx = compute.sub %g, %e : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
   return %y, %dx : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Attention's scale and causal mask join the softmax: one kernel, no fused chain.
+// CHECK-LABEL: func.func @attention_softmax
+// CHECK-NOT: compute.constant
+// CHECK: %[[S:.+]] = compute.matmul
+// CHECK-NEXT: %[[P:.+]] = compute.softmax %[[S]] bias(%arg2 : tensor<8x8xf32>) {axis = 3 : i64, scale = 1.250000e-01 : f64} : tensor<2x4x8x8xf32>
+// CHECK-NEXT: return %[[P]]
+func.func @attention_softmax(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x16x8xf32>, %mask: tensor<8x8xf32>) -> tensor<2x4x8x8xf32> {
+  %c = compute.constant dense<0.125> : tensor<f32>
+  %s = compute.matmul %q, %k : tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x8x8xf32>
+  %scaled = compute.mul %c, %s : tensor<f32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  %masked = compute.add %mask, %scaled : tensor<8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  %p = compute.softmax %masked {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  return %p : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// The mask alone, and the scale alone, join too.
+// CHECK-LABEL: func.func @mask_or_scale
+// CHECK-NEXT: compute.softmax %arg0 bias(%arg1 : tensor<2x1x8xf32>) {axis = 2 : i64} : tensor<2x8x8xf32>
+// CHECK-NEXT: compute.softmax %arg0 {axis = 2 : i64, scale = 5.000000e-01 : f64} : tensor<2x8x8xf32>
+// CHECK-NEXT: return
+func.func @mask_or_scale(%x: tensor<2x8x8xf32>, %pad: tensor<2x1x8xf32>) -> (tensor<2x8x8xf32>, tensor<2x8x8xf32>) {
+  %half = compute.constant dense<0.5> : tensor<f32>
+  %a = compute.add %x, %pad : tensor<2x8x8xf32>, tensor<2x1x8xf32> -> tensor<2x8x8xf32>
+  %p = compute.softmax %a {axis = 2 : i64} : tensor<2x8x8xf32>
+  %m = compute.mul %x, %half : tensor<2x8x8xf32>, tensor<f32> -> tensor<2x8x8xf32>
+  %q = compute.softmax %m {axis = 2 : i64} : tensor<2x8x8xf32>
+  return %p, %q : tensor<2x8x8xf32>, tensor<2x8x8xf32>
+}
+
+// -----
+
+// What must stay as it is: the masked scores read elsewhere (the softmax takes
+// them whole), a softmax along another axis, a scale that is not a constant, and a
+// mask that is added before the scale (the scale then folds alone, after it).
+// CHECK-LABEL: func.func @softmax_kept
+// CHECK: %[[M:.+]] = compute.add %arg0, %arg1
+// CHECK: compute.softmax %[[M]] {axis = 2 : i64}
+// CHECK: compute.softmax %{{.+}} {axis = 1 : i64}
+// CHECK: %[[V:.+]] = compute.mul %arg0, %arg2
+// CHECK: compute.softmax %[[V]] {axis = 2 : i64}
+// CHECK: %[[B:.+]] = compute.add %arg0, %arg1
+// CHECK: compute.softmax %[[B]] {axis = 2 : i64, scale = 2.500000e-01 : f64}
+func.func @softmax_kept(%x: tensor<2x8x8xf32>, %mask: tensor<8x8xf32>, %s: tensor<f32>) -> (tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>) {
+  %q = compute.constant dense<0.25> : tensor<f32>
+  %m = compute.add %x, %mask : tensor<2x8x8xf32>, tensor<8x8xf32> -> tensor<2x8x8xf32>
+  %p = compute.softmax %m {axis = 2 : i64} : tensor<2x8x8xf32>
+  %m2 = compute.add %x, %mask : tensor<2x8x8xf32>, tensor<8x8xf32> -> tensor<2x8x8xf32>
+  %p2 = compute.softmax %m2 {axis = 1 : i64} : tensor<2x8x8xf32>
+  %v = compute.mul %x, %s : tensor<2x8x8xf32>, tensor<f32> -> tensor<2x8x8xf32>
+  %p3 = compute.softmax %v {axis = 2 : i64} : tensor<2x8x8xf32>
+  %b = compute.add %x, %mask : tensor<2x8x8xf32>, tensor<8x8xf32> -> tensor<2x8x8xf32>
+  %bs = compute.mul %b, %q : tensor<2x8x8xf32>, tensor<f32> -> tensor<2x8x8xf32>
+  %p4 = compute.softmax %bs {axis = 2 : i64} : tensor<2x8x8xf32>
+  return %p, %m, %p2, %p3, %p4 : tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>
+}

@@ -14,6 +14,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace zero::compute;
 
@@ -121,7 +123,25 @@ LogicalResult zero::compute::verifyAxis(Operation *op, int64_t axis, int64_t ran
 }
 
 LogicalResult SoftmaxOp::verify() {
-  return verifyAxis(*this, getAxis(), shapedOf(getInput()).getRank());
+  auto in = shapedOf(getInput());
+  if (failed(verifyAxis(*this, getAxis(), in.getRank())))
+    return failure();
+  double scale = getScale() ? getScale()->convertToDouble() : 1.0;
+  if (!std::isfinite(scale))
+    return emitOpError("scale must be finite");
+  if (!getBias() && scale == 1.0)
+    return success();
+  if (getAxis() != std::max<int64_t>(in.getRank(), 1) - 1)
+    return emitOpError("takes a scale or bias only along its last dimension");
+  if (Value bias = getBias()) {
+    auto b = shapedOf(bias);
+    FailureOr<SmallVector<int64_t>> out = broadcastShapes(b.getShape(), in.getShape());
+    if (b.getElementType() != in.getElementType() || failed(out) ||
+        ArrayRef<int64_t>(*out) != in.getShape())
+      return emitOpError("bias must be of the input's element type and broadcast to "
+                         "its shape");
+  }
+  return success();
 }
 LogicalResult LogSoftmaxOp::verify() {
   return verifyAxis(*this, getAxis(), shapedOf(getInput()).getRank());

@@ -19,6 +19,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <cmath>
 #include <queue>
 
 namespace zero {
@@ -123,7 +124,71 @@ struct FuseElementwisePass
     }
   }
 
+  /// Attention's scale and mask into the softmax that reads them (see Passes.td):
+  /// softmax(add(mul(x, c), m)) is softmax x bias(m) {scale = c}.
+  void foldSoftmaxPrologues(Block &block) {
+    for (auto sm : llvm::make_early_inc_range(block.getOps<SoftmaxOp>())) {
+      auto type = cast<RankedTensorType>(sm.getType());
+      if (sm.getBias() || sm.getScale() ||
+          sm.getAxis() != std::max<int64_t>(type.getRank(), 1) - 1)
+        continue;
+      DictionaryAttr marks = marksOf(sm);
+      // The op that makes `v`, when only `reader` reads it. (The values folded in
+      // are read where the softmax is: never one that reads a gathered parameter.)
+      auto soleProducer = [&](Value v, Operation *reader) -> Operation * {
+        Operation *def = v.getDefiningOp();
+        if (!def || !v.hasOneUse() || *v.getUsers().begin() != reader ||
+            marksOf(def) != marks)
+          return nullptr;
+        return def;
+      };
+      Value input = sm.getInput(), bias;
+      SmallVector<Operation *> folded;
+      if (auto add = dyn_cast_or_null<AddOp>(soleProducer(input, sm)))
+        for (auto [x, m] : bothOrders(add.getLhs(), add.getRhs()))
+          if (x.getType() == type && !readsCollective(m) &&
+              cast<RankedTensorType>(m.getType()).getElementType() == type.getElementType()) {
+            input = x;
+            bias = m;
+            folded.push_back(add);
+            break;
+          }
+      FloatAttr scale;
+      Operation *scaleConst = nullptr;
+      if (auto mul = dyn_cast_or_null<MulOp>(
+              soleProducer(input, folded.empty() ? sm.getOperation() : folded.back())))
+        for (auto [x, c] : bothOrders(mul.getLhs(), mul.getRhs())) {
+          auto cst = c.getDefiningOp<ConstantOp>();
+          auto value = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : nullptr;
+          if (x.getType() != type || !value || !value.isSplat() ||
+              value.getElementType() != type.getElementType())
+            continue;
+          double v = value.getSplatValue<APFloat>().convertToDouble();
+          if (!std::isfinite(v))
+            continue;
+          input = x;
+          scale = FloatAttr::get(Float64Type::get(sm.getContext()), v);
+          scaleConst = cst;
+          folded.push_back(mul);
+          break;
+        }
+      if (folded.empty())
+        continue;
+      OpBuilder b(sm);
+      auto merged = SoftmaxOp::create(b, sm.getLoc(), type, input, bias, sm.getAxisAttr(), scale);
+      for (NamedAttribute a : marks)
+        merged->setAttr(a.getName(), a.getValue());
+      sm.getResult().replaceAllUsesWith(merged.getResult());
+      sm.erase();
+      for (Operation *op : folded) // the add before the multiply: readers first
+        op->erase();
+      if (scaleConst && scaleConst->use_empty())
+        scaleConst->erase();
+    }
+  }
+
   void fuseBlock(Block &block) {
+    foldSoftmaxPrologues(block);
     duplicateCheapProducers(block);
     DenseMap<Operation *, int64_t> position;
     SmallVector<Operation *> order;

@@ -310,11 +310,18 @@ LogicalResult zero::compute::buildGradients(OpBuilder &b, Operation *op,
       })
       .Case([&](MatMulOp o) { return matmulGrad(gb, o, g, need, grads); })
       .Case([&](SoftmaxOp o) { // y (g - sum(g y)), one kernel
-        return unaryFloat(need[0] ? SoftmaxGradOp::create(b, gb.loc, g.getType(),
-                                                          o.getResult(), g, o.getAxisAttr(),
-                                                          /*scale=*/FloatAttr())
-                                        .getResult()
-                                  : Value());
+        // With a folded scale s and bias: the input's gradient is s times that, the
+        // bias's that summed to its shape.
+        auto softmaxGrad = [&](FloatAttr scale) {
+          return SoftmaxGradOp::create(b, gb.loc, g.getType(), o.getResult(), g,
+                                       o.getAxisAttr(), scale)
+              .getResult();
+        };
+        if (need[0])
+          grads[0] = softmaxGrad(o.getScaleAttr());
+        if (o.getBias() && need[1])
+          grads[1] = gb.unbroadcast(softmaxGrad(FloatAttr()), shapeOf(o.getBias()));
+        return success();
       })
       .Case([&](LogSoftmaxOp o) { // g - exp(y) sum(g)
         Value s = gb.reduceSum(g, {(int64_t)o.getAxis()}, true);

@@ -2,7 +2,7 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-// What --compute-fuse-elementwise makes of a chain of elementwise ops: one op
+// What --zero-fuse-elementwise makes of a chain of elementwise ops: one op
 // whose body is the chain. Included from ComputeOps.td.
 //
 //===----------------------------------------------------------------------===//

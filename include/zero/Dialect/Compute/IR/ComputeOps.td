@@ -188,7 +188,37 @@ class Compute_AxisOp<string mnemonic, string what>
   let hasVerifier = 1;
 }
 
-def Compute_SoftmaxOp : Compute_AxisOp<"softmax", "Softmax">;
+def Compute_SoftmaxOp : Compute_Op<"softmax", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Softmax along one axis, after an optional scale and additive bias.";
+  let description = [{
+    Computes softmax along `axis` (non-negative), subtracting the maximum first
+    for stability. With `scale` (absent: 1) or `bias` (a tensor of the input's
+    element type that broadcasts to it), it is the softmax of `input * scale + bias`,
+    the product and the sum each rounded to the element type, as a multiply and an
+    add kernel before it would round them: --zero-fuse-elementwise folds
+    attention's scale and mask in. Both need `axis` to be the last dimension.
+
+    ```mlir
+    %r = compute.softmax %x {axis = 1 : i64} : tensor<4x8xf32>
+    %a = compute.softmax %s bias(%m : tensor<8x8xf32>) {axis = 3 : i64, scale = 1.250000e-01 : f64}
+        : tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$input, Optional<Compute_FloatTensor>:$bias,
+                       I64Attr:$axis, OptionalAttr<F64Attr>:$scale);
+  let results = (outs Compute_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict `:` type($input)
+  }];
+  let builders = [
+    OpBuilder<(ins "mlir::Value":$input, "int64_t":$axis), [{
+      build($_builder, $_state, input.getType(), input, mlir::Value(),
+            $_builder.getI64IntegerAttr(axis), mlir::FloatAttr());
+    }]>
+  ];
+  let hasVerifier = 1;
+}
+
 def Compute_LogSoftmaxOp : Compute_AxisOp<"log_softmax", "Log-softmax">;
 
 def Compute_LayerNormOp : Compute_Op<"layer_norm", [Pure]> {

@@ -230,6 +230,12 @@ def FuseElementwisePass : Pass<"zero-fuse-elementwise", "mlir::ModuleOp"> {
     move past, so nothing else of the schedule changes. The fused kernel rounds
     every value as the unfused kernels do: results are bit for bit the same.
 
+    First, attention's scale and mask join the softmax that reads them: a softmax
+    along the last axis of `add(mul(x, c), m)`, `add(x, m)` or `mul(x, c)` (c a
+    scalar constant, m a tensor of the element type, each value read only by the
+    next, the same marks) becomes `compute.softmax %x bias(%m) {scale = c}`, whose
+    kernel rounds the product and the sum as the multiply and add kernels do.
+
     ```mlir
     %s = compute.add %x, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
     %e = compute.erf %s : tensor<4x8xf32>
