@@ -8,7 +8,6 @@
 
 #include "mlir/IR/PatternMatch.h"
 
-#include <cmath>
 
 using namespace mlir;
 using namespace zero::compute;
@@ -86,19 +85,15 @@ struct ScaledSoftmaxGrad : OpRewritePattern<MulOp> {
   LogicalResult matchAndRewrite(MulOp mul, PatternRewriter &rewriter) const override {
     for (auto [grad, other] : bothOrders(mul.getLhs(), mul.getRhs())) {
       auto sg = grad.getDefiningOp<SoftmaxGradOp>();
-      auto cst = other.getDefiningOp<ConstantOp>();
-      if (!sg || !cst || !sg->hasOneUse() || sg.getScale().convertToDouble() != 1.0 ||
+      if (!sg || !sg->hasOneUse() || sg.getScale().convertToDouble() != 1.0 ||
           sg.getType() != mul.getType())
         continue;
-      auto value = dyn_cast<DenseFPElementsAttr>(cst.getValue());
-      if (!value || !value.isSplat() || value.getElementType() != sg.getType().getElementType())
-        continue;
-      double scale = value.getSplatValue<APFloat>().convertToDouble();
-      if (!std::isfinite(scale))
+      std::optional<double> scale = finiteSplatOf(other, sg.getType().getElementType());
+      if (!scale)
         continue;
       rewriter.replaceOpWithNewOp<SoftmaxGradOp>(mul, sg.getType(), sg.getOutput(),
                                                  sg.getGrad(), sg.getAxisAttr(),
-                                                 rewriter.getF64FloatAttr(scale));
+                                                 rewriter.getF64FloatAttr(*scale));
       rewriter.eraseOp(sg);
       return success();
     }

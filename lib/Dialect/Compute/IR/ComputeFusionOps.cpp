@@ -6,6 +6,8 @@
 
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace zero::compute;
 
@@ -41,6 +43,17 @@ bool zero::compute::isScalarFloatConstant(Operation *op) {
     return false;
   auto t = cast<RankedTensorType>(cst.getResult().getType());
   return t.getNumElements() == 1 && isFusedFloat(t);
+}
+
+std::optional<double> zero::compute::finiteSplatOf(Value v, Type elementType) {
+  auto cst = v.getDefiningOp<ConstantOp>();
+  auto value = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : nullptr;
+  if (!value || !value.isSplat() || value.getElementType() != elementType)
+    return std::nullopt;
+  double d = value.getSplatValue<APFloat>().convertToDouble();
+  if (!std::isfinite(d))
+    return std::nullopt;
+  return d;
 }
 
 LogicalResult FusedOp::verifyRegions() {

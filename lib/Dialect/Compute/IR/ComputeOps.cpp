@@ -131,7 +131,7 @@ LogicalResult SoftmaxOp::verify() {
     return emitOpError("scale must be finite");
   if (!getBias() && scale == 1.0)
     return success();
-  if (getAxis() != std::max<int64_t>(in.getRank(), 1) - 1)
+  if ((int64_t)getAxis() != std::max<int64_t>(in.getRank(), 1) - 1)
     return emitOpError("takes a scale or bias only along its last dimension");
   if (Value bias = getBias()) {
     auto b = shapedOf(bias);

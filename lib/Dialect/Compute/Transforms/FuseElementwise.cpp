@@ -19,7 +19,6 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
-#include <cmath>
 #include <queue>
 
 namespace zero {
@@ -130,7 +129,7 @@ struct FuseElementwisePass
     for (auto sm : llvm::make_early_inc_range(block.getOps<SoftmaxOp>())) {
       auto type = cast<RankedTensorType>(sm.getType());
       if (sm.getBias() || sm.getScale() ||
-          sm.getAxis() != std::max<int64_t>(type.getRank(), 1) - 1)
+          (int64_t)sm.getAxis() != std::max<int64_t>(type.getRank(), 1) - 1)
         continue;
       DictionaryAttr marks = marksOf(sm);
       // The op that makes `v`, when only `reader` reads it. (The values folded in
@@ -158,17 +157,12 @@ struct FuseElementwisePass
       if (auto mul = dyn_cast_or_null<MulOp>(
               soleProducer(input, folded.empty() ? sm.getOperation() : folded.back())))
         for (auto [x, c] : bothOrders(mul.getLhs(), mul.getRhs())) {
-          auto cst = c.getDefiningOp<ConstantOp>();
-          auto value = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : nullptr;
-          if (x.getType() != type || !value || !value.isSplat() ||
-              value.getElementType() != type.getElementType())
-            continue;
-          double v = value.getSplatValue<APFloat>().convertToDouble();
-          if (!std::isfinite(v))
+          std::optional<double> v = finiteSplatOf(c, type.getElementType());
+          if (x.getType() != type || !v)
             continue;
           input = x;
-          scale = FloatAttr::get(Float64Type::get(sm.getContext()), v);
-          scaleConst = cst;
+          scale = FloatAttr::get(Float64Type::get(sm.getContext()), *v);
+          scaleConst = c.getDefiningOp();
           folded.push_back(mul);
           break;
         }

@@ -15,6 +15,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <array>
+#include <optional>
 #include <utility>
 
 #include "zero/Dialect/Compute/IR/ComputeOpsDialect.h.inc"
@@ -50,6 +51,10 @@ bool isFusableElementwise(mlir::Operation *op);
 /// A compute.constant of one element of a float type: a fused body holds it as
 /// an immediate instead of reading a tensor.
 bool isScalarFloatConstant(mlir::Operation *op);
+
+/// The value of `v` when it is a compute.constant splat of `elementType` whose
+/// value is finite (a scale a kernel can take as an attribute); nothing otherwise.
+std::optional<double> finiteSplatOf(mlir::Value v, mlir::Type elementType);
 
 /// The operands of a commutative op in both orders, {lhs, rhs} then {rhs, lhs}: a
 /// pattern that wants one operand of a kind tries each.
