@@ -99,7 +99,7 @@ SliceWindow zrt::cpu::sliceWindow(const KernelCall &call, const Shape &full,
   return w;
 }
 
-double zrt::cpu::softmaxGradScale(const KernelCall &call) {
+double zrt::cpu::softmaxScale(const KernelCall &call) {
   double scale = call.hasAttr("scale") ? call.floatAttr("scale") : 1.0;
   ZRT_CHECK(std::isfinite(scale), call.where() << ": scale " << scale << " is not finite");
   return scale;
@@ -112,7 +112,7 @@ SoftmaxPrologue zrt::cpu::softmaxPrologue(const KernelCall &call, bool allowed) 
                                                    : "1 input")
                          << " and 1 output");
   SoftmaxPrologue p;
-  p.scale = softmaxGradScale(call);
+  p.scale = softmaxScale(call);
   ZRT_CHECK(allowed || p.scale == 1.0, call.where() << ": takes no scale");
   p.hasBias = call.ins.size() == 2;
   if (!p.any())

@@ -113,9 +113,9 @@ struct SliceWindow {
 SliceWindow sliceWindow(const KernelCall &call, const Shape &full, const Shape &part,
                         const char *partName, const char *fullName, const char *verb);
 
-/// A softmax gradient's `scale` (1 when absent: the compiler folds a multiply by a
-/// constant after it into it), checked finite.
-double softmaxGradScale(const KernelCall &call);
+/// A softmax's or softmax gradient's `scale` (1 when absent: the compiler folds a
+/// multiply by a constant before or after it into it), checked finite.
+double softmaxScale(const KernelCall &call);
 
 /// A softmax kernel's prologue: the softmax of x scale + bias (compute.softmax's
 /// folded attention scale and mask), checked: `scale` (1 when absent), and with a

@@ -67,7 +67,7 @@ void softmaxRows(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner, bo
                       softmaxInputRun(px, T(prologue->scale),
                                       bias ? bias + prologue->rowOffsets[o] : nullptr,
                                       prologue->step, py, dim);
-                      px = py;
+                      px = py; // softmax only: log-softmax reads its input again
                     }
                     T mx = maxRun(px, dim);
                     shiftedExpRun(px, mx, py, dim);
@@ -194,7 +194,7 @@ BoundKernel bindSoftmaxGrad(const KernelCall &call) {
   expectShape(call, g, y.shape, "grad");
   expectShape(call, out, y.shape, "result");
   AxisSplit a = softmaxAxis(call, y.shape);
-  double scale = softmaxGradScale(call);
+  double scale = softmaxScale(call);
   return dispatchFloat(y.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=] {

@@ -168,13 +168,14 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
   });
 }
 
-/// One position's row of scores' gradients (label -1: an ignored position, all 0).
+/// One position's c scores' gradients, `stride` apart (label -1: an ignored
+/// position, all 0).
 template <typename T, typename C = kernels::ComputeType<T>>
-ZRT_VECTORIZED void crossEntropyGradRun(const T *lp, C coef, int64_t label, T *o, int64_t c) {
-  if (label < 0)
-    return (void)std::fill(o, o + c, T(0));
+ZRT_VECTORIZED void crossEntropyGradRun(const T *lp, C coef, int64_t label, T *o, int64_t c,
+                                        int64_t stride) {
   for (int64_t k = 0; k < c; ++k)
-    o[k] = T(kernels::crossEntropyGrad(coef, C(lp[k]), k == label));
+    o[k * stride] =
+        label < 0 ? T(0) : T(kernels::crossEntropyGrad(coef, C(lp[k * stride]), k == label));
 }
 
 BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
@@ -227,15 +228,8 @@ BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
             double gl = reduction == Reduction::None ? (double)pg[pos] : (double)pg[0];
             coef = weightOf(label) * gl / (reduction == Reduction::Mean ? denom : 1.0);
           }
-          if (inner == 1) {
-            crossEntropyGradRun(lp + i * c, C(coef), ignored ? -1 : label, o + i * c, c);
-            continue;
-          }
-          for (int64_t k = 0; k < c; ++k) {
-            int64_t e = (i * c + k) * inner + j;
-            o[e] = ignored ? T(0)
-                           : T(kernels::crossEntropyGrad(C(coef), C(lp[e]), k == label));
-          }
+          int64_t first = i * c * inner + j;
+          crossEntropyGradRun(lp + first, C(coef), ignored ? -1 : label, o + first, c, inner);
         }
     };
   });

@@ -251,7 +251,7 @@ BoundKernel bindSoftmaxGrad(const KernelCall &call) {
   int64_t outer, dim, inner;
   splitAxis(y.shape, call.intAttr("axis"), outer, dim, inner);
   Elem t = elemOf(y.dtype);
-  double scale = softmaxGradScale(call);
+  double scale = softmaxScale(call);
   return [=] {
     softmaxGrad(context().compute, t, y.data, g.data, scale, out.data, outer, dim, inner);
   };

@@ -382,10 +382,10 @@ __global__ void layerNormKernel(const T *x, const T *scale, const T *bias,
     mean[o] = (T)mu;
     rstd[o] = (T)r;
   }
+  using C = kernels::ComputeType<T>;
+  C cmu = C(mu), cr = C(r);
   for (int64_t i = threadIdx.x; i < inner; i += kThreads)
-    y[o * inner + i] = kernels::normalized(row[i], kernels::ComputeType<T>(mu),
-                                           kernels::ComputeType<T>(r), scale[sOff[i]],
-                                           bias[bOff[i]]);
+    y[o * inner + i] = kernels::normalized(row[i], cmu, cr, scale[sOff[i]], bias[bOff[i]]);
 }
 
 /// dx, one block per row.
