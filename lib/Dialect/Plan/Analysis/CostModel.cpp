@@ -129,6 +129,11 @@ double kernelSeconds(const MachineModel &m, plan::KernelOp k) {
 
 } // namespace
 
+// Work per element of the ops that cost more than one operation: a transcendental
+// function; GELU (an erf and a few products); its gradient (an erf and an exp as
+// well). The kernel kinds and the fused program's instructions weigh them alike.
+constexpr double kTranscendentalFlops = 10, kGeluFlops = 14, kGeluGradFlops = 28;
+
 double zero::kernelFlops(plan::KernelOp k) {
   using K = plan::KernelKind;
   double out = elementsOf(k.getOutputs()[0]);
@@ -151,11 +156,10 @@ double zero::kernelFlops(plan::KernelOp k) {
       Op op = Op(program[i]);
       bool transcendental = op == Op::Exp || op == Op::Log || op == Op::Tanh ||
                             op == Op::Sigmoid || op == Op::Erf || op == Op::Pow;
-      // GELU: an erf and a few products; its gradient an erf and an exp as well.
       perElement += op == Op::Const      ? 0
-                    : op == Op::Gelu     ? 14
-                    : op == Op::GeluGrad ? 28
-                    : transcendental     ? 10
+                    : op == Op::Gelu     ? kGeluFlops
+                    : op == Op::GeluGrad ? kGeluGradFlops
+                    : transcendental     ? kTranscendentalFlops
                                          : 1;
     }
     return perElement * out;
@@ -167,11 +171,11 @@ double zero::kernelFlops(plan::KernelOp k) {
   case K::sigmoid:
   case K::erf:
   case K::pow:
-    return 10 * out;
+    return kTranscendentalFlops * out;
   case K::gelu:
-    return 14 * out;
+    return kGeluFlops * out;
   case K::gelu_grad:
-    return 28 * out;
+    return kGeluGradFlops * out;
   case K::softmax:
   case K::softmax_grad:
   case K::log_softmax:
