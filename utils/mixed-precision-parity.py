@@ -210,7 +210,9 @@ def main():
         common.append("--clip-grad-norm=%r" % a.clip_grad_norm)
     if a.lr_schedule != "constant":
         common += ["--lr-schedule=" + a.lr_schedule, "--warmup-steps=5",
-                   "--warmup-type=linear", "--total-steps=%d" % a.steps]
+                   "--warmup-type=linear"]
+        if a.lr_schedule != "warmup":
+            common.append("--total-steps=%d" % a.steps)
 
     ok = True
     for world in a.world_size:

@@ -230,13 +230,17 @@ def main():
             if a.grad_accum_steps > 1:
                 flags.append("--grad-accum-steps=%d" % a.grad_accum_steps)
             if a.lr_schedule != "constant":
+                # Each schedule with the parameters of its DeepSpeed class.
                 flags += ["--lr-schedule=" + a.lr_schedule,
                           "--warmup-steps=%d" % a.warmup_steps,
-                          "--warmup-type=" + a.warmup_type,
-                          "--total-steps=%d" % a.total_steps,
-                          "--warmup-min-lr=%r" % a.warmup_min_lr,
-                          "--cos-min-ratio=%r" % a.cos_min_ratio,
-                          "--warmup-min-ratio=%r" % a.warmup_min_ratio]
+                          "--warmup-type=" + a.warmup_type]
+                if a.lr_schedule != "warmup":
+                    flags.append("--total-steps=%d" % a.total_steps)
+                if a.lr_schedule == "warmup-cosine":
+                    flags += ["--cos-min-ratio=%r" % a.cos_min_ratio,
+                              "--warmup-min-ratio=%r" % a.warmup_min_ratio]
+                else:
+                    flags.append("--warmup-min-lr=%r" % a.warmup_min_lr)
             if a.optimizer == "sgd":
                 flags.append("--momentum=%r" % a.momentum)
             subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "-o", plan] + flags,

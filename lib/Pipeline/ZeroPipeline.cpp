@@ -13,47 +13,94 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <cmath>
+#include <cstdio>
+
 using namespace mlir;
 
-std::string zero::checkZeroPipelineOptions(const ZeroPipelineOptions &o, StringRef dashes) {
-  std::string d = dashes.str();
-  auto oneOf = [&](StringRef name, StringRef value, StringRef allowed) -> std::string {
+std::string zero::formatOptionValue(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::optional<zero::OptionProblem> zero::findOptionProblem(const ZeroPipelineOptions &o) {
+  using P = std::optional<zero::OptionProblem>;
+  auto oneOf = [](StringRef name, StringRef value, StringRef allowed) -> P {
     SmallVector<StringRef> values;
     allowed.split(values, ", ");
     if (llvm::is_contained(values, value))
-      return "";
-    return d + name.str() + "=" + value.str() + " is not one of " + allowed.str();
+      return std::nullopt;
+    return zero::OptionProblem{name.str(), value.str(), "must be one of " + allowed.str()};
   };
-  for (std::string why :
-       {oneOf("mode", o.mode, "train, inference, gradients"),
-        oneOf("level", o.level, "graph, step, plan, zplan"),
-        oneOf("precision", o.precision, "fp32, bf16, fp16"),
-        oneOf("offload-optimizer", o.offloadOptimizer, "none, cpu")})
-    if (!why.empty())
-      return why;
-  if (o.worldSize < 1)
-    return d + "world-size must be at least 1";
-  if (o.zeroStage < 0 || o.zeroStage > 3)
-    return d + "zero-stage=" + std::to_string(o.zeroStage) + " is not one of 0, 1, 2, 3";
-  if (o.offloadOptimizer == "cpu" && (o.mode != "train" || o.zeroStage == 0))
-    return d + "offload-optimizer=cpu offloads a ZeRO optimizer: it needs " + d +
-           "mode=train and " + d + "zero-stage 1, 2 or 3";
-  if (o.bucketSizeMb <= 0 || o.persistenceThreshold < 0 || o.prefetchBuckets < 0 ||
-      o.maxLiveMb < 0 || o.fuseBelowKb < 0)
-    return d + "bucket-size-mb must be positive; " + d + "persistence-threshold, " + d +
-           "prefetch-buckets, " + d + "max-live-mb and " + d +
-           "fuse-below-kb non-negative";
-  if (!o.reduceDtype.empty() && (o.reduceDtype != "fp32" || o.precision == "fp32"))
-    return d + "reduce-dtype=" + o.reduceDtype +
-           (o.reduceDtype != "fp32" ? " is not fp32"
-                                    : " needs " + d + "precision=bf16 or fp16");
+  auto number = [](StringRef name, double v, std::string rule) -> P {
+    return zero::OptionProblem{name.str(), formatOptionValue(v), rule};
+  };
+  auto count = [](StringRef name, int64_t v, std::string rule) -> P {
+    return zero::OptionProblem{name.str(), std::to_string(v), rule};
+  };
+  for (P p : {oneOf("mode", o.mode, "train, inference, gradients"),
+              oneOf("level", o.level, "graph, step, plan, zplan"),
+              oneOf("optimizer", o.optimizer, "adamw, sgd"),
+              oneOf("precision", o.precision, "fp32, bf16, fp16"),
+              oneOf("offload-optimizer", o.offloadOptimizer, "none, cpu")})
+    if (p)
+      return p;
+  // The optimizers' hyper-parameters, by torch.optim's rules (which refuse each
+  // of these in its constructor), and finite: an infinite rate trains nothing.
+  if (!(std::isfinite(o.lr) && o.lr >= 0))
+    return number("lr", o.lr, "a learning rate must be finite and >= 0 (torch.optim)");
+  if (!(o.beta1 >= 0 && o.beta1 < 1))
+    return number("beta1", o.beta1, "AdamW's betas must be in [0, 1) (torch.optim.AdamW)");
+  if (!(o.beta2 >= 0 && o.beta2 < 1))
+    return number("beta2", o.beta2, "AdamW's betas must be in [0, 1) (torch.optim.AdamW)");
+  if (!(std::isfinite(o.eps) && o.eps >= 0))
+    return number("eps", o.eps, "AdamW's epsilon must be finite and >= 0 (torch.optim.AdamW)");
+  if (o.weightDecay != -1.0 && !(std::isfinite(o.weightDecay) && o.weightDecay >= 0))
+    return number("weight-decay", o.weightDecay,
+                  "weight decay must be finite and >= 0 (torch.optim)");
+  if (!(std::isfinite(o.momentum) && o.momentum >= 0))
+    return number("momentum", o.momentum,
+                  "SGD's momentum must be finite and >= 0 (torch.optim.SGD)");
+  if (!(std::isfinite(o.clipGradNorm) && o.clipGradNorm >= 0))
+    return number("clip-grad-norm", o.clipGradNorm,
+                  "the gradients' norm is clipped to a finite value >= 0 (0: off)");
   if (o.gradAccumSteps < 1 || o.gradAccumSteps > 4096)
-    return d + "grad-accum-steps must be 1 to 4096";
-  if (o.clipGradNorm < 0)
-    return d + "clip-grad-norm must be >= 0";
+    return count("grad-accum-steps", o.gradAccumSteps, "must be 1 to 4096");
+  // ZeRO and the schedule.
+  if (o.worldSize < 1 || o.worldSize > 65536)
+    return count("world-size", o.worldSize, "must be 1 to 65536");
+  if (o.zeroStage < 0 || o.zeroStage > 3)
+    return count("zero-stage", o.zeroStage, "must be one of 0, 1, 2, 3");
+  if (o.offloadOptimizer == "cpu" && (o.mode != "train" || o.zeroStage == 0))
+    return zero::OptionProblem{"offload-optimizer", "cpu",
+                         "offloads a ZeRO optimizer: it needs mode train and ZeRO "
+                         "stage 1, 2 or 3"};
+  if (!(std::isfinite(o.bucketSizeMb) && o.bucketSizeMb > 0))
+    return number("bucket-size-mb", o.bucketSizeMb, "must be finite and > 0 (MiB)");
+  if (o.persistenceThreshold < 0)
+    return count("persistence-threshold", o.persistenceThreshold, "must be >= 0 (elements)");
+  if (o.prefetchBuckets < 0)
+    return count("prefetch-buckets", o.prefetchBuckets, "must be >= 0");
+  if (!(std::isfinite(o.maxLiveMb) && o.maxLiveMb >= 0))
+    return number("max-live-mb", o.maxLiveMb, "must be finite and >= 0 (MiB; 0: no limit)");
+  if (!(std::isfinite(o.fuseBelowKb) && o.fuseBelowKb >= 0))
+    return number("fuse-below-kb", o.fuseBelowKb, "must be finite and >= 0 (KiB; 0: off)");
+  if (!o.reduceDtype.empty() && o.reduceDtype != "fp32")
+    return zero::OptionProblem{"reduce-dtype", o.reduceDtype, "must be fp32"};
+  if (!o.reduceDtype.empty() && o.precision == "fp32")
+    return zero::OptionProblem{"reduce-dtype", o.reduceDtype,
+                         "needs --precision=bf16 or fp16"};
   if (o.recomputeLevel < 0)
-    return d + "recompute-level must be >= 0";
-  return "";
+    return count("recompute-level", o.recomputeLevel, "must be >= 0");
+  return std::nullopt;
+}
+
+std::string zero::checkZeroPipelineOptions(const ZeroPipelineOptions &o, StringRef dashes) {
+  std::optional<OptionProblem> p = findOptionProblem(o);
+  if (!p)
+    return "";
+  return dashes.str() + p->option + "=" + p->value + ": " + p->rule;
 }
 
 void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {

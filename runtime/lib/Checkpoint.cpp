@@ -10,13 +10,12 @@
 #include "zrt/CheckpointReader.h"
 #include "zrt/Error.h"
 #include "zrt/Float16.h"
+#include "zrt/InputFile.h"
+#include "zrt/PlanFile.h"
 #include "zplan/PlanFormat.h"
 
 #include "checkpoint.pb.h"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-#include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -44,18 +43,6 @@ int64_t chunkBytes(const CheckpointManifest &m, int world) {
   return chunk;
 }
 
-/// The plan's identity: its deterministic bytes, hashed.
-std::string fingerprint(const zero::zplan::Plan &plan) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    plan.SerializeToCodedStream(&coded);
-  }
-  return hex64(fnv1a64(bytes.data(), bytes.size()));
-}
-
 std::string precisionOf(const zero::zplan::Plan &plan) {
   return plan.precision().empty() ? "fp32" : plan.precision();
 }
@@ -67,22 +54,116 @@ std::string shapeText(const zero::zplan::CheckpointTensor &t) {
   return s + "]";
 }
 
-/// Keeps the newest `keep` step-S folders of `dir` (after `latest` moved).
-void prune(const std::string &dir, int keep) {
-  std::vector<std::pair<long long, fs::path>> folders;
+/// Whether `name` is a file a checkpoint folder holds: the manifest, a rank file,
+/// or one of them half written (AtomicFile's temporary name).
+bool checkpointFileName(const std::string &name) {
+  auto rankFile = [](const std::string &n) {
+    if (n.rfind("rank-", 0) != 0 || n.size() < 10 || n.compare(n.size() - 4, 4, ".bin"))
+      return false;
+    std::string digits = n.substr(5, n.size() - 9);
+    return !digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (name == "manifest.json" || rankFile(name))
+    return true;
+  size_t tmp = name.find(".tmp-");
+  if (name.empty() || name[0] != '.' || tmp == std::string::npos)
+    return false;
+  std::string target = name.substr(1, tmp - 1);
+  return target == "manifest.json" || rankFile(target);
+}
+
+/// Throws when saving a checkpoint of `model` into `folder` would overwrite what
+/// is not this model's checkpoint.
+void checkTargetFolder(const fs::path &folder, const std::string &model) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(folder, ec)))
+    return;
+  ZRT_CHECK(fs::is_directory(fs::symlink_status(folder, ec)),
+            "--save-checkpoint: " << folder.string()
+                                  << " is not a folder: not writing a checkpoint there");
+  std::vector<std::string> foreign;
+  for (const auto &e : fs::directory_iterator(folder, ec))
+    if (!checkpointFileName(e.path().filename().string()))
+      foreign.push_back(e.path().filename().string());
+  std::sort(foreign.begin(), foreign.end());
+  if (!foreign.empty()) {
+    std::string list;
+    for (size_t i = 0; i < foreign.size() && i < 3; ++i)
+      list += (i ? ", " : "") + foreign[i];
+    ZRT_FAIL("--save-checkpoint: " << folder.string() << " holds files that no checkpoint "
+                                   << "writes (" << list << (foreign.size() > 3 ? ", ..." : "")
+                                   << "): not writing a checkpoint into it");
+  }
+  std::string path = (folder / "manifest.json").string();
+  if (!fs::exists(fs::symlink_status(path, ec)))
+    return;
+  bool ours = false;
+  try {
+    ours = decodeManifest(readInputFile(path, "checkpoint manifest", kMaxManifestBytes), path)
+               .model_fingerprint() == model;
+  } catch (const Error &) {
+    ours = true; // a damaged checkpoint of whichever model: saving replaces it whole
+  }
+  ZRT_CHECK(ours, "--save-checkpoint: " << folder.string()
+                                        << " holds a checkpoint of another model: not "
+                                        << "writing a checkpoint into it");
+}
+
+/// Keeps the newest `keep` checkpoints of this run in `dir` (after `latest`
+/// moved). Only folders named step-S whose manifest is whole and of this model
+/// are this run's; of those, only the files a checkpoint writes are removed, and
+/// the folder with them when nothing else is in it: a user's own files stay.
+void prune(const std::string &dir, int keep, const std::string &model) {
+  struct Folder {
+    long long step;
+    fs::path path;
+    std::set<std::string> files; // what the checkpoint wrote there
+  };
+  std::vector<Folder> folders;
   std::error_code ec;
   for (const auto &e : fs::directory_iterator(dir, ec)) {
     std::string name = e.path().filename().string();
-    if (name.rfind("step-", 0) != 0)
+    if (name.rfind("step-", 0) != 0 || e.is_symlink(ec) || !e.is_directory(ec))
       continue;
     char *end = nullptr;
     long long s = std::strtoll(name.c_str() + 5, &end, 10);
-    if (end && *end == '\0')
-      folders.push_back({s, e.path()});
+    if (!end || *end != '\0')
+      continue;
+    try {
+      std::string path = (e.path() / "manifest.json").string();
+      CheckpointManifest m = decodeManifest(
+          readInputFile(path, "checkpoint manifest", kMaxManifestBytes), path);
+      if (m.model_fingerprint() != model || m.step() != s)
+        continue;
+      Folder f{s, e.path(), {"manifest.json", ".manifest.json.tmp-"}};
+      for (const auto &file : m.files()) {
+        f.files.insert(file.name());
+        f.files.insert("." + file.name() + ".tmp-"); // a write that did not finish
+      }
+      folders.push_back(std::move(f));
+    } catch (const Error &) {
+      // Not a checkpoint of this model: not ours to remove.
+    }
   }
-  std::sort(folders.begin(), folders.end());
-  for (size_t i = 0; i + keep < folders.size(); ++i)
-    fs::remove_all(folders[i].second, ec); // best effort: a stale folder is harmless
+  std::sort(folders.begin(), folders.end(),
+            [](const Folder &a, const Folder &b) { return a.step < b.step; });
+  for (size_t i = 0; i + keep < folders.size(); ++i) {
+    const Folder &f = folders[i];
+    std::vector<fs::path> ours;
+    for (const auto &e : fs::directory_iterator(f.path, ec)) {
+      std::string name = e.path().filename().string();
+      size_t tmp = name.find(".tmp-");
+      std::string key = tmp == std::string::npos ? name : name.substr(0, tmp + 5);
+      if (f.files.count(key) && !e.is_symlink(ec) && e.is_regular_file(ec) &&
+          name != "manifest.json")
+        ours.push_back(e.path());
+    }
+    for (const fs::path &p : ours)
+      fs::remove(p, ec);
+    // The manifest last: a folder half removed is no longer taken for a checkpoint.
+    fs::remove(f.path / "manifest.json", ec);
+    fs::remove(f.path, ec); // fails, leaving the folder, when a user's files are in it
+  }
 }
 
 /// 16-bit parameters are not stored: the step keeps them the rounding of their
@@ -167,22 +248,42 @@ void checkCompatible(const CheckpointReader &reader, const zero::zplan::Plan &pl
 
 } // namespace
 
+void zrt::checkCheckpointTargets(const zero::zplan::Plan &plan, const std::string &dir,
+                                 int64_t firstStep, int64_t lastStep, int64_t every) {
+  CheckpointManifest m;
+  std::vector<int> planIndex;
+  layoutCheckpoint(plan, m, planIndex);
+  std::error_code ec;
+  for (const auto &e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("step-", 0) != 0)
+      continue;
+    char *end = nullptr;
+    long long s = std::strtoll(name.c_str() + 5, &end, 10);
+    if (!end || *end != '\0' || name.size() == 5 || s <= firstStep || s > lastStep)
+      continue;
+    if (s == lastStep || (every > 0 && s % every == 0))
+      checkTargetFolder(e.path(), m.model_fingerprint());
+  }
+}
+
 void zrt::saveCheckpoint(Executor &exec, const std::string &dir, const TrainerState &state,
                          int keep) {
   const auto &plan = exec.plan();
   Communicator &comm = exec.comm();
   std::string name = "step-" + std::to_string(state.step);
   fs::path folder = fs::path(dir) / name;
+  CheckpointManifest m;
+  std::vector<int> planIndex;
+  layoutCheckpoint(plan, m, planIndex);
   if (comm.rank() == 0) {
+    checkTargetFolder(folder, m.model_fingerprint());
     std::error_code ec;
     fs::create_directories(folder, ec);
     ZRT_CHECK(!ec, "cannot create the checkpoint folder " << folder.string() << ": "
                                                           << ec.message());
   }
   comm.meanOf(0); // a barrier: the folder exists for every rank
-  CheckpointManifest m;
-  std::vector<int> planIndex;
-  layoutCheckpoint(plan, m, planIndex);
   checkDerivedParameters(exec, planIndex);
   // This rank's payload: the sharded buffers, then the replicated ones it stores.
   std::string payload(payloadBytes(m, comm.rank()), '\0');
@@ -222,7 +323,7 @@ void zrt::saveCheckpoint(Executor &exec, const std::string &dir, const TrainerSt
   std::vector<int64_t> sums = comm.gatherInts((int64_t)sum);
   if (comm.rank() == 0) {
     m.set_format_version(kCheckpointFormat);
-    m.set_plan_fingerprint(fingerprint(plan));
+    m.set_plan_fingerprint(planFingerprint(plan));
     m.set_model(plan.source());
     m.set_world_size(plan.world_size());
     m.set_zero_stage(plan.zero_stage());
@@ -249,16 +350,11 @@ void zrt::saveCheckpoint(Executor &exec, const std::string &dir, const TrainerSt
       for (int64_t c = 0; c < (bytes + kChunkBytes - 1) / kChunkBytes; ++c)
         f->add_chunk_checksums(hex64((uint64_t)allChunkSums[r * maxChunks + c]));
     }
-    std::string json;
-    google::protobuf::util::JsonPrintOptions options;
-    options.add_whitespace = true;
-    options.preserve_proto_field_names = true;
-    ZRT_CHECK(google::protobuf::util::MessageToJsonString(m, &json, options).ok(),
-              "cannot write the checkpoint manifest");
+    std::string json = encodeManifest(m);
     writeFileAtomically((folder / "manifest.json").string(), json);
     writeFileAtomically((fs::path(dir) / "latest").string(), name + "\n");
     if (keep > 0)
-      prune(dir, keep);
+      prune(dir, keep, m.model_fingerprint());
   }
   comm.meanOf(0); // a barrier: no rank goes on before `latest` names this checkpoint
 }
@@ -286,7 +382,7 @@ TrainerState zrt::loadCheckpoint(Executor &exec, const std::string &path,
   // error however the checkpoint is resharded.
   reader.verifyUnread(comm.rank(), comm.size());
   if (summary) {
-    bool same = m.plan_fingerprint() == fingerprint(plan);
+    bool same = m.plan_fingerprint() == planFingerprint(plan);
     std::ostringstream s;
     s << (same ? "the same plan" : "resharded from " + std::to_string(m.world_size()) +
                                        " rank(s), ZeRO stage " +

@@ -164,9 +164,15 @@ void zrt::layoutCheckpoint(const zero::zplan::Plan &plan, CheckpointManifest &m,
   std::set<std::string> seen;
   for (const auto &[i, d] : byPlanOrder)
     addTensors(*d, tensors, seen);
+  for (const auto &t : tensors)
+    *m.add_tensors() = t;
+  m.set_model_fingerprint(modelFingerprint(m.tensors()));
+}
+
+std::string zrt::modelFingerprint(
+    const google::protobuf::RepeatedPtrField<CheckpointTensor> &tensors) {
   std::vector<std::string> params;
   for (const auto &t : tensors) {
-    *m.add_tensors() = t;
     if (t.kind() != "param")
       continue;
     std::string key = t.name() + "[";
@@ -178,7 +184,7 @@ void zrt::layoutCheckpoint(const zero::zplan::Plan &plan, CheckpointManifest &m,
   uint64_t h = kFnvOffsetBasis;
   for (const auto &p : params)
     h = fnv1a64(p.data(), p.size() + 1, h); // with the terminating NUL
-  m.set_model_fingerprint(hex64(h));
+  return hex64(h);
 }
 
 int64_t zrt::payloadBytes(const CheckpointManifest &m, int rank) {

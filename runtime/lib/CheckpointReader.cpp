@@ -6,19 +6,17 @@
 
 #include "zrt/CheckpointReader.h"
 #include "zrt/CheckpointLayout.h"
+#include "zrt/CheckpointManifest.h"
 #include "zrt/Error.h"
 #include "zrt/Float16.h"
+#include "zrt/InputFile.h"
 #include "zplan/PlanFormat.h"
-
-#include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,24 +25,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string readSmallFile(const std::string &path, const char *what) {
-  std::ifstream in(path, std::ios::binary);
-  ZRT_CHECK(in, "cannot read the " << what << " " << path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  ZRT_CHECK(!in.bad(), "cannot read the " << what << " " << path);
-  return ss.str();
-}
-
 /// The checkpoint folder `path` names: itself, or the one its `latest` names.
 std::string checkpointFolder(const std::string &path) {
   fs::path latest = fs::path(path) / "latest";
-  if (!fs::exists(latest))
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(latest, ec)))
     return path;
-  std::string name = readSmallFile(latest.string(), "checkpoint pointer");
+  std::string name = readInputFile(latest.string(), "checkpoint pointer", 4096);
   while (!name.empty() && (name.back() == '\n' || name.back() == ' '))
     name.pop_back();
-  ZRT_CHECK(!name.empty() && name.find('/') == std::string::npos,
+  ZRT_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." &&
+                name != ".." && name.find('\0') == std::string::npos,
             latest.string() << " does not name a checkpoint folder");
   return (fs::path(path) / name).string();
 }
@@ -115,78 +106,42 @@ DType zrt::dtypeFromName(const std::string &name) {
 CheckpointReader::CheckpointReader(const std::string &path) {
   folder_ = checkpointFolder(path);
   manifestPath_ = (fs::path(folder_) / "manifest.json").string();
-  google::protobuf::util::JsonParseOptions options;
-  ZRT_CHECK(google::protobuf::util::JsonStringToMessage(
-                readSmallFile(manifestPath_, "checkpoint manifest"), &m_, options)
-                .ok(),
-            manifestPath_ << " is not a checkpoint manifest");
-  const std::string &mp = manifestPath_;
-  ZRT_CHECK(m_.format_version() == kCheckpointFormat,
-            mp << " has format version " << m_.format_version() << "; zero-run reads "
-               << kCheckpointFormat);
-  int world = m_.world_size();
-  ZRT_CHECK(world >= 1 && m_.files_size() == world,
-            mp << " lists " << m_.files_size() << " rank files for " << world << " ranks");
-  ZRT_CHECK(m_.chunk_bytes() > 0, mp << " has no chunk size");
-  // Every rank file: there, of the size the manifest says, with its header.
-  for (int q = 0; q < world; ++q) {
+  m_ = decodeManifest(readInputFile(manifestPath_, "checkpoint manifest", kMaxManifestBytes),
+                      manifestPath_);
+  // Every rank file: a regular file of the size the manifest says, with its header.
+  for (int q = 0; q < m_.world_size(); ++q) {
     const auto &f = m_.files(q);
-    ZRT_CHECK(f.rank() == q && !f.name().empty() && f.name().find('/') == std::string::npos,
-              mp << ": the entry for rank " << q << " is wrong");
     File file;
     file.path = (fs::path(folder_) / f.name()).string();
-    struct stat st;
-    ZRT_CHECK(::stat(file.path.c_str(), &st) == 0, file.path << " is missing");
-    ZRT_CHECK((int64_t)st.st_size == f.bytes(),
-              file.path << " has " << st.st_size << " bytes; the manifest says "
+    file.input = std::make_unique<InputFile>(file.path, "checkpoint file", INT64_MAX);
+    ZRT_CHECK(file.input->size() == f.bytes(),
+              file.path << " has " << file.input->size() << " bytes; the manifest says "
                         << f.bytes() << " (truncated?)");
     file.payload = f.bytes() - (int64_t)kPlanHeaderBytes;
-    ZRT_CHECK(file.payload >= 0 && file.payload == payloadBytes(m_, q),
-              mp << ": " << f.name() << " has " << f.bytes() << " bytes; its buffers need "
-                 << payloadBytes(m_, q) + (int64_t)kPlanHeaderBytes);
-    int64_t chunks = (file.payload + m_.chunk_bytes() - 1) / m_.chunk_bytes();
-    ZRT_CHECK(f.chunk_checksums_size() == chunks,
-              mp << ": " << f.name() << " has " << f.chunk_checksums_size()
-                 << " chunk checksums; its payload has " << chunks << " chunks");
-    file.fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
-    ZRT_CHECK(file.fd >= 0, "cannot open " << file.path << ": " << std::strerror(errno));
     unsigned char header[kPlanHeaderBytes];
-    ZRT_CHECK(::pread(file.fd, header, sizeof header, 0) == (ssize_t)sizeof header &&
+    ZRT_CHECK(::pread(file.input->fd(), header, sizeof header, 0) == (ssize_t)sizeof header &&
                   std::memcmp(header, kCheckpointMagic, sizeof kCheckpointMagic) == 0,
               file.path << " is not a zero-run checkpoint file");
     ZRT_CHECK(getLE(header + 8, 4) == kCheckpointFormat &&
-                  (int64_t)getLE(header + 16, 8) == file.payload,
+                  (int64_t)getLE(header + 16, 8) == file.payload &&
+                  hex64(getLE(header + 24, 8)) == f.checksum(),
               file.path << " has a header that does not match the manifest");
-    file.verified.assign(chunks, false);
+    file.verified.assign(f.chunk_checksums_size(), false);
     files_.push_back(std::move(file));
   }
-  // Where every tensor's elements are: each buffer, in each file that holds it.
+  // Where every tensor's elements are: each buffer, in each file that holds it
+  // (checkManifest made sure they cover every tensor once).
+  int world = m_.world_size();
   for (int k = 0; k < m_.tensors_size(); ++k)
     tensors_[m_.tensors(k).name()] = k;
   for (const auto &b : m_.buffers()) {
     DType t = dtypeFromName(b.dtype());
-    ZRT_CHECK(t != zero::zplan::DTYPE_INVALID, mp << ": buffer '" << b.name()
-                                                  << "' has unknown dtype " << b.dtype());
-    int64_t numel = 1;
-    for (int64_t d : b.shape())
-      numel *= d;
-    ZRT_CHECK(b.rank() >= -1 && b.rank() < world && b.offset() >= 0 &&
-                  b.bytes() == numel * dtypeSize(t),
-              mp << ": buffer '" << b.name() << "' is described wrongly");
-    if (b.has_bucket())
-      ZRT_CHECK(b.shape_size() == 1 && b.bucket().elements() == numel * world,
-                mp << ": buffer '" << b.name() << "' is not 1/" << world
-                   << " of its bucket");
     for (int q = 0; q < world; ++q) {
       if (b.rank() >= 0 && b.rank() != q)
         continue;
-      for (const TensorPiece &p : tensorPieces(b, q, world)) {
-        ZRT_CHECK(tensors_.count(p.tensor), mp << ": buffer '" << b.name()
-                                               << "' holds '" << p.tensor
-                                               << "', which the manifest does not list");
+      for (const TensorPiece &p : tensorPieces(b, q, world))
         sources_[p.tensor].push_back(
             {p.first, p.count, q, b.offset() + p.at * dtypeSize(t), t});
-      }
     }
   }
   for (auto &[name, list] : sources_)
@@ -194,11 +149,7 @@ CheckpointReader::CheckpointReader(const std::string &path) {
               [](const Source &a, const Source &b) { return a.first < b.first; });
 }
 
-CheckpointReader::~CheckpointReader() {
-  for (File &f : files_)
-    if (f.fd >= 0)
-      ::close(f.fd);
-}
+CheckpointReader::~CheckpointReader() = default;
 
 int64_t CheckpointReader::totalBytes() const {
   int64_t total = 0;
@@ -221,7 +172,7 @@ const char *CheckpointReader::chunk(int fileIndex, int64_t index, int64_t &size)
   f.cache.resize(size);
   int64_t done = 0;
   while (done < size) {
-    ssize_t n = ::pread(f.fd, f.cache.data() + done, size - done,
+    ssize_t n = ::pread(f.input->fd(), f.cache.data() + done, size - done,
                         (off_t)(kPlanHeaderBytes + begin + done));
     ZRT_CHECK(n > 0, "cannot read " << f.path << ": "
                                     << (n == 0 ? "it ends early" : std::strerror(errno)));

@@ -127,6 +127,24 @@ ConsolidateResult zrt::consolidateToOnnx(const std::string &path, const std::str
   std::map<std::string, onnx::TensorProto *> inits;
   for (auto &init : *proto.mutable_graph()->mutable_initializer())
     inits[init.name()] = &init;
+  // The model must be the one the checkpoint trained: every trained parameter an
+  // initializer of the same shape and type, checked before anything is written.
+  for (const auto &t : m.tensors()) {
+    if (t.kind() != "param")
+      continue;
+    auto it = inits.find(t.name());
+    ZRT_CHECK(it != inits.end(), model << " has no initializer '" << t.name()
+                                       << "' that the checkpoint trained (another model?)");
+    const onnx::TensorProto &init = *it->second;
+    std::vector<int64_t> dims(init.dims().begin(), init.dims().end());
+    std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
+    TensorView have{nullptr, dtypeFromOnnx(init.data_type()), dims};
+    TensorView want{nullptr, dtypeFromName(t.dtype()), shape};
+    ZRT_CHECK(dims == shape && have.dtype == want.dtype,
+              model << ": initializer '" << t.name() << "' is " << have.describe()
+                    << "; the checkpoint trained it as " << want.describe()
+                    << " (another model?)");
+  }
   ConsolidateResult r;
   r.step = m.step();
   std::vector<char> data;
@@ -134,8 +152,6 @@ ConsolidateResult zrt::consolidateToOnnx(const std::string &path, const std::str
     if (t.kind() != "param")
       continue;
     auto it = inits.find(t.name());
-    ZRT_CHECK(it != inits.end(), model << " has no initializer '" << t.name()
-                                       << "' that the checkpoint trained");
     DType dtype = dtypeFromName(t.dtype());
     TensorView v{nullptr, dtype, {t.shape().begin(), t.shape().end()}};
     data.assign(v.bytes(), 0);

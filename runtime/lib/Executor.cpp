@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -155,6 +156,8 @@ Executor::~Executor() {
   }
   if (hostArena_)
     device_.releaseHost(hostArena_);
+  if (nonfiniteCounts_)
+    device_.release(nonfiniteCounts_);
   device_.release(arena_);
 }
 
@@ -399,4 +402,73 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
 }
 
 std::vector<TraceEvent> Executor::takeTrace() { return std::move(trace_); }
+
+Executor::NonFinite Executor::findNonFinite() {
+  if (!nonfiniteCounts_) {
+    // What the step updates: persistent buffers some kernel writes (directly or
+    // through a view). A frozen initializer (an attention mask of -inf) is loaded
+    // and never written, so it is not a weight to check.
+    std::set<int> written;
+    for (const auto &k : plan_.kernels())
+      for (int out : k.outputs()) {
+        written.insert(out);
+        if (plan_.buffers(out).has_view_of())
+          written.insert(plan_.buffers(out).view_of());
+      }
+    std::vector<int> checked;
+    for (int i = 0; i < plan_.buffers_size(); ++i) {
+      const auto &b = plan_.buffers(i);
+      bool isFloat = b.dtype() == zero::zplan::F32 || b.dtype() == zero::zplan::F64 ||
+                     b.dtype() == zero::zplan::BF16 || b.dtype() == zero::zplan::F16;
+      if ((b.role() == zero::zplan::PARAM || b.role() == zero::zplan::MASTER ||
+           b.role() == zero::zplan::STATE) &&
+          isFloat && b.bytes() > 0 && written.count(i))
+        checked.push_back(i);
+    }
+    nonfiniteCounts_ =
+        static_cast<float *>(device_.allocate(std::max<size_t>(checked.size(), 1) * 4));
+    hostCounts_.assign(checked.size(), 0.0f);
+    for (size_t j = 0; j < checked.size(); ++j) {
+      int i = checked[j];
+      bool host = plan_.buffers(i).host();
+      KernelCall call;
+      call.kind = Kernel::NONFINITE_COUNT;
+      call.loc = "the check of '" + plan_.buffers(i).name() + "'";
+      call.ins = {buffer(i)};
+      call.outs = {TensorView{host ? &hostCounts_[j] : nonfiniteCounts_ + j,
+                              zero::zplan::F32, {1}}};
+      finiteChecks_.push_back(
+          {i, bindKernelCall(host ? cpuKernels() : device_.kernels(), call), host});
+    }
+  }
+  if (hostWorker_)
+    hostWorker_->drain(); // the offloaded optimizer's last writes
+  for (const FiniteCheck &c : finiteChecks_)
+    c.count();
+  device_.synchronize();
+  std::vector<float> counts(finiteChecks_.size());
+  if (!counts.empty())
+    device_.download(counts.data(), nonfiniteCounts_, counts.size() * sizeof(float));
+  NonFinite found;
+  for (size_t j = 0; j < finiteChecks_.size(); ++j) {
+    float n = finiteChecks_[j].host ? hostCounts_[j] : counts[j];
+    if (n == 0)
+      continue;
+    found.buffer = finiteChecks_[j].buffer;
+    found.count = (int64_t)n;
+    // Rare (the run stops): which element, on the host.
+    HostTensor h = read(found.buffer);
+    TensorView v = h.view();
+    for (int64_t e = 0; e < v.numel() && found.element < 0; ++e) {
+      double x = v.dtype == zero::zplan::F32   ? (double)v.as<float>()[e]
+                 : v.dtype == zero::zplan::F64 ? v.as<double>()[e]
+                 : v.dtype == zero::zplan::BF16 ? (double)(float)v.as<bf16>()[e]
+                                                : (double)(float)v.as<f16>()[e];
+      if (!std::isfinite(x))
+        found.element = e;
+    }
+    break;
+  }
+  return found;
+}
 

@@ -6,6 +6,7 @@
 
 #include "zrt/ExternalData.h"
 #include "zrt/Error.h"
+#include "zrt/InputFile.h"
 
 #include <cerrno>
 #include <climits>
@@ -43,15 +44,6 @@ std::string realPath(const std::string &path) {
   return s;
 }
 
-/// Closes a file descriptor on every path out.
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-};
-
 } // namespace
 
 std::string zrt::readExternalData(const onnx::TensorProto &t, const std::string &baseDir,
@@ -86,14 +78,8 @@ std::string zrt::readExternalData(const onnx::TensorProto &t, const std::string 
   ZRT_CHECK(real.compare(0, prefix.size(), prefix) == 0,
             what << ": external data location '" << location << "' resolves to '"
                  << real << "', outside the model's folder '" << realDir << "'");
-  Fd f{::open(real.c_str(), O_RDONLY | O_CLOEXEC)};
-  ZRT_CHECK(f.fd >= 0, what << ": cannot open external data file '" << path
-                            << "': " << std::strerror(errno));
-  struct stat st;
-  ZRT_CHECK(::fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode),
-            what << ": external data location '" << location
-                 << "' is not a regular file");
-  int64_t size = st.st_size;
+  InputFile f(real, what + ": external data file", INT64_MAX);
+  int64_t size = f.size();
   if (length < 0)
     length = offset <= size ? size - offset : 0;
   ZRT_CHECK(offset <= size && length <= size - offset,
@@ -102,7 +88,7 @@ std::string zrt::readExternalData(const onnx::TensorProto &t, const std::string 
   std::string bytes((size_t)length, '\0');
   int64_t done = 0;
   while (done < length) {
-    ssize_t n = ::pread(f.fd, bytes.data() + done, (size_t)(length - done), offset + done);
+    ssize_t n = ::pread(f.fd(), bytes.data() + done, (size_t)(length - done), offset + done);
     if (n < 0 && errno == EINTR)
       continue;
     ZRT_CHECK(n > 0, what << ": reading '" << path << "' failed: "

@@ -52,3 +52,23 @@ void LossScaler::update(bool overflow) {
   }
   ++iter_;
 }
+
+void LossScaler::restore(const State &s, const std::string &source) {
+  ZRT_CHECK(std::isfinite(s.scale) && s.scale > 0,
+            source << ": the loss scale " << s.scale << " is not finite and positive");
+  ZRT_CHECK(s.iter >= 0 && s.lastOverflowIter >= -1 && s.lastOverflowIter < s.iter,
+            source << ": the loss scaler's iterations (" << s.iter << ", last overflow "
+                   << s.lastOverflowIter << ") are out of order");
+  if (dynamic_) {
+    ZRT_CHECK(s.scale >= minScale_,
+              source << ": the loss scale " << s.scale << " is below this plan's minimum "
+                     << minScale_);
+    ZRT_CHECK(s.counter >= 1 && s.counter <= hysteresis_,
+              source << ": the hysteresis counter " << s.counter << " is not 1 to this "
+                     << "plan's hysteresis " << hysteresis_);
+    scale_ = s.scale;
+    counter_ = s.counter;
+  }
+  iter_ = s.iter;
+  lastOverflowIter_ = s.lastOverflowIter;
+}

@@ -6,6 +6,7 @@
 
 #include "zrt/OnnxTensors.h"
 #include "zrt/Error.h"
+#include "zrt/InputFile.h"
 #include "zrt/ExternalData.h"
 
 #include <google/protobuf/io/coded_stream.h>
@@ -69,11 +70,7 @@ int32_t zrt::onnxFromDtype(DType t) {
 }
 
 static std::string readFile(const std::string &path, const char *what) {
-  std::ifstream in(path, std::ios::binary);
-  ZRT_CHECK(in, "cannot open " << what << " '" << path << "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return readInputFile(path, what, kMaxProtobufBytes);
 }
 
 template <typename Msg>

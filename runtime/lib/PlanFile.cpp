@@ -9,10 +9,14 @@
 
 #include "zrt/PlanFile.h"
 #include "zrt/Error.h"
+#include "zrt/InputFile.h"
 #include "zplan/KernelKind.h"
 #include "zplan/PlanFormat.h"
 #include "zrt/PlanVerifier.h"
 #include "zrt/Tensor.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
 #include <cstring>
@@ -231,9 +235,17 @@ Plan zrt::parsePlanBytes(const std::string &bytes, const std::string &what) {
 }
 
 Plan zrt::loadPlanFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  ZRT_CHECK(in, "cannot open plan '" << path << "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parsePlanBytes(ss.str(), path);
+  return parsePlanBytes(readInputFile(path, "plan", kMaxProtobufBytes + kPlanHeaderBytes),
+                        path);
+}
+
+std::string zrt::planFingerprint(const Plan &plan) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    plan.SerializeToCodedStream(&coded);
+  }
+  return hex64(fnv1a64(bytes.data(), bytes.size()));
 }

@@ -31,6 +31,7 @@ public:
   void gatherToRoot(const void *, void *, int64_t, DType) override { refuse(); }
   double meanOf(double) override { refuse(); }
   std::vector<int64_t> gatherInts(int64_t) override { refuse(); }
+  std::vector<int64_t> allGatherInts(int64_t) override { refuse(); }
   void broadcast(void *, size_t) override { refuse(); }
 
 private:

@@ -82,7 +82,12 @@ TEST(OnnxTensors, ExternalDataStaysInTheModelFolder) {
             std::string::npos);
   EXPECT_NE(errorOf(externalTensor("/etc/passwd"), dir).find("is an absolute path"),
             std::string::npos);
-  EXPECT_NE(errorOf(externalTensor("sub"), dir).find("is not a regular file"),
+  EXPECT_NE(errorOf(externalTensor("sub"), dir).find("is a folder, not a regular file"),
+            std::string::npos);
+  // A fifo is refused without waiting for a writer (opening it blocked before).
+  ::unlink((dir + "/pipe").c_str());
+  ASSERT_EQ(::mkfifo((dir + "/pipe").c_str(), 0600), 0);
+  EXPECT_NE(errorOf(externalTensor("pipe"), dir).find("is a fifo, not a regular file"),
             std::string::npos);
 }
 

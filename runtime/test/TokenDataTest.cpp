@@ -9,8 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstdio>
 #include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace zrt;
 
@@ -57,6 +60,32 @@ TEST(TokenData, DesignOrder) {
   EXPECT_EQ(targets[0], (6 * 8) % 91 + 1);
   EXPECT_EQ(tokens[8], (7 * 8) % 91);
   EXPECT_EQ(targets[15], (7 * 8) % 91 + 8);
+}
+
+TEST(TokenData, LargeSampleCountsDoNotWrap) {
+  // (k * T) mod (L - T - 1) for k near 2^63, where k * T wraps 64 bits: the
+  // figures are Python's exact integer arithmetic.
+  std::string bytes;
+  for (int i = 0; i < 100; ++i)
+    bytes.push_back((char)i);
+  TokenData d = TokenData::load(writeFile("big.bin", bytes), "u8");
+  EXPECT_EQ(d.sampleStart(int64_t(1) << 62, 8, false, 0), 32);
+  EXPECT_EQ(d.sampleStart(INT64_MAX, 8, false, 0), 56);
+  EXPECT_THROW(d.sampleStart(-1, 8, false, 0), Error);
+}
+
+TEST(TokenData, OnlyRegularFiles) {
+  // A device and a fifo are refused at once (a fifo's open would wait for a writer).
+  EXPECT_THROW(TokenData::load("/dev/zero", "u8"), Error);
+  std::string fifo = ::testing::TempDir() + "/tokens.fifo";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    TokenData::load(fifo, "u8");
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("is a fifo, not a regular file"), std::string::npos);
+  }
 }
 
 TEST(TokenData, ShuffleIsSeededAndInRange) {

@@ -9,10 +9,11 @@
 
 #include "DeepSpeedConfig.h"
 
+#include "zrt/InputFile.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -117,6 +118,24 @@ const Table kZero = {
     {"zero_quantized_weights", {Role::Unsupported, "collectives move full values"}},
     {"zero_quantized_gradients", {Role::Unsupported, "collectives move full values"}},
     {"mics_shard_size", {Role::Unsupported, "every rank is in one ZeRO group"}},
+};
+
+// offload_optimizer and offload_param (deepspeed/runtime/zero/offload_config.py):
+// the device is read; the rest tunes DeepSpeed's own offload engine.
+const Table kOffload = {
+    {"device", {Role::Read}},
+    {"pin_memory", {Role::Note, "the host arena is always pinned"}},
+    {"nvme_path", {Role::Note, "only the CPU is an offload device"}},
+    {"buffer_count", {Role::Note, "the plan places every buffer"}},
+    {"buffer_size", {Role::Note, "the plan places every buffer"}},
+    {"max_in_cpu", {Role::Note, "the plan places every buffer"}},
+    {"pipeline", {Role::Note, "the schedule overlaps copies with compute"}},
+    {"pipeline_read", {Role::Note, "the schedule overlaps copies with compute"}},
+    {"pipeline_write", {Role::Note, "the schedule overlaps copies with compute"}},
+    {"fast_init", {Role::Note, "the plan places every buffer"}},
+    {"ratio", {Role::Unsupported, "the whole optimizer is offloaded, or none of it"}},
+    {"super_offload", {Role::Unsupported, "the optimizer runs as the plan says"}},
+    {"cpuadam_cores_perc", {Role::Note, "the host optimizer uses every core"}},
 };
 
 const Table kOptimizer = {{"type", {Role::Read}}, {"params", {Role::Read}}};
@@ -258,10 +277,12 @@ struct Reader {
   void flag(const char *f, const std::string &value, const std::string &key) {
     out.flags.push_back({f, value, key});
   }
-  /// A number that must be a non-negative integer.
+  /// A number that must be a non-negative integer (at most 2^53: every such
+  /// value converts to int64 exactly).
   bool whole(double v, const std::string &name) {
-    if (v < 0 || v != std::floor(v))
-      return fail("'" + name + "' must be a non-negative integer, not " + text(v));
+    if (!(v >= 0 && v == std::floor(v) && v <= 9007199254740992.0))
+      return fail("'" + name + "' must be a non-negative integer (at most 2^53), not " +
+                  text(v));
     return true;
   }
 
@@ -284,9 +305,15 @@ bool Reader::batch(const json::Object &top) {
   for (auto [v, n] : {std::pair{train, "train_batch_size"},
                       {micro, "train_micro_batch_size_per_gpu"},
                       {accum, "gradient_accumulation_steps"}})
-    if (v && (!whole(*v, n) || *v < 1))
-      return fail(std::string("'") + n + "' must be a positive integer");
-  int64_t w = world;
+    if (v && (!whole(*v, n) || *v < 1 || *v > 2147483647))
+      return fail(std::string("'") + n + "' must be a positive integer up to 2^31 - 1");
+  if (train)
+    out.batchRule = llvm::formatv("train_batch_size {0} on {1} ranks", (long long)*train,
+                                  world)
+                        .str();
+  // Out of range, the world size is refused where the flags are checked; the
+  // arithmetic here stays within what int64 holds.
+  int64_t w = std::clamp<int64_t>(world, 1, 65536);
   // DeepSpeed's rule: train_batch_size = micro * accumulation * world size, and
   // its inference of the one left out.
   if (train && micro && accum) {
@@ -456,6 +483,10 @@ bool Reader::zero(const json::Object &o) {
                        "--bucket-size-mb");
   auto gather = number(o, "allgather_bucket_size", "zero_optimization.allgather_bucket_size",
                        "--bucket-size-mb");
+  for (auto [v, n] : {std::pair{reduce, "zero_optimization.reduce_bucket_size"},
+                      {gather, "zero_optimization.allgather_bucket_size"}})
+    if (v && !whole(*v, n))
+      return false;
   if (reduce)
     out.reduceBucketElements = *reduce;
   else if (gather)
@@ -465,11 +496,17 @@ bool Reader::zero(const json::Object &o) {
                         "reduce_bucket_size " + text(*reduce) + " is used, "
                         "allgather_bucket_size " + text(*gather) + " is not");
   if (auto v = number(o, "stage3_max_live_parameters",
-                      "zero_optimization.stage3_max_live_parameters", "--max-live-mb"))
+                      "zero_optimization.stage3_max_live_parameters", "--max-live-mb")) {
+    if (!whole(*v, "zero_optimization.stage3_max_live_parameters"))
+      return false;
     out.maxLiveElements = *v;
+  }
   if (auto v = number(o, "stage3_prefetch_bucket_size",
-                      "zero_optimization.stage3_prefetch_bucket_size", "--prefetch-buckets"))
+                      "zero_optimization.stage3_prefetch_bucket_size", "--prefetch-buckets")) {
+    if (!whole(*v, "zero_optimization.stage3_prefetch_bucket_size"))
+      return false;
     out.prefetchElements = *v;
+  }
   if (auto v = number(o, "stage3_param_persistence_threshold",
                       "zero_optimization.stage3_param_persistence_threshold",
                       "--persistence-threshold")) {
@@ -493,6 +530,8 @@ bool Reader::zero(const json::Object &o) {
       flag("offload-optimizer", "cpu", "zero_optimization.cpu_offload");
   for (const char *k : {"offload_optimizer", "offload_param"})
     if (const json::Object *s = section(o, k, std::string("zero_optimization.") + k)) {
+      if (!keys(*s, kOffload, std::string("zero_optimization.") + k + "."))
+        return false;
       std::string key = std::string("zero_optimization.") + k + ".device";
       auto device = string(*s, "device", key, "");
       if (!device || *device == "none")
@@ -611,14 +650,16 @@ bool Reader::read(const json::Object &top) {
 
 } // namespace
 
-bool zero::readDeepSpeedConfig(const std::string &path, int64_t worldSize,
-                               DeepSpeedConfig &config, std::string &error) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    error = path + ": cannot read the DeepSpeed config: " + buffer.getError().message();
+bool zero::readDeepSpeedConfigText(const std::string &text, const std::string &path,
+                                   int64_t worldSize, DeepSpeedConfig &config,
+                                   std::string &error) {
+  // LLVM's parser recurses per level: the depth is bounded before it runs.
+  std::string deep = zrt::jsonNestingProblem(text);
+  if (!deep.empty()) {
+    error = path + ": not a DeepSpeed config: " + deep;
     return false;
   }
-  auto parsed = json::parse((*buffer)->getBuffer());
+  auto parsed = json::parse(text);
   if (!parsed) {
     error = path + ": not JSON: " + llvm::toString(parsed.takeError());
     return false;
@@ -633,4 +674,12 @@ bool zero::readDeepSpeedConfig(const std::string &path, int64_t worldSize,
   config = std::move(r.out);
   error = r.error;
   return ok;
+}
+
+bool zero::readDeepSpeedConfig(const std::string &path, int64_t worldSize,
+                               DeepSpeedConfig &config, std::string &error) {
+  std::string text;
+  if (!zrt::readInputFile(path, "DeepSpeed config", zrt::kMaxConfigBytes, text, error))
+    return false;
+  return readDeepSpeedConfigText(text, path, worldSize, config, error);
 }

@@ -35,17 +35,26 @@ struct DeepSpeedConfig {
   std::optional<double> reduceBucketElements, maxLiveElements, prefetchElements;
   /// The micro-batch the config asks for (the model's batch must be it).
   std::optional<int64_t> microBatch;
+  /// With train_batch_size, the accumulation steps follow from DeepSpeed's batch
+  /// rule: a --grad-accum-steps that differs breaks it (this names the rule).
+  std::string batchRule;
   /// Messages, each one line: warnings (unknown keys) and notes (keys that do not
   /// apply); printed before compiling.
   std::vector<std::string> warnings, notes;
 };
 
 /// Reads `path` for a run on `worldSize` ranks into `config`. On a problem
-/// (unreadable, not JSON, an unsupported or "auto" key, batch sizes that
+/// (not a regular file of at most 4 MiB, not JSON, nested over 64 deep, an
+/// unsupported or "auto" key, a value of the wrong type, batch sizes that
 /// disagree) returns false with `error` naming it; the warnings and notes found
-/// until then are in `config` either way.
+/// until then are in `config` either way. The values' ranges are checked where
+/// zero-opt's flags are (they become flags).
 bool readDeepSpeedConfig(const std::string &path, int64_t worldSize,
                          DeepSpeedConfig &config, std::string &error);
+/// The same on the config's text (`path` names it in messages).
+bool readDeepSpeedConfigText(const std::string &text, const std::string &path,
+                             int64_t worldSize, DeepSpeedConfig &config,
+                             std::string &error);
 
 } // namespace zero
 

@@ -36,6 +36,10 @@
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <cmath>
+#include <map>
+#include <optional>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -385,9 +389,18 @@ void recordRuntimeSettings(ModuleOp module) {
                        b.getNamedAttr("min_scale", b.getF64FloatAttr(minLossScale))}));
 }
 
+/// The flags a DeepSpeed config set (the command line did not): the key and
+/// value each came from, for messages about them.
+struct ConfigOrigin {
+  std::string key, value;
+};
+std::map<std::string, ConfigOrigin> configOrigins;
+
 /// Sets flag `name` from the DeepSpeed config's `key`, unless the command line
-/// gave it (then one line says which wins).
-bool applyConfigFlag(StringRef name, StringRef value, StringRef key) {
+/// gave it (then one line says which wins). A command line that breaks the
+/// config's batch rule (`batchRule`: train_batch_size) is an error instead.
+bool applyConfigFlag(StringRef name, StringRef value, StringRef key,
+                     const std::string &batchRule = "") {
   auto &registered = cl::getRegisteredOptions();
   auto it = registered.find(name);
   if (it == registered.end()) {
@@ -397,16 +410,155 @@ bool applyConfigFlag(StringRef name, StringRef value, StringRef key) {
   }
   cl::Option *o = it->second;
   if (o->getNumOccurrences()) {
+    if (name == "grad-accum-steps" && !batchRule.empty() &&
+        std::to_string(gradAccumSteps) != value) {
+      llvm::errs() << "zero-opt: error: --grad-accum-steps=" << gradAccumSteps
+                   << " on the command line contradicts " << deepspeedConfig << ": its "
+                   << batchRule << " needs " << value
+                   << " micro-batches per step (change train_batch_size for "
+                   << gradAccumSteps << " instead)\n";
+      return false;
+    }
     llvm::errs() << "zero-opt: note: --" << name << " on the command line overrides "
                  << key << " (" << value << ") of " << deepspeedConfig << "\n";
     return true;
   }
+  configOrigins[name.str()] = {key.str(), value.str()};
   if (o->addOccurrence(0, name, value)) {
     llvm::errs() << "zero-opt: error: " << deepspeedConfig << ": " << key << " (" << value
                  << ") is not a valid --" << name << "\n";
     return false;
   }
   return true;
+}
+
+/// The first value among zero-opt's own flags (the pipeline's are
+/// findOptionProblem's) that no run accepts: DeepSpeed's rules for its schedules
+/// (each takes the parameters its class takes) and loss scaling, and budgets that
+/// are finite. Flags that go with a setting not chosen are problems too.
+std::optional<zero::OptionProblem> findDriverProblem(double optimizerLr) {
+  using P = std::optional<zero::OptionProblem>;
+  auto number = [](const cl::Option &o, double v, std::string rule) -> P {
+    return zero::OptionProblem{o.ArgStr.str(), zero::formatOptionValue(v), rule};
+  };
+  auto count = [](const cl::Option &o, int64_t v, std::string rule) -> P {
+    return zero::OptionProblem{o.ArgStr.str(), std::to_string(v), rule};
+  };
+  auto oneOf = [](const cl::opt<std::string> &o, StringRef allowed) -> P {
+    SmallVector<StringRef> values;
+    StringRef(allowed).split(values, ", ");
+    if (llvm::is_contained(values, StringRef(o.getValue())))
+      return std::nullopt;
+    return zero::OptionProblem{o.ArgStr.str(), o.getValue(),
+                               "must be one of " + allowed.str()};
+  };
+  auto given = [](const cl::Option &o) { return o.getNumOccurrences() > 0; };
+  for (P p : {oneOf(lrSchedule, "constant, warmup, warmup-decay, warmup-cosine"),
+              oneOf(warmupType, "log, linear"),
+              oneOf(recompute, "auto, none, cheap, blocks")})
+    if (p)
+      return p;
+  // torch.optim's constructors take only their own hyper-parameters.
+  if (optimizer == "sgd")
+    for (const cl::Option *o : {(const cl::Option *)&beta1, (const cl::Option *)&beta2,
+                                (const cl::Option *)&eps})
+      if (given(*o))
+        return zero::OptionProblem{o->ArgStr.str(), "", "is AdamW's: --optimizer=sgd "
+                                   "takes no betas or epsilon (torch.optim.SGD)"};
+  if (optimizer == "adamw" && given(momentum))
+    return zero::OptionProblem{momentum.ArgStr.str(), "",
+                               "is SGD's: --optimizer=adamw takes no momentum "
+                               "(torch.optim.AdamW)"};
+  // DeepSpeed's schedules, each with the parameters of its class
+  // (deepspeed/runtime/lr_schedules.py): others are an error there, so here.
+  bool warmupLr = lrSchedule == "warmup" || lrSchedule == "warmup-decay";
+  bool cosine = lrSchedule == "warmup-cosine";
+  struct Takes {
+    const cl::Option *flag;
+    bool taken;
+  };
+  for (Takes t : {Takes{&warmupMinLr, warmupLr}, Takes{&warmupMaxLr, warmupLr},
+                  Takes{&warmupSteps, warmupLr || cosine}, Takes{&warmupType, warmupLr || cosine},
+                  Takes{&totalSteps, lrSchedule == "warmup-decay" || cosine},
+                  Takes{&cosMinRatio, cosine}, Takes{&warmupMinRatio, cosine}})
+    if (given(*t.flag) && !t.taken)
+      return zero::OptionProblem{
+          t.flag->ArgStr.str(), "",
+          lrSchedule == "constant"
+              ? "goes with --lr-schedule: without a schedule the learning rate is --lr"
+              : "is not a parameter of --lr-schedule=" + lrSchedule.getValue() + " (" +
+                    (cosine ? "WarmupCosineLR" : lrSchedule == "warmup" ? "WarmupLR"
+                                                                         : "WarmupDecayLR") +
+                    " has none of that name in DeepSpeed)"};
+  if (!(std::isfinite(warmupMinLr) && warmupMinLr >= 0))
+    return number(warmupMinLr, warmupMinLr, "must be finite and >= 0 (a learning rate)");
+  if (given(warmupMaxLr) && !(std::isfinite(warmupMaxLr) && warmupMaxLr >= 0))
+    return number(warmupMaxLr, warmupMaxLr, "must be finite and >= 0 (a learning rate)");
+  double maxLr = given(warmupMaxLr) ? (double)warmupMaxLr : optimizerLr;
+  if (warmupLr && maxLr < warmupMinLr)
+    return number(warmupMaxLr, maxLr,
+                  "must be at least --warmup-min-lr (" +
+                      zero::formatOptionValue(warmupMinLr) +
+                      "): the warm-up rises from the minimum to it (default: --lr)");
+  if (warmupSteps < 1)
+    return count(warmupSteps, warmupSteps,
+                 "must be >= 1 (DeepSpeed's schedulers refuse fewer warm-up steps)");
+  if (totalSteps < 0 || ((lrSchedule == "warmup-decay" || cosine) && totalSteps < 1))
+    return count(totalSteps, totalSteps,
+                 "must be >= 1 with --lr-schedule=" + lrSchedule.getValue() +
+                     " (the steps of the whole run)");
+  for (const cl::opt<double> *r : {&cosMinRatio, &warmupMinRatio})
+    if (!(*r >= 0 && *r <= 1))
+      return number(*r, *r, "must be in [0, 1] (a ratio of --lr)");
+  // Loss scaling, by DeepSpeed's DynamicLossScaler; fp16 only.
+  for (const cl::Option *o :
+       {(const cl::Option *)&lossScale, (const cl::Option *)&initialScalePower,
+        (const cl::Option *)&lossScaleWindow, (const cl::Option *)&hysteresis,
+        (const cl::Option *)&minLossScale})
+    if (given(*o) && precision != "fp16")
+      return zero::OptionProblem{o->ArgStr.str(), "",
+                                 "goes with --precision=fp16 (fp32 and bf16 train "
+                                 "without loss scaling)"};
+  if (!(std::isfinite(lossScale) && lossScale >= 0))
+    return number(lossScale, lossScale, "must be finite and >= 0 (0: dynamic)");
+  if (initialScalePower < 0 || initialScalePower > 120)
+    return count(initialScalePower, initialScalePower, "must be 0 to 120");
+  if (lossScaleWindow < 1)
+    return count(lossScaleWindow, lossScaleWindow, "must be >= 1");
+  if (hysteresis < 1)
+    return count(hysteresis, hysteresis, "must be >= 1");
+  if (!(std::isfinite(minLossScale) && minLossScale > 0))
+    return number(minLossScale, minLossScale, "must be finite and > 0");
+  if (lossScale == 0 && minLossScale > std::ldexp(1.0, initialScalePower))
+    return number(minLossScale, minLossScale,
+                  "must be at most the first dynamic scale, 2^--initial-scale-power = " +
+                      zero::formatOptionValue(std::ldexp(1.0, initialScalePower)));
+  if (!(std::isfinite(maxMemoryGb) && maxMemoryGb >= 0))
+    return number(maxMemoryGb, maxMemoryGb, "must be finite and >= 0 (GiB; 0: no budget)");
+  if (stepsPerPrint < 0)
+    return count(stepsPerPrint, stepsPerPrint, "must be >= 0");
+  return std::nullopt;
+}
+
+/// Every value zero-opt was given, from its flags and a DeepSpeed config alike,
+/// checked once, here: the pipeline's options by findOptionProblem, zero-opt's
+/// own by findDriverProblem. The message names the flag, or the config key that
+/// set it, and the rule with its range.
+bool validateSettings(const zero::ZeroPipelineOptions &options) {
+  std::optional<zero::OptionProblem> p = zero::findOptionProblem(options);
+  if (!p)
+    p = findDriverProblem(options.lr);
+  if (!p)
+    return true;
+  auto origin = configOrigins.find(p->option);
+  if (origin != configOrigins.end())
+    llvm::errs() << "zero-opt: error: " << deepspeedConfig << ": '" << origin->second.key
+                 << "' (" << origin->second.value << ", zero-opt's --" << p->option
+                 << "): " << p->rule << "\n";
+  else
+    llvm::errs() << "zero-opt: error: --" << p->option
+                 << (p->value.empty() ? " " : "=" + p->value + ": ") << p->rule << "\n";
+  return false;
 }
 
 /// Reads --deepspeed and sets the flags it implies. The micro-batch it asks for
@@ -425,7 +577,7 @@ bool applyDeepSpeedConfig(std::optional<int64_t> &microBatch) {
   }
   zero::DeepSpeedConfig *config = &cfg;
   for (const zero::ConfigFlag &f : config->flags)
-    if (!applyConfigFlag(f.flag, f.value, f.key))
+    if (!applyConfigFlag(f.flag, f.value, f.key, config->batchRule))
       return false;
   // DeepSpeed counts bucket sizes in elements; zero-opt's flags are MiB of the
   // parameters' type.
@@ -664,58 +816,14 @@ int main(int argc, char **argv) {
   std::optional<int64_t> configMicroBatch;
   if (!deepspeedConfig.empty() && !applyDeepSpeedConfig(configMicroBatch))
     return 1;
-  if (stepsPerPrint < 0) {
-    llvm::errs() << "zero-opt: error: --steps-per-print must be >= 0\n";
-    return 1;
-  }
   {
     zero::ZeroPipelineOptions options;
     pipelineOptions(options, level, {recomputeLevel(), bucketSizeMb, prefetchBuckets});
-    std::string why = zero::checkZeroPipelineOptions(options, "--");
-    if (!why.empty()) {
-      llvm::errs() << "zero-opt: error: " << why << "\n";
+    if (!validateSettings(options))
       return 1;
-    }
-  }
-  if (recompute != "auto" && recompute != "none" && recompute != "cheap" &&
-      recompute != "blocks") {
-    llvm::errs() << "zero-opt: error: --recompute=" << recompute
-                 << " is not one of auto, none, cheap, blocks\n";
-    return 1;
-  }
-  if (maxMemoryGb < 0) {
-    llvm::errs() << "zero-opt: error: --max-memory-gb must be positive (0: no budget)\n";
-    return 1;
   }
   if (level == "zplan" && outputFile == "-") {
     llvm::errs() << "zero-opt: error: a plan file is binary; name it with -o\n";
-    return 1;
-  }
-  if (lrSchedule != "constant" && lrSchedule != "warmup" && lrSchedule != "warmup-decay" &&
-      lrSchedule != "warmup-cosine") {
-    llvm::errs() << "zero-opt: error: --lr-schedule=" << lrSchedule
-                 << " is not one of constant, warmup, warmup-decay, warmup-cosine\n";
-    return 1;
-  }
-  if (warmupType != "log" && warmupType != "linear") {
-    llvm::errs() << "zero-opt: error: --warmup-type=" << warmupType
-                 << " is not log or linear\n";
-    return 1;
-  }
-  if (warmupSteps < 0 || totalSteps < 0) {
-    llvm::errs() << "zero-opt: error: --warmup-steps and --total-steps must be >= 0\n";
-    return 1;
-  }
-  if ((lrSchedule == "warmup-decay" || lrSchedule == "warmup-cosine") && totalSteps <= 0) {
-    llvm::errs() << "zero-opt: error: --lr-schedule=" << lrSchedule
-                 << " needs --total-steps (the steps of the whole run)\n";
-    return 1;
-  }
-  if (lossScale < 0 || initialScalePower < 0 || initialScalePower > 120 ||
-      lossScaleWindow < 1 || hysteresis < 1 || minLossScale <= 0) {
-    llvm::errs() << "zero-opt: error: --loss-scale must be >= 0, --initial-scale-power "
-                    "0..120, --loss-scale-window and --hysteresis >= 1, "
-                    "--min-loss-scale > 0\n";
     return 1;
   }
 

@@ -11,6 +11,7 @@
 #include "mlir/Pass/PassOptions.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace zero {
@@ -26,11 +27,26 @@ struct ZeroPipelineOptions : public mlir::PassPipelineOptions<ZeroPipelineOption
 #include "zero/Pipeline/ZeroPipelineOptions.def"
 };
 
-/// Why `options` cannot be compiled ("" when they can): a value out of range or
-/// not one of the accepted ones, or options that do not go together. The message
-/// names each option as `<dashes>name` ("--" for zero-opt's flags).
+/// A value that cannot be compiled: the option's name ("lr"), its value as given,
+/// and the rule it breaks, with the allowed range ("a learning rate must be
+/// finite and >= 0 (torch.optim)").
+struct OptionProblem {
+  std::string option, value, rule;
+};
+
+/// The first problem with `options`: a value out of range (PyTorch's rules for
+/// the optimizers' hyper-parameters, DeepSpeed's for ZeRO's), not one of the
+/// accepted ones, or options that do not go together. Every option's rule is
+/// here, once: zero-opt checks its flags and a DeepSpeed config's keys with it.
+std::optional<OptionProblem> findOptionProblem(const ZeroPipelineOptions &options);
+
+/// findOptionProblem's problem as `<dashes>name=value: rule` ("--" for zero-opt's
+/// flags), or "" when there is none.
 std::string checkZeroPipelineOptions(const ZeroPipelineOptions &options,
                                      llvm::StringRef dashes);
+
+/// A number as messages show an option's value ("0.001", "inf", "nan").
+std::string formatOptionValue(double v);
 
 /// --zero-verify-pipeline: the invariants the pipeline's passes promise (every
 /// started collective waited for once, no shard collective after the schedule, a

@@ -13,6 +13,7 @@
 #include "OnnxImporter.h"
 
 #include "zero/Import/ONNX/ImportOnnx.h"
+#include "zrt/InputFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -231,12 +232,12 @@ namespace {
 
 LogicalResult readModel(MLIRContext &ctx, StringRef path, onnx::ModelProto &model) {
   Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-  if (!buffer)
-    return emitError(loc) << "cannot read '" << path
-                          << "': " << buffer.getError().message();
+  // A regular file of at most protobuf's 2 GiB, checked before it is read.
+  std::string bytes, error;
+  if (!zrt::readInputFile(path.str(), "ONNX model", zrt::kMaxProtobufBytes, bytes, error))
+    return emitError(loc) << error;
   if (path.ends_with(".onnxtxt")) {
-    std::string text = (*buffer)->getBuffer().str();
+    std::string text = bytes;
     auto status = onnx::OnnxParser::Parse(model, text.c_str());
     if (!status.IsOK())
       return emitError(loc) << "'" << path
@@ -250,8 +251,7 @@ LogicalResult readModel(MLIRContext &ctx, StringRef path, onnx::ModelProto &mode
           v.mutable_type()->mutable_tensor_type()->mutable_shape();
     return success();
   }
-  google::protobuf::io::ArrayInputStream raw((*buffer)->getBufferStart(),
-                                             (int)(*buffer)->getBufferSize());
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), (int)bytes.size());
   google::protobuf::io::CodedInputStream coded(&raw);
   coded.SetTotalBytesLimit(INT32_MAX);
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
@@ -444,10 +444,12 @@ LogicalResult bindConstantInputs(MLIRContext &ctx, StringRef path,
     if (found < 0)
       return emitError(loc) << "--constant-input names '" << name
                             << "', which is not a graph input";
-    auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false);
+    std::string bytes, readError;
+    if (!zrt::readInputFile(file, "--constant-input " + name, zrt::kMaxProtobufBytes, bytes,
+                            readError))
+      return emitError(loc) << readError;
     onnx::TensorProto value;
-    if (!buffer || !value.ParseFromArray((*buffer)->getBufferStart(),
-                                         (int)(*buffer)->getBufferSize()))
+    if (!value.ParseFromArray(bytes.data(), (int)bytes.size()))
       return emitError(loc) << "--constant-input " << name << ": cannot read a "
                             << "TensorProto from '" << file << "'";
     std::string error;

@@ -44,6 +44,13 @@ struct TrainerState {
 void saveCheckpoint(Executor &exec, const std::string &dir, const TrainerState &state,
                     int keep);
 
+/// Before a run saves checkpoints into `dir` at the steps after `firstStep` up to
+/// `lastStep` (every `every` steps, 0: only the last): throws zrt::Error when a
+/// folder DIR/step-S it would write holds files no checkpoint writes (a user's) or
+/// a checkpoint of another model than `plan`'s, which saving would overwrite.
+void checkCheckpointTargets(const zero::zplan::Plan &plan, const std::string &dir,
+                            int64_t firstStep, int64_t lastStep, int64_t every);
+
 /// Restores the buffers of this rank from `path` (a checkpoint folder, or a
 /// folder whose `latest` names one), resharding as needed, and returns the loop's
 /// state; `summary` (if given) says what was read. Every rank must call it.

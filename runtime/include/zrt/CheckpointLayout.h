@@ -51,6 +51,11 @@ zero::zplan::CheckpointBuffer describeBuffer(const zero::zplan::Buffer &b);
 void layoutCheckpoint(const zero::zplan::Plan &plan, zero::zplan::CheckpointManifest &m,
                       std::vector<int> &planIndex);
 
+/// The model's identity in a manifest: FNV-1a 64 of its parameters' names and
+/// shapes (the `param` tensors), in name order.
+std::string modelFingerprint(
+    const google::protobuf::RepeatedPtrField<zero::zplan::CheckpointTensor> &tensors);
+
 /// Payload bytes of rank `rank`'s file under the layout `m`.
 int64_t payloadBytes(const zero::zplan::CheckpointManifest &m, int rank);
 

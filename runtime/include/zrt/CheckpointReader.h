@@ -3,7 +3,8 @@
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
 // Opens a checkpoint folder (or the one a folder's `latest` names), checks its
-// manifest and the size and header of every rank file, and then reads any range
+// manifest (zrt/CheckpointManifest.h) and the size and header of every rank
+// file, and then reads any range
 // of elements of any tensor, from whichever files hold it: only those bytes (in
 // checksummed chunks), never a whole file or the whole model. Every chunk read is
 // checked against the manifest's checksum first.
@@ -13,12 +14,15 @@
 #ifndef ZRT_CHECKPOINTREADER_H
 #define ZRT_CHECKPOINTREADER_H
 
+#include "zrt/CheckpointManifest.h"
+#include "zrt/InputFile.h"
 #include "zrt/Tensor.h"
 
 #include "checkpoint.pb.h"
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,7 +63,7 @@ private:
   };
   struct File {
     std::string path;
-    int fd = -1;
+    std::unique_ptr<InputFile> input;
     int64_t payload = 0;
     std::vector<bool> verified;
     int64_t cached = -1; // the chunk in `cache`
@@ -75,10 +79,6 @@ private:
   std::vector<File> files_;
   int64_t bytesRead_ = 0;
 };
-
-/// The checkpoint format version this runtime writes and reads.
-inline constexpr uint32_t kCheckpointFormat = 2;
-inline constexpr char kCheckpointMagic[8] = {'Z', 'E', 'R', 'O', 'C', 'K', 'P', 'T'};
 
 /// A dtype's name as the manifest writes it ("f32"), back; DTYPE_INVALID if none.
 DType dtypeFromName(const std::string &name);

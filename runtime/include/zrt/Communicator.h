@@ -37,6 +37,9 @@ public:
   virtual double meanOf(double v) = 0;
   /// Every rank's value, on rank 0 (others get their own only).
   virtual std::vector<int64_t> gatherInts(int64_t v) = 0;
+  /// Every rank's value, on every rank (for what the ranks must agree on; not
+  /// counted as a plan collective).
+  virtual std::vector<int64_t> allGatherInts(int64_t v) = 0;
   /// Rank 0's `bytes` at `data` to every rank (NCCL's unique id, say).
   virtual void broadcast(void *data, size_t bytes) = 0;
   /// Called by a rank that failed: ranks that can see it (threads of this

@@ -20,6 +20,13 @@ public:
   explicit Error(const std::string &what) : std::runtime_error(what) {}
 };
 
+/// A failure that every rank of a run found together (after agreeing on it in a
+/// collective): each rank reports it and exits, none needs to end the others.
+class AgreedError : public Error {
+public:
+  using Error::Error;
+};
+
 } // namespace zrt
 
 /// Throws zrt::Error with a message built by streaming. The message is for the

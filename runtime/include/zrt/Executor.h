@@ -99,6 +99,18 @@ public:
   /// its name.
   void runProfiled(std::map<std::string, double> &msByKernel);
 
+  /// Where this rank's persistent state that the step updates (trained
+  /// parameters, master copies, optimizer state; not frozen initializers) holds
+  /// inf or NaN: the first such buffer, the first such element of it and how
+  /// many there are; buffer -1 when every value is finite. Counted by
+  /// the device's own nonfinite_count kernel where the values live (one read of
+  /// each buffer; the element is looked for on the host only when there is one).
+  struct NonFinite {
+    int buffer = -1;
+    int64_t element = -1, count = 0;
+  };
+  NonFinite findNonFinite();
+
   /// The events recorded since the last call (with `trace` on).
   std::vector<TraceEvent> takeTrace();
   /// The most bytes of gathered parameter buckets alive at once, over all runs so
@@ -138,6 +150,16 @@ private:
   std::unique_ptr<AsyncCollectives> async_;
   ExecutorOptions options_;
   std::vector<TraceEvent> trace_;
+  /// findNonFinite's kernels (bound at its first call), each counting into one f32
+  /// of `nonfiniteCounts_` (device memory) or of `hostCounts_` (host buffers').
+  struct FiniteCheck {
+    int buffer;
+    BoundKernel count;
+    bool host;
+  };
+  std::vector<FiniteCheck> finiteChecks_;
+  float *nonfiniteCounts_ = nullptr;
+  std::vector<float> hostCounts_;
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
   // Gathered bytes that become alive at kernel k, and die after it.
   std::vector<int64_t> gatheredFrom_, gatheredUntil_;

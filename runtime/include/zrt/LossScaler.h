@@ -20,6 +20,7 @@
 #include "zplan.pb.h"
 
 #include <cstdint>
+#include <string>
 
 namespace zrt {
 
@@ -44,12 +45,11 @@ public:
     int64_t iter, lastOverflowIter;
   };
   State state() const { return {scale_, counter_, iter_, lastOverflowIter_}; }
-  void restore(const State &s) {
-    scale_ = s.scale;
-    counter_ = s.counter;
-    iter_ = s.iter;
-    lastOverflowIter_ = s.lastOverflowIter;
-  }
+  /// Restores `s` (from `source`, named in messages), checked against this
+  /// scaler's settings: a dynamic scale finite and at least the minimum, the
+  /// hysteresis counter 1 to the plan's hysteresis, iterations in order. A fixed
+  /// scale stays the plan's. Throws zrt::Error.
+  void restore(const State &s, const std::string &source);
 
 private:
   bool dynamic_;

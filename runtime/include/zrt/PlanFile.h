@@ -24,6 +24,10 @@ zero::zplan::Plan parsePlanBytes(const std::string &bytes, const std::string &wh
 /// The structural checks alone, on an already parsed plan.
 void validatePlan(const zero::zplan::Plan &plan, const std::string &what);
 
+/// The plan's identity: FNV-1a 64 of its deterministic serialization, 16 hex
+/// digits (a checkpoint records it; ranks compare it).
+std::string planFingerprint(const zero::zplan::Plan &plan);
+
 } // namespace zrt
 
 #endif // ZRT_PLANFILE_H

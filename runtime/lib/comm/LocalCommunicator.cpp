@@ -34,6 +34,7 @@ public:
   }
   double meanOf(double v) override { return v; }
   std::vector<int64_t> gatherInts(int64_t v) override { return {v}; }
+  std::vector<int64_t> allGatherInts(int64_t v) override { return {v}; }
   void broadcast(void *, size_t) override {}
 };
 

@@ -156,6 +156,14 @@ public:
     return rank_ == 0 ? all : std::vector<int64_t>{v};
   }
 
+  std::vector<int64_t> allGatherInts(int64_t v) override {
+    std::vector<int64_t> all(size_);
+    WatchedWait watched(rank_, "the ranks' agreement");
+    ZERO_MPI_CHECK(MPI_Allgather(&v, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T,
+                                 MPI_COMM_WORLD));
+    return all;
+  }
+
 private:
   /// Completes a non-blocking collective, under the watchdog.
   void wait(MPI_Request &request, const char *what) {

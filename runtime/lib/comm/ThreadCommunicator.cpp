@@ -175,6 +175,13 @@ public:
     group_->barrier(rank_);
     return all;
   }
+  std::vector<int64_t> allGatherInts(int64_t v) override {
+    group_->ints[rank_] = v;
+    group_->barrier(rank_);
+    std::vector<int64_t> all = group_->ints;
+    group_->barrier(rank_);
+    return all;
+  }
   void broadcast(void *data, size_t bytes) override {
     post(data);
     if (rank_ != 0)

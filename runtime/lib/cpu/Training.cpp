@@ -16,6 +16,7 @@
 #include "../kernels/OptimizerMath.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -495,8 +496,19 @@ BoundKernel bindClipGradScale(const KernelCall &call) {
   };
 }
 
+/// How many of `n` values are inf or NaN, from their bits: in every float format
+/// those are the values with every exponent bit (`mask`) set.
+template <typename U>
+ZRT_VECTORIZED int64_t nonfiniteRun(const U *bits, int64_t n, U mask) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i)
+    count += (bits[i] & mask) == mask;
+  return count;
+}
+
 /// The number of elements that are inf or NaN, as one f32: the overflow check of
-/// mixed-precision training (gradients of any float dtype).
+/// mixed-precision training (gradients of any float dtype) and zero-run's check of
+/// the weights after each update.
 BoundKernel bindNonfiniteCount(const KernelCall &call) {
   call.expectArity(1, 1);
   const TensorView x = call.ins[0], out = call.outs[0];
@@ -504,12 +516,18 @@ BoundKernel bindNonfiniteCount(const KernelCall &call) {
             call.where() << ": the result must be one f32");
   return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
+    using U = std::conditional_t<sizeof(T) == 8, uint64_t,
+                                 std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>>;
+    U mask = std::is_same_v<T, double>  ? U(0x7ff0000000000000ull)
+             : std::is_same_v<T, float> ? U(0x7f800000u)
+             : std::is_same_v<T, f16>   ? U(0x7c00u)
+                                        : U(0x7f80u); // bf16
     return [=] {
-      const T *px = x.as<T>();
-      int64_t count = 0;
-      for (int64_t i = 0, n = x.numel(); i < n; ++i)
-        count += !std::isfinite((ComputeType<T>)px[i]);
-      out.as<float>()[0] = (float)count;
+      std::atomic<int64_t> count{0};
+      parallelFor(x.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
+        count += nonfiniteRun(x.as<U>() + lo, hi - lo, mask);
+      });
+      out.as<float>()[0] = (float)count.load();
     };
   });
 }

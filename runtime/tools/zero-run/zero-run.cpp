@@ -19,6 +19,8 @@
 #include "zrt/AtomicFile.h"
 #include "zrt/Calibrate.h"
 #include "zrt/Checkpoint.h"
+#include "zrt/CheckpointLayout.h"
+#include "zrt/CheckpointReader.h"
 #include "zrt/Communicator.h"
 #include "zrt/Consolidate.h"
 #include "zrt/Device.h"
@@ -31,6 +33,7 @@
 #include "zrt/ParallelFor.h"
 #include "zrt/PlanFile.h"
 #include "zrt/ResidentMemory.h"
+#include "zrt/RunAgreement.h"
 #include "zrt/SaveWeights.h"
 #include "zrt/TokenData.h"
 #include "zrt/Watchdog.h"
@@ -53,16 +56,6 @@
 #include <unistd.h>
 
 using namespace zrt;
-
-namespace {
-
-/// A failure every rank found and agreed on: each rank reports it and exits 1,
-/// without ending the others (they are ending too).
-struct FailedOnEveryRank : zrt::Error {
-  using zrt::Error::Error;
-};
-
-} // namespace
 
 namespace {
 
@@ -149,12 +142,13 @@ const char *kUsage =
     "  --quiet                prints nothing but errors\n";
 
 /// A number for the JSON log: JSON has no inf or NaN (a skipped step's loss or
-/// gradient norm may be either), so those are null.
-std::string jsonNumber(double v) {
+/// gradient norm may be either), so those are null. `digits` significant digits
+/// (17: every bit of a double).
+std::string jsonNumber(double v, int digits = 9) {
   if (!std::isfinite(v))
     return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;
 }
 
@@ -425,6 +419,43 @@ void printProfile(const std::map<std::string, double> &msByKernel, int64_t steps
                 total ? 100.0 * ms / total : 0.0);
 }
 
+/// Stops every rank when any rank's parameters, master copies or optimizer state
+/// hold inf or NaN, before anything is written from them: `subject` says what was
+/// checked ("after the update of step 3"), `stop` what happens. Every rank takes
+/// part and gives the same message, naming the first rank's tensor and element.
+void checkFinite(Executor &exec, const std::string &subject, const std::string &stop) {
+  Communicator &comm = exec.comm();
+  Executor::NonFinite mine = exec.findNonFinite();
+  std::vector<int64_t> buffers = comm.allGatherInts(mine.buffer);
+  std::vector<int64_t> elements = comm.allGatherInts(mine.element);
+  std::vector<int64_t> counts = comm.allGatherInts(mine.count);
+  for (int r = 0; r < comm.size(); ++r) {
+    if (buffers[r] < 0)
+      continue;
+    const auto &b = exec.plan().buffers((int)buffers[r]);
+    std::string tensor;
+    int64_t element = elements[r];
+    for (const TensorPiece &p : tensorPieces(describeBuffer(b), r, comm.size()))
+      if (elements[r] >= p.at && elements[r] < p.at + p.count) {
+        tensor = p.tensor;
+        element = p.first + elements[r] - p.at;
+      }
+    std::ostringstream why;
+    why << subject << ": ";
+    if (tensor.empty())
+      why << "the padding of bucket '" << b.name() << "'";
+    else
+      why << (b.role() == zero::zplan::STATE    ? "optimizer state '"
+              : b.role() == zero::zplan::MASTER ? "the f32 master copy of parameter '"
+                                                : "parameter '")
+          << tensor << "'";
+    why << " is non-finite (element " << element << "; " << counts[r]
+        << " non-finite values in rank " << r << "'s buffer '" << b.name() << "'); "
+        << stop;
+    throw AgreedError(why.str());
+  }
+}
+
 int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
           int64_t memoryBefore) {
   // Gradient accumulation: A micro-batches per step, each in its own input buffers.
@@ -500,6 +531,9 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
   // Checkpoints: a resumed run goes on from the checkpoint's step, with its loss
   // scaler, schedule and data order.
   int64_t firstStep = 0, samples = 0; // samples: global samples consumed
+  if (o.resume.empty())
+    checkFinite(exec, "the initial weights (--init " + o.init + ")",
+                "stopping before training");
   if (!o.resume.empty()) {
     std::string summary;
     TrainerState st = loadCheckpoint(exec, o.resume, &summary);
@@ -511,7 +545,8 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
     ZRT_CHECK(st.step <= o.steps, "the checkpoint is at step " << st.step
                                                                << ", past --steps "
                                                                << o.steps);
-    scaler.restore(st.scaler);
+    scaler.restore(st.scaler, o.resume);
+    checkFinite(exec, "the checkpoint " + o.resume, "stopping before training");
     scheduleIter = st.scheduleIteration;
     firstStep = st.step;
     samples = st.samples;
@@ -519,6 +554,10 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
       std::printf("resumed from %s at step %lld, sample %lld (%s)\n", o.resume.c_str(),
                   (long long)firstStep, (long long)samples, summary.c_str());
   }
+  // Folders the run will save into hold nothing a checkpoint would overwrite.
+  if (!o.saveCheckpoint.empty() && root)
+    checkCheckpointTargets(exec.plan(), o.saveCheckpoint, firstStep, o.steps,
+                           o.checkpointEvery);
   auto checkpoint = [&](int64_t stepsDone) {
     TrainerState st;
     st.step = stepsDone;
@@ -626,10 +665,10 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
                       (long long)(exec.copiedToHostBytes() - toHost),
                       (long long)(exec.copiedToDeviceBytes() - toDevice));
         if (mixed)
-          log->printf(", \"loss_scale\": %.17g, \"skipped\": %s", scaleUsed,
-                      skipped ? "true" : "false");
+          log->printf(", \"loss_scale\": %s, \"skipped\": %s",
+                      jsonNumber(scaleUsed, 17).c_str(), skipped ? "true" : "false");
         if (scheduled)
-          log->printf(", \"lr\": %.17g", lrUsed);
+          log->printf(", \"lr\": %s", jsonNumber(lrUsed, 17).c_str());
         if (gradNormOutput >= 0)
           log->printf(", \"grad_norm\": %s", jsonNumber(gradNorm).c_str());
         log->printf("}\n");
@@ -640,6 +679,10 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
                 "the loss is " << loss << " at step " << step + 1 << "; stopping");
       if (mixed)
         scaler.update(skipped);
+      // The update is checked before anything can be written from it: a
+      // non-finite weight never reaches a checkpoint or a saved model.
+      checkFinite(exec, "after the update of step " + std::to_string(step + 1),
+                  "stopping: nothing from this step is saved");
       if (!o.saveCheckpoint.empty() && o.checkpointEvery > 0 &&
           (step + 1) % o.checkpointEvery == 0) {
         checkpoint(step + 1);
@@ -725,11 +768,15 @@ std::string deviceKind(const Options &o) {
 }
 
 /// One rank's run of the plan on its device.
-int runRank(const Options &o, zero::zplan::Plan plan, Device &device, Communicator &comm) {
+int runRank(const Options &o, zero::zplan::Plan plan, Device &device, Communicator &comm,
+            onnx::ModelProto *preloaded = nullptr) {
   // The model first, then the memory in use: what the run adds to it is its
-  // measured memory (the arena and whatever else the run allocates).
+  // measured memory (the arena and whatever else the run allocates). `preloaded`
+  // is --init when the caller has read it already.
   onnx::ModelProto model;
-  if (!o.init.empty())
+  if (preloaded)
+    model = std::move(*preloaded);
+  else if (!o.init.empty())
     model = readOnnxModel(o.init);
   int64_t memoryBefore = device.memoryInUse();
   ExecutorOptions eopts;
@@ -847,6 +894,39 @@ void checkOutputPaths(const Options &o, int rank) {
   }
 }
 
+/// What the ranks of an mpirun launch must agree on: the plan, what they read, the
+/// steps and data order, and the options that make them call collectives (saving
+/// weights and checkpoints, the JSON log, the device's set-up).
+std::vector<AgreedValue> runAgreement(const Options &o, const zero::zplan::Plan &plan,
+                                      const onnx::ModelProto &model,
+                                      const std::string &deviceKind) {
+  auto hashOf = [](const std::string &s) {
+    return (int64_t)contentHash(s.data(), s.size());
+  };
+  std::vector<AgreedValue> v;
+  v.push_back({"plan", hashOf(planFingerprint(plan))});
+  v.push_back({"device", hashOf(deviceKind)});
+  v.push_back({"initial weights (--init)",
+               o.init.empty() ? 0 : (int64_t)initializerFingerprint(model, dirOf(o.init))});
+  int64_t data = 0;
+  if (!o.data.empty())
+    data = (int64_t)TokenData::load(o.data, o.dataFormat).fingerprint();
+  v.push_back({"data (--data, --data-format)", data});
+  v.push_back({"--steps", o.steps, AgreedValue::Number});
+  v.push_back({"--shuffle", o.shuffle, AgreedValue::Flag});
+  v.push_back({"--seed", (int64_t)o.seed, AgreedValue::Number});
+  int64_t resume = 0;
+  if (!o.resume.empty())
+    resume = hashOf(CheckpointReader(o.resume).manifest().manifest_checksum());
+  v.push_back({"checkpoint to resume (--resume)", resume});
+  v.push_back({"--save-checkpoint", !o.saveCheckpoint.empty(), AgreedValue::Flag});
+  v.push_back({"--checkpoint-every", o.checkpointEvery, AgreedValue::Number});
+  v.push_back({"--save-weights", !o.saveWeights.empty(), AgreedValue::Flag});
+  v.push_back({"--log-json", !o.logJson.empty(), AgreedValue::Flag});
+  v.push_back({"--inputs", !o.inputs.empty(), AgreedValue::Flag});
+  return v;
+}
+
 /// --consolidate: one process writes the checkpoint's weights as one file.
 int consolidate(const Options &o, Communicator &comm) {
   ZRT_CHECK(comm.size() == 1, "--consolidate runs as one process, not under mpirun -np "
@@ -906,15 +986,23 @@ int run(const Options &o, Communicator &comm, bool launched) {
           << comm.size();
     else
       why << "another rank's plan was compiled for another number of ranks";
-    throw FailedOnEveryRank(why.str());
+    throw AgreedError(why.str());
   }
+  // Then everything else that must agree, before the ranks meet in anything that
+  // one of them might not call (NCCL's set-up, a collective, a checkpoint).
+  onnx::ModelProto model;
+  if (!o.init.empty())
+    model = readOnnxModel(o.init);
+  std::string kind = deviceKind(o);
+  if (comm.size() > 1)
+    agreeAcrossRanks(comm, runAgreement(o, plan, model, kind));
   // Under mpirun each rank takes the GPU of its rank among the machine's.
   std::unique_ptr<Device> device;
-  if (deviceKind(o) == "cpu")
+  if (kind == "cpu")
     device = makeCpuDevice();
   else
     device = makeCudaDevice(comm.rank() % cudaDeviceCount(), comm);
-  return runRank(o, std::move(plan), *device, comm);
+  return runRank(o, std::move(plan), *device, comm, &model);
 }
 
 } // namespace
@@ -939,7 +1027,7 @@ int main(int argc, char **argv) {
       std::_Exit(1);
     });
     rc = run(o, *comm, launched);
-  } catch (const FailedOnEveryRank &e) {
+  } catch (const AgreedError &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "zero-run: error (rank %d): %s\n", comm->rank(), e.what());
   } catch (const std::exception &e) {

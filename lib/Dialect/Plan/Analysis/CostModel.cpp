@@ -9,6 +9,7 @@
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
 #include "zplan/FusedProgram.h"
 #include "zplan/MachineFile.h"
+#include "zrt/InputFile.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -43,13 +44,18 @@ FailureOr<MachineModel> zero::loadMachineModel(StringRef nameOrPath,
     m.name = "cpu";
     return m;
   }
-  auto buffer = llvm::MemoryBuffer::getFile(nameOrPath);
-  if (!buffer) {
+  std::string text, why;
+  if (!zrt::readInputFile(nameOrPath.str(), "machine file", zrt::kMaxConfigBytes, text, why)) {
     error = "'" + nameOrPath.str() + "' is neither h100-nvlink, cpu nor a readable "
-            "machine file";
+            "machine file (" + why + ")";
     return failure();
   }
-  auto json = llvm::json::parse((*buffer)->getBuffer());
+  // The parser recurses per level: bounded first.
+  if (std::string deep = zrt::jsonNestingProblem(text); !deep.empty()) {
+    error = "'" + nameOrPath.str() + "' is not a machine file: " + deep;
+    return failure();
+  }
+  auto json = llvm::json::parse(text);
   if (!json) {
     error = "'" + nameOrPath.str() + "' is not JSON: " + llvm::toString(json.takeError());
     return failure();
