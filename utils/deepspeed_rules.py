@@ -8,28 +8,43 @@ def scheduled_lr(kind, t, lr, warmup_steps, warmup_type="log", total_steps=0,
                  warmup_min_lr=0.0, warmup_max_lr=None, cos_min_ratio=0.0001,
                  warmup_min_ratio=0.0):
     """WarmupLR ("warmup"), WarmupDecayLR ("warmup-decay"), WarmupCosineLR
-    ("warmup-cosine") at schedule iteration t; `lr` is the optimizer's rate."""
+    ("warmup-cosine") at the scheduler's last_batch_iteration t (-1: as
+    constructed); `lr` is the optimizer's rate. Operation for operation as
+    lr_schedules.py computes it."""
     max_lr = lr if warmup_max_lr is None else warmup_max_lr
     n = max(2, warmup_steps)
 
     def gamma():
-        return math.log(t + 1) / math.log(n) if warmup_type == "log" else t / n
+        if warmup_type == "log":
+            return (1.0 / math.log(n)) * math.log(t + 1)
+        return t / n
 
     if kind == "warmup-cosine":
+        if t < 0:
+            return 0.0
         if t < n:
-            ratio = warmup_min_ratio + (1 - warmup_min_ratio) * gamma()
+            ratio = warmup_min_ratio + gamma() * (1.0 - warmup_min_ratio)
         else:
-            p = min(1.0, (t - n + 1) / max(1, total_steps - n))
-            ratio = max(0.0, cos_min_ratio + (1 - cos_min_ratio) *
-                        (1 + math.cos(math.pi * p)) / 2)
+            progress = min(1.0, (t - n + 1) / max(1, total_steps - n))
+            ratio = (1 + math.cos(math.pi * progress)) / 2
+            ratio = max(0.0, cos_min_ratio + (1.0 - cos_min_ratio) * ratio)
         return lr * ratio
+    if t < 0:
+        return warmup_min_lr
     if t < n:
         g = gamma()
     elif kind == "warmup":
         g = 1.0
     else:
-        g = max(0.0, (total_steps - t) / max(1, total_steps - n))
+        g = max(0.0, float(total_steps - t) / float(max(1.0, total_steps - n)))
     return warmup_min_lr + (max_lr - warmup_min_lr) * g
+
+
+def lr_after_applied(kind, applied, *args, **kwargs):
+    """The rate of the optimizer step after `applied` applied (not skipped) ones:
+    DeepSpeed's engine builds the scheduler at iteration -1 and steps it after
+    each applied step, so that step uses iteration applied - 1."""
+    return scheduled_lr(kind, applied - 1, *args, **kwargs)
 
 
 class DynamicLossScaler:

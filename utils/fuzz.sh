@@ -10,9 +10,12 @@
 #   utils/fuzz.sh seeds                  rewrite the seed corpora from small models
 #
 # TARGET is onnx-import (ONNX bytes through the importer, the pipeline and the
-# plan writer) or plan-loader (plan payloads through the loader, the verifier,
-# kernel binding and one CPU run). A finding worth keeping as a regression input
-# goes into test/Fuzz/crashers/TARGET/ once it is fixed.
+# plan writer), plan-loader (plan payloads through the loader, the verifier,
+# kernel binding and one CPU run), checkpoint-manifest (a manifest.json through its
+# checksum and checks, then rank files made to its word through the reader and
+# consolidation) or deepspeed-config (a DeepSpeed config through zero-opt's reader
+# and the options' rules). A finding worth keeping as a regression input goes into
+# test/Fuzz/crashers/TARGET/ once it is fixed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FB=${ZERO_FUZZ_BUILD:-build-fuzz}
@@ -22,7 +25,8 @@ build() {
     CC=clang-22 CXX=clang++-22 cmake -G Ninja -S . -B "$FB" -DCMAKE_BUILD_TYPE=Release \
       -DZERO_FUZZ=ON -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >/dev/null
   fi
-  cmake --build "$FB" --target fuzz-onnx-import fuzz-plan-loader
+  cmake --build "$FB" --target fuzz-onnx-import fuzz-plan-loader fuzz-checkpoint-manifest \
+    fuzz-deepspeed-config
 }
 
 run() {
@@ -91,13 +95,33 @@ PY
       fi
     done
   done
+  # Manifests of small checkpoints: each stage on 1 to 3 ranks, each precision, SGD.
+  local manifests=test/Fuzz/corpus/checkpoint-manifest configs=test/Fuzz/corpus/deepspeed-config
+  rm -rf "$manifests" "$configs" && mkdir -p "$manifests" "$configs"
+  /usr/bin/python3 utils/make_gpt.py "$tmp/gpt.onnx" --layers 1 --hidden 8 --heads 2 \
+    --vocab 256 --seq 4 --batch 2 >/dev/null 2>&1
+  for run in "0 1" "1 2" "2 2 --precision=bf16" "3 3 --precision=fp16" "3 2 --optimizer=sgd --momentum=0.9" \
+             "2 3 --grad-accum-steps=2 --lr-schedule=warmup --warmup-steps=2"; do
+    set -- $run
+    local stage=$1 world=$2 flags name; shift 2
+    flags="$*"
+    name=s$stage-w$world${flags//[^a-z0-9]/}
+    build/bin/zero-opt "$tmp/gpt.onnx" --zero-stage=$stage --world-size=$world --bucket-size-mb=0.0005 \
+      "$@" -o "$tmp/p.zplan"
+    build/bin/zero-run "$tmp/p.zplan" --init "$tmp/gpt.onnx" --data LICENSE --steps 2 \
+      --save-checkpoint "$tmp/ck-$name" --quiet
+    cp "$tmp/ck-$name/step-2/manifest.json" "$manifests/$name.json"
+  done
+  # DeepSpeed configs: the tests' and the tutorial's.
+  cp test/Integration/Inputs/ds-recipe.json test/Integration/Inputs/deepspeed-tutorial/*.config \
+    "$configs/"
   rm -rf "$tmp"
-  du -sh "$onnx" "$plans"
+  du -sh "$onnx" "$plans" "$manifests" "$configs"
 }
 
 case "${1:-}" in
 build) build ;;
 run) run "${2:?target}" "${3:?seconds}" ;;
 seeds) seeds ;;
-*) echo "usage: utils/fuzz.sh build | run onnx-import|plan-loader SECONDS | seeds" >&2; exit 2 ;;
+*) echo "usage: utils/fuzz.sh build | run onnx-import|plan-loader|checkpoint-manifest|deepspeed-config SECONDS | seeds" >&2; exit 2 ;;
 esac

@@ -132,7 +132,7 @@ def main():
                                 "--warmup-steps=10"], 30)
     applied, want = 0, []
     for s in log:
-        want.append(deepspeed_rules.scheduled_lr("warmup", applied, 1e-3, 10, "linear"))
+        want.append(deepspeed_rules.lr_after_applied("warmup", applied, 1e-3, 10, "linear"))
         applied += not s["skipped"]
     got = [s["lr"] for s in log]
     print("lr: " + " ".join("%g%s" % (l, "*" if s["skipped"] else "") for l, s in zip(got, log)))

@@ -134,8 +134,8 @@ def reference(a, model, precision, lr, wd, data, steps, global_batch, seq):
         overflow = any(not torch.isfinite(g).all() for g in grads.values())
         norm = float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads.values())))
         if a.lr_schedule != "constant":
-            step_lr = deepspeed_rules.scheduled_lr(a.lr_schedule, applied, lr, 5, "linear",
-                                                   steps)
+            step_lr = deepspeed_rules.lr_after_applied(a.lr_schedule, applied, lr, 5,
+                                                       "linear", steps)
             for group in opt.param_groups:
                 group["lr"] = step_lr
             lrs.append(step_lr)

@@ -56,10 +56,10 @@ def build_model(name, vocab, seq):
     return zero_models.build(name, layers=2, hidden=32, heads=4, vocab=vocab, seq=seq)
 
 
-def scheduled_lr(a, lr, t):
-    """The schedule --lr-schedule and its flags ask for, at iteration t."""
-    return deepspeed_rules.scheduled_lr(
-        a.lr_schedule, t, lr, a.warmup_steps, a.warmup_type, a.total_steps,
+def scheduled_lr(a, lr, applied):
+    """The rate --lr-schedule and its flags give the step after `applied` ones."""
+    return deepspeed_rules.lr_after_applied(
+        a.lr_schedule, applied, lr, a.warmup_steps, a.warmup_type, a.total_steps,
         a.warmup_min_lr, None, a.cos_min_ratio, a.warmup_min_ratio)
 
 
@@ -77,7 +77,7 @@ def torch_reference(a, model, optimizer, lr, momentum, wd, data, steps, global_b
     for step in range(steps):
         tokens, targets = zero_models.make_batch(tdata, step, global_batch, seq)
         if a.lr_schedule != "constant":
-            step_lr = scheduled_lr(a, lr, step)  # step k uses iteration k - 1
+            step_lr = scheduled_lr(a, lr, step)  # no step is skipped in f32
             for group in opt.param_groups:
                 group["lr"] = step_lr
             lrs.append(step_lr)

@@ -25,10 +25,13 @@ void zrt::checkLrSchedule(const zero::zplan::LrSchedule &s) {
 
 namespace {
 
-/// The warm-up fraction gamma(t), t < N.
+/// The warm-up fraction gamma(t), 0 <= t < N, as DeepSpeed writes it (the log
+/// form multiplies by a precomputed 1 / ln N).
 double warmupGamma(const zero::zplan::LrSchedule &s, long long t, double n) {
-  if (s.warmup_type() == "log")
-    return std::log((double)t + 1) / std::log(n);
+  if (s.warmup_type() == "log") {
+    double inverseLogWarmUp = 1.0 / std::log(n);
+    return inverseLogWarmUp * std::log((double)t + 1);
+  }
   return (double)t / n;
 }
 
@@ -39,16 +42,23 @@ double zrt::scheduledLr(const zero::zplan::LrSchedule &s, long long t) {
   double n = std::max<double>(2, (double)s.warmup_steps());
   double total = (double)s.total_steps();
   if (s.kind() == "warmup-cosine") {
+    if (t < 0) // "before it has started": every group's rate is 0
+      return 0.0;
     double ratio;
     if (t < n) {
-      ratio = s.warmup_min_ratio() + (1.0 - s.warmup_min_ratio()) * warmupGamma(s, t, n);
+      ratio = warmupGamma(s, t, n);
+      ratio = s.warmup_min_ratio() + ratio * (1.0 - s.warmup_min_ratio());
     } else {
-      double p = std::min(1.0, ((double)t - n + 1) / std::max(1.0, total - n));
-      ratio = std::max(0.0, s.cos_min_ratio() +
-                                (1.0 - s.cos_min_ratio()) * (1 + std::cos(M_PI * p)) / 2);
+      double realLastStep = (double)t - n + 1;
+      double realTotalSteps = std::max(1.0, total - n);
+      double progress = std::min(1.0, realLastStep / realTotalSteps);
+      ratio = (1 + std::cos(M_PI * progress)) / 2;
+      ratio = std::max(0.0, s.cos_min_ratio() + (1.0 - s.cos_min_ratio()) * ratio);
     }
     return s.base_lr() * ratio;
   }
+  if (t < 0) // the minimum, set when the scheduler is constructed
+    return s.min_lr();
   double gamma;
   if (t < n)
     gamma = warmupGamma(s, t, n);

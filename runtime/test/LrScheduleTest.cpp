@@ -32,7 +32,7 @@ zero::zplan::LrSchedule schedule(const char *kind, const char *type, int64_t war
 
 TEST(LrSchedule, WarmupLog) {
   auto s = schedule("warmup", "log", 10, 0);
-  EXPECT_EQ(scheduledLr(s, 0), 0.0); // step 1 uses the minimum
+  EXPECT_EQ(scheduledLr(s, 0), 0.0); // ln 1 = 0: the minimum
   EXPECT_NEAR(scheduledLr(s, 4), 1e-3 * std::log(5.0) / std::log(10.0), 1e-18);
   EXPECT_EQ(scheduledLr(s, 10), 1e-3);
   EXPECT_EQ(scheduledLr(s, 1000), 1e-3);
@@ -66,6 +66,21 @@ TEST(LrSchedule, WarmupCosine) {
   EXPECT_NEAR(scheduledLr(s, 100), 1e-4, 1e-18); // p stays at 1
   s.set_warmup_min_ratio(0.5);
   EXPECT_NEAR(scheduledLr(s, 0), 0.5e-3, 1e-18);
+}
+
+TEST(LrSchedule, StepsFollowDeepSpeedsEngine) {
+  // The engine constructs the scheduler at t = -1 (the minimum; WarmupCosineLR's
+  // rate is 0 then) and steps it after each applied optimizer step.
+  auto s = schedule("warmup", "linear", 10, 0);
+  s.set_min_lr(1e-4);
+  EXPECT_EQ(lrAfterAppliedSteps(s, 0), 1e-4);
+  EXPECT_EQ(lrAfterAppliedSteps(s, 1), 1e-4); // t = 0: gamma 0
+  EXPECT_EQ(lrAfterAppliedSteps(s, 2), scheduledLr(s, 1));
+  EXPECT_EQ(scheduledLr(schedule("warmup-decay", "log", 10, 20), -1), 0.0);
+  auto c = schedule("warmup-cosine", "linear", 10, 30);
+  c.set_warmup_min_ratio(0.5);
+  EXPECT_EQ(lrAfterAppliedSteps(c, 0), 0.0);
+  EXPECT_EQ(lrAfterAppliedSteps(c, 1), 0.5e-3);
 }
 
 TEST(LrSchedule, BadSchedules) {

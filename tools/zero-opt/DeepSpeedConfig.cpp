@@ -463,6 +463,10 @@ bool Reader::scheduler(const json::Object &o) {
   }
   if (auto t = string(*p, "warmup_type", "scheduler.params.warmup_type", "--warmup-type"))
     flag("warmup-type", *t, "scheduler.params.warmup_type");
+  // WarmupDecayLR's own default peak is 0.001, where WarmupLR's (and zero-opt's
+  // --warmup-max-lr) is the optimizer's rate.
+  if (*type == "WarmupDecayLR" && !p->get("warmup_max_lr"))
+    flag("warmup-max-lr", "0.001", "scheduler.params.warmup_max_lr (WarmupDecayLR's default)");
   if (auto last = number(*p, "last_batch_iteration", "scheduler.params.last_batch_iteration",
                          ""))
     if (*last != -1)

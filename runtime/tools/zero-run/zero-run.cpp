@@ -602,7 +602,7 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
         exec.setRuntimeValue("loss_scale", forceOverflow ? INFINITY : scaleUsed);
       double lrUsed = 0;
       if (scheduled) {
-        lrUsed = scheduledLr(exec.plan().lr_schedule(), scheduleIter);
+        lrUsed = lrAfterAppliedSteps(exec.plan().lr_schedule(), scheduleIter);
         exec.setRuntimeValue("lr", lrUsed);
       }
       auto start = std::chrono::steady_clock::now();
