@@ -16,7 +16,6 @@
 
 #include "checkpoint.pb.h"
 
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
