@@ -21,6 +21,9 @@
 #      3e. optimizer offload (--offload-optimizer=cpu, ZeRO stage 2, one rank): the
 #          GPT in f32 and bf16, 20 steps, per-step losses within 1e-4 / 1e-2 of the
 #          CPU backend's without offload;
+#      3f. an update that makes the weights non-finite (a learning rate of 1e39,
+#          f32 and bf16) stops the run, naming the step and the tensor, before the
+#          weights or a checkpoint are written;
 #   4. the GPT-2 small training step in zero-run and in PyTorch eager, and their ratio;
 #      4b. the same in bf16 (PyTorch under torch.autocast);
 #      4c. both again compiled with --no-fusion (a kernel per elementwise op): the
@@ -31,7 +34,7 @@
 # The GPU machine has no zero-opt (no MLIR there): plans are compiled by `bundle`.
 #
 #   utils/gpu-checks.sh bundle rehearsal; utils/gpu-checks.sh rehearse
-#                                 here, no GPU: checks 1-3e as `run` does them,
+#                                 here, no GPU: checks 1-3f as `run` does them,
 #                                 with zero-run-cuda-emulated (the CUDA backend over
 #                                 emulated CUDA) and 8 emulated GPUs; checks 4 and 5's
 #                                 scripts on a tiny GPT, PyTorch on the CPU
@@ -83,6 +86,11 @@ bundle() {
   for p in fp32 bf16; do
     $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=2 --world-size=1 --precision=$p \
       --offload-optimizer=cpu -o "$B/gpt/step-offload-$p.zplan"
+  done
+  # 3f. non-finite updates: a learning rate whose first update overflows f32.
+  for p in fp32 bf16; do
+    $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=2 --world-size=1 --precision=$p \
+      --lr=1e39 -o "$B/gpt/step-nonfinite-$p.zplan"
   done
   # 3c. integer division by zero: an error on the GPU too (the lit test's inputs).
   $BUILD/bin/zero-opt test/Target/Zplan/Inputs/int-div.onnxtxt --mode=inference -o "$B/div/div.zplan"
@@ -241,6 +249,25 @@ PY
       "$ZR" "$B/gpt/step-offload-$p.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
         --steps 20 --log-json "$B/gpt/cuda-offload-$p.json" --device cuda --quiet || failed=1
       compare_losses "$ref" "$B/gpt/cuda-offload-$p.json" $tol || failed=1
+    done
+  fi
+  if want 3f; then
+    echo "== 3f. a non-finite update on cuda stops the run before anything is saved"
+    for p in fp32 bf16; do
+      rm -rf "$B/gpt/nonfinite-$p" && mkdir -p "$B/gpt/nonfinite-$p"
+      if "$ZR" "$B/gpt/step-nonfinite-$p.zplan" --init "$B/gpt/gpt.onnx" \
+           --data "$B/gpt/text.u8" --steps 3 --device cuda --quiet \
+           --save-weights "$B/gpt/nonfinite-$p/out.onnx" \
+           --save-checkpoint "$B/gpt/nonfinite-$p/ck" 2> "$B/gpt/nonfinite-$p/err.txt"; then
+        echo "$p: the run went on with non-finite weights"; failed=1
+      else
+        cat "$B/gpt/nonfinite-$p/err.txt"
+        grep -q "after the update of step 1: .* is non-finite" "$B/gpt/nonfinite-$p/err.txt" ||
+          failed=1
+        if [ -e "$B/gpt/nonfinite-$p/out.onnx" ] || [ -e "$B/gpt/nonfinite-$p/ck/latest" ]; then
+          echo "$p: something was written from the non-finite weights"; failed=1
+        fi
+      fi
     done
   fi
   if want 4; then
