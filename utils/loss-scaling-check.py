@@ -17,7 +17,7 @@
 # 5. A fixed --loss-scale never changes and overflowing steps are still skipped.
 # 6. Skipped steps do not advance the learning-rate schedule (DeepSpeed steps its
 #    scheduler only with the optimizer): the logged lr of each step is the
-#    schedule at the number of steps applied before it.
+#    schedule at iteration k - 1, k the number of steps applied before it.
 # Exit 1 on a mismatch. Run with Debian's /usr/bin/python3.
 import argparse
 import json
