@@ -24,26 +24,28 @@ std::string zero::formatOptionValue(double v) {
   return buf;
 }
 
+std::optional<zero::OptionProblem> zero::notOneOf(StringRef option, StringRef value,
+                                                  StringRef allowed) {
+  SmallVector<StringRef> values;
+  allowed.split(values, ", ");
+  if (llvm::is_contained(values, value))
+    return std::nullopt;
+  return OptionProblem{option.str(), value.str(), "must be one of " + allowed.str()};
+}
+
 std::optional<zero::OptionProblem> zero::findOptionProblem(const ZeroPipelineOptions &o) {
   using P = std::optional<zero::OptionProblem>;
-  auto oneOf = [](StringRef name, StringRef value, StringRef allowed) -> P {
-    SmallVector<StringRef> values;
-    allowed.split(values, ", ");
-    if (llvm::is_contained(values, value))
-      return std::nullopt;
-    return zero::OptionProblem{name.str(), value.str(), "must be one of " + allowed.str()};
-  };
   auto number = [](StringRef name, double v, std::string rule) -> P {
     return zero::OptionProblem{name.str(), formatOptionValue(v), rule};
   };
   auto count = [](StringRef name, int64_t v, std::string rule) -> P {
     return zero::OptionProblem{name.str(), std::to_string(v), rule};
   };
-  for (P p : {oneOf("mode", o.mode, "train, inference, gradients"),
-              oneOf("level", o.level, "graph, step, plan, zplan"),
-              oneOf("optimizer", o.optimizer, "adamw, sgd"),
-              oneOf("precision", o.precision, "fp32, bf16, fp16"),
-              oneOf("offload-optimizer", o.offloadOptimizer, "none, cpu")})
+  for (P p : {notOneOf("mode", o.mode, "train, inference, gradients"),
+              notOneOf("level", o.level, "graph, step, plan, zplan"),
+              notOneOf("optimizer", o.optimizer, "adamw, sgd"),
+              notOneOf("precision", o.precision, "fp32, bf16, fp16"),
+              notOneOf("offload-optimizer", o.offloadOptimizer, "none, cpu")})
     if (p)
       return p;
   // The optimizers' hyper-parameters, by torch.optim's rules (which refuse each

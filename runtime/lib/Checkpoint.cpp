@@ -113,12 +113,7 @@ void checkTargetFolder(const fs::path &folder, const std::string &model) {
 /// are this run's; of those, only the files a checkpoint writes are removed, and
 /// the folder with them when nothing else is in it: a user's own files stay.
 void prune(const std::string &dir, int keep, const std::string &model) {
-  struct Folder {
-    long long step;
-    fs::path path;
-    std::set<std::string> files; // what the checkpoint wrote there
-  };
-  std::vector<Folder> folders;
+  std::vector<std::pair<long long, fs::path>> folders;
   std::error_code ec;
   for (const auto &e : fs::directory_iterator(dir, ec)) {
     std::string name = e.path().filename().string();
@@ -132,36 +127,27 @@ void prune(const std::string &dir, int keep, const std::string &model) {
       std::string path = (e.path() / "manifest.json").string();
       CheckpointManifest m = decodeManifest(
           readInputFile(path, "checkpoint manifest", kMaxManifestBytes), path);
-      if (m.model_fingerprint() != model || m.step() != s)
-        continue;
-      Folder f{s, e.path(), {"manifest.json", ".manifest.json.tmp-"}};
-      for (const auto &file : m.files()) {
-        f.files.insert(file.name());
-        f.files.insert("." + file.name() + ".tmp-"); // a write that did not finish
-      }
-      folders.push_back(std::move(f));
+      if (m.model_fingerprint() == model && m.step() == s)
+        folders.push_back({s, e.path()});
     } catch (const Error &) {
       // Not a checkpoint of this model: not ours to remove.
     }
   }
-  std::sort(folders.begin(), folders.end(),
-            [](const Folder &a, const Folder &b) { return a.step < b.step; });
+  std::sort(folders.begin(), folders.end());
   for (size_t i = 0; i + keep < folders.size(); ++i) {
-    const Folder &f = folders[i];
+    const fs::path &folder = folders[i].second;
     std::vector<fs::path> ours;
-    for (const auto &e : fs::directory_iterator(f.path, ec)) {
+    for (const auto &e : fs::directory_iterator(folder, ec)) {
       std::string name = e.path().filename().string();
-      size_t tmp = name.find(".tmp-");
-      std::string key = tmp == std::string::npos ? name : name.substr(0, tmp + 5);
-      if (f.files.count(key) && !e.is_symlink(ec) && e.is_regular_file(ec) &&
-          name != "manifest.json")
+      if (checkpointFileName(name) && name != "manifest.json" && !e.is_symlink(ec) &&
+          e.is_regular_file(ec))
         ours.push_back(e.path());
     }
     for (const fs::path &p : ours)
       fs::remove(p, ec);
     // The manifest last: a folder half removed is no longer taken for a checkpoint.
-    fs::remove(f.path / "manifest.json", ec);
-    fs::remove(f.path, ec); // fails, leaving the folder, when a user's files are in it
+    fs::remove(folder / "manifest.json", ec);
+    fs::remove(folder, ec); // fails, leaving the folder, when a user's files are in it
   }
 }
 

@@ -15,9 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
-#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace zrt;
@@ -38,36 +36,6 @@ std::string checkpointFolder(const std::string &path) {
                 name != ".." && name.find('\0') == std::string::npos,
             latest.string() << " does not name a checkpoint folder");
   return (fs::path(path) / name).string();
-}
-
-bool floating(DType t) {
-  return t == zero::zplan::F32 || t == zero::zplan::F64 || t == zero::zplan::BF16 ||
-         t == zero::zplan::F16;
-}
-
-double loadFloat(const char *p, DType t) {
-  switch (t) {
-  case zero::zplan::F32: {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  case zero::zplan::F64: {
-    double v;
-    std::memcpy(&v, p, 8);
-    return v;
-  }
-  case zero::zplan::BF16: {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return floatFromBf16(v);
-  }
-  default: {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return floatFromF16(v);
-  }
-  }
 }
 
 void storeFloat(char *p, DType t, double v) {
@@ -219,13 +187,13 @@ void CheckpointReader::read(const std::string &name, int64_t first, int64_t coun
     if (s.dtype == dtype) {
       copy(s.file, offset, n * ssize, out);
     } else {
-      ZRT_CHECK(floating(s.dtype) && floating(dtype),
+      ZRT_CHECK(isFloatDtype(s.dtype) && isFloatDtype(dtype),
                 manifestPath_ << ": '" << name << "' is stored as " << dtypeName(s.dtype)
                               << "; the plan holds it as " << dtypeName(dtype));
       staging.resize(n * ssize);
       copy(s.file, offset, n * ssize, staging.data());
       for (int64_t i = 0; i < n; ++i)
-        storeFloat(out + i * dsize, dtype, loadFloat(staging.data() + i * ssize, s.dtype));
+        storeFloat(out + i * dsize, dtype, floatValue(staging.data() + i * ssize, s.dtype));
     }
     next = to;
   }

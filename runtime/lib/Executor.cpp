@@ -418,11 +418,9 @@ Executor::NonFinite Executor::findNonFinite() {
     std::vector<int> checked;
     for (int i = 0; i < plan_.buffers_size(); ++i) {
       const auto &b = plan_.buffers(i);
-      bool isFloat = b.dtype() == zero::zplan::F32 || b.dtype() == zero::zplan::F64 ||
-                     b.dtype() == zero::zplan::BF16 || b.dtype() == zero::zplan::F16;
       if ((b.role() == zero::zplan::PARAM || b.role() == zero::zplan::MASTER ||
            b.role() == zero::zplan::STATE) &&
-          isFloat && b.bytes() > 0 && written.count(i))
+          isFloatDtype(b.dtype()) && b.bytes() > 0 && written.count(i))
         checked.push_back(i);
     }
     nonfiniteCounts_ =
@@ -458,15 +456,10 @@ Executor::NonFinite Executor::findNonFinite() {
     found.count = (int64_t)n;
     // Rare (the run stops): which element, on the host.
     HostTensor h = read(found.buffer);
-    TensorView v = h.view();
-    for (int64_t e = 0; e < v.numel() && found.element < 0; ++e) {
-      double x = v.dtype == zero::zplan::F32   ? (double)v.as<float>()[e]
-                 : v.dtype == zero::zplan::F64 ? v.as<double>()[e]
-                 : v.dtype == zero::zplan::BF16 ? (double)(float)v.as<bf16>()[e]
-                                                : (double)(float)v.as<f16>()[e];
-      if (!std::isfinite(x))
+    int64_t size = dtypeSize(h.dtype), numel = (int64_t)h.bytes.size() / size;
+    for (int64_t e = 0; e < numel && found.element < 0; ++e)
+      if (!std::isfinite(floatValue(h.bytes.data() + e * size, h.dtype)))
         found.element = e;
-    }
     break;
   }
   return found;

@@ -5,6 +5,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/Tensor.h"
+#include "zrt/Float16.h"
+
+#include <cstring>
 
 using namespace zrt;
 
@@ -58,4 +61,34 @@ std::string TensorView::describe() const {
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? "x" : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+bool zrt::isFloatDtype(DType t) {
+  return t == zero::zplan::F32 || t == zero::zplan::F64 || t == zero::zplan::BF16 ||
+         t == zero::zplan::F16;
+}
+
+double zrt::floatValue(const void *p, DType t) {
+  switch (t) {
+  case zero::zplan::F32: {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case zero::zplan::F64: {
+    double v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  case zero::zplan::BF16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return floatFromBf16(v);
+  }
+  default: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return floatFromF16(v);
+  }
+  }
 }

@@ -444,13 +444,8 @@ std::optional<zero::OptionProblem> findDriverProblem(double optimizerLr) {
   auto count = [](const cl::Option &o, int64_t v, std::string rule) -> P {
     return zero::OptionProblem{o.ArgStr.str(), std::to_string(v), rule};
   };
-  auto oneOf = [](const cl::opt<std::string> &o, StringRef allowed) -> P {
-    SmallVector<StringRef> values;
-    StringRef(allowed).split(values, ", ");
-    if (llvm::is_contained(values, StringRef(o.getValue())))
-      return std::nullopt;
-    return zero::OptionProblem{o.ArgStr.str(), o.getValue(),
-                               "must be one of " + allowed.str()};
+  auto oneOf = [](const cl::opt<std::string> &o, StringRef allowed) {
+    return zero::notOneOf(o.ArgStr, o.getValue(), allowed);
   };
   auto given = [](const cl::Option &o) { return o.getNumOccurrences() > 0; };
   for (P p : {oneOf(lrSchedule, "constant, warmup, warmup-decay, warmup-cosine"),

@@ -48,6 +48,10 @@ std::string checkZeroPipelineOptions(const ZeroPipelineOptions &options,
 /// A number as messages show an option's value ("0.001", "inf", "nan").
 std::string formatOptionValue(double v);
 
+/// The problem of `option`'s `value` when it is not one of `allowed` ("a, b, c").
+std::optional<OptionProblem> notOneOf(llvm::StringRef option, llvm::StringRef value,
+                                      llvm::StringRef allowed);
+
 /// --zero-verify-pipeline: the invariants the pipeline's passes promise (every
 /// started collective waited for once, no shard collective after the schedule, a
 /// plan that passes zero-run's checks). buildZeroPipeline ends with it.

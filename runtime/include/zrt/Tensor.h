@@ -21,6 +21,10 @@ using DType = zero::zplan::DType;
 int64_t dtypeSize(DType t);
 /// "f32", "i64", ...
 const char *dtypeName(DType t);
+/// f32, f64, bf16 or f16.
+bool isFloatDtype(DType t);
+/// The float of dtype `t` (isFloatDtype) at `p`, widened to double.
+double floatValue(const void *p, DType t);
 
 /// A dense row-major tensor that lives somewhere else (the arena, a file buffer).
 struct TensorView {

@@ -531,10 +531,10 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
   // Checkpoints: a resumed run goes on from the checkpoint's step, with its loss
   // scaler, schedule and data order.
   int64_t firstStep = 0, samples = 0; // samples: global samples consumed
-  if (o.resume.empty())
+  if (o.resume.empty()) {
     checkFinite(exec, "the initial weights (--init " + o.init + ")",
                 "stopping before training");
-  if (!o.resume.empty()) {
+  } else {
     std::string summary;
     TrainerState st = loadCheckpoint(exec, o.resume, &summary);
     ZRT_CHECK(st.shuffle == o.shuffle && (!o.shuffle || st.seed == o.seed),
