@@ -12,9 +12,11 @@ config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.zero_obj_root, "test")
 
+# %python: fixtures run in the tests' Python environment (utils/setup.sh makes it).
+# It comes before lit's defaults, whose %python is lit's own interpreter.
+config.substitutions.append(
+    ("%python", os.path.join(config.zero_obj_root, "python-env", "bin", "python")))
 llvm_config.use_default_substitutions()
-# Fixtures need Debian's interpreter: it is the one that sees python3-onnx and torch.
-config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%utils", os.path.join(config.zero_src_root, "utils")))
 config.substitutions.append(("%zero_include", os.path.join(config.zero_src_root, "include")))
 # mlir-tblgen's -I flags for MLIR's own .td files (the ODS examples test).

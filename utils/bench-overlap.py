@@ -1,10 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Measures how much communication the scheduler hides: the same ZeRO step compiled
 # with overlap (split-phase collectives placed early/late) and with --no-overlap,
 # run on 2 MPI ranks with the communicator slowed by zero-run's test-only
 # --test-comm-delay-ns-per-byte, so that communication costs as much as on a real
 # network. Prints the median step time of each and their ratio. A benchmark, not a
-# test. Run with Debian's /usr/bin/python3.
+# test. Run with the tests' Python environment (build/python-env/bin/python).
 #
 #   bench-overlap.py --bin BUILD/bin [--stage 3] [--delay-ns-per-byte 5]
 #                    [--layers 4 --hidden 128 --seq 64 --batch 4] [--steps 12]
@@ -41,7 +41,7 @@ def main():
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "gpt.onnx")
-        subprocess.run(["/usr/bin/python3", os.path.join(here, "gen_gpt_onnx.py"), model,
+        subprocess.run([sys.executable, os.path.join(here, "gen_gpt_onnx.py"), model,
                         "--layers", str(a.layers), "--hidden", str(a.hidden), "--heads", "4",
                         "--vocab", "256", "--seq", str(a.seq), "--batch", str(a.batch),
                         "--weights", "random"], check=True, stdout=subprocess.DEVNULL)

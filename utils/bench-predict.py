@@ -1,10 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Predicts, with zero-opt's cost model and published H100 figures (--machine
 # h100-nvlink: NVLink inside nodes of 8 GPUs, InfiniBand NDR between them), the
 # training step of GPT-2 small, medium and XL on 8, 64 and 512 ranks with every ZeRO
 # stage: step time, exposed (not overlapped) communication, per-rank memory. The
 # weights are never written (gen_gpt_onnx.py --weights none). A benchmark, not a
-# test. Run with Debian's /usr/bin/python3.
+# test. Run with the tests' Python environment (build/python-env/bin/python).
 #
 #   bench-predict.py --bin BUILD/bin [--micro-batch 4] [--seq 1024]
 import argparse
@@ -35,7 +35,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name, layers, hidden, heads in MODELS:
             model = os.path.join(tmp, "gpt.onnx")
-            subprocess.run(["/usr/bin/python3", os.path.join(here, "gen_gpt_onnx.py"), model,
+            subprocess.run([sys.executable, os.path.join(here, "gen_gpt_onnx.py"), model,
                             "--layers", str(layers), "--hidden", str(hidden), "--heads",
                             str(heads), "--vocab", "50257", "--seq", str(a.seq), "--batch",
                             str(a.micro_batch)], check=True, stdout=subprocess.DEVNULL)

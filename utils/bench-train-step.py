@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Times one training step (forward, backward, AdamW) of a GPT of a few million
 # parameters in zero-run and in PyTorch eager (python3-torch, CPU) on this machine,
 # and prints both and their ratio. A benchmark, not a test.
@@ -31,7 +31,7 @@
 # torch does its GEMMs in the same OpenBLAS as zero-run, and torch.set_num_threads
 # alone would leave that pool at every core); its best is the figure compared (on a
 # small CPU, PyTorch is often slower at N threads than at one).
-# Run with Debian's /usr/bin/python3.
+# Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import copy
 import json

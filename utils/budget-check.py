@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # zero-opt --max-memory-gb: a plan compiled under a tight budget (half the peak the
 # plan has without one) fits it, trains bit-identically to the plan without a
 # budget (recomputed activations are the same ops on the same operands), and the
@@ -12,7 +12,7 @@
 # stages 0-3 on 1, 2 and 4 ranks. Prints each plan's peak without and with the
 # budget (the plan's arena, per rank), the largest measured peak, and what the budget
 # chose.
-# Exit 1 on a mismatch. Run with Debian's /usr/bin/python3 (python3-torch, -onnx).
+# Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import json
 import os

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # The ```mlir examples in the dialects' ODS descriptions are real IR: each one
 # parses, verifies and prints back to what it parses from (custom and generic form).
 #

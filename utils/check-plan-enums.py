@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # The plan dialect's enums and the plan file's are one list spelled twice: every
 # case of BufferRole and KernelKind (as mlir-tblgen generates them from PlanOps.td)
 # is the schema's Role / Kernel.Kind case of the same name in uppercase, with the

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Checks zero-opt's --report against the ZeRO paper's arithmetic for Adam: fp32 (P = G
 # = 4, K = 8 bytes per parameter) or, with --precision bf16|fp16, mixed precision (P =
 # G = 2, K = 12: the f32 master copy, m and v), and against what zero-run measures.
@@ -16,7 +16,7 @@
 # twice) on more than one rank.
 # Then zero-run trains 2 steps under mpirun and its --log-json must report, per step,
 # the predicted collective elements and, per rank, peak_bytes = total_peak.
-# Run with Debian's /usr/bin/python3 (python3-onnx, numpy).
+# Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import json
 import os
@@ -50,7 +50,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     model = os.path.join(a.work, "gpt.onnx")
     # Sizes that do not divide the world size, so that buckets are padded.
-    subprocess.run(["/usr/bin/python3", os.path.join(here, "gen_gpt_onnx.py"), model,
+    subprocess.run([sys.executable, os.path.join(here, "gen_gpt_onnx.py"), model,
                     "--layers", "2", "--hidden", "33", "--heads", "3", "--vocab", "61",
                     "--seq", "16", "--batch", "2", "--weights", "random"],
                    check=True, stdout=subprocess.DEVNULL)

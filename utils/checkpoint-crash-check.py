@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # A run that checkpoints every step is killed (SIGKILL) at random moments; each
 # time, the checkpoint `latest` names must load and a resumed run must finish.
 #
@@ -6,7 +6,7 @@
 #
 # The ranks are threads of one zero-run process, so one SIGKILL stops all of them
 # at once, at any point of writing a rank file, the manifest or `latest`.
-# Exit 1 on a failure. Run with Debian's /usr/bin/python3.
+# Exit 1 on a failure. Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import json
 import os

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Compares two ONNX TensorProto files (backend-test layout) elementwise.
 #   compare-tensors.py GOT.pb WANT.pb [--rtol R] [--atol A]
 # Prints the largest relative error; exits 1 when shapes, dtypes or values differ.

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # zero-run --consolidate: a sharded checkpoint as one file.
 #
 #   consolidate-check.py --bin BUILD/bin --work DIR [--big-hidden 1024 ...]
@@ -16,7 +16,7 @@
 #    (the kernel's VmHWM, which zero-run reports) stays under twice the largest tensor plus the fixed
 #    overhead, measured as the peak of consolidating the small model.
 #
-# Exit 1 on a mismatch. Run with Debian's /usr/bin/python3 (python3-onnx, numpy).
+# Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import json
 import os

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Kernels and bytes that only move data, per step, in a compiled plan: with views
 # (reshapes and contiguous slices read their input in place; stage-3 parameters are
 # read in place from their gathered bucket) and without (zero-opt --no-views).
@@ -10,7 +10,7 @@
 # GPT-2 small by default (utils/gen_gpt_onnx.py, weights never written). Counts every
 # kernel by kind, and for the data-movement kernels (reshape, copy, slice,
 # transpose, concat, expand) the bytes they write. A measurement of the plan, not a
-# test. Run with Debian's /usr/bin/python3 (python3-protobuf, python3-onnx).
+# test. Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import collections
 import os

@@ -16,7 +16,7 @@ rm -rf "$work" && mkdir -p "$work"
 echo
 echo "== 1. A GPT exported by PyTorch: 2 layers, hidden 128, 4 heads, byte vocabulary"
 echo "      (256), sequence 64, micro-batch 8, tied input and output embeddings"
-/usr/bin/python3 utils/make_gpt.py "$work/gpt.onnx" --layers 2 --hidden 128 --heads 4 \
+build/python-env/bin/python utils/make_gpt.py "$work/gpt.onnx" --layers 2 --hidden 128 --heads 4 \
   --vocab 256 --seq 64 --batch 8 2>/dev/null
 
 echo

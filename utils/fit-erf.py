@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Derives the coefficients of erfF32 (runtime/lib/kernels/ElementwiseMath.h), one
 # rational function over the whole range:
 #   0 <= |x| < HI:  erf(x) = x P(x^2) / Q(x^2),  P of degree 6, Q of degree 4, Q(0) = 1
@@ -8,7 +8,7 @@
 # reweighting towards the minimax fit. Prints them with the worst relative error of
 # the f32 evaluation (as the header does it, no fused multiply-adds) against
 # math.erf. One branch-free formula because a SIMD loop computes every branch of a
-# piecewise one for every element. Run with Debian's /usr/bin/python3 (numpy).
+# piecewise one for every element. Run with the tests' Python environment (build/python-env/bin/python).
 import math
 
 import numpy as np

@@ -1,10 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Derives the coefficients of expF32's polynomial (runtime/lib/kernels/
 # ElementwiseMath.h): e^r on |r| <= ln2/2 by a polynomial of degree 6, fitted in
 # relative error in double by least squares on Chebyshev nodes, then Lawson's
 # reweighting towards the minimax fit. Prints them with the fit's worst relative
 # error (before f32 rounding; the header's test, test KernelMath.ExpIsWithinTwoUlp,
-# checks the f32 evaluation against libm). Run with Debian's /usr/bin/python3 (numpy).
+# checks the f32 evaluation against libm). Run with the tests' Python environment (build/python-env/bin/python).
 import math
 
 import numpy as np

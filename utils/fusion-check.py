@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Fused elementwise kernels (the default) against one kernel per op (zero-opt
 # --no-fusion): the same training, step by step. The fused kernel rounds every value
 # as the unfused kernels do, so losses and weights must be bit-identical on the CPU
@@ -13,7 +13,7 @@
 # rotary embeddings); bf16 stage 2 with the optimizer offloaded (host chains).
 # --quick: the f32 GPT and the bf16 one. Each plan must hold fused kernels (counted
 # in its plan IR), else fusion did nothing and the comparison means nothing.
-# Exit 1 on a mismatch. Run with Debian's /usr/bin/python3 (python3-torch, -onnx).
+# Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import json
 import os

@@ -67,7 +67,7 @@ seeds() {
   [ -x build/bin/zero-opt ] || { echo "fuzz: build first (utils/setup.sh)" >&2; exit 1; }
   local onnx=test/Fuzz/corpus/onnx-import plans=test/Fuzz/corpus/plan-loader
   rm -rf "$onnx" "$plans" && mkdir -p "$onnx" "$plans"
-  /usr/bin/python3 - "$onnx" <<'PY'
+  build/python-env/bin/python - "$onnx" <<'PY'
 import glob, os, sys
 import onnx
 from onnx import parser
@@ -81,11 +81,11 @@ for path in sorted(glob.glob("test/Import/ONNX/*.onnxtxt") + glob.glob("test/Imp
     open(os.path.join(out, os.path.basename(path) + ".onnx"), "wb").write(m.SerializeToString())
 PY
   local tmp; tmp=$(mktemp -d)
-  /usr/bin/python3 utils/zero_export.py "$onnx/llama.onnx" --model llama --layers 1 --hidden 8 \
+  build/python-env/bin/python utils/zero_export.py "$onnx/llama.onnx" --model llama --layers 1 --hidden 8 \
     --heads 2 --vocab 16 --seq 4 --batch 2 >/dev/null 2>&1
-  /usr/bin/python3 utils/zero_export.py "$onnx/mlp.onnx" --model mlp --hidden 8 --vocab 16 \
+  build/python-env/bin/python utils/zero_export.py "$onnx/mlp.onnx" --model mlp --hidden 8 --vocab 16 \
     --seq 4 --batch 2 >/dev/null 2>&1
-  /usr/bin/python3 utils/gen_gpt_onnx.py "$onnx/gpt.onnx" --layers 1 --hidden 8 --heads 2 \
+  build/python-env/bin/python utils/gen_gpt_onnx.py "$onnx/gpt.onnx" --layers 1 --hidden 8 --heads 2 \
     --vocab 16 --seq 4 --batch 2 --weights random --shape-operands initializers >/dev/null
   for m in "$onnx"/*.onnx; do
     local name; name=$(basename "$m" .onnx)
@@ -98,7 +98,7 @@ PY
   # Manifests of small checkpoints: each stage on 1 to 3 ranks, each precision, SGD.
   local manifests=test/Fuzz/corpus/checkpoint-manifest configs=test/Fuzz/corpus/deepspeed-config
   rm -rf "$manifests" "$configs" && mkdir -p "$manifests" "$configs"
-  /usr/bin/python3 utils/make_gpt.py "$tmp/gpt.onnx" --layers 1 --hidden 8 --heads 2 \
+  build/python-env/bin/python utils/make_gpt.py "$tmp/gpt.onnx" --layers 1 --hidden 8 --heads 2 \
     --vocab 256 --seq 4 --batch 2 >/dev/null 2>&1
   for run in "0 1" "1 2" "2 2 --precision=bf16" "3 3 --precision=fp16" "3 2 --optimizer=sgd --momentum=0.9" \
              "2 3 --grad-accum-steps=2 --lr-schedule=warmup --warmup-steps=2"; do

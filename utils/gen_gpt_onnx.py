@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Writes a GPT of any size as ONNX directly (onnx.helper, no PyTorch), with the same
 # graph as utils/zero_models.py's export: tied embeddings, pre-LayerNorm blocks,
 # causal softmax attention, GELU, mean cross-entropy; inputs tokens and targets
@@ -14,7 +14,7 @@
 # causal mask (bool) is a constant, always inline; the model's zero.trainable
 # metadata names its float weights. --shape-operands initializers stores the int64
 # shape operands as initializers instead of Constant nodes.
-# Run with Debian's /usr/bin/python3 (python3-onnx, numpy).
+# Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import json
 import math

@@ -58,15 +58,15 @@ bundle() {
     grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl|librt)[.-]|libcuda|libcublas|libnccl' |
     xargs -I{} cp -L {} "$B/lib/"
   # 1. node tests: compiled plans, and the cases they come from.
-  /usr/bin/python3 utils/run-onnx-node-tests.py --bin $BUILD/bin --cases $BUILD/onnx-node \
+  "$BUILD/python-env/bin/python" utils/run-onnx-node-tests.py --bin $BUILD/bin --cases $BUILD/onnx-node \
     --skip test/onnx-node/skipped.txt --bundle "$B/node"
   mkdir -p "$B/onnx-node/node"
   for c in "$B"/node/*/; do cp -r "$BUILD/onnx-node/node/$(basename "$c")" "$B/onnx-node/node/"; done
   # 2. gradient checks: compiled plans (the models are rebuilt there, same seeds).
-  /usr/bin/python3 utils/grad-check.py --bin $BUILD/bin --cases test/Gradients/cases.py \
+  "$BUILD/python-env/bin/python" utils/grad-check.py --bin $BUILD/bin --cases test/Gradients/cases.py \
     --bundle "$B/grad"
   # 3. the GPT: model, plan, data, and the CPU run to compare with.
-  /usr/bin/python3 utils/make_gpt.py "$B/gpt/gpt.onnx" --layers 2 --hidden 64 --seq 32 2>/dev/null
+  "$BUILD/python-env/bin/python" utils/make_gpt.py "$B/gpt/gpt.onnx" --layers 2 --hidden 64 --seq 32 2>/dev/null
   $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=2 --world-size=1 -o "$B/gpt/step.zplan"
   head -c 40000 /usr/share/common-licenses/GPL-3 > "$B/gpt/text.u8"
   $BUILD/bin/zero-run "$B/gpt/step.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
@@ -94,7 +94,7 @@ bundle() {
   done
   # 3c. integer division by zero: an error on the GPU too (the lit test's inputs).
   $BUILD/bin/zero-opt test/Target/Zplan/Inputs/int-div.onnxtxt --mode=inference -o "$B/div/div.zplan"
-  /usr/bin/python3 - "$B/div" <<'PY'
+  "$BUILD/python-env/bin/python" - "$B/div" <<'PY'
 import os, sys
 import numpy as np, onnx.numpy_helper as nh
 for case, b in (("ok", [2, 2, 3]), ("zero", [2, 0, 3])):
@@ -104,7 +104,7 @@ for case, b in (("ok", [2, 2, 3]), ("zero", [2, 0, 3])):
             f.write(nh.from_array(np.array(v, dtype=np.int64)).SerializeToString())
 PY
   # 4. GPT-2 small, shapes only (the weights are made on the GPU machine).
-  /usr/bin/python3 utils/gen_gpt_onnx.py "$B/bench/shape.onnx" --layers 12 --hidden 768 \
+  "$BUILD/python-env/bin/python" utils/gen_gpt_onnx.py "$B/bench/shape.onnx" --layers 12 --hidden 768 \
     --heads 12 --vocab 50257 --seq 1024 --batch 8 > /dev/null
   $BUILD/bin/zero-opt "$B/bench/shape.onnx" -o "$B/bench/step.zplan"
   $BUILD/bin/zero-opt "$B/bench/shape.onnx" --precision=bf16 -o "$B/bench/step-bf16.zplan"
@@ -113,7 +113,7 @@ PY
   $BUILD/bin/zero-opt "$B/bench/shape.onnx" --precision=bf16 --no-fusion \
     -o "$B/bench/step-bf16-unfused.zplan"
   # ... and a tiny GPT, for rehearsing the benchmark script.
-  /usr/bin/python3 utils/gen_gpt_onnx.py "$B/bench/tiny.onnx" --layers 1 --hidden 32 \
+  "$BUILD/python-env/bin/python" utils/gen_gpt_onnx.py "$B/bench/tiny.onnx" --layers 1 --hidden 32 \
     --heads 2 --vocab 64 --seq 16 --batch 2 > /dev/null
   $BUILD/bin/zero-opt "$B/bench/tiny.onnx" -o "$B/bench/tiny.zplan"
   $BUILD/bin/zero-opt "$B/bench/tiny.onnx" --precision=bf16 -o "$B/bench/tiny-bf16.zplan"
@@ -125,8 +125,8 @@ PY
     $BUILD/bin/zero-opt "$shape" $base --report=json > "$B/mem/$m-fp32.json"
     # Half the peak (the tiny GPT: its own peak; recomputation saves it nothing).
     share=0.5; [ $m = tiny ] && share=1.0
-    budget=$(/usr/bin/python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['per_rank_bytes']['total_peak'] * $share / 2**30)" "$B/mem/$m-fp32.json")
-    echo "{\"fp32-budget\": $(/usr/bin/python3 -c "print(int($budget * 2**30))")}" > "$B/mem/$m-budgets.json"
+    budget=$("$BUILD/python-env/bin/python" -c "import json, sys; print(json.load(open(sys.argv[1]))['per_rank_bytes']['total_peak'] * $share / 2**30)" "$B/mem/$m-fp32.json")
+    echo "{\"fp32-budget\": $("$BUILD/python-env/bin/python" -c "print(int($budget * 2**30))")}" > "$B/mem/$m-budgets.json"
     for v in "fp32:" "fp32-budget:--max-memory-gb=$budget" "fp32-offload:--offload-optimizer=cpu" \
              "bf16:--precision=bf16" "bf16-offload:--precision=bf16 --offload-optimizer=cpu"; do
       name=${v%%:*} flags=${v#*:}
@@ -164,7 +164,7 @@ run() {
   [ -x "$B/bin/zero-run" ] || { echo "gpu-checks: no $B/ (run 'utils/gpu-checks.sh bundle' first)" >&2; exit 1; }
   local rehearse="${1:-}" ZR="$B/bin/zero-run" PY=python3
   if [ -n "$rehearse" ]; then
-    ZR=$BUILD/bin/zero-run-cuda-emulated PY=/usr/bin/python3
+    ZR=$BUILD/bin/zero-run-cuda-emulated PY=$BUILD/python-env/bin/python
     [ -x "$ZR" ] || { echo "gpu-checks: no $ZR (build first)" >&2; exit 1; }
     echo "gpu-checks: REHEARSAL with $ZR: the CUDA backend over emulated CUDA, no GPU"
   else

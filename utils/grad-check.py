@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Checks zero-opt's gradient rules against central finite differences, in double
 # precision, through the real tools: for each case, `zero-opt --mode=gradients` gives
 # the analytic gradients, and the forward plan run on weights moved by +-h gives
@@ -13,7 +13,7 @@
 #   positive  True when the weights must be positive (sqrt, log, ...)
 # The harness appends loss = ReduceSum(Y * R), R a fixed random tensor, so that
 # every element of Y gets a distinct weight in the loss.
-# Run with Debian's /usr/bin/python3 (python3-onnx, numpy).
+# Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import concurrent.futures
 import importlib.util

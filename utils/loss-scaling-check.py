@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Mixed-precision loss scaling and overflow skipping, step by step.
 #
 #   loss-scaling-check.py --bin BUILD/bin --work DIR
@@ -18,7 +18,7 @@
 # 6. Skipped steps do not advance the learning-rate schedule (DeepSpeed steps its
 #    scheduler only with the optimizer): the logged lr of each step is the
 #    schedule at iteration k - 1, k the number of steps applied before it.
-# Exit 1 on a mismatch. Run with Debian's /usr/bin/python3.
+# Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import json
 import os

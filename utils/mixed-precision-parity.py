@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Mixed-precision training against a PyTorch reference of the same recipe.
 #
 #   mixed-precision-parity.py --bin BUILD/bin --work DIR [--steps 30]
@@ -20,7 +20,7 @@
 #   - per-step loss within 3% of zero-run's own fp32 run (same stage, world);
 # and once: master weights are real (LayerNorm weights starting at 1.0 move under
 # AdamW with lr 1e-3, which a 16-bit-only update would round back to 1.0).
-# Exit 1 on a mismatch. Run with Debian's /usr/bin/python3.
+# Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import copy
 import json

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # zero-opt --offload-optimizer=cpu (ZeRO-Offload): the optimizer runs on the host,
 # its master weights and state in host memory. Training with it must match training
 # without it: bit-identical losses and weights on the CPU backend (the same kernels
@@ -16,7 +16,7 @@
 # Prints the device and host bytes of each offloaded plan, and checks that the bytes
 # zero-run copied each step (counted as the copies ran) are the report's. Exit 1 on
 # a mismatch.
-# Run with Debian's /usr/bin/python3 (python3-torch, python3-onnx).
+# Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import json
 import os

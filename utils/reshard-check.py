@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Checkpoints reshard: a run of N ranks at ZeRO stage S is stopped at step K
 # (--save-checkpoint) and resumed (--resume) by a plan for M ranks at stage S'
 # (other bucket sizes, another number of micro-batches). The resumed run must train
@@ -9,7 +9,7 @@
 #
 #   reshard-check.py --bin BUILD/bin --work DIR [--steps 10 --stop 4]
 #
-# Exit 1 on a mismatch. Run with Debian's /usr/bin/python3 (python3-torch, -onnx).
+# Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import json
 import os

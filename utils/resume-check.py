@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Checkpoints resume bit-exactly: a run of N steps straight and the same run stopped
 # at step K (--save-checkpoint) and resumed (--resume) give bit-identical per-step
 # losses (and loss scales, learning rates) and bit-identical saved weights.
@@ -8,7 +8,7 @@
 # Cases: stages 0-3 on 1, 2 and 4 ranks (mpirun), fp32 and bf16, AdamW and SGD, with
 # gradient accumulation and a learning-rate schedule, with and without --shuffle;
 # fp16 with a loss scaler stopped mid-hysteresis (one overflow seen, the counter at
-# 1). Exit 1 on a mismatch. Run with Debian's /usr/bin/python3.
+# 1). Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
 import argparse
 import json
 import os

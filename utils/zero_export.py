@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Exports a torch.nn.Module for training with zero-opt, and says which of its
 # initializers are parameters.
 #
@@ -102,7 +102,8 @@ def export_for_training(model, args, path, input_names, output_names,
     model.train()
     with tempfile.TemporaryDirectory() as tmp:
         raw = os.path.join(tmp, "export.onnx")
-        torch.onnx.export(model, args, raw, opset_version=17, do_constant_folding=False,
+        torch.onnx.export(model, args, raw, dynamo=False, opset_version=17,
+                          do_constant_folding=False,
                           training=torch.onnx.TrainingMode.TRAINING,
                           input_names=input_names, output_names=output_names)
         exported = onnx.load(raw)

@@ -206,7 +206,7 @@ def export(model, path, batch, seq, vocab, constant_folding=False,
     targets = torch.zeros((batch, seq), dtype=torch.int64)
     if constant_folding:
         model.train()
-        torch.onnx.export(model, (tokens, targets), path, opset_version=17,
+        torch.onnx.export(model, (tokens, targets), path, dynamo=False, opset_version=17,
                           do_constant_folding=True,
                           training=torch.onnx.TrainingMode.TRAINING,
                           input_names=["tokens", "targets"], output_names=["loss"])

@@ -1,7 +1,7 @@
 # What the check and test scripts share: tensor files, a model's weights, launching
 # ranks, bundling plans for a machine without zero-opt, and small argument parsers.
 # numpy and onnx only (no torch), so that every script can import it. Run the
-# scripts with Debian's /usr/bin/python3 (python3-onnx).
+# scripts with build/python-env/bin/python.
 import os
 import shutil
 

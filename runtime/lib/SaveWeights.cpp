@@ -7,14 +7,15 @@
 #include "zrt/SaveWeights.h"
 #include "zrt/AtomicFile.h"
 #include "zrt/Error.h"
+#include "zrt/ExternalData.h"
 #include "zrt/OnnxTensors.h"
 
 #include <map>
 
 using namespace zrt;
 
-void zrt::saveWeights(const onnx::ModelProto &model, Executor &exec,
-                      const std::string &path) {
+void zrt::saveWeights(const onnx::ModelProto &model, const std::string &modelDir,
+                      Executor &exec, const std::string &path) {
   onnx::ModelProto out = model;
   std::map<std::string, onnx::TensorProto *> inits;
   for (auto &init : *out.mutable_graph()->mutable_initializer())
@@ -31,6 +32,17 @@ void zrt::saveWeights(const onnx::ModelProto &model, Executor &exec,
   }
   if (exec.comm().rank() != 0)
     return;
+  // The rest (constants, buffers) keep their values; those the model kept in
+  // external data are read now, so that the file stands on its own wherever it
+  // is written.
+  for (auto &init : *out.mutable_graph()->mutable_initializer()) {
+    if (init.data_location() != onnx::TensorProto::EXTERNAL)
+      continue;
+    std::string raw = readExternalData(init, modelDir, "initializer '" + init.name() + "'");
+    init.clear_external_data();
+    init.set_data_location(onnx::TensorProto::DEFAULT);
+    init.set_raw_data(std::move(raw));
+  }
   std::string bytes;
   ZRT_CHECK(out.SerializeToString(&bytes), "cannot serialize the trained model for '"
                                                << path << "' (over 2 GiB? protobuf's limit)");

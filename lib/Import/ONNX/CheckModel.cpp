@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <onnx/checker.h>
+#include <onnx/defs/schema.h>
 
 #include <map>
 #include <vector>
@@ -96,19 +97,47 @@ LogicalResult checkDefinitions(Location loc, const onnx::GraphProto &g) {
   return success();
 }
 
-/// Only ops the importer builds or folds, from the default domain; anything else
-/// would reach shape inference code the importer never needs.
-LogicalResult checkOps(Location loc, const onnx::GraphProto &g, int64_t opset) {
-  for (const auto &node : g.node()) {
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
-      return emitError(loc) << describe(node) << ": domain '" << node.domain()
-                            << "' is not supported",
-             failure();
-    if (!isSupportedOp(node.op_type())) {
-      std::string d = describe(node);
-      return emitError(loc) << d.substr(0, d.size() - 1) << ", opset " << opset
+/// Only ops the importer builds or folds, from the default domain, at schema
+/// versions it handles; anything else would reach shape inference code the
+/// importer never needs. The error names the op, its domain and version, and the
+/// node.
+LogicalResult checkOps(Location loc, const onnx::ModelProto &model, int64_t opset) {
+  std::map<std::string, int64_t> domainVersions;
+  for (const auto &o : model.opset_import())
+    domainVersions[o.domain()] = o.version();
+  for (const auto &node : model.graph().node()) {
+    std::string d = describe(node);
+    d = d.substr(0, d.size() - 1);
+    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      auto v = domainVersions.find(node.domain());
+      InFlightDiagnostic diag = emitError(loc);
+      diag << d << ", domain '" << node.domain() << "'";
+      if (v != domainVersions.end())
+        diag << " version " << v->second;
+      diag << "): the domain is not supported (only ONNX's default domain is)";
+      return failure();
+    }
+    const std::vector<int> *versions = supportedVersions(node.op_type());
+    if (!versions)
+      return emitError(loc) << d << ", domain 'ai.onnx', opset " << opset
                             << "): op type '" << node.op_type() << "' is not supported",
              failure();
+    const onnx::OpSchema *schema =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), (int)opset, "");
+    if (!schema)
+      return emitError(loc) << d << ", domain 'ai.onnx', opset " << opset
+                            << "): ONNX defines no '" << node.op_type()
+                            << "' at this opset",
+             failure();
+    int since = schema->SinceVersion();
+    if (!llvm::is_contained(*versions, since)) {
+      InFlightDiagnostic diag = emitError(loc);
+      diag << d << ", domain 'ai.onnx', opset " << opset << "): " << node.op_type()
+           << "-" << since << " (the version opset " << opset
+           << " selects) is not supported; supported:";
+      for (int v : *versions)
+        diag << " " << node.op_type() << "-" << v;
+      return failure();
     }
   }
   return success();
@@ -183,7 +212,7 @@ LogicalResult zero::onnx_import::checkModelStructure(MLIRContext &ctx, StringRef
                                                      int64_t opset) {
   Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
   const onnx::GraphProto &g = model.graph();
-  if (failed(checkDefinitions(loc, g)) || failed(checkOps(loc, g, opset)) ||
+  if (failed(checkDefinitions(loc, g)) || failed(checkOps(loc, model, opset)) ||
       failed(checkBounds(loc, g)))
     return failure();
   // The checker reads initializers' data, external files included, which the

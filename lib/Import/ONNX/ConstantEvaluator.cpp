@@ -19,6 +19,7 @@
 #include "zrt/Error.h"
 #include "zrt/ExternalData.h"
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -759,6 +760,38 @@ std::optional<ConstTensor> foldExpand(const FoldInput &f) {
   return out;
 }
 
+/// Range: start, start + delta, ... up to (not including) limit; three scalars of
+/// one type.
+std::optional<ConstTensor> foldRange(const FoldInput &f) {
+  if (!f.has(3))
+    return std::nullopt;
+  const ConstTensor &start = *f.in[0], &limit = *f.in[1], &delta = *f.in[2];
+  if (start.numel() != 1 || limit.numel() != 1 || delta.numel() != 1 ||
+      start.dtype != limit.dtype || start.dtype != delta.dtype) {
+    f.error = "Range's start, limit and delta must be scalars of one type";
+    return std::nullopt;
+  }
+  double d = delta.floatAt(0);
+  if (d == 0) {
+    f.error = "Range's delta is zero";
+    return std::nullopt;
+  }
+  double count = std::ceil((limit.floatAt(0) - start.floatAt(0)) / d);
+  if (!(count < (double)kMaxFoldedElements)) {
+    f.error = "Range has too many elements to fold";
+    return std::nullopt;
+  }
+  int64_t n = std::max<int64_t>((int64_t)count, 0);
+  ConstTensor out = withShape(start.dtype, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    if (start.isFloat())
+      out.floats.push_back(start.floats[0] + (double)i * d);
+    else
+      out.ints.push_back(start.ints[0] + i * delta.ints[0]);
+  }
+  return out;
+}
+
 /// The foldable ONNX ops, one folder each (as OpBuilders.cpp's table builds ops).
 const std::map<std::string, Folder> &folderTable() {
   static const std::map<std::string, Folder> table = {
@@ -780,6 +813,7 @@ const std::map<std::string, Folder> &folderTable() {
       {"Equal", foldBinary},
       {"Where", foldWhere},
       {"Expand", foldExpand},
+      {"Range", foldRange},
   };
   return table;
 }

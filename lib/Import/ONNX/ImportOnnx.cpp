@@ -24,7 +24,9 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/common/version.h>
 #include <onnx/defs/parser.h>
+#include <onnx/inliner/inliner.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -259,10 +261,25 @@ LogicalResult readModel(MLIRContext &ctx, StringRef path, onnx::ModelProto &mode
   return success();
 }
 
-/// The opset of the default ONNX domain; other domains are refused.
+/// The newest default-domain opset the linked ONNX library defines.
+int64_t newestOpset() {
+  const auto &ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = ranges.find(onnx::ONNX_DOMAIN);
+  return it == ranges.end() ? kMinOpset : it->second.second;
+}
+
+/// The opset of the default ONNX domain, checked against the range the importer
+/// reads, and the model's IR version against the library's.
 FailureOr<int64_t> defaultOpset(MLIRContext &ctx, StringRef path,
                                 const onnx::ModelProto &model) {
   Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
+  if (model.ir_version() > onnx::IR_VERSION)
+    return emitError(loc) << "the model's IR version " << model.ir_version()
+                          << " is newer than this build's ONNX library reads (IR "
+                             "version up to "
+                          << (int64_t)onnx::IR_VERSION << ", ONNX " << ONNX_VERSION_STRING
+                          << ")",
+           failure();
   int64_t opset = -1;
   for (const auto &o : model.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx")
@@ -271,11 +288,26 @@ FailureOr<int64_t> defaultOpset(MLIRContext &ctx, StringRef path,
   if (opset < 0)
     return emitError(loc) << "model imports no default-domain ONNX opset",
            failure();
-  if (opset < 13 || opset > 17)
-    return emitError(loc) << "ONNX opset " << opset
-                          << " is not supported (supported: 13 to 17)",
+  if (opset < kMinOpset || opset > newestOpset())
+    return emitError(loc) << "ONNX opset " << opset << " is not supported (supported: "
+                          << kMinOpset << " to " << newestOpset() << ")",
            failure();
   return opset;
+}
+
+/// Replaces calls of the model's local functions by their bodies, so that the
+/// rest of the import sees default-domain ops only.
+LogicalResult inlineLocalFunctions(MLIRContext &ctx, StringRef path,
+                                   onnx::ModelProto &model) {
+  if (model.functions_size() == 0)
+    return success();
+  try {
+    onnx::inliner::InlineLocalFunctions(model, /*convert_version=*/false);
+  } catch (const std::exception &e) {
+    return emitError(FileLineColLoc::get(&ctx, path, 0, 0))
+           << "cannot inline the model's local functions: " << e.what();
+  }
+  return success();
 }
 
 /// Replaces symbolic input dimensions by `--input-shape` values; an unpinned
@@ -331,54 +363,6 @@ LogicalResult pinInputShapes(MLIRContext &ctx, StringRef path,
     }
   }
   return success();
-}
-
-/// The model's `zero.trainable` metadata: exactly the initializers to train (each
-/// a float initializer), or nullopt when the model has no such entry.
-FailureOr<std::optional<std::set<std::string>>>
-trainableSet(MLIRContext &ctx, StringRef path, const onnx::ModelProto &model) {
-  Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
-  const onnx::StringStringEntryProto *entry = nullptr;
-  for (const auto &kv : model.metadata_props()) {
-    if (kv.key() != "zero.trainable")
-      continue;
-    if (entry)
-      return emitError(loc) << "metadata 'zero.trainable' appears twice", failure();
-    entry = &kv;
-  }
-  if (!entry)
-    return std::optional<std::set<std::string>>();
-  auto bad = [&](StringRef why) {
-    return emitError(loc) << "metadata 'zero.trainable' must be a JSON array of "
-                             "initializer names: "
-                          << why,
-           failure();
-  };
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse(entry->value());
-  if (!json)
-    return bad(llvm::toString(json.takeError()));
-  const llvm::json::Array *names = json->getAsArray();
-  if (!names)
-    return bad("it is not an array");
-  std::map<std::string, int32_t> floatInits;
-  for (const auto &t : model.graph().initializer())
-    floatInits[t.name()] = t.data_type();
-  std::set<std::string> trainable;
-  for (const llvm::json::Value &v : *names) {
-    std::optional<StringRef> name = v.getAsString();
-    if (!name)
-      return bad("an element is not a string");
-    auto it = floatInits.find(name->str());
-    if (it == floatInits.end() || (it->second != onnx::TensorProto::FLOAT &&
-                                   it->second != onnx::TensorProto::DOUBLE))
-      return emitError(loc) << "metadata 'zero.trainable' names '" << *name << "', "
-                            << (it == floatInits.end()
-                                    ? "which is not an initializer of the model"
-                                    : "which is not a float initializer"),
-             failure();
-    trainable.insert(name->str());
-  }
-  return std::optional<std::set<std::string>>(std::move(trainable));
 }
 
 /// Integer and bool initializers that are not graph inputs are constants (ONNX
@@ -574,7 +558,7 @@ FailureOr<bool> foldConstants(onnx::ModelProto &model, OnnxImporter &imp) {
 
 LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
                             const std::map<std::string, int64_t> &inputPositions,
-                            const std::optional<std::set<std::string>> &trainable,
+                            const TrainableSet &trainable,
                             OnnxImporter &imp) {
   const auto &g = model.graph();
   MLIRContext *ctx = imp.ctx;
@@ -599,8 +583,12 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
     argTypes.push_back(RankedTensorType::get(shape, et));
     SmallVector<NamedAttribute> attrs = {
         b.getNamedAttr("compute.param", b.getStringAttr(t.name()))};
-    if (trainable && !trainable->count(t.name()))
+    if (!trainable.names.count(t.name()))
       attrs.push_back(b.getNamedAttr("compute.frozen", b.getUnitAttr()));
+    auto source = trainable.derivedFrom.find(t.name());
+    if (source != trainable.derivedFrom.end())
+      attrs.push_back(b.getNamedAttr("compute.folded_from",
+                                     b.getStringAttr(source->second)));
     argAttrs.push_back(b.getDictionaryAttr(attrs));
     argNames.push_back(t.name());
   }
@@ -624,8 +612,9 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
   imp.builder.setInsertionPointToEnd(module.getBody());
   auto func = func::FuncOp::create(imp.builder, fileLoc, "main",
                                    b.getFunctionType(argTypes, {}));
-  if (trainable)
+  if (trainable.source != TrainableSet::kEveryFloat)
     func->setAttr("compute.trainable_listed", b.getUnitAttr());
+  func->setAttr("compute.trainable_source", b.getStringAttr(trainable.source));
   Block *entry = func.addEntryBlock();
   for (auto [i, attrs] : llvm::enumerate(argAttrs)) {
     func.setArgAttrs(i, attrs);
@@ -651,6 +640,10 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
   SmallVector<Type> resultTypes;
   SmallVector<Attribute> outputNames;
   for (const auto &out : g.output()) {
+    if (imp.sequences.count(out.name()))
+      return emitError(fileLoc) << "graph output '" << out.name()
+                                << "' is a sequence; only tensor outputs are supported",
+             failure();
     onnx::NodeProto pseudo;
     pseudo.set_name(out.name());
     pseudo.set_op_type("<graph output>");
@@ -683,7 +676,8 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context,
                                             const OnnxImportOptions &options) {
   context.loadDialect<compute::ComputeDialect, func::FuncDialect>();
   auto opset = defaultOpset(context, path, model);
-  if (failed(opset) || failed(checkModelStructure(context, path, model, *opset)))
+  if (failed(opset) || failed(inlineLocalFunctions(context, path, model)) ||
+      failed(checkModelStructure(context, path, model, *opset)))
     return nullptr;
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
   for (const auto &t : model.graph().initializer())
@@ -704,7 +698,7 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context,
   if (failed(bindConstantInputs(context, path, model, options)) ||
       failed(pinInputShapes(context, path, model, options)))
     return nullptr;
-  auto trainable = trainableSet(context, path, model);
+  auto trainable = findTrainableSet(context, path, model);
   if (failed(trainable))
     return nullptr;
 
@@ -721,7 +715,7 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context,
   for (const auto &t : model.graph().initializer()) {
     bool isFloat = t.data_type() == onnx::TensorProto::FLOAT ||
                    t.data_type() == onnx::TensorProto::DOUBLE;
-    if (isFloat && (!*trainable || (*trainable)->count(t.name())))
+    if (isFloat && trainable->names.count(t.name()))
       imp.trainedInitializers.insert(t.name());
     else
       imp.untrainedInitializers[t.name()] = &t;

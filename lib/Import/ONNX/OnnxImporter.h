@@ -98,6 +98,8 @@ public:
   std::map<std::string, const onnx::NodeProto *> producers;
   /// Untrained initializers that could not be read when an op needed them, and why.
   std::map<std::string, std::string> unreadable;
+  /// Sequence values (SplitToSequence's result): their tensors, in order.
+  std::map<std::string, std::vector<mlir::Value>> sequences;
 
   /// Location of a node: its name (or first output) fused with the file.
   mlir::Location locOf(const onnx::NodeProto &node);
@@ -138,8 +140,36 @@ public:
                                                       const std::string &name);
 };
 
-/// True for ops the importer builds or folds.
-bool isSupportedOp(const std::string &opType);
+/// Which float initializers train, and where that came from (TrainableSet.cpp).
+struct TrainableSet {
+  static constexpr const char *kListed = "the model's zero.trainable metadata";
+  static constexpr const char *kExporter = "torch.export's graph signature";
+  static constexpr const char *kEveryFloat = "every float initializer";
+  std::set<std::string> names;
+  /// One of the three above.
+  const char *source = kEveryFloat;
+  /// Initializers the exporter folded from one parameter (a transposed weight, a
+  /// slice of a table): the parameter's PyTorch name.
+  std::map<std::string, std::string> derivedFrom;
+};
+
+/// The trainable set, as PyTorch defines it where the exporter recorded it:
+/// `zero.trainable` metadata wins; else torch.export's graph signature (its
+/// PARAMETER inputs, and initializers folded from exactly one of them); else every
+/// float initializer. A parameter the signature lists that the graph lost (merged
+/// with an equal initializer, or dropped as an all-zero bias, by the exporter's
+/// optimizer) is an error naming it.
+mlir::FailureOr<TrainableSet> findTrainableSet(mlir::MLIRContext &ctx,
+                                               llvm::StringRef path,
+                                               const onnx::ModelProto &model);
+
+/// The opsets of the default domain the importer reads: 13 up to the newest the
+/// linked ONNX library defines (ImportOnnx.cpp).
+constexpr int64_t kMinOpset = 13;
+
+/// The schema versions (since_version) of `opType` the importer handles, or null
+/// for an op it does not handle at all (SupportedOps.cpp).
+const std::vector<int> *supportedVersions(llvm::StringRef opType);
 
 /// The checks that come before ONNX shape inference, which trusts its input: SSA
 /// and topological order, supported ops only, the ONNX checker, axes and shapes in
@@ -147,6 +177,20 @@ bool isSupportedOp(const std::string &opType);
 /// only borrowed: it is as it was when this returns.
 mlir::LogicalResult checkModelStructure(mlir::MLIRContext &ctx, llvm::StringRef path,
                                         onnx::ModelProto &model, int64_t opset);
+
+/// Ops imported as compositions of compute ops (CompositeOps.cpp).
+mlir::LogicalResult buildIsNaN(OnnxImporter &imp, const onnx::NodeProto &node);
+mlir::LogicalResult buildNot(OnnxImporter &imp, const onnx::NodeProto &node);
+mlir::LogicalResult buildAndOr(OnnxImporter &imp, const onnx::NodeProto &node);
+mlir::LogicalResult buildPad(OnnxImporter &imp, const onnx::NodeProto &node);
+mlir::LogicalResult buildCastLike(OnnxImporter &imp, const onnx::NodeProto &node);
+mlir::LogicalResult buildGelu(OnnxImporter &imp, const onnx::NodeProto &node);
+mlir::LogicalResult buildRmsNorm(OnnxImporter &imp, const onnx::NodeProto &node);
+mlir::LogicalResult buildAttention(OnnxImporter &imp, const onnx::NodeProto &node);
+mlir::LogicalResult buildNllLoss(OnnxImporter &imp, const onnx::NodeProto &node);
+mlir::LogicalResult buildSplitToSequence(OnnxImporter &imp,
+                                         const onnx::NodeProto &node);
+mlir::LogicalResult buildSequenceAt(OnnxImporter &imp, const onnx::NodeProto &node);
 
 /// Builds the compute ops for one node (a node the evaluator did not fold).
 /// Emits a diagnostic naming the node when its op or an attribute is unsupported.

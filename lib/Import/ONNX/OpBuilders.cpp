@@ -2,10 +2,11 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-// A table keyed by ONNX op type dispatches to one builder each. The importer accepts
-// opsets 13 to 17 only, in which every listed op has one meaning, so the table needs
-// no per-version entries. Result types come from ONNX shape inference; the compute
-// verifiers check them again.
+// A table keyed by ONNX op type dispatches to one builder each. Which schema
+// versions of each op the importer accepts is SupportedOps.cpp's list, checked
+// before any builder runs; a builder reads the signature changes between those
+// versions (axes as an attribute or an input, say). Result types come from ONNX
+// shape inference; the compute verifiers check them again.
 //
 //===----------------------------------------------------------------------===//
 
@@ -519,15 +520,23 @@ const llvm::StringMap<Builder> &builderTable() {
       {"ReduceSum", buildReduce<ReduceSumOp>},
       {"Identity", buildIdentity},
       {"Dropout", buildDropout},
+      {"IsNaN", buildIsNaN},
+      {"Not", buildNot},
+      {"And", buildAndOr},
+      {"Or", buildAndOr},
+      {"Pad", buildPad},
+      {"CastLike", buildCastLike},
+      {"Gelu", buildGelu},
+      {"RMSNormalization", buildRmsNorm},
+      {"Attention", buildAttention},
+      {"NegativeLogLikelihoodLoss", buildNllLoss},
+      {"SplitToSequence", buildSplitToSequence},
+      {"SequenceAt", buildSequenceAt},
   };
   return table;
 }
 
 } // namespace
-
-bool zero::onnx_import::isSupportedOp(const std::string &opType) {
-  return builderTable().count(opType) || isFoldableOp(opType);
-}
 
 LogicalResult zero::onnx_import::buildNode(OnnxImporter &imp, const NodeProto &node) {
   // Constant, Shape and ConstantOfShape are always folded before this point; one

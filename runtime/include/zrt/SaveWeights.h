@@ -17,9 +17,11 @@ namespace zrt {
 
 /// Writes `model` to `path` on rank 0 with every initializer that is a plan
 /// parameter replaced by its current value (stored inline), gathered from the
-/// ranks' shards where it is sharded. Every rank must call it.
-void saveWeights(const onnx::ModelProto &model, Executor &exec,
-                 const std::string &path);
+/// ranks' shards where it is sharded; initializers the model keeps in external
+/// data (read from `modelDir`, the model's folder) are written inline too. Every
+/// rank must call it.
+void saveWeights(const onnx::ModelProto &model, const std::string &modelDir,
+                 Executor &exec, const std::string &path);
 
 } // namespace zrt
 

@@ -471,6 +471,9 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
             "tokens " << tokens.describe() << " and targets " << targets.describe()
                       << " differ in shape");
   int64_t batch = tokens.shape[0], seqLen = tokens.shape[1];
+  // A Hugging Face causal LM (inputs input_ids and labels) shifts its labels
+  // itself: it is fed the same window twice.
+  bool labelsAreTokens = exec.plan().buffers(targetBuffers[0]).name() == "labels";
   Communicator &comm = exec.comm();
   int64_t ranks = comm.size(), globalBatch = accum * ranks * batch;
   bool root = comm.rank() == 0;
@@ -491,6 +494,9 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
                 (long long)o.steps, exec.device().name().c_str(), comm.name().c_str(),
                 (long long)globalBatch,
                 (long long)seqLen, (long long)data.size());
+  if (!quiet && labelsAreTokens)
+    std::printf("graph input 1 is 'labels': fed the tokens of input 0 (the model shifts "
+                "them)\n");
   double totalMs = 0;
   std::map<std::string, double> msByKernel;
   // Mixed precision: the loss scale each step starts its gradients from, and the
@@ -588,6 +594,8 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
       for (int64_t m = 0; m < accum; ++m) {
         data.fillBatch(samples + (m * ranks + comm.rank()) * batch, batch, seqLen,
                        o.shuffle, o.seed, hostTokens.data(), hostTargets.data());
+        if (labelsAreTokens)
+          hostTargets = hostTokens;
         exec.write(tokenBuffers[m], hostTokens.data(), hostTokens.size() * sizeof(int64_t));
         exec.write(targetBuffers[m], hostTargets.data(),
                    hostTargets.size() * sizeof(int64_t));
@@ -715,7 +723,7 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
   if (!o.trace.empty())
     writeTrace(o.trace, comm.rank(), exec.takeTrace());
   if (!o.saveWeights.empty()) {
-    saveWeights(*model, exec, o.saveWeights);
+    saveWeights(*model, dirOf(o.init), exec, o.saveWeights);
     if (!quiet)
       std::printf("wrote the trained model to %s\n", o.saveWeights.c_str());
   }

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Edits a .zplan and rewrites its header (length and checksum), as a careless tool
 # or a deliberate edit would: only the loader's own checks can then catch it.
 #   edit-plan.py PB2_DIR IN.zplan OUT.zplan 'PYTHON'
@@ -7,7 +7,7 @@
 #   kernel(name, n=0)   the n-th kernel of that kind
 #   buffer(i)           buffer i
 # PB2_DIR holds zplan_pb2.py (protoc --python_out from include/zplan/zplan.proto).
-# Uses Debian's /usr/bin/python3 (python3-protobuf).
+# Runs in the tests' Python environment.
 import struct
 import sys
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 # Writes input_0.pb for mlp.onnxtxt into the folder given: x = [[1,2,3],[4,5,6]].
 import os
 import sys
