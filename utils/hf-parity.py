@@ -24,7 +24,8 @@
 # agree within --rtol (a tensor the exporter folded from a parameter, such as a
 # transposed weight or an embedding's position rows, against that part of the
 # parameter); initializers that do not train must come back bit-identical.
-# Exit 1 on a mismatch.
+# First, zero-run's forward (--mode=inference) on one batch must equal ONNX
+# Runtime's on the exported model (loss and logits). Exit 1 on a mismatch.
 import argparse
 import copy
 import json
@@ -36,44 +37,13 @@ import numpy as np
 import onnx
 import onnx.numpy_helper as nh
 import torch
-import transformers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_export  # noqa: E402
 import zero_models  # noqa: E402
 import zero_testing  # noqa: E402
 
-VOCAB, SEQ, BATCH = 256, 16, 2
-
-
-def build(name):
-    torch.manual_seed(0)
-    common = dict(vocab_size=VOCAB, use_cache=False)
-    if name == "gpt2":
-        cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=SEQ * 2,
-                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                                      **common)
-        model = transformers.GPT2LMHeadModel(cfg)
-    else:
-        cls = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
-               "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM)}[name]
-        cfg = cls[0](hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                     num_attention_heads=4, num_key_value_heads=2,
-                     max_position_embeddings=SEQ * 2, attention_dropout=0.0, **common)
-        model = cls[1](cfg)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.02 * torch.randn_like(p))
-    model.train()
-    return model
-
-
-def export(model, path, how):
-    ids = torch.zeros((BATCH, SEQ), dtype=torch.int64)
-    kwargs = {"input_ids": ids, "labels": ids}
-    if how == "opset23":
-        torch.onnx.export(model, (), path, kwargs=kwargs, opset_version=23)
-    else:
-        torch.onnx.export(model, (), path, kwargs=kwargs)
+VOCAB, SEQ, BATCH = hf_export.TINY_VOCAB, 16, 2
 
 
 def torch_reference(model, data, steps, global_batch, lr, wd, eps):
@@ -131,6 +101,33 @@ def folded_sources(path, parameters):
     return out
 
 
+def forward_check(bindir, work, onnx_path, tokens):
+    """zero-run's forward (--mode=inference) against ONNX Runtime's on the exported
+    model, on one batch: every output within rtol 1e-4, atol 1e-5. True if so."""
+    import onnxruntime
+    inputs = os.path.join(work, "forward-inputs")
+    os.makedirs(inputs, exist_ok=True)
+    for k, name in enumerate(["input_ids", "labels"]):
+        zero_testing.write_tensor(tokens, os.path.join(inputs, "input_%d.pb" % k), name)
+    plan = os.path.join(work, "forward.zplan")
+    out = os.path.join(work, "forward-outputs")
+    subprocess.run([os.path.join(bindir, "zero-opt"), onnx_path, "--mode=inference",
+                    "-o", plan], check=True, capture_output=True)
+    subprocess.run([os.path.join(bindir, "zero-run"), plan, "--init", onnx_path,
+                    "--inputs", inputs, "--save-outputs", out, "--quiet"], check=True)
+    session = onnxruntime.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    want = session.run(None, {"input_ids": tokens, "labels": tokens})
+    ok = True
+    for k, (w, o) in enumerate(zip(want, session.get_outputs())):
+        got = zero_testing.read_tensor(os.path.join(out, "output_%d.pb" % k))
+        err = float(np.max(np.abs(got.astype(np.float64) - w)))
+        good = got.shape == w.shape and np.allclose(got, w, rtol=1e-4, atol=1e-5)
+        print("forward output %s %s: max abs difference from ONNX Runtime %.2e: %s"
+              % (o.name, list(w.shape), err, "ok" if good else "MISMATCH"))
+        ok &= good
+    return ok
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", required=True)
@@ -156,9 +153,9 @@ def main():
     data_path = os.path.join(a.work, "tokens.u8")
     data.tofile(data_path)
 
-    initial = build(a.model)
+    initial = hf_export.build(a.model, positions=SEQ * 2)
     onnx_path = os.path.join(a.work, "model.onnx")
-    export(initial, onnx_path, a.export)
+    hf_export.export(initial, onnx_path, BATCH, SEQ, opset=23 if a.export == "opset23" else None)
     state0 = {k: v.detach().numpy() for k, v in initial.state_dict().items()}
     # Tied parameters (GPT-2's embedding and output layer) under each of their names.
     parameters = {k for k, _ in initial.named_parameters(remove_duplicate=False)}
@@ -167,7 +164,8 @@ def main():
     layouts = {n: layout(exported[n], state0[src]) for n, src in folded.items()
                if n in exported}
 
-    ok = True
+    first, _ = zero_models.make_batch(torch.from_numpy(data.astype(np.int64)), 0, BATCH, SEQ)
+    ok = forward_check(a.bin, a.work, onnx_path, first.numpy())
     references = {}
     for run in a.runs.split(","):
         stage, world = (int(x) for x in run.split("x"))

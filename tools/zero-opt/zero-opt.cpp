@@ -290,22 +290,40 @@ void buildPipeline(PassManager &pm, bool isGraph, StringRef level,
   zero::buildZeroPipeline(pm, o);
 }
 
-/// A model without `zero.trainable` metadata trains every float initializer,
-/// buffers included (PyTorch exports rotary tables and masks as initializers too):
-/// one line says so, and how many.
+/// What trains, counted on the imported graph (after --freeze), for --report.
+struct TrainableSummary {
+  int64_t tensors = 0, elements = 0;
+  std::string source;
+};
+std::optional<TrainableSummary> trainableSummary;
+
+/// Counts the trainable set and where it came from (the importer's
+/// compute.trainable_source). A model whose set is every float initializer
+/// (buffers included: PyTorch's older exporter writes rotary tables and masks as
+/// initializers too) gets one line that says so, and how many.
 void noteTrainableSet(ModuleOp module, StringRef input) {
   auto func = module.lookupSymbol<func::FuncOp>("main");
-  if (!func || func->hasAttr("compute.trainable_listed"))
+  if (!func)
     return;
   llvm::Regex frozen(freeze);
-  int64_t all = 0, trained = 0;
+  TrainableSummary summary;
+  if (auto source = func->getAttrOfType<StringAttr>("compute.trainable_source"))
+    summary.source = source.str();
+  int64_t all = 0;
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     all += !zero::trainedParameterName(func, i, nullptr).empty();
-    trained += !zero::trainedParameterName(func, i, freeze.empty() ? nullptr : &frozen)
-                    .empty();
+    if (zero::trainedParameterName(func, i, freeze.empty() ? nullptr : &frozen).empty())
+      continue;
+    ++summary.tensors;
+    summary.elements +=
+        cast<RankedTensorType>(func.getArgument(i).getType()).getNumElements();
   }
-  llvm::errs() << input << ": note: no zero.trainable metadata: training every float "
-               << "initializer (" << trained << " of " << all
+  trainableSummary = summary;
+  if (func->hasAttr("compute.trainable_listed"))
+    return;
+  llvm::errs() << input << ": note: no zero.trainable metadata and no torch.export "
+               << "graph signature: training every float initializer ("
+               << summary.tensors << " of " << all
                << (freeze.empty() ? "" : " after --freeze")
                << "); utils/zero_export.py exports a model with the entry\n";
 }
@@ -694,6 +712,11 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
       return failure();
     r->predicted = *p;
     r->machine = m->name;
+    if (trainableSummary) {
+      r->trainableTensors = trainableSummary->tensors;
+      r->trainableElements = trainableSummary->elements;
+      r->trainableSource = trainableSummary->source;
+    }
     if (noRecomputePeak >= 0 && r->recomputeLevel)
       r->recomputeSavedBytes = noRecomputePeak - r->totalPeak;
     if (report == "json")

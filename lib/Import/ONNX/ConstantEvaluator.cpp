@@ -174,7 +174,10 @@ std::optional<ConstTensor> elementwise(const std::string &op,
     return std::nullopt;
   }
   const ConstTensor &a = *ins[op == "Where" ? 1 : 0];
-  int32_t dtype = op == "Equal" ? (int32_t)TensorProto::BOOL : a.dtype;
+  bool boolResult = op == "Equal" || op == "Less" || op == "LessOrEqual" ||
+                    op == "Greater" || op == "GreaterOrEqual" || op == "And" ||
+                    op == "Or";
+  int32_t dtype = boolResult ? (int32_t)TensorProto::BOOL : a.dtype;
   ConstTensor out = withShape(dtype, *shape);
   forEachIndex(*shape, [&](const std::vector<int64_t> &idx) {
     std::vector<int64_t> k;
@@ -190,8 +193,20 @@ std::optional<ConstTensor> elementwise(const std::string &op,
       return;
     }
     const ConstTensor &b = *ins[1];
-    if (op == "Equal") {
-      out.ints.push_back(a.floatAt(k[0]) == b.floatAt(k[1]));
+    if (boolResult) {
+      // Integers compare exactly; a float operand compares as a double.
+      bool exact = !a.isFloat() && !b.isFloat();
+      auto cmp = [&](auto x, auto y) {
+        return op == "Equal"            ? x == y
+               : op == "Less"           ? x < y
+               : op == "LessOrEqual"    ? x <= y
+               : op == "Greater"        ? x > y
+               : op == "GreaterOrEqual" ? x >= y
+               : op == "And"            ? (x != 0 && y != 0)
+                                        : (x != 0 || y != 0);
+      };
+      out.ints.push_back(exact ? cmp(a.ints[k[0]], b.ints[k[1]])
+                               : cmp(a.floatAt(k[0]), b.floatAt(k[1])));
     } else if (a.isFloat()) {
       double x = a.floats[k[0]], y = b.floatAt(k[1]);
       double r = op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y;
@@ -711,7 +726,7 @@ std::optional<ConstTensor> foldSlice(const FoldInput &f) {
   return out;
 }
 
-/// Add, Sub, Mul, Div, Equal with numpy broadcasting.
+/// Add, Sub, Mul, Div, the comparisons, And and Or with numpy broadcasting.
 std::optional<ConstTensor> foldBinary(const FoldInput &f) {
   const std::string &op = f.node.op_type();
   const std::vector<const ConstTensor *> &in = f.in;
@@ -719,6 +734,20 @@ std::optional<ConstTensor> foldBinary(const FoldInput &f) {
   if (!f.has(2))
     return std::nullopt;
   return elementwise(op, {in[0], in[1]}, error);
+}
+
+/// Not of a bool tensor.
+std::optional<ConstTensor> foldNot(const FoldInput &f) {
+  if (!f.has(1))
+    return std::nullopt;
+  if (f.in[0]->isFloat()) {
+    f.error = "Not's input must be bool";
+    return std::nullopt;
+  }
+  ConstTensor out = *f.in[0];
+  for (int64_t &v : out.ints)
+    v = !v;
+  return out;
 }
 
 /// Where with numpy broadcasting.
@@ -811,6 +840,13 @@ const std::map<std::string, Folder> &folderTable() {
       {"Mul", foldBinary},
       {"Div", foldBinary},
       {"Equal", foldBinary},
+      {"Less", foldBinary},
+      {"LessOrEqual", foldBinary},
+      {"Greater", foldBinary},
+      {"GreaterOrEqual", foldBinary},
+      {"And", foldBinary},
+      {"Or", foldBinary},
+      {"Not", foldNot},
       {"Where", foldWhere},
       {"Expand", foldExpand},
       {"Range", foldRange},

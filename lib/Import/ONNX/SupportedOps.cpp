@@ -75,11 +75,15 @@ const std::vector<int> *zero::onnx_import::supportedVersions(llvm::StringRef opT
       {"Trilu", {14}},
       {"Identity", {13, 14, 16, 19, 21, 23, 24, 25}},
       {"Dropout", {13, 22}},
-      // Folded at compile time only.
+      // Folded at compile time only (masks and shapes are computed from constants).
       {"Constant", {13, 19, 21, 23, 24, 25}},
       {"ConstantOfShape", {9, 20, 21, 23, 24, 25}},
       {"Shape", {13, 15, 19, 21, 23, 24, 25}},
       {"Range", {11, 27}},
+      {"Less", {13}},
+      {"LessOrEqual", {12, 16}},
+      {"Greater", {13}},
+      {"GreaterOrEqual", {12, 16}},
   };
   auto it = table.find(opType);
   return it == table.end() ? nullptr : &it->second;

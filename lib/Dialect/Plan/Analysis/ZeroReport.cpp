@@ -177,6 +177,9 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
   os << "ZeRO stage " << r.stage << " on " << r.worldSize << " rank"
      << (r.worldSize == 1 ? "" : "s") << ": " << r.parameters
      << " trainable parameters (" << r.paddedParameters << " padded)\n";
+  if (!r.trainableSource.empty())
+    os << "trainable set: " << r.trainableTensors << " tensors, " << r.trainableElements
+       << " elements, from " << r.trainableSource << "\n";
   os << "per-rank memory            bytes          MiB\n";
   auto row = [&](const char *name, int64_t b) {
     os << llvm::format("  %-20s %14lld %12.2f\n", name, (long long)b, mib(b));
@@ -240,6 +243,9 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
       {"world_size", r.worldSize},
       {"parameters", r.parameters},
       {"padded_parameters", r.paddedParameters},
+      {"trainable_set", llvm::json::Object{{"tensors", r.trainableTensors},
+                                           {"elements", r.trainableElements},
+                                           {"source", r.trainableSource}}},
       {"per_rank_bytes",
        llvm::json::Object{{"params", r.params},
                           {"grads", r.grads},

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace zero {
 
@@ -24,6 +25,10 @@ struct ZeroReport {
   /// Trainable elements (a tied weight once, before padding), and after padding
   /// each bucket to a multiple of the world size.
   int64_t parameters = 0, paddedParameters = 0;
+  /// The trainable set as the importer found it (tensors and elements, after
+  /// --freeze) and where it came from; empty for a module compiled from IR.
+  int64_t trainableTensors = 0, trainableElements = 0;
+  std::string trainableSource;
   /// Persistent model states per rank, bytes: parameter buffers; gradients a rank
   /// must hold at once (stages 0-1: the full buckets, 2-3: the reduced slices);
   /// optimizer state buffers.

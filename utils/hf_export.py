@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+# Hugging Face causal LMs built from their configs (random weights: nothing is
+# downloaded) and exported as a user would: torch.onnx.export with the inputs only.
+#
+#   hf_export.py OUT.onnx --model gpt2|llama|qwen2 [--size tiny|small] [--batch B]
+#                [--seq T] [--opset N] [--fresh]
+#
+# tiny: 2 layers, hidden 64, 4 heads (Llama and Qwen2: 2 key/value heads),
+# vocabulary 256, dropout 0. small: GPT-2 small as Hugging Face defines it (124M
+# parameters, vocabulary 50257, 1024 positions), written with external data.
+#
+# Unless --fresh, every weight is perturbed (normal, std 0.02), as a trained
+# checkpoint's are: the exporter's optimizer merges initializers with equal values
+# and drops all-zero biases, and a freshly initialized model has many (LayerNorm
+# weights of 1, biases of 0).
+import argparse
+import sys
+
+import torch
+import transformers
+
+TINY_VOCAB = 256
+
+
+def build(name, size="tiny", positions=32, fresh=False, seed=0):
+    torch.manual_seed(seed)
+    if size == "small":
+        if name != "gpt2":
+            raise SystemExit("--size small is GPT-2 small only")
+        cfg = transformers.GPT2Config(use_cache=False, resid_pdrop=0.0, embd_pdrop=0.0,
+                                      attn_pdrop=0.0)
+        model = transformers.GPT2LMHeadModel(cfg)
+    elif name == "gpt2":
+        cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=positions,
+                                      vocab_size=TINY_VOCAB, use_cache=False,
+                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+        model = transformers.GPT2LMHeadModel(cfg)
+    else:
+        classes = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+                   "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM)}[name]
+        cfg = classes[0](hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=positions, vocab_size=TINY_VOCAB,
+                         attention_dropout=0.0, use_cache=False)
+        model = classes[1](cfg)
+    if not fresh:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.02 * torch.randn_like(p))
+    model.train()
+    return model
+
+
+def export(model, path, batch, seq, opset=None, external_data=None):
+    """torch.onnx.export(model, (), path, kwargs={input_ids, labels}) with the
+    installed torch's defaults, or at `opset`."""
+    ids = torch.zeros((batch, seq), dtype=torch.int64)
+    kwargs = {}
+    if opset:
+        kwargs["opset_version"] = opset
+    if external_data is not None:
+        kwargs["external_data"] = external_data
+    torch.onnx.export(model, (), path, kwargs={"input_ids": ids, "labels": ids}, **kwargs)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("out")
+    p.add_argument("--model", choices=["gpt2", "llama", "qwen2"], required=True)
+    p.add_argument("--size", choices=["tiny", "small"], default="tiny")
+    p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--seq", type=int, default=16)
+    p.add_argument("--opset", type=int)
+    p.add_argument("--fresh", action="store_true",
+                   help="keep the config's initial weights (the exporter then merges "
+                        "equal ones)")
+    a = p.parse_args()
+    model = build(a.model, a.size, positions=max(32, a.seq), fresh=a.fresh)
+    export(model, a.out, a.batch, a.seq, a.opset,
+           external_data=True if a.size == "small" else None)
+    n = len({id(q) for q in model.parameters()})
+    print("%s: %s %s, %d parameters (%d elements)" % (
+        a.out, a.size, a.model, n, sum(q.numel() for q in model.parameters())))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
