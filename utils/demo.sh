@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (packages, build), then trains a small GPT byte-level on a text file that
 # every Debian machine has, printing a falling loss (about a minute on 2 cores):
-# python3-torch writes the model, zero-opt compiles its training step (forward,
+# PyTorch (the Python environment setup.sh makes) writes the model, zero-opt compiles its training step (forward,
 # backward, AdamW), zero-run trains it and writes the trained model back as ONNX.
 #
 #   utils/demo.sh [STEPS]

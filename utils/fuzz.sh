@@ -21,6 +21,9 @@ cd "$(dirname "$0")/.."
 FB=${ZERO_FUZZ_BUILD:-build-fuzz}
 
 build() {
+  # The ONNX library utils/setup.sh built for build/ (the same for both builds).
+  [ -e build/onnx ] || { echo "fuzz.sh: no build/onnx (run utils/setup.sh first)" >&2; exit 1; }
+  mkdir -p "$FB" && ln -sfn "$(readlink -f build/onnx)" "$FB/onnx"
   if [ ! -f "$FB/build.ninja" ]; then
     CC=clang-22 CXX=clang++-22 cmake -G Ninja -S . -B "$FB" -DCMAKE_BUILD_TYPE=Release \
       -DZERO_FUZZ=ON -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >/dev/null
