@@ -38,27 +38,6 @@ std::string checkpointFolder(const std::string &path) {
   return (fs::path(path) / name).string();
 }
 
-void storeFloat(char *p, DType t, double v) {
-  switch (t) {
-  case zero::zplan::F32: {
-    float f = (float)v;
-    std::memcpy(p, &f, 4);
-    break;
-  }
-  case zero::zplan::F64:
-    std::memcpy(p, &v, 8);
-    break;
-  case zero::zplan::BF16: {
-    uint16_t b = bf16FromFloat((float)v);
-    std::memcpy(p, &b, 2);
-    break;
-  }
-  default: {
-    uint16_t b = f16FromFloat((float)v);
-    std::memcpy(p, &b, 2);
-  }
-  }
-}
 
 } // namespace
 
@@ -193,7 +172,7 @@ void CheckpointReader::read(const std::string &name, int64_t first, int64_t coun
       staging.resize(n * ssize);
       copy(s.file, offset, n * ssize, staging.data());
       for (int64_t i = 0; i < n; ++i)
-        storeFloat(out + i * dsize, dtype, floatValue(staging.data() + i * ssize, s.dtype));
+        storeFloatValue(out + i * dsize, dtype, floatValue(staging.data() + i * ssize, s.dtype));
     }
     next = to;
   }

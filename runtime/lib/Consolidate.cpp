@@ -9,54 +9,17 @@
 #include "zrt/CheckpointReader.h"
 #include "zrt/Error.h"
 #include "zrt/OnnxTensors.h"
+#include "zrt/Safetensors.h"
+#include "zrt/TorchNames.h"
 #include "zplan/PlanFormat.h"
 
+#include <cstring>
 #include <map>
 #include <vector>
 
 using namespace zrt;
 
 namespace {
-
-const char *safetensorsDtype(DType t) {
-  switch (t) {
-  case zero::zplan::F32:
-    return "F32";
-  case zero::zplan::F64:
-    return "F64";
-  case zero::zplan::BF16:
-    return "BF16";
-  case zero::zplan::F16:
-    return "F16";
-  case zero::zplan::I64:
-    return "I64";
-  case zero::zplan::I32:
-    return "I32";
-  case zero::zplan::I8:
-    return "I8";
-  case zero::zplan::U8:
-    return "U8";
-  default:
-    return "BOOL";
-  }
-}
-
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += (char)c;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += (char)c;
-    }
-  }
-  return out + "\"";
-}
 
 int64_t numelOf(const zero::zplan::CheckpointTensor &t) {
   int64_t n = 1;
@@ -68,55 +31,99 @@ int64_t numelOf(const zero::zplan::CheckpointTensor &t) {
 } // namespace
 
 ConsolidateResult zrt::consolidateToSafetensors(const std::string &path,
-                                                const std::string &out, bool withState) {
+                                                const std::string &out, bool withState,
+                                                const onnx::ModelProto *model) {
   CheckpointReader reader(path);
   const auto &m = reader.manifest();
-  std::vector<const zero::zplan::CheckpointTensor *> tensors;
-  for (const auto &t : m.tensors())
-    if (t.kind() == "param" || withState)
-      tensors.push_back(&t);
-  // The header first: every tensor's place is known from the shapes alone.
-  std::string header = "{\"__metadata__\": {\"format\": \"pt\", \"step\": " +
-                       jsonString(std::to_string(m.step())) +
-                       ", \"zero_stage\": " + jsonString(std::to_string(m.zero_stage())) +
-                       ", \"world_size\": " + jsonString(std::to_string(m.world_size())) +
-                       ", \"precision\": " + jsonString(m.precision()) +
-                       ", \"source\": " + jsonString(m.model()) + "}";
-  int64_t offset = 0;
-  for (const auto *t : tensors) {
-    DType dtype = dtypeFromName(t->dtype());
-    ZRT_CHECK(dtype != zero::zplan::DTYPE_INVALID,
-              reader.manifestPath() << ": '" << t->name() << "' has unknown dtype "
-                                    << t->dtype());
-    int64_t bytes = numelOf(*t) * dtypeSize(dtype);
-    header += ", " + jsonString(t->name()) + ": {\"dtype\": \"" + safetensorsDtype(dtype) +
-              "\", \"shape\": [";
-    for (int i = 0; i < t->shape_size(); ++i)
-      header += (i ? ", " : "") + std::to_string(t->shape(i));
-    header += "], \"data_offsets\": [" + std::to_string(offset) + ", " +
-              std::to_string(offset + bytes) + "]}";
-    offset += bytes;
+  // What goes out: each tensor under each of its names, transposed where the name's
+  // parameter is the transpose of what the checkpoint holds (zrt/TorchNames.h).
+  struct Entry {
+    const zero::zplan::CheckpointTensor *tensor;
+    std::string name;
+    bool transposed;
+  };
+  std::vector<Entry> entries;
+  TorchNameMap map;
+  if (model)
+    map = torchNames(*model);
+  for (const auto &t : m.tensors()) {
+    if (t.kind() != "param") {
+      if (withState)
+        entries.push_back({&t, t.name(), false});
+      continue;
+    }
+    if (!model) {
+      entries.push_back({&t, t.name(), false});
+      continue;
+    }
+    auto names = map.names.find(t.name());
+    ZRT_CHECK(names != map.names.end(), "the model has no float initializer '"
+                                            << t.name() << "' that the checkpoint trained "
+                                            << "(another model?)");
+    if (map.hasSignature && !map.parameters.count(t.name()))
+      continue; // a lifted constant or a buffer: not in the state_dict
+    auto unmapped = map.unmapped.find(t.name());
+    ZRT_CHECK(unmapped == map.unmapped.end(),
+              "initializer '" << t.name() << "' was " << unmapped->second
+                              << ", so it has no PyTorch name; consolidate to ONNX instead");
+    for (const TorchName &n : names->second) {
+      if (&n == &names->second.front() && map.hasSignature &&
+          !map.ownNameIsTorch.count(t.name()))
+        continue;
+      ZRT_CHECK(!n.transposed || t.shape_size() == 2,
+                "'" << t.name() << "' is not a matrix to transpose");
+      entries.push_back({&t, n.name, n.transposed});
+    }
   }
-  header += "}";
-  header.append((8 - header.size() % 8) % 8, ' '); // the data starts 8-byte aligned
+  // The header first: every tensor's place is known from the shapes alone.
+  std::vector<std::string> names;
+  std::vector<DType> dtypes;
+  std::vector<std::vector<int64_t>> shapes;
+  int64_t offset = 0;
+  for (const Entry &e : entries) {
+    DType dtype = dtypeFromName(e.tensor->dtype());
+    ZRT_CHECK(dtype != zero::zplan::DTYPE_INVALID,
+              reader.manifestPath() << ": '" << e.tensor->name() << "' has unknown dtype "
+                                    << e.tensor->dtype());
+    std::vector<int64_t> shape(e.tensor->shape().begin(), e.tensor->shape().end());
+    if (e.transposed)
+      std::swap(shape[0], shape[1]);
+    names.push_back(e.name);
+    dtypes.push_back(dtype);
+    shapes.push_back(shape);
+    offset += numelOf(*e.tensor) * dtypeSize(dtype);
+  }
   AtomicFile file(out);
-  std::string length;
-  putLE(length, header.size(), 8);
-  file.write(length);
-  file.write(header);
+  file.write(safetensorsHeader(names, dtypes, shapes,
+                               {{"format", "pt"},
+                                {"step", std::to_string(m.step())},
+                                {"zero_stage", std::to_string(m.zero_stage())},
+                                {"world_size", std::to_string(m.world_size())},
+                                {"precision", m.precision()},
+                                {"source", m.model()}}));
   // Then tensor by tensor, each read from whichever rank files hold its parts.
   std::vector<char> data;
-  for (const auto *t : tensors) {
-    DType dtype = dtypeFromName(t->dtype());
+  for (const Entry &e : entries) {
+    DType dtype = dtypeFromName(e.tensor->dtype());
+    int64_t n = numelOf(*e.tensor), size = dtypeSize(dtype);
     data = std::vector<char>(); // freed before the next is allocated: one at a time
-    data.resize(numelOf(*t) * dtypeSize(dtype));
-    reader.read(t->name(), 0, numelOf(*t), dtype, data.data());
+    data.resize(n * size);
+    reader.read(e.tensor->name(), 0, n, dtype, data.data());
+    if (e.transposed) {
+      int64_t rows = e.tensor->shape(0), cols = e.tensor->shape(1);
+      std::vector<char> t(data.size());
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          std::memcpy(t.data() + (c * rows + r) * size, data.data() + (r * cols + c) * size,
+                      size);
+      data.swap(t);
+    }
     file.write(data.data(), data.size());
   }
   // A damaged checkpoint is an error even where the output does not use it.
   reader.verifyUnread(0, 1);
   file.commit();
-  return {(int64_t)tensors.size(), offset, m.step()};
+  return {(int64_t)entries.size(), offset, m.step()};
 }
 
 ConsolidateResult zrt::consolidateToOnnx(const std::string &path, const std::string &model,

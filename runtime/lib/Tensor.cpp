@@ -92,3 +92,26 @@ double zrt::floatValue(const void *p, DType t) {
   }
   }
 }
+
+void zrt::storeFloatValue(void *out, DType t, double v) {
+  char *p = static_cast<char *>(out);
+  switch (t) {
+  case zero::zplan::F32: {
+    float f = (float)v;
+    std::memcpy(p, &f, 4);
+    break;
+  }
+  case zero::zplan::F64:
+    std::memcpy(p, &v, 8);
+    break;
+  case zero::zplan::BF16: {
+    uint16_t b = bf16FromFloat((float)v);
+    std::memcpy(p, &b, 2);
+    break;
+  }
+  default: {
+    uint16_t b = f16FromFloat((float)v);
+    std::memcpy(p, &b, 2);
+  }
+  }
+}

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OnnxImporter.h"
+#include "zrt/TorchNames.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
@@ -22,9 +23,6 @@ using namespace mlir;
 using namespace zero::onnx_import;
 
 namespace {
-
-constexpr const char *kSignatureKey = "pkg.torch.export.ExportedProgram.graph_signature";
-constexpr const char *kFoldedFromKey = "pkg.onnxscript.optimizer.folded_from";
 
 bool isFloatInitializer(const onnx::TensorProto &t) {
   return t.data_type() == onnx::TensorProto::FLOAT ||
@@ -76,82 +74,6 @@ listedSet(Location loc, const onnx::ModelProto &model) {
   return std::optional<std::set<std::string>>(std::move(trainable));
 }
 
-/// The PARAMETER targets of torch.export's graph signature, in order, or nullopt
-/// when the model does not carry one.
-FailureOr<std::optional<std::vector<std::string>>>
-signatureParameters(Location loc, const onnx::ModelProto &model) {
-  const std::string *text = nullptr;
-  for (const auto &kv : model.graph().metadata_props())
-    if (kv.key() == kSignatureKey)
-      text = &kv.value();
-  for (const auto &kv : model.metadata_props())
-    if (kv.key() == kSignatureKey)
-      text = &kv.value();
-  if (!text)
-    return std::optional<std::vector<std::string>>();
-  std::vector<std::string> params;
-  for (StringRef line : llvm::split(*text, '\n')) {
-    line = line.trim();
-    size_t kind = line.find(": PARAMETER ");
-    if (kind == StringRef::npos)
-      continue;
-    StringRef rest = line.substr(kind + strlen(": PARAMETER "));
-    if (!rest.consume_front("target='") || !rest.consume_back("'") || rest.empty())
-      return emitError(loc) << "metadata '" << kSignatureKey
-                            << "' has a PARAMETER line that is not \"NAME: PARAMETER "
-                               "target='TARGET'\": '"
-                            << line << "'",
-             failure();
-    params.push_back(rest.str());
-  }
-  return std::optional<std::vector<std::string>>(std::move(params));
-}
-
-/// The folded_from list of value `name` ("['a', 'b']"), from its value_info or
-/// the initializer's own metadata.
-std::vector<std::string> foldedFrom(const onnx::ModelProto &model,
-                                    const onnx::TensorProto &t) {
-  const std::string *text = nullptr;
-  for (const auto &kv : t.metadata_props())
-    if (kv.key() == kFoldedFromKey)
-      text = &kv.value();
-  for (const auto &v : model.graph().value_info())
-    if (v.name() == t.name())
-      for (const auto &kv : v.metadata_props())
-        if (kv.key() == kFoldedFromKey)
-          text = &kv.value();
-  std::vector<std::string> names;
-  if (!text)
-    return names;
-  for (StringRef part : llvm::split(StringRef(*text).trim().drop_front().drop_back(), ',')) {
-    part = part.trim();
-    if (part.size() >= 2 && (part.front() == '\'' || part.front() == '"'))
-      names.push_back(part.drop_front().drop_back().str());
-  }
-  return names;
-}
-
-/// For parameter `param` (a PyTorch name, "module.weight") missing from the graph:
-/// the trained initializer that nodes of its module read instead, if any (the
-/// nodes' `pkg.torch.onnx.name_scopes` metadata lists their modules).
-std::string readInstead(const onnx::ModelProto &model, const std::string &param,
-                        const std::set<std::string> &trained) {
-  size_t dot = param.rfind('.');
-  if (dot == std::string::npos)
-    return "";
-  std::string module = "'" + param.substr(0, dot) + "'", own = param.substr(0, dot + 1);
-  for (const auto &node : model.graph().node())
-    for (const auto &kv : node.metadata_props()) {
-      if (kv.key() != "pkg.torch.onnx.name_scopes" ||
-          kv.value().find(module) == std::string::npos)
-        continue;
-      for (const std::string &in : node.input())
-        if (trained.count(in) && in.compare(0, own.size(), own) != 0)
-          return in;
-    }
-  return "";
-}
-
 } // namespace
 
 FailureOr<TrainableSet> zero::onnx_import::findTrainableSet(MLIRContext &ctx,
@@ -167,17 +89,18 @@ FailureOr<TrainableSet> zero::onnx_import::findTrainableSet(MLIRContext &ctx,
     set.names = std::move(**listed);
     return set;
   }
-  auto params = signatureParameters(loc, model);
-  if (failed(params))
-    return failure();
-  if (!*params) {
+  std::string error;
+  std::optional<std::vector<std::string>> params = zrt::signatureParameters(model, error);
+  if (!error.empty())
+    return emitError(loc) << error, failure();
+  if (!params) {
     for (const auto &t : model.graph().initializer())
       if (isFloatInitializer(t))
         set.names.insert(t.name());
     return set;
   }
   set.source = TrainableSet::kExporter;
-  std::set<std::string> parameters((*params)->begin(), (*params)->end()), seen;
+  std::set<std::string> parameters(params->begin(), params->end()), seen;
   for (const auto &t : model.graph().initializer()) {
     if (!isFloatInitializer(t))
       continue;
@@ -190,7 +113,7 @@ FailureOr<TrainableSet> zero::onnx_import::findTrainableSet(MLIRContext &ctx,
     // parameter's place. Folded from several: it mixes parameters, which no
     // single tensor stands for.
     std::vector<std::string> sources;
-    for (const std::string &name : foldedFrom(model, t))
+    for (const std::string &name : zrt::foldedFrom(model, t))
       if (parameters.count(name))
         sources.push_back(name);
     if (sources.size() > 1)
@@ -205,10 +128,10 @@ FailureOr<TrainableSet> zero::onnx_import::findTrainableSet(MLIRContext &ctx,
       seen.insert(sources[0]);
     }
   }
-  for (const std::string &p : **params) {
+  for (const std::string &p : *params) {
     if (seen.count(p))
       continue;
-    std::string replacement = readInstead(model, p, set.names);
+    std::string replacement = zrt::readInstead(model, p, set.names);
     InFlightDiagnostic w = emitWarning(loc);
     w << "parameter '" << p << "' (torch.export's graph signature) is not in the ONNX "
                                "graph; ";

@@ -15,6 +15,8 @@
 #ifndef ZRT_CONSOLIDATE_H
 #define ZRT_CONSOLIDATE_H
 
+#include <onnx/onnx_pb.h>
+
 #include <cstdint>
 #include <string>
 
@@ -25,9 +27,13 @@ struct ConsolidateResult {
 };
 
 /// Writes the parameters of checkpoint `path` (optimizer state too with
-/// `withState`) to `out` (.safetensors), whole or not at all. Throws zrt::Error.
+/// `withState`) to `out` (.safetensors), whole or not at all. With `model` (the
+/// exported ONNX model), parameters go under their PyTorch names
+/// (zrt/TorchNames.h), as load_state_dict takes them; without, under the
+/// initializers' names. Throws zrt::Error.
 ConsolidateResult consolidateToSafetensors(const std::string &path, const std::string &out,
-                                           bool withState);
+                                           bool withState,
+                                           const onnx::ModelProto *model = nullptr);
 
 /// Writes `model` (an ONNX file) with its initializers replaced by the
 /// checkpoint's parameters to `out` (.onnx). Throws zrt::Error.

@@ -25,6 +25,8 @@ const char *dtypeName(DType t);
 bool isFloatDtype(DType t);
 /// The float of dtype `t` (isFloatDtype) at `p`, widened to double.
 double floatValue(const void *p, DType t);
+/// Stores `v` at `p` as dtype `t` (isFloatDtype), rounded to nearest even.
+void storeFloatValue(void *p, DType t, double v);
 
 /// A dense row-major tensor that lives somewhere else (the arena, a file buffer).
 struct TensorView {

@@ -35,6 +35,7 @@
 #include "zrt/ResidentMemory.h"
 #include "zrt/RunAgreement.h"
 #include "zrt/SaveWeights.h"
+#include "zrt/TorchWeights.h"
 #include "zrt/TokenData.h"
 #include "zrt/Watchdog.h"
 
@@ -59,6 +60,10 @@ using namespace zrt;
 
 namespace {
 
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 const char *kUsage =
     "usage: zero-run PLAN.zplan --init MODEL.onnx [options]\n"
     "       zero-run --consolidate DIR -o OUT.safetensors|OUT.onnx\n"
@@ -75,6 +80,8 @@ const char *kUsage =
     "from ncclCommInitAll), or one process per rank under `mpirun -np N`.\n"
     "  --init MODEL.onnx      initial parameter values (the model's initializers,\n"
     "                         external data included, read from the model's folder)\n"
+    "  --init W.safetensors   with --init MODEL.onnx: the parameters' values from a\n"
+    "                         Hugging Face checkpoint instead, by PyTorch name\n"
     "  --device cuda|cpu      where to run (default: cuda when this build has it and\n"
     "                         a GPU is present, else cpu)\n"
     "Training (the plan reads tokens and targets [B, T] and returns the loss):\n"
@@ -119,7 +126,8 @@ const char *kUsage =
     "                         test only (mixed precision): rank R's gradients of step S\n"
     "                         overflow (its loss scale is inf), as if only its data\n"
     "                         overflowed\n"
-    "  --save-weights OUT     the model with its trained initializers, as ONNX\n"
+    "  --save-weights OUT     the model with its trained initializers, as ONNX, or\n"
+    "                         (OUT.safetensors) the parameters by PyTorch name\n"
     "  --save-checkpoint DIR  sharded checkpoints DIR/step-S (one file per rank and a\n"
     "                         manifest), DIR/latest naming the newest; every\n"
     "  --checkpoint-every K   K steps (default: only at the end) and at the end,\n"
@@ -132,8 +140,9 @@ const char *kUsage =
     "Consolidation (no plan, one process):\n"
     "  --consolidate DIR      the checkpoint DIR (or DIR/latest) as one file, -o\n"
     "  -o OUT                 OUT.safetensors (Hugging Face's layout, written tensor\n"
-    "                         by tensor) or OUT.onnx (with --init MODEL.onnx: that\n"
-    "                         model with the checkpoint's weights)\n"
+    "                         by tensor; with --init MODEL.onnx, the export, under\n"
+    "                         PyTorch's names) or OUT.onnx (with --init MODEL.onnx:\n"
+    "                         that model with the checkpoint's weights)\n"
     "  --with-optimizer-state the optimizer state too (safetensors: NAME.exp_avg,\n"
     "                         NAME.exp_avg_sq, NAME.momentum_buffer, optimizer.step)\n"
     "One run on given inputs:\n"
@@ -158,7 +167,7 @@ struct RankAtStep {
 };
 
 struct Options {
-  std::string plan, init, inputs, saveOutputs, data, dataFormat = "u8", logJson,
+  std::string plan, init, initWeights, inputs, saveOutputs, data, dataFormat = "u8", logJson,
       saveWeights, trace, calibrate, device, saveCheckpoint, resume, consolidate, output;
   int64_t checkpointEvery = 0, keepCheckpoints = 0;
   double commDelayNsPerByte = 0, collectiveTimeoutS = 600;
@@ -215,7 +224,12 @@ Options parseArgs(int argc, char **argv) {
       std::printf("%s\n", loadCudaLibraries().c_str());
       std::exit(0);
     } else if (is("--init")) {
-      o.init = value("--init");
+      // An ONNX model, and optionally a safetensors file of weights by PyTorch name.
+      std::string path = value("--init");
+      std::string &slot = endsWith(path, ".safetensors") ? o.initWeights : o.init;
+      ZRT_CHECK(slot.empty(), "--init takes one ONNX model and at most one safetensors "
+                              "file; '" << path << "' is a second one");
+      slot = path;
     } else if (is("--inputs")) {
       o.inputs = value("--inputs");
     } else if (is("--save-outputs")) {
@@ -723,7 +737,10 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
   if (!o.trace.empty())
     writeTrace(o.trace, comm.rank(), exec.takeTrace());
   if (!o.saveWeights.empty()) {
-    saveWeights(*model, dirOf(o.init), exec, o.saveWeights);
+    if (endsWith(o.saveWeights, ".safetensors"))
+      saveSafetensorsByName(*model, exec, o.saveWeights);
+    else
+      saveWeights(*model, dirOf(o.init), exec, o.saveWeights);
     if (!quiet)
       std::printf("wrote the trained model to %s\n", o.saveWeights.c_str());
   }
@@ -775,6 +792,22 @@ std::string deviceKind(const Options &o) {
   return kind;
 }
 
+/// The --init model, with the values of --init W.safetensors (by PyTorch name) in
+/// place of its own.
+onnx::ModelProto readInitModel(const Options &o, bool announce) {
+  onnx::ModelProto model = readOnnxModel(o.init);
+  if (o.initWeights.empty())
+    return model;
+  int64_t unused = 0;
+  int64_t replaced = loadSafetensorsByName(model, o.initWeights, unused);
+  if (announce && !o.quiet)
+    std::printf("%s: %lld initializers of %s by PyTorch name%s\n", o.initWeights.c_str(),
+                (long long)replaced, o.init.c_str(),
+                unused ? (", " + std::to_string(unused) + " of its tensors unused").c_str()
+                       : "");
+  return model;
+}
+
 /// One rank's run of the plan on its device.
 int runRank(const Options &o, zero::zplan::Plan plan, Device &device, Communicator &comm,
             onnx::ModelProto *preloaded = nullptr) {
@@ -785,7 +818,7 @@ int runRank(const Options &o, zero::zplan::Plan plan, Device &device, Communicat
   if (preloaded)
     model = std::move(*preloaded);
   else if (!o.init.empty())
-    model = readOnnxModel(o.init);
+    model = readInitModel(o, comm.rank() == 0);
   int64_t memoryBefore = device.memoryInUse();
   ExecutorOptions eopts;
   eopts.commDelayNsPerByte = o.commDelayNsPerByte;
@@ -794,6 +827,10 @@ int runRank(const Options &o, zero::zplan::Plan plan, Device &device, Communicat
   bool needsParams = false;
   for (const auto &b : exec.plan().buffers())
     needsParams |= b.role() == zero::zplan::PARAM;
+  ZRT_CHECK(o.initWeights.empty() || !o.init.empty(),
+            "--init " << o.initWeights << " needs --init MODEL.onnx too: the exported "
+                         "model holds the constants, and says which initializer holds "
+                         "which parameter");
   ZRT_CHECK(!needsParams || !o.init.empty(),
             "the plan has parameters; give their values with --init MODEL.onnx");
   ZRT_CHECK(o.saveWeights.empty() || !o.init.empty(), "--save-weights needs --init");
@@ -947,8 +984,12 @@ int consolidate(const Options &o, Communicator &comm) {
   checkWritable(o.output, "-o");
   ConsolidateResult r;
   if (endsWith(".safetensors")) {
-    ZRT_CHECK(o.init.empty(), "--init goes with -o OUT.onnx, not safetensors");
-    r = consolidateToSafetensors(o.consolidate, o.output, o.withOptimizerState);
+    // With --init MODEL.onnx (the export), by PyTorch name.
+    onnx::ModelProto model;
+    if (!o.init.empty())
+      model = readOnnxModel(o.init);
+    r = consolidateToSafetensors(o.consolidate, o.output, o.withOptimizerState,
+                                 o.init.empty() ? nullptr : &model);
   } else if (endsWith(".onnx")) {
     ZRT_CHECK(!o.init.empty(), "-o " << o.output << " needs --init MODEL.onnx (the model "
                                      << "whose initializers it replaces)");
@@ -1000,7 +1041,7 @@ int run(const Options &o, Communicator &comm, bool launched) {
   // one of them might not call (NCCL's set-up, a collective, a checkpoint).
   onnx::ModelProto model;
   if (!o.init.empty())
-    model = readOnnxModel(o.init);
+    model = readInitModel(o, comm.rank() == 0);
   std::string kind = deviceKind(o);
   if (comm.size() > 1)
     agreeAcrossRanks(comm, runAgreement(o, plan, model, kind));
