@@ -23,7 +23,7 @@ func.func @main(%x: tensor<4xf32> {compute.input = 0 : i64}) -> tensor<4xf32> {
 
 // -----
 
-// CHECK: error: result 0 updates argument 5, which does not exist
+// CHECK: error: result 0's 'compute.updates' names argument 5 of 1
 func.func @main(%x: tensor<4xf32> {compute.param = "x"}) -> (tensor<4xf32> {compute.updates = 5 : i64}) {
   %0 = compute.relu %x : tensor<4xf32>
   return %0 : tensor<4xf32>

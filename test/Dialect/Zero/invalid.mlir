@@ -110,3 +110,28 @@ func.func @axis_twice(%x: tensor<16xf32>) {
   %p, %t = zero.all_reduce_start %x on @mesh grid_axes = [0, 0] : tensor<16xf32> -> tensor<16xf32>
   return
 }
+
+// -----
+
+// The zero.* attributes are declared in ZeroAttributes.cpp and verified.
+func.func @phase_not_a_string(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'zero.phase' (the bucket whose gather an op waits for) must be a non-empty string, not 1 : i64}}
+  %r = compute.relu %x {zero.phase = 1 : i64} : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @stage_on_an_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'zero.stage' (the ZeRO stage) belongs on the module, not on 'compute.relu'}}
+  %r = compute.relu %x {zero.stage = 3 : i64} : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @misspelled(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unknown zero dialect attribute 'zero.recomputed'}}
+  %r = compute.relu %x {zero.recomputed} : tensor<4xf32>
+  return %r : tensor<4xf32>
+}

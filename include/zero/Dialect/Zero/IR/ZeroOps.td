@@ -23,7 +23,12 @@ def Zero_Dialect : Dialect {
     the usable result). Both have side effects on the communication resource, so
     every rank keeps the same total order of collectives and no pass reorders,
     merges or drops them.
+
+    The schedule's facts about ops and the module are `zero.*` attributes (an op's
+    phase, a recomputed copy, the ZeRO stage), each declared once with its type
+    and place in ZeroAttributes.cpp and verified by the dialect.
   }];
+  let hasOperationAttrVerify = 1;
   let useDefaultTypePrinterParser = 1;
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
