@@ -10,6 +10,7 @@ using namespace mlir;
 using namespace zero::compute;
 
 #include "zero/Dialect/Compute/IR/ComputeOpsDialect.cpp.inc"
+#include "zero/Dialect/Compute/IR/ComputeInterfaces.cpp.inc"
 
 void ComputeDialect::initialize() {
   addOperations<

@@ -8,6 +8,7 @@
 #define ZERO_DIALECT_COMPUTE_IR_COMPUTEDIALECT_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
@@ -19,6 +20,7 @@
 #include <utility>
 
 #include "zero/Dialect/Compute/IR/ComputeOpsDialect.h.inc"
+#include "zero/Dialect/Compute/IR/ComputeInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "zero/Dialect/Compute/IR/ComputeOps.h.inc"

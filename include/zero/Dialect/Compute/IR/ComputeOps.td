@@ -8,9 +8,13 @@
 #define ZERO_DIALECT_COMPUTE_IR_COMPUTEOPS_TD
 
 include "zero/Dialect/Compute/IR/ComputeDialect.td"
+include "zero/Dialect/Compute/IR/ComputeInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// An op with a gradient rule (ComputeGradients.cpp) declares it here.
+def Compute_Differentiable : DeclareOpInterfaceMethods<Compute_DifferentiableOpInterface>;
 
 // bf16 and f16 appear only in mixed-precision training steps (--zero-autocast).
 def Compute_Tensor : RankedTensorOf<[F32, F64, BF16, F16, I1, I8, UI8, I32, I64]>;
@@ -62,15 +66,17 @@ class Compute_BinaryOp<string mnemonic, string what, list<Trait> traits = [],
   let hasVerifier = 1;
 }
 
-def Compute_AddOp : Compute_BinaryOp<"add", "addition", [Commutative]> {
+def Compute_AddOp : Compute_BinaryOp<"add", "addition", [Commutative, Compute_Differentiable]> {
   let hasCanonicalizer = 1;
 }
-def Compute_SubOp : Compute_BinaryOp<"sub", "subtraction">;
-def Compute_MulOp : Compute_BinaryOp<"mul", "multiplication", [Commutative]> {
+def Compute_SubOp : Compute_BinaryOp<"sub", "subtraction", [Compute_Differentiable]>;
+def Compute_MulOp : Compute_BinaryOp<"mul", "multiplication",
+                                     [Commutative, Compute_Differentiable]> {
   let hasCanonicalizer = 1;
 }
-def Compute_DivOp : Compute_BinaryOp<"div", "division (integers truncate)">;
-def Compute_PowOp : Compute_BinaryOp<"pow", "power"> {
+def Compute_DivOp : Compute_BinaryOp<"div", "division (integers truncate)",
+                                     [Compute_Differentiable]>;
+def Compute_PowOp : Compute_BinaryOp<"pow", "power", [Compute_Differentiable]> {
   let description = [{
     `lhs` raised to `rhs`, after broadcasting. As in ONNX, the exponent may have
     another element type than the base; the result has the base's.
@@ -84,7 +90,7 @@ def Compute_EqualOp : Compute_BinaryOp<"equal", "equality (the result is i1)",
                                        [Commutative], "i1">;
 
 class Compute_UnaryOp<string mnemonic, string what, Type type = Compute_Tensor>
-    : Compute_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Compute_Op<mnemonic, [Pure, SameOperandsAndResultType, Compute_Differentiable]> {
   let summary = "Elementwise " # what # ".";
   let description = [{
     Applies `}] # what # [{` to every element.
@@ -114,7 +120,7 @@ def Compute_ErfOp : Compute_UnaryOp<"erf", "the error function", Compute_FloatTe
 def Compute_GeluOp : Compute_UnaryOp<"gelu", "GELU (exact form, with erf)",
                                      Compute_FloatTensor>;
 
-def Compute_CastOp : Compute_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+def Compute_CastOp : Compute_Op<"cast", [Pure, Compute_Differentiable, SameOperandsAndResultShape]> {
   let summary = "Elementwise conversion to the result's element type.";
   let description = [{
     Converts every element as C++ `static_cast` does; to `i1`, any non-zero value is
@@ -129,7 +135,7 @@ def Compute_CastOp : Compute_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Compute_WhereOp : Compute_Op<"where", [Pure]> {
+def Compute_WhereOp : Compute_Op<"where", [Pure, Compute_Differentiable]> {
   let summary = "Elementwise select with ONNX broadcasting.";
   let description = [{
     `result[i] = condition[i] ? lhs[i] : rhs[i]`, all three broadcast to the result.
@@ -153,7 +159,7 @@ def Compute_WhereOp : Compute_Op<"where", [Pure]> {
 // Linear algebra and normalization
 //===----------------------------------------------------------------------===//
 
-def Compute_MatMulOp : Compute_Op<"matmul", [Pure]> {
+def Compute_MatMulOp : Compute_Op<"matmul", [Pure, Compute_Differentiable]> {
   let summary = "Batched matrix product with numpy semantics.";
   let description = [{
     The product of the last two dimensions; leading (batch) dimensions broadcast. A 1-D
@@ -172,7 +178,7 @@ def Compute_MatMulOp : Compute_Op<"matmul", [Pure]> {
 }
 
 class Compute_AxisOp<string mnemonic, string what>
-    : Compute_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Compute_Op<mnemonic, [Pure, SameOperandsAndResultType, Compute_Differentiable]> {
   let summary = what # " along one axis.";
   let description = [{
     Computes }] # what # [{ along `axis` (non-negative), subtracting the maximum first
@@ -188,7 +194,7 @@ class Compute_AxisOp<string mnemonic, string what>
   let hasVerifier = 1;
 }
 
-def Compute_SoftmaxOp : Compute_Op<"softmax", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Compute_SoftmaxOp : Compute_Op<"softmax", [Pure, Compute_Differentiable, AllTypesMatch<["input", "result"]>]> {
   let summary = "Softmax along one axis, after an optional scale and additive bias.";
   let description = [{
     Computes softmax along `axis` (non-negative), subtracting the maximum first
@@ -221,7 +227,7 @@ def Compute_SoftmaxOp : Compute_Op<"softmax", [Pure, AllTypesMatch<["input", "re
 
 def Compute_LogSoftmaxOp : Compute_AxisOp<"log_softmax", "Log-softmax">;
 
-def Compute_LayerNormOp : Compute_Op<"layer_norm", [Pure]> {
+def Compute_LayerNormOp : Compute_Op<"layer_norm", [Pure, Compute_Differentiable]> {
   let summary = "Layer normalization over the trailing dimensions from `axis`.";
   let description = [{
     Normalizes `input` over dimensions `axis..rank-1` to zero mean and unit variance
@@ -246,7 +252,7 @@ def Compute_LayerNormOp : Compute_Op<"layer_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Compute_SoftmaxCrossEntropyOp : Compute_Op<"softmax_cross_entropy", [Pure]> {
+def Compute_SoftmaxCrossEntropyOp : Compute_Op<"softmax_cross_entropy", [Pure, Compute_Differentiable]> {
   let summary = "Softmax cross-entropy against integer class labels.";
   let description = [{
     `scores` is `[N, C, d1, ...]`, `labels` is `[N, d1, ...]` with values in `[0, C)`
@@ -276,7 +282,7 @@ def Compute_SoftmaxCrossEntropyOp : Compute_Op<"softmax_cross_entropy", [Pure]> 
 //===----------------------------------------------------------------------===//
 
 class Compute_ReduceOp<string mnemonic, string what>
-    : Compute_Op<mnemonic, [Pure]> {
+    : Compute_Op<mnemonic, [Pure, Compute_Differentiable]> {
   let summary = what # " over the listed axes.";
   let description = [{
     Reduces `axes` (non-negative, sorted, unique) by }] # what # [{; with `keepdims`
@@ -301,7 +307,7 @@ def Compute_ReduceMeanOp : Compute_ReduceOp<"reduce_mean", "The arithmetic mean"
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Compute_ReshapeOp : Compute_Op<"reshape", [Pure]> {
+def Compute_ReshapeOp : Compute_Op<"reshape", [Pure, Compute_Differentiable]> {
   let summary = "The same elements in row-major order, another shape.";
   let description = [{
     ONNX Reshape, Flatten, Squeeze and Unsqueeze all become this op; the result type
@@ -317,7 +323,7 @@ def Compute_ReshapeOp : Compute_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Compute_TransposeOp : Compute_Op<"transpose", [Pure]> {
+def Compute_TransposeOp : Compute_Op<"transpose", [Pure, Compute_Differentiable]> {
   let summary = "Permutes dimensions: result dim i is input dim perm[i].";
   let description = [{
     ```mlir
@@ -334,7 +340,7 @@ def Compute_TransposeOp : Compute_Op<"transpose", [Pure]> {
   let hasFolder = 1;
 }
 
-def Compute_SliceOp : Compute_Op<"slice", [Pure]> {
+def Compute_SliceOp : Compute_Op<"slice", [Pure, Compute_Differentiable]> {
   let summary = "A strided window, with one start and step per dimension.";
   let description = [{
     Result dimension i takes input indices `starts[i] + k * steps[i]`, k in
@@ -353,7 +359,7 @@ def Compute_SliceOp : Compute_Op<"slice", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Compute_ConcatOp : Compute_Op<"concat", [Pure]> {
+def Compute_ConcatOp : Compute_Op<"concat", [Pure, Compute_Differentiable]> {
   let summary = "Joins tensors along one axis.";
   let description = [{
     ```mlir
@@ -368,7 +374,7 @@ def Compute_ConcatOp : Compute_Op<"concat", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Compute_ExpandOp : Compute_Op<"expand", [Pure]> {
+def Compute_ExpandOp : Compute_Op<"expand", [Pure, Compute_Differentiable]> {
   let summary = "Broadcasts a tensor to the result shape.";
   let description = [{
     ```mlir
@@ -381,7 +387,7 @@ def Compute_ExpandOp : Compute_Op<"expand", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Compute_GatherOp : Compute_Op<"gather", [Pure]> {
+def Compute_GatherOp : Compute_Op<"gather", [Pure, Compute_Differentiable]> {
   let summary = "Takes slices of `data` along `axis` at the given indices.";
   let description = [{
     The result shape is `data[:axis] ++ indices ++ data[axis+1:]`. Negative indices
@@ -401,7 +407,7 @@ def Compute_GatherOp : Compute_Op<"gather", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Compute_TriluOp : Compute_Op<"trilu", [Pure, SameOperandsAndResultType]> {
+def Compute_TriluOp : Compute_Op<"trilu", [Pure, Compute_Differentiable, SameOperandsAndResultType]> {
   let summary = "Keeps the upper or lower triangle of the last two dimensions.";
   let description = [{
     With `upper`, element (i, j) is kept when `j - i >= k`, otherwise when
