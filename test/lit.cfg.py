@@ -19,6 +19,8 @@ config.substitutions.append(
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%utils", os.path.join(config.zero_src_root, "utils")))
 config.substitutions.append(("%zero_include", os.path.join(config.zero_src_root, "include")))
+# Where the build writes generated .td files (the plan dialect's enums).
+config.substitutions.append(("%zero_build_include", os.path.join(config.zero_obj_root, "include")))
 # mlir-tblgen's -I flags for MLIR's own .td files (the ODS examples test).
 config.substitutions.append(("%mlir_tblgen_includes",
                              " ".join("-I " + d for d in config.mlir_include_dirs.split(";"))))

@@ -7,7 +7,7 @@
 #   check-plan-enums.py --tblgen mlir-tblgen -I INCLUDE... --td PlanOps.td --pb2 DIR
 #
 # DIR holds zplan_pb2.py (protoc --python_out from include/zplan/zplan.proto).
-# Prints one line per mismatch and exits 1 on any. Debian's /usr/bin/python3.
+# Prints one line per mismatch and exits 1 on any.
 import argparse
 import re
 import subprocess

@@ -14,48 +14,9 @@ include "mlir/IR/SymbolInterfaces.td"
 
 def Plan_BufferType : MemRefOf<[F32, F64, BF16, F16, I1, I8, UI8, I32, I64]>;
 
-// What a buffer holds; the plan file's `Role` (zplan.proto) has the same cases.
-def Plan_BufferRole : I32EnumAttr<"BufferRole", "what a plan buffer holds", [
-    I32EnumAttrCase<"temp", 1>, I32EnumAttrCase<"param", 2>,
-    I32EnumAttrCase<"input", 3>, I32EnumAttrCase<"constant", 4>,
-    I32EnumAttrCase<"state", 5>, I32EnumAttrCase<"master", 6>,
-    I32EnumAttrCase<"runtime", 7>]> {
-  let cppNamespace = "::zero::plan";
-}
-
-// What a kernel computes: an entry of the runtime's kernel tables. The plan file's
-// Kernel.Kind (zplan.proto) has the same cases in uppercase; the export maps them
-// by name (zplan/KernelKind.h) and fails on a case the schema lacks.
-def Plan_KernelKind : I32EnumAttr<"KernelKind", "what a plan kernel computes", [
-    I32EnumAttrCase<"add", 1>, I32EnumAttrCase<"sub", 2>, I32EnumAttrCase<"mul", 3>,
-    I32EnumAttrCase<"div", 4>, I32EnumAttrCase<"pow", 5>, I32EnumAttrCase<"neg", 6>,
-    I32EnumAttrCase<"exp", 7>, I32EnumAttrCase<"log", 8>, I32EnumAttrCase<"sqrt", 9>,
-    I32EnumAttrCase<"reciprocal", 10>, I32EnumAttrCase<"erf", 11>,
-    I32EnumAttrCase<"tanh", 12>, I32EnumAttrCase<"sigmoid", 13>,
-    I32EnumAttrCase<"relu", 14>, I32EnumAttrCase<"relu_grad", 15>,
-    I32EnumAttrCase<"equal", 16>, I32EnumAttrCase<"where", 17>,
-    I32EnumAttrCase<"cast", 18>, I32EnumAttrCase<"fused", 19>,
-    I32EnumAttrCase<"matmul", 20>, I32EnumAttrCase<"layer_norm", 21>,
-    I32EnumAttrCase<"layer_norm_grad", 22>, I32EnumAttrCase<"softmax", 23>,
-    I32EnumAttrCase<"log_softmax", 24>, I32EnumAttrCase<"softmax_cross_entropy", 25>,
-    I32EnumAttrCase<"softmax_cross_entropy_grad", 26>, I32EnumAttrCase<"reduce_sum", 27>,
-    I32EnumAttrCase<"reduce_mean", 28>, I32EnumAttrCase<"sum_squares", 29>,
-    I32EnumAttrCase<"nonfinite_count", 30>, I32EnumAttrCase<"copy", 31>,
-    I32EnumAttrCase<"reshape", 32>, I32EnumAttrCase<"transpose", 33>,
-    I32EnumAttrCase<"expand", 34>, I32EnumAttrCase<"concat", 35>,
-    I32EnumAttrCase<"slice", 36>, I32EnumAttrCase<"slice_grad", 37>,
-    I32EnumAttrCase<"gather", 38>, I32EnumAttrCase<"gather_grad", 39>,
-    I32EnumAttrCase<"trilu", 40>, I32EnumAttrCase<"to_host", 41>,
-    I32EnumAttrCase<"to_device", 42>, I32EnumAttrCase<"adamw", 43>,
-    I32EnumAttrCase<"sgd", 44>, I32EnumAttrCase<"clip_grad_scale", 45>,
-    I32EnumAttrCase<"all_reduce", 46>, I32EnumAttrCase<"all_gather", 47>,
-    I32EnumAttrCase<"reduce_scatter", 48>, I32EnumAttrCase<"all_slice", 49>,
-    I32EnumAttrCase<"all_reduce_start", 50>, I32EnumAttrCase<"all_gather_start", 51>,
-    I32EnumAttrCase<"reduce_scatter_start", 52>, I32EnumAttrCase<"wait", 53>,
-    I32EnumAttrCase<"softmax_grad", 54>,
-    I32EnumAttrCase<"gelu", 55>, I32EnumAttrCase<"gelu_grad", 56>]> {
-  let cppNamespace = "::zero::plan";
-}
+// BufferRole and KernelKind: generated from the plan file's schema (zplan.proto's
+// Role and Kernel.Kind), the one list of both (utils/gen-plan-enums.py).
+include "zero/Dialect/Plan/IR/PlanEnums.td"
 
 def Plan_ProgramOp : Plan_Op<"program",
     [Symbol, SingleBlockImplicitTerminator<"ReturnOp">, IsolatedFromAbove]> {
