@@ -209,7 +209,12 @@ std::optional<ConstTensor> elementwise(const std::string &op,
                                : cmp(a.floatAt(k[0]), b.floatAt(k[1])));
     } else if (a.isFloat()) {
       double x = a.floats[k[0]], y = b.floatAt(k[1]);
-      double r = op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y;
+      double r = op == "Add"   ? x + y
+                 : op == "Sub" ? x - y
+                 : op == "Mul" ? x * y
+                 : op == "Max" ? std::max(x, y)
+                 : op == "Min" ? std::min(x, y)
+                               : x / y;
       out.floats.push_back(a.dtype == TensorProto::FLOAT ? (double)(float)r : r);
     } else {
       int64_t x = a.ints[k[0]], y = b.intAt(k[1]);
@@ -220,6 +225,8 @@ std::optional<ConstTensor> elementwise(const std::string &op,
       out.ints.push_back(op == "Add"   ? x + y
                          : op == "Sub" ? x - y
                          : op == "Mul" ? x * y
+                         : op == "Max" ? std::max(x, y)
+                         : op == "Min" ? std::min(x, y)
                                        : x / y);
     }
   });
@@ -736,6 +743,42 @@ std::optional<ConstTensor> foldBinary(const FoldInput &f) {
   return elementwise(op, {in[0], in[1]}, error);
 }
 
+/// Max and Min of one or more tensors (numpy broadcasting), pairwise.
+std::optional<ConstTensor> foldMaxMin(const FoldInput &f) {
+  if (f.in.empty() || !f.has(f.in.size()))
+    return std::nullopt;
+  ConstTensor acc = *f.in[0];
+  for (size_t k = 1; k < f.in.size(); ++k) {
+    if (f.in[k]->dtype != acc.dtype) {
+      f.error = f.node.op_type() + "'s inputs differ in type";
+      return std::nullopt;
+    }
+    auto next = elementwise(f.node.op_type(), {&acc, f.in[k]}, f.error);
+    if (!next)
+      return std::nullopt;
+    acc = std::move(*next);
+  }
+  return acc;
+}
+
+/// Sin and Cos of a float tensor, rounded to its type.
+std::optional<ConstTensor> foldTrig(const FoldInput &f) {
+  if (!f.has(1))
+    return std::nullopt;
+  if (!f.in[0]->isFloat()) {
+    f.error = f.node.op_type() + "'s input must be a float tensor";
+    return std::nullopt;
+  }
+  ConstTensor out = *f.in[0];
+  bool sin = f.node.op_type() == "Sin";
+  for (double &v : out.floats) {
+    v = sin ? std::sin(v) : std::cos(v);
+    if (out.dtype == TensorProto::FLOAT)
+      v = (double)(float)v;
+  }
+  return out;
+}
+
 /// Not of a bool tensor.
 std::optional<ConstTensor> foldNot(const FoldInput &f) {
   if (!f.has(1))
@@ -847,6 +890,10 @@ const std::map<std::string, Folder> &folderTable() {
       {"And", foldBinary},
       {"Or", foldBinary},
       {"Not", foldNot},
+      {"Max", foldMaxMin},
+      {"Min", foldMaxMin},
+      {"Sin", foldTrig},
+      {"Cos", foldTrig},
       {"Where", foldWhere},
       {"Expand", foldExpand},
       {"Range", foldRange},

@@ -84,6 +84,10 @@ const std::vector<int> *zero::onnx_import::supportedVersions(llvm::StringRef opT
       {"LessOrEqual", {12, 16}},
       {"Greater", {13}},
       {"GreaterOrEqual", {12, 16}},
+      {"Max", {13}},
+      {"Min", {13}},
+      {"Sin", {7, 22}},
+      {"Cos", {7, 22}},
   };
   auto it = table.find(opType);
   return it == table.end() ? nullptr : &it->second;

@@ -2,7 +2,8 @@
 # model (opset 20) whose node tests cannot check them (those are at opsets below 13,
 # or keep sequences or log-probabilities as graph values): Not, And, Or, IsNaN,
 # SplitToSequence + SequenceAt, NegativeLogLikelihoodLoss after LogSoftmax, Pad,
-# CastLike, Range. Prints one line per output; exit 1 on a mismatch.
+# CastLike, Range, and the folded Sin, Cos, Max and Min. Prints one line per
+# output; exit 1 on a mismatch.
 #   check-composites.py WORKDIR  (zero-opt and zero-run on PATH)
 import os
 import subprocess
@@ -23,7 +24,7 @@ b = h.make_tensor_value_info("b", T.BOOL, [2, 6])
 labels = h.make_tensor_value_info("labels", T.INT64, [2])
 outs = [h.make_tensor_value_info(n, t, None) for n, t in [
     ("logic", T.BOOL), ("part", T.FLOAT), ("nll", T.FLOAT), ("padded", T.FLOAT),
-    ("like", T.INT64), ("steps", T.INT64)]]
+    ("like", T.INT64), ("steps", T.INT64), ("wave", T.FLOAT), ("top", T.FLOAT)]]
 inits = [h.make_tensor("split", T.INT64, [2], [2, 4]),
          h.make_tensor("at", T.INT64, [], [1]),
          h.make_tensor("pads", T.INT64, [4], [1, 0, 0, 2]),
@@ -44,6 +45,14 @@ nodes = [
     h.make_node("Pad", ["x", "pads", "fill"], ["padded"]),
     h.make_node("CastLike", ["x", "labels"], ["like"]),
     h.make_node("Range", ["start", "limit", "delta"], ["steps"]),
+    # Folded at compile time, as exporters' rotary tables and masks are.
+    h.make_node("Cast", ["steps"], ["stepsf"], to=T.FLOAT),
+    h.make_node("Sin", ["stepsf"], ["s"]),
+    h.make_node("Cos", ["stepsf"], ["c"]),
+    h.make_node("Add", ["s", "c"], ["wave"]),
+    h.make_node("Constant", [], ["cut"], value=h.make_tensor("v2", T.FLOAT, [], [5.5])),
+    h.make_node("Max", ["stepsf", "cut"], ["hi"]),
+    h.make_node("Min", ["hi", "stepsf", "cut"], ["top"]),
 ]
 model = h.make_model(h.make_graph(nodes, "composites", [x, y, b, labels], outs, inits),
                      opset_imports=[h.make_opsetid("", 20)])
