@@ -188,15 +188,10 @@ LogicalResult zero::onnx_import::buildPad(OnnxImporter &imp, const NodeProto &no
     return imp.error(node) << "pads must be " << 2 * axes.size() << " integers",
            failure();
   // The pad value: input 2 (a scalar of the input's type), 0 when absent.
-  double fill = 0;
-  if (OnnxImporter::hasInput(node, 2)) {
-    const ConstTensor *v = imp.requireConstant(node, 2);
-    if (!v)
-      return failure();
-    if (v->numel() != 1)
-      return imp.error(node) << "the constant value must be a scalar", failure();
-    fill = v->floatAt(0);
-  }
+  auto fillInput = imp.scalarInput(node, 2, 0.0, "the constant value");
+  if (failed(fillInput))
+    return failure();
+  double fill = *fillInput;
   Value y = *x;
   for (size_t k = 0; k < axes.size(); ++k) {
     int64_t axis = axes[k], before = pads->intAt(k), after = pads->intAt(k + axes.size());
@@ -486,31 +481,7 @@ LogicalResult zero::onnx_import::buildNllLoss(OnnxImporter &imp, const NodeProto
     return imp.error(node) << "input 0 must be a LogSoftmax over axis 1 (log-"
                               "probabilities from any other source are not supported)",
            failure();
-  auto labels = imp.operand(node, 1);
-  auto lossType = imp.outputType(node, 0);
-  if (failed(labels) || failed(lossType))
-    return failure();
-  Value weights;
-  if (OnnxImporter::hasInput(node, 2)) {
-    auto w = imp.operand(node, 2);
-    if (failed(w))
-      return failure();
-    weights = *w;
-  }
-  std::string reduction = OnnxImporter::stringAttr(node, "reduction", "mean");
-  if (reduction != "none" && reduction != "sum" && reduction != "mean")
-    return imp.error(node) << "reduction '" << reduction << "' is not supported",
-           failure();
-  IntegerAttr ignore;
-  for (const auto &a : node.attribute())
-    if (a.name() == "ignore_index")
-      ignore = imp.builder.getI64IntegerAttr(a.i());
-  auto op = SoftmaxCrossEntropyOp::create(imp.builder, imp.locOf(node),
-                                          TypeRange{*lossType, x->getType()}, *x, *labels,
-                                          weights, imp.builder.getStringAttr(reduction),
-                                          ignore);
-  imp.define(node.output(0), op.getLoss());
-  return success();
+  return buildCrossEntropyOf(imp, node, *x);
 }
 
 /// SplitToSequence: the parts as Split makes them, kept as a sequence value that

@@ -111,6 +111,18 @@ const ConstTensor *OnnxImporter::requireConstant(const onnx::NodeProto &node, in
   return nullptr;
 }
 
+FailureOr<double> OnnxImporter::scalarInput(const onnx::NodeProto &node, int i,
+                                            double dflt, const char *what) {
+  if (!hasInput(node, i))
+    return dflt;
+  const ConstTensor *c = requireConstant(node, i);
+  if (!c)
+    return failure();
+  if (c->numel() != 1)
+    return error(node) << what << " must be a scalar", failure();
+  return c->floatAt(0);
+}
+
 FailureOr<RankedTensorType> OnnxImporter::typeOf(const onnx::NodeProto &node,
                                                  const std::string &name) {
   auto it = types.find(name);

@@ -117,6 +117,10 @@ public:
   /// Input `i`, which the op needs at compile time; when it is not known, an error
   /// that names the node, the operand (position and schema name) and what to do.
   const ConstTensor *requireConstant(const onnx::NodeProto &node, int i);
+  /// Input `i` as a compile-time scalar, `dflt` when it is absent; an error
+  /// naming `what` when it is not known or not one element.
+  mlir::FailureOr<double> scalarInput(const onnx::NodeProto &node, int i, double dflt,
+                                      const char *what);
   /// The static type inferred for value `name`.
   mlir::FailureOr<mlir::RankedTensorType> typeOf(const onnx::NodeProto &node,
                                                  const std::string &name);
@@ -177,6 +181,12 @@ const std::vector<int> *supportedVersions(llvm::StringRef opType);
 /// only borrowed: it is as it was when this returns.
 mlir::LogicalResult checkModelStructure(mlir::MLIRContext &ctx, llvm::StringRef path,
                                         onnx::ModelProto &model, int64_t opset);
+
+/// Softmax cross-entropy of `scores` against the node's labels (input 1), weights
+/// (input 2) and its reduction and ignore_index (OpBuilders.cpp): the loss as
+/// output 0, the log-probabilities as output 1 where the node has one.
+mlir::LogicalResult buildCrossEntropyOf(OnnxImporter &imp, const onnx::NodeProto &node,
+                                        mlir::Value scores);
 
 /// Ops imported as compositions of compute ops (CompositeOps.cpp).
 mlir::LogicalResult buildIsNaN(OnnxImporter &imp, const onnx::NodeProto &node);

@@ -177,9 +177,19 @@ LogicalResult buildLayerNorm(OnnxImporter &imp, const NodeProto &node) {
 }
 
 LogicalResult buildSoftmaxCrossEntropy(OnnxImporter &imp, const NodeProto &node) {
+  auto scores = imp.operand(node, 0);
+  if (failed(scores))
+    return failure();
+  return buildCrossEntropyOf(imp, node, *scores);
+}
+
+} // namespace
+
+LogicalResult zero::onnx_import::buildCrossEntropyOf(OnnxImporter &imp,
+                                                     const NodeProto &node, Value scores) {
   Location loc = imp.locOf(node);
-  auto scores = imp.operand(node, 0), labels = imp.operand(node, 1);
-  if (failed(scores) || failed(labels))
+  auto labels = imp.operand(node, 1);
+  if (failed(labels))
     return failure();
   Value weights;
   if (OnnxImporter::hasInput(node, 2)) {
@@ -200,13 +210,16 @@ LogicalResult buildSoftmaxCrossEntropy(OnnxImporter &imp, const NodeProto &node)
     if (a.name() == "ignore_index")
       ignore = imp.builder.getI64IntegerAttr(a.i());
   auto op = SoftmaxCrossEntropyOp::create(
-      imp.builder, loc, TypeRange{*lossType, scores->getType()}, *scores, *labels,
+      imp.builder, loc, TypeRange{*lossType, scores.getType()}, scores, *labels,
       weights, imp.builder.getStringAttr(reduction), ignore);
   imp.define(node.output(0), op.getLoss());
   if (node.output_size() > 1 && !node.output(1).empty())
     imp.define(node.output(1), op.getLogProb());
   return success();
 }
+
+namespace {
+
 
 LogicalResult buildGather(OnnxImporter &imp, const NodeProto &node) {
   auto data = imp.operand(node, 0), indices = imp.operand(node, 1);
@@ -440,24 +453,12 @@ LogicalResult buildReduce(OnnxImporter &imp, const NodeProto &node) {
 /// Dropout is the identity when its ratio is 0 or training_mode is false (the
 /// default); the mask output, if used, is all true.
 LogicalResult buildDropout(OnnxImporter &imp, const NodeProto &node) {
-  float ratio = 0.5f;
-  if (OnnxImporter::hasInput(node, 1)) {
-    const ConstTensor *r = imp.requireConstant(node, 1);
-    if (!r)
-      return failure();
-    if (r->numel() != 1)
-      return imp.error(node) << "ratio must be a scalar", failure();
-    ratio = r->floatAt(0);
-  }
-  bool training = false;
-  if (OnnxImporter::hasInput(node, 2)) {
-    const ConstTensor *t = imp.requireConstant(node, 2);
-    if (!t)
-      return failure();
-    if (t->numel() != 1)
-      return imp.error(node) << "training_mode must be a scalar", failure();
-    training = t->intAt(0) != 0;
-  }
+  auto ratioInput = imp.scalarInput(node, 1, 0.5, "ratio");
+  auto trainingInput = imp.scalarInput(node, 2, 0.0, "training_mode");
+  if (failed(ratioInput) || failed(trainingInput))
+    return failure();
+  float ratio = (float)*ratioInput;
+  bool training = *trainingInput != 0;
   if (training && ratio != 0.0f)
     return imp.error(node) << "random dropout (ratio " << std::to_string(ratio).substr(0, 6)
                            << ", training_mode true) is not supported; export with "

@@ -206,6 +206,13 @@ LogicalResult crossEntropyGrad(GradBuilder &gb, SoftmaxCrossEntropyOp op,
   return success();
 }
 
+/// A one-operand rule's result: `v` (null unless needed) as operand 0's adjoint.
+LogicalResult firstOnly(ArrayRef<bool> need, Grads &grads, Value v) {
+  if (need[0])
+    grads[0] = v;
+  return success();
+}
+
 } // namespace
 
 LogicalResult AddOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg, ArrayRef<bool> need,
@@ -269,28 +276,19 @@ LogicalResult NegOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg, ArrayRef<b
                                     SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
-  return unaryFloat(need[0] ? gb.neg(g) : Value());
+  return firstOnly(need, grads, need[0] ? gb.neg(g) : Value());
 }
 
 LogicalResult SqrtOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                      ArrayRef<bool> need, SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   SqrtOp o = *this;
   // 1 / (2 sqrt(x))
   Type et = typeOf(g).getElementType();
-  return unaryFloat(need[0] ? gb.div(g, gb.mul(gb.scalar(2.0, et), o.getResult()))
-                            : Value());
+  return firstOnly(need, grads,
+                   need[0] ? gb.div(g, gb.mul(gb.scalar(2.0, et), o.getResult()))
+                           : Value());
 }
 
 LogicalResult ReciprocalOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
@@ -298,72 +296,49 @@ LogicalResult ReciprocalOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                            SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   ReciprocalOp o = *this;
   // -1/x^2 = -y^2
   Value y = o.getResult();
-  return unaryFloat(need[0] ? gb.neg(gb.mul(g, gb.mul(y, y))) : Value());
+  return firstOnly(need, grads, need[0] ? gb.neg(gb.mul(g, gb.mul(y, y))) : Value());
 }
 
 LogicalResult ExpOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg, ArrayRef<bool> need,
                                     SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   ExpOp o = *this;
-  return unaryFloat(need[0] ? gb.mul(g, o.getResult()) : Value());
+  return firstOnly(need, grads, need[0] ? gb.mul(g, o.getResult()) : Value());
 }
 
 LogicalResult LogOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg, ArrayRef<bool> need,
                                     SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   LogOp o = *this;
-  return unaryFloat(need[0] ? gb.div(g, o.getInput()) : Value());
+  return firstOnly(need, grads, need[0] ? gb.div(g, o.getInput()) : Value());
 }
 
 LogicalResult ReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                      ArrayRef<bool> need, SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   ReluOp o = *this;
-  return unaryFloat(need[0] ? Value(ReluGradOp::create(b, gb.loc, o.getInput(), g))
-                            : Value());
+  return firstOnly(need, grads,
+                   need[0] ? Value(ReluGradOp::create(b, gb.loc, o.getInput(), g))
+                           : Value());
 }
 
 LogicalResult TanhOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                      ArrayRef<bool> need, SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   TanhOp o = *this;
   // 1 - y^2
   Value y = o.getResult();
   Type et = typeOf(g).getElementType();
-  return unaryFloat(need[0] ? gb.mul(g, gb.sub(gb.scalar(1.0, et), gb.mul(y, y)))
-                            : Value());
+  return firstOnly(need, grads,
+                   need[0] ? gb.mul(g, gb.sub(gb.scalar(1.0, et), gb.mul(y, y)))
+                           : Value());
 }
 
 LogicalResult SigmoidOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
@@ -371,48 +346,35 @@ LogicalResult SigmoidOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                         SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   SigmoidOp o = *this;
   // y (1 - y)
   Value y = o.getResult();
   Type et = typeOf(g).getElementType();
-  return unaryFloat(need[0] ? gb.mul(g, gb.mul(y, gb.sub(gb.scalar(1.0, et), y)))
-                            : Value());
+  return firstOnly(need, grads,
+                   need[0] ? gb.mul(g, gb.mul(y, gb.sub(gb.scalar(1.0, et), y)))
+                           : Value());
 }
 
 LogicalResult ErfOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg, ArrayRef<bool> need,
                                     SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   ErfOp o = *this;
   // 2/sqrt(pi) exp(-x^2)
   Value x = o.getInput();
   Type et = typeOf(g).getElementType();
   Value d = gb.mul(gb.scalar(2.0 / std::sqrt(M_PI), et), gb.exp(gb.neg(gb.mul(x, x))));
-  return unaryFloat(need[0] ? gb.mul(g, d) : Value());
+  return firstOnly(need, grads, need[0] ? gb.mul(g, d) : Value());
 }
 
 LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                      ArrayRef<bool> need, SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   GeluOp o = *this;
-  return unaryFloat(need[0] ? Value(GeluGradOp::create(b, gb.loc, o.getInput(), g))
-                            : Value());
+  return firstOnly(need, grads,
+                   need[0] ? Value(GeluGradOp::create(b, gb.loc, o.getInput(), g))
+                           : Value());
 }
 
 LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
@@ -481,15 +443,11 @@ LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                            SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   LogSoftmaxOp o = *this;
   // g - exp(y) sum(g)
   Value s = gb.reduceSum(g, {(int64_t)o.getAxis()}, true);
-  return unaryFloat(need[0] ? gb.sub(g, gb.mul(gb.exp(o.getResult()), s)) : Value());
+  return firstOnly(need, grads,
+                   need[0] ? gb.sub(g, gb.mul(gb.exp(o.getResult()), s)) : Value());
 }
 
 LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
@@ -513,14 +471,10 @@ LogicalResult ReduceSumOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                           SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   ReduceSumOp o = *this;
-  return unaryFloat(
-      need[0] ? gb.expandFromReduction(g, shapeOf(o.getInput()), o.getAxes()) : Value());
+  return firstOnly(need, grads,
+                   need[0] ? gb.expandFromReduction(g, shapeOf(o.getInput()), o.getAxes())
+                           : Value());
 }
 
 LogicalResult ReduceMeanOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
@@ -544,13 +498,8 @@ LogicalResult ReshapeOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                         SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   ReshapeOp o = *this;
-  return unaryFloat(need[0] ? gb.reshape(g, shapeOf(o.getInput())) : Value());
+  return firstOnly(need, grads, need[0] ? gb.reshape(g, shapeOf(o.getInput())) : Value());
 }
 
 LogicalResult TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
@@ -558,11 +507,6 @@ LogicalResult TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                           SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   TransposeOp o = *this;
   ArrayRef<int64_t> perm = o.getPerm();
   SmallVector<int64_t> inverse(perm.size());
@@ -583,7 +527,7 @@ LogicalResult TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
     grads[0] = gb.matmul(transposed(product.getRhs()), transposed(product.getLhs()));
     return success();
   }
-  return unaryFloat(need[0] ? gb.transpose(g, inverse) : Value());
+  return firstOnly(need, grads, need[0] ? gb.transpose(g, inverse) : Value());
 }
 
 LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
@@ -591,16 +535,12 @@ LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                       SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   SliceOp o = *this;
-  return unaryFloat(need[0]
-                        ? Value(SliceGradOp::create(b, gb.loc, o.getInput().getType(), g,
-                                                    o.getStartsAttr(), o.getStepsAttr()))
-                        : Value());
+  return firstOnly(need, grads,
+                   need[0]
+                       ? Value(SliceGradOp::create(b, gb.loc, o.getInput().getType(), g,
+                                                   o.getStartsAttr(), o.getStepsAttr()))
+                       : Value());
 }
 
 LogicalResult ConcatOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
@@ -629,13 +569,9 @@ LogicalResult ExpandOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                        SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   ExpandOp o = *this;
-  return unaryFloat(need[0] ? gb.unbroadcast(g, shapeOf(o.getInput())) : Value());
+  return firstOnly(need, grads,
+                   need[0] ? gb.unbroadcast(g, shapeOf(o.getInput())) : Value());
 }
 
 LogicalResult GatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
@@ -655,13 +591,9 @@ LogicalResult TriluOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                       SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};
   Value g = rg.empty() ? Value() : rg[0];
-  auto unaryFloat = [&](Value v) {
-    if (need[0])
-      grads[0] = v;
-    return success();
-  };
   TriluOp o = *this;
-  return unaryFloat(
+  return firstOnly(
+      need, grads,
       need[0] ? Value(TriluOp::create(b, gb.loc, g, o.getUpperAttr(), o.getKAttr()))
               : Value());
 }
