@@ -29,7 +29,7 @@ build() {
       -DZERO_FUZZ=ON -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >/dev/null
   fi
   cmake --build "$FB" --target fuzz-onnx-import fuzz-plan-loader fuzz-checkpoint-manifest \
-    fuzz-deepspeed-config
+    fuzz-deepspeed-config fuzz-safetensors
 }
 
 run() {
@@ -115,16 +115,29 @@ PY
       --save-checkpoint "$tmp/ck-$name" --quiet
     cp "$tmp/ck-$name/step-2/manifest.json" "$manifests/$name.json"
   done
+  # Safetensors files: a few tensors of each dtype zero-run reads.
+  local tensors=test/Fuzz/corpus/safetensors
+  rm -rf "$tensors" && mkdir -p "$tensors"
+  build/python-env/bin/python - "$tensors" <<'PY'
+import os, sys, torch
+from safetensors.torch import save_file
+out = sys.argv[1]
+save_file({"w": torch.arange(6, dtype=torch.float32).reshape(2, 3)}, os.path.join(out, "f32.safetensors"))
+save_file({"a.weight": torch.ones(3, 2, dtype=torch.bfloat16), "a.bias": torch.zeros(3, dtype=torch.float16),
+           "n": torch.tensor([1, 2], dtype=torch.int64)}, os.path.join(out, "mixed.safetensors"),
+          metadata={"format": "pt"})
+save_file({}, os.path.join(out, "empty.safetensors"))
+PY
   # DeepSpeed configs: the tests' and the tutorial's.
   cp test/Integration/Inputs/ds-recipe.json test/Integration/Inputs/deepspeed-tutorial/*.config \
     "$configs/"
   rm -rf "$tmp"
-  du -sh "$onnx" "$plans" "$manifests" "$configs"
+  du -sh "$onnx" "$plans" "$manifests" "$configs" "$tensors"
 }
 
 case "${1:-}" in
 build) build ;;
 run) run "${2:?target}" "${3:?seconds}" ;;
 seeds) seeds ;;
-*) echo "usage: utils/fuzz.sh build | run onnx-import|plan-loader|checkpoint-manifest|deepspeed-config SECONDS | seeds" >&2; exit 2 ;;
+*) echo "usage: utils/fuzz.sh build | run onnx-import|plan-loader|checkpoint-manifest|deepspeed-config|safetensors SECONDS | seeds" >&2; exit 2 ;;
 esac
