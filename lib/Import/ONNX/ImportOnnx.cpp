@@ -26,8 +26,8 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/common/version.h>
 #include <onnx/defs/parser.h>
-#include <onnx/inliner/inliner.h>
 #include <onnx/defs/schema.h>
+#include <onnx/inliner/inliner.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include <set>

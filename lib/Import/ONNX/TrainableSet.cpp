@@ -9,7 +9,8 @@
 // (`val_N`: 0.0, GELU's coefficients, the float minimum) and folds
 // parameter-only subgraphs (a Linear's transposed weight, the position rows of an
 // embedding) into new initializers whose value metadata
-// `pkg.onnxscript.optimizer.folded_from` lists what they came from.
+// `pkg.onnxscript.optimizer.folded_from` lists what they came from. Reading that
+// metadata is zrt/TorchNames.h's, shared with zero-run's weights by name.
 //
 //===----------------------------------------------------------------------===//
 
