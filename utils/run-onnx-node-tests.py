@@ -32,7 +32,7 @@ Tanh Sigmoid Erf Gelu Softmax LogSoftmax LayerNormalization RMSNormalization Att
 Gather Reshape Transpose Split SplitToSequence SequenceAt Slice Concat Pad Unsqueeze
 Squeeze Shape Cast CastLike Constant ConstantOfShape Range Expand Where Equal IsNaN Not
 And Or Trilu ReduceMean ReduceSum Identity Dropout SoftmaxCrossEntropyLoss
-NegativeLogLikelihoodLoss""".split())
+NegativeLogLikelihoodLoss Less LessOrEqual Greater GreaterOrEqual Max Min Sin Cos""".split())
 
 
 def run_case(bindir, zero_run, case_dir, device="cpu", bundle=None, prebuilt=None):

@@ -545,7 +545,11 @@ LogicalResult zero::onnx_import::buildNode(OnnxImporter &imp, const NodeProto &n
   auto it = builderTable().find(node.op_type());
   if (it == builderTable().end()) {
     if (isFoldableOp(node.op_type()))
-      return imp.error(node) << "could not be evaluated at compile time", failure();
+      return imp.error(node) << "could not be evaluated at compile time: '"
+                             << node.op_type()
+                             << "' is folded from compile-time constants only (it has "
+                                "no run-time kernel), and not every input is one",
+             failure();
     return imp.error(node) << "op type '" << node.op_type() << "' is not supported",
            failure();
   }

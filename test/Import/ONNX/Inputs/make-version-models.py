@@ -28,6 +28,10 @@ save("domain.onnx", [h.make_node("FusedMatMul", ["x", "x"], ["y"], name="fused",
 save("hardswish23.onnx", [h.make_node("HardSwish", ["x"], ["y"], name="h")], [x], [y],
      [("", 23)])
 
+# A comparison of run-time values: folded from constants only.
+cmp = h.make_tensor_value_info("c", T.BOOL, [2, 4])
+save("less.onnx", [h.make_node("Less", ["x", "x"], ["c"], name="lt")], [x], [cmp], [("", 20)])
+
 # A local function: y = relu(x) * x.
 f = h.make_function("local", "ReluTimesInput", ["a"], ["b"],
                     [h.make_node("Relu", ["a"], ["r"]), h.make_node("Mul", ["r", "a"], ["b"])],
