@@ -59,13 +59,14 @@ int64_t zrt::loadSafetensorsByName(onnx::ModelProto &model, const std::string &p
         match = &n;
         break;
       }
-    auto unmapped = map.unmapped.find(init.name());
-    ZRT_CHECK(unmapped == map.unmapped.end(),
-              "initializer '" << init.name() << "' was " << unmapped->second
-                              << " (the exporter's optimizer computed it from the "
-                                 "export's weights), so it cannot be read from "
-                              << path << " by name; export with optimize=False");
     if (!entry) {
+      // Not under its own name either: one folded in another way has no other.
+      auto unmapped = map.unmapped.find(init.name());
+      ZRT_CHECK(unmapped == map.unmapped.end(),
+                "initializer '" << init.name() << "' was " << unmapped->second
+                                << " (the exporter's optimizer computed it from the "
+                                   "export's weights), so it cannot be read from "
+                                << path << " by name; export with optimize=False");
       if (map.parameters.count(init.name()))
         missing.push_back(names->second.back().name);
       continue;
