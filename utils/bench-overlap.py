@@ -4,7 +4,7 @@
 # run on 2 MPI ranks with the communicator slowed by zero-run's test-only
 # --test-comm-delay-ns-per-byte, so that communication costs as much as on a real
 # network. Prints the median step time of each and their ratio. A benchmark, not a
-# test. Run with the tests' Python environment (build/python-env/bin/python).
+# test. Run with build/python-env/bin/python (the tests' environment).
 #
 #   bench-overlap.py --bin BUILD/bin [--stage 3] [--delay-ns-per-byte 5]
 #                    [--layers 4 --hidden 128 --seq 64 --batch 4] [--steps 12]

@@ -4,7 +4,7 @@
 # training step of GPT-2 small, medium and XL on 8, 64 and 512 ranks with every ZeRO
 # stage: step time, exposed (not overlapped) communication, per-rank memory. The
 # weights are never written (gen_gpt_onnx.py --weights none). A benchmark, not a
-# test. Run with the tests' Python environment (build/python-env/bin/python).
+# test. Run with build/python-env/bin/python (the tests' environment).
 #
 #   bench-predict.py --bin BUILD/bin [--micro-batch 4] [--seq 1024]
 import argparse

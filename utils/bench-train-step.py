@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Times one training step (forward, backward, AdamW) of a GPT of a few million
-# parameters in zero-run and in PyTorch eager (python3-torch, CPU) on this machine,
+# parameters in zero-run and in PyTorch eager (CPU) on this machine,
 # and prints both and their ratio. A benchmark, not a test.
 #
 #   bench-train-step.py --bin BUILD/bin [--threads N] [--layers 4 --hidden 256
@@ -31,7 +31,7 @@
 # torch does its GEMMs in the same OpenBLAS as zero-run, and torch.set_num_threads
 # alone would leave that pool at every core); its best is the figure compared (on a
 # small CPU, PyTorch is often slower at N threads than at one).
-# Run with the tests' Python environment (build/python-env/bin/python).
+# Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import copy
 import json

@@ -12,7 +12,7 @@
 # stages 0-3 on 1, 2 and 4 ranks. Prints each plan's peak without and with the
 # budget (the plan's arena, per rank), the largest measured peak, and what the budget
 # chose.
-# Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
+# Exit 1 on a mismatch. Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import json
 import os

@@ -16,7 +16,7 @@
 # twice) on more than one rank.
 # Then zero-run trains 2 steps under mpirun and its --log-json must report, per step,
 # the predicted collective elements and, per rank, peak_bytes = total_peak.
-# Run with the tests' Python environment (build/python-env/bin/python).
+# Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import json
 import os

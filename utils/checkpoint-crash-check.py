@@ -6,7 +6,7 @@
 #
 # The ranks are threads of one zero-run process, so one SIGKILL stops all of them
 # at once, at any point of writing a rank file, the manifest or `latest`.
-# Exit 1 on a failure. Run with the tests' Python environment (build/python-env/bin/python).
+# Exit 1 on a failure. Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import json
 import os

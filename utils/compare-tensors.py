@@ -2,7 +2,7 @@
 # Compares two ONNX TensorProto files (backend-test layout) elementwise.
 #   compare-tensors.py GOT.pb WANT.pb [--rtol R] [--atol A]
 # Prints the largest relative error; exits 1 when shapes, dtypes or values differ.
-# Uses Debian's /usr/bin/python3, which sees python3-onnx.
+# Runs in the tests' Python environment (build/python-env/bin/python).
 import argparse
 import sys
 

@@ -16,7 +16,7 @@
 #    (the kernel's VmHWM, which zero-run reports) stays under twice the largest tensor plus the fixed
 #    overhead, measured as the peak of consolidating the small model.
 #
-# Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
+# Exit 1 on a mismatch. Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import json
 import os

@@ -10,7 +10,7 @@
 # GPT-2 small by default (utils/gen_gpt_onnx.py, weights never written). Counts every
 # kernel by kind, and for the data-movement kernels (reshape, copy, slice,
 # transpose, concat, expand) the bytes they write. A measurement of the plan, not a
-# test. Run with the tests' Python environment (build/python-env/bin/python).
+# test. Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import collections
 import os

@@ -8,7 +8,7 @@
 # reweighting towards the minimax fit. Prints them with the worst relative error of
 # the f32 evaluation (as the header does it, no fused multiply-adds) against
 # math.erf. One branch-free formula because a SIMD loop computes every branch of a
-# piecewise one for every element. Run with the tests' Python environment (build/python-env/bin/python).
+# piecewise one for every element. Run with build/python-env/bin/python (the tests' environment).
 import math
 
 import numpy as np

@@ -4,7 +4,7 @@
 # relative error in double by least squares on Chebyshev nodes, then Lawson's
 # reweighting towards the minimax fit. Prints them with the fit's worst relative
 # error (before f32 rounding; the header's test, test KernelMath.ExpIsWithinTwoUlp,
-# checks the f32 evaluation against libm). Run with the tests' Python environment (build/python-env/bin/python).
+# checks the f32 evaluation against libm). Run with build/python-env/bin/python (the tests' environment).
 import math
 
 import numpy as np

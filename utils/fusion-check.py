@@ -13,7 +13,7 @@
 # rotary embeddings); bf16 stage 2 with the optimizer offloaded (host chains).
 # --quick: the f32 GPT and the bf16 one. Each plan must hold fused kernels (counted
 # in its plan IR), else fusion did nothing and the comparison means nothing.
-# Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
+# Exit 1 on a mismatch. Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import json
 import os

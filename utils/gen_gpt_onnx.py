@@ -14,7 +14,7 @@
 # causal mask (bool) is a constant, always inline; the model's zero.trainable
 # metadata names its float weights. --shape-operands initializers stores the int64
 # shape operands as initializers instead of Constant nodes.
-# Run with the tests' Python environment (build/python-env/bin/python).
+# Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import json
 import math

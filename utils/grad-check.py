@@ -13,7 +13,7 @@
 #   positive  True when the weights must be positive (sqrt, log, ...)
 # The harness appends loss = ReduceSum(Y * R), R a fixed random tensor, so that
 # every element of Y gets a distinct weight in the loss.
-# Run with the tests' Python environment (build/python-env/bin/python).
+# Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import concurrent.futures
 import importlib.util

@@ -18,7 +18,7 @@
 # 6. Skipped steps do not advance the learning-rate schedule (DeepSpeed steps its
 #    scheduler only with the optimizer): the logged lr of each step is the
 #    schedule at iteration k - 1, k the number of steps applied before it.
-# Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
+# Exit 1 on a mismatch. Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import json
 import os

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Writes a small GPT (tied embeddings, LayerNorm, causal softmax attention, GELU,
-# cross-entropy) as ONNX for zero-opt. Run with the tests' Python environment (build/python-env/bin/python): it is the
-# interpreter that sees python3-torch and python3-onnx.
+# cross-entropy) as ONNX for zero-opt. Run with the tests' Python environment
+# (build/python-env/bin/python), which has torch and onnx.
 #
 #   make_gpt.py OUT.onnx [--layers 2 --hidden 64 --heads 4 --vocab 256 --seq 32
 #                         --batch 2 --seed 0] [--save-batch DIR] [--external-data]

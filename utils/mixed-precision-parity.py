@@ -7,7 +7,7 @@
 #       [--grad-accum-steps A --clip-grad-norm C --lr-schedule KIND]
 #
 # The test GPT (utils/zero_models.py) trains 30 AdamW steps in zero-run, compiled
-# with zero-opt --precision, and in PyTorch (python3-torch 1.13, CPU) with the recipe
+# with zero-opt --precision, and in PyTorch (the tests' environment's torch, CPU) with the recipe
 # written out below: 16-bit weights cast from an f32 master copy; matrix products on
 # 16-bit operands with f32 results rounded to 16 bits; the elementwise ops between
 # them on 16-bit values (computed in f32, rounded once); f32 LayerNorm, softmax and
@@ -20,7 +20,7 @@
 #   - per-step loss within 3% of zero-run's own fp32 run (same stage, world);
 # and once: master weights are real (LayerNorm weights starting at 1.0 move under
 # AdamW with lr 1e-3, which a 16-bit-only update would round back to 1.0).
-# Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
+# Exit 1 on a mismatch. Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import copy
 import json

@@ -16,7 +16,7 @@
 # Prints the device and host bytes of each offloaded plan, and checks that the bytes
 # zero-run copied each step (counted as the copies ran) are the report's. Exit 1 on
 # a mismatch.
-# Run with the tests' Python environment (build/python-env/bin/python).
+# Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import json
 import os

@@ -9,7 +9,7 @@
 #
 #   reshard-check.py --bin BUILD/bin --work DIR [--steps 10 --stop 4]
 #
-# Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
+# Exit 1 on a mismatch. Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import json
 import os

@@ -8,7 +8,7 @@
 # Cases: stages 0-3 on 1, 2 and 4 ranks (mpirun), fp32 and bf16, AdamW and SGD, with
 # gradient accumulation and a learning-rate schedule, with and without --shuffle;
 # fp16 with a loss scaler stopped mid-hysteresis (one overflow seen, the counter at
-# 1). Exit 1 on a mismatch. Run with the tests' Python environment (build/python-env/bin/python).
+# 1). Exit 1 on a mismatch. Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import json
 import os

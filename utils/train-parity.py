@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Trains one model for K steps in zero-run and in PyTorch (python3-torch, CPU) from
+# Trains one model for K steps in zero-run and in PyTorch (CPU) from
 # the same initial weights on the same batches (docs/Design.md's data order), and checks
 # that per-step losses and final weights agree.
 #
@@ -30,7 +30,7 @@
 # Weights are compared per tensor: |w - w_torch| / |w_torch| (Frobenius norms), so a
 # tensor passes when it is the same tensor to float rounding; initializers that are
 # not trained must come back bit-identical. Exit 1 on a mismatch.
-# Run with the tests' Python environment (build/python-env/bin/python).
+# Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import copy
 import json

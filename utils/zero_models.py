@@ -1,6 +1,6 @@
 # Models for zero-opt's demos, tests and benchmarks, and their ONNX export.
-# Imported by make_gpt.py, train-parity.py and bench-train-step.py; needs Debian's
-# python3-torch (run those scripts with /usr/bin/python3).
+# Imported by make_gpt.py, train-parity.py and bench-train-step.py; run those with
+# the tests' Python environment (build/python-env/bin/python).
 import math
 import os
 import sys
