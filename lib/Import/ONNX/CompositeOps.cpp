@@ -142,13 +142,10 @@ LogicalResult zero::onnx_import::buildAndOr(OnnxImporter &imp, const NodeProto &
   auto constant = scalar(imp, node, imp.builder.getI1Type(), isAnd ? 0 : 1);
   if (failed(a) || failed(b) || failed(constant))
     return failure();
-  // Both branches broadcast to the result: b's shape joined with a's.
-  Value other = *b;
-  auto shape = zero::broadcastShapes(typeOfValue(*a).getShape(), typeOfValue(*b).getShape());
-  if (!shape)
+  if (!zero::broadcastShapes(typeOfValue(*a).getShape(), typeOfValue(*b).getShape()))
     return imp.error(node) << "operands do not broadcast", failure();
-  Value result = isAnd ? where(imp, loc, *a, other, *constant)
-                       : where(imp, loc, *a, *constant, other);
+  Value result = isAnd ? where(imp, loc, *a, *b, *constant)
+                       : where(imp, loc, *a, *constant, *b);
   return defineChecked(imp, node, result);
 }
 
