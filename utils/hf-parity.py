@@ -2,7 +2,7 @@
 # Hugging Face causal LMs, exported as a user would, train in zero-run as in PyTorch.
 #
 #   hf-parity.py --bin BUILD/bin --work DIR --model gpt2|llama|qwen2
-#                --export default|opset23 [--steps 10] [--rtol 1e-4]
+#                --export default|opset23|torchscript [--steps 10] [--rtol 1e-4]
 #                [--runs 0x1,3x2]
 #
 # The model is built from a tiny config (2 layers, hidden 64, vocabulary 256,
@@ -13,9 +13,10 @@
 #   default      torch.onnx.export(model, (), path, kwargs={input_ids, labels}):
 #                the installed torch's default exporter (torch.export-based)
 #   opset23      the same with opset_version=23 (Attention, RMSNormalization)
-# (dynamo=False, the TorchScript exporter, cannot export these models: it has no
-# ONNX form for aten::diff, which transformers' mask code calls. The project's own
-# models cover that exporter: utils/zero_export.py.)
+#   torchscript  dynamo=False, the TorchScript exporter with its defaults
+#                (constant folding on); it needs an all-ones attention_mask and
+#                logits_to_keep as extra inputs (hf_export.export_torchscript says
+#                why), which zero-opt binds with --constant-input
 # zero-opt compiles each with no zero.trainable metadata (the trainable set comes
 # from what the exporter recorded); zero-run trains 10 AdamW steps for each
 # STAGExRANKS run (threads of one process) on a u8 token file, feeding input_ids
@@ -101,22 +102,57 @@ def folded_sources(path, parameters):
     return out
 
 
-def forward_check(bindir, work, onnx_path, tokens):
+def transposed_sources(path, state, parameters):
+    """A TorchScript export records no provenance: its constant folding writes a
+    Linear's transposed weight as a new initializer 'onnx::...'. name -> the
+    parameter whose value it is (transposed), found by value."""
+    out = {}
+    for t in onnx.load(path).graph.initializer:
+        if not t.name.startswith("onnx::"):
+            continue
+        value = nh.to_array(t)
+        sources = [p for p in parameters if state[p].ndim == 2 and
+                   state[p].T.shape == value.shape and np.array_equal(state[p].T, value)]
+        if len(sources) != 1:
+            raise SystemExit("initializer %s is the transpose of %d parameters"
+                             % (t.name, len(sources)))
+        out[t.name] = sources[0]
+    return out
+
+
+def bind(work, bindings):
+    """Writes each bound input to a TensorProto file: zero-opt's --constant-input
+    flags for them."""
+    flags = []
+    for k, (name, value) in enumerate(sorted(bindings.items())):
+        path = os.path.join(work, "bound-%d.pb" % k)
+        zero_testing.write_tensor(value, path, name)
+        flags.append("--constant-input=%s=%s" % (name, path))
+    return flags
+
+
+def forward_check(bindir, work, onnx_path, tokens, bindings):
     """zero-run's forward (--mode=inference) against ONNX Runtime's on the exported
     model, on one batch: every output within rtol 1e-4, atol 1e-5. True if so."""
     import onnxruntime
     inputs = os.path.join(work, "forward-inputs")
     os.makedirs(inputs, exist_ok=True)
-    for k, name in enumerate(["input_ids", "labels"]):
-        zero_testing.write_tensor(tokens, os.path.join(inputs, "input_%d.pb" % k), name)
+    session = onnxruntime.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    feeds = {}
+    # input_K.pb is the graph's input K (positions as in the file, bound ones too).
+    for k, i in enumerate(session.get_inputs()):
+        if i.name in bindings:
+            feeds[i.name] = bindings[i.name]
+            continue
+        feeds[i.name] = tokens
+        zero_testing.write_tensor(tokens, os.path.join(inputs, "input_%d.pb" % k), i.name)
     plan = os.path.join(work, "forward.zplan")
     out = os.path.join(work, "forward-outputs")
     subprocess.run([os.path.join(bindir, "zero-opt"), onnx_path, "--mode=inference",
-                    "-o", plan], check=True, capture_output=True)
+                    "-o", plan] + bind(work, bindings), check=True, capture_output=True)
     subprocess.run([os.path.join(bindir, "zero-run"), plan, "--init", onnx_path,
                     "--inputs", inputs, "--save-outputs", out, "--quiet"], check=True)
-    session = onnxruntime.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
-    want = session.run(None, {"input_ids": tokens, "labels": tokens})
+    want = session.run(None, feeds)
     ok = True
     for k, (w, o) in enumerate(zip(want, session.get_outputs())):
         got = zero_testing.read_tensor(os.path.join(out, "output_%d.pb" % k))
@@ -133,7 +169,7 @@ def main():
     p.add_argument("--bin", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--model", choices=["gpt2", "llama", "qwen2"], required=True)
-    p.add_argument("--export", choices=["default", "opset23"],
+    p.add_argument("--export", choices=["default", "opset23", "torchscript"],
                    default="default")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--rtol", type=float, default=1e-4)
@@ -155,17 +191,26 @@ def main():
 
     initial = hf_export.build(a.model, positions=SEQ * 2)
     onnx_path = os.path.join(a.work, "model.onnx")
-    hf_export.export(initial, onnx_path, BATCH, SEQ, opset=23 if a.export == "opset23" else None)
+    bindings = {}
+    if a.export == "torchscript":
+        bindings = hf_export.export_torchscript(initial, onnx_path, BATCH, SEQ)
+    else:
+        hf_export.export(initial, onnx_path, BATCH, SEQ,
+                         opset=23 if a.export == "opset23" else None)
     state0 = {k: v.detach().numpy() for k, v in initial.state_dict().items()}
     # Tied parameters (GPT-2's embedding and output layer) under each of their names.
     parameters = {k for k, _ in initial.named_parameters(remove_duplicate=False)}
-    folded = folded_sources(onnx_path, parameters)
+    if a.export == "torchscript":
+        folded = transposed_sources(onnx_path, state0,
+                                    {k for k, _ in initial.named_parameters()})
+    else:
+        folded = folded_sources(onnx_path, parameters)
     exported = {t.name: nh.to_array(t) for t in onnx.load(onnx_path).graph.initializer}
     layouts = {n: layout(exported[n], state0[src]) for n, src in folded.items()
                if n in exported}
 
     first, _ = zero_models.make_batch(torch.from_numpy(data.astype(np.int64)), 0, BATCH, SEQ)
-    ok = forward_check(a.bin, a.work, onnx_path, first.numpy())
+    ok = forward_check(a.bin, a.work, onnx_path, first.numpy(), bindings)
     references = {}
     for run in a.runs.split(","):
         stage, world = (int(x) for x in run.split("x"))
@@ -182,7 +227,7 @@ def main():
                        "--optimizer=adamw", "--lr=%r" % lr, "--weight-decay=%r" % wd,
                        "--eps=%r" % eps,
                        "--world-size=%d" % world, "--zero-stage=%d" % stage,
-                       "--bucket-size-mb=0.02"]
+                       "--bucket-size-mb=0.02"] + bind(work, bindings)
         r = subprocess.run(compile_cmd, capture_output=True, text=True)
         sys.stderr.write(r.stderr)
         if r.returncode != 0:

@@ -5,6 +5,8 @@
 #   hf_export.py OUT.onnx --model gpt2|llama|qwen2 [--size tiny|small] [--batch B]
 #                [--seq T] [--opset N] [--fresh]
 #
+# (export_torchscript() exports with dynamo=False, for utils/hf-parity.py.)
+#
 # tiny: 2 layers, hidden 64, 4 heads (Llama and Qwen2: 2 key/value heads),
 # vocabulary 256, dropout 0. small: GPT-2 small as Hugging Face defines it (124M
 # parameters, vocabulary 50257, 1024 positions), written with external data.
@@ -61,6 +63,33 @@ def export(model, path, batch, seq, opset=None, external_data=None):
     if external_data is not None:
         kwargs["external_data"] = external_data
     torch.onnx.export(model, (), path, kwargs={"input_ids": ids, "labels": ids}, **kwargs)
+
+
+def export_torchscript(model, path, batch, seq):
+    """torch.onnx.export(..., dynamo=False): the TorchScript exporter, otherwise
+    with its defaults. Returns {graph input name: value} for the inputs that must be
+    bound at compile time (zero-opt --constant-input).
+
+    Two inputs more than input_ids and labels, because the TorchScript exporter
+    cannot trace transformers' defaults: without an attention_mask the mask code
+    calls torch.diff (no ONNX form: "Exporting the operator 'aten::diff' ... is not
+    supported"), and it turns the integer default logits_to_keep=0 into a tensor
+    index, so the logits keep one position (and the loss fails). An all-ones mask
+    and logits_to_keep = every position are what training on full windows means."""
+    ids = torch.zeros((batch, seq), dtype=torch.int64)
+    mask = torch.ones((batch, seq), dtype=torch.int64)
+    keep = torch.arange(seq, dtype=torch.int64)
+    torch.onnx.export(model, (ids, {"attention_mask": mask, "labels": ids,
+                                    "logits_to_keep": keep}), path, dynamo=False)
+    # Inputs keep the order of forward's parameters; the exporter names them after
+    # the traced values ('input.1', 'onnx::Reshape_1', ...).
+    import onnx
+    m = onnx.load(path, load_external_data=False)
+    inits = {t.name for t in m.graph.initializer}
+    names = [i.name for i in m.graph.input if i.name not in inits]
+    if len(names) != 4 or names[2] != "labels" or names[3] != "logits_to_keep":
+        raise SystemExit("unexpected inputs of the TorchScript export: %s" % names)
+    return {names[1]: mask.numpy(), names[3]: keep.numpy()}
 
 
 def main():

@@ -8,7 +8,8 @@
 # DIR is generated from the installed onnx's own generators on first use (about 1,700
 # cases, half a minute); DIR/node then holds one folder per case.
 #
-# A case runs when every op in its graph is in SUPPORTED_OPS. It passes, or zero-opt
+# A case runs when every op in its graph is one zero-opt reads
+# (zero-opt --list-onnx-ops). It passes, or zero-opt
 # refuses it (exit status 1 and an error message naming what it does not support:
 # an opset, an element type, an attribute), or it fails: a wrong answer, a crash,
 # a plan zero-run cannot run. A case listed in SKIPFILE (with its reason) must
@@ -27,12 +28,17 @@ import onnx
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_testing  # noqa: E402
 
-SUPPORTED_OPS = set("""MatMul Gemm Add Sub Mul Div Pow Sqrt Neg Reciprocal Exp Log Relu
-Tanh Sigmoid Erf Gelu Softmax LogSoftmax LayerNormalization RMSNormalization Attention
-Gather Reshape Transpose Split SplitToSequence SequenceAt Slice Concat Pad Unsqueeze
-Squeeze Shape Cast CastLike Constant ConstantOfShape Range Expand Where Equal IsNaN Not
-And Or Trilu ReduceMean ReduceSum Identity Dropout SoftmaxCrossEntropyLoss
-NegativeLogLikelihoodLoss Less LessOrEqual Greater GreaterOrEqual Max Min Sin Cos""".split())
+def supported_ops(bindir, prebuilt):
+    """The ops zero-opt's importer reads (zero-opt --list-onnx-ops): one list, in
+    lib/Import/ONNX/SupportedOps.cpp. A --prebuilt bundle carries the list of the
+    zero-opt that compiled it."""
+    if prebuilt:
+        with open(os.path.join(prebuilt, "supported-ops.txt")) as f:
+            text = f.read()
+    else:
+        text = subprocess.run([os.path.join(bindir, "zero-opt"), "--list-onnx-ops"],
+                              check=True, capture_output=True, text=True).stdout
+    return {line.split()[0] for line in text.splitlines() if line.strip()}
 
 
 def run_case(bindir, zero_run, case_dir, device="cpu", bundle=None, prebuilt=None):
@@ -156,13 +162,18 @@ def main():
                 name, _, reason = line.partition(" ")
                 skipped[name] = reason.strip()
 
+    supported = supported_ops(args.bin, args.prebuilt)
+    if args.bundle:
+        os.makedirs(args.bundle, exist_ok=True)
+        with open(os.path.join(args.bundle, "supported-ops.txt"), "w") as f:
+            f.write("\n".join(sorted(supported)) + "\n")
     cases = []
     for name in sorted(os.listdir(args.cases)):
         if args.only and args.only not in name:
             continue
         m = onnx.load(os.path.join(args.cases, name, "model.onnx"), load_external_data=False)
         ops = {n.op_type for n in m.graph.node}
-        if ops and ops <= SUPPORTED_OPS:
+        if ops and ops <= supported:
             cases.append(name)
     if not cases:
         print("no applicable cases found in", args.cases)

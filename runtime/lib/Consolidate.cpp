@@ -130,7 +130,7 @@ ConsolidateResult zrt::consolidateToOnnx(const std::string &path, const std::str
                                          const std::string &out) {
   CheckpointReader reader(path);
   const auto &m = reader.manifest();
-  onnx::ModelProto proto = readOnnxModel(model);
+  onnx::ModelProto proto = readModelAsCompiled(model);
   std::map<std::string, onnx::TensorProto *> inits;
   for (auto &init : *proto.mutable_graph()->mutable_initializer())
     inits[init.name()] = &init;

@@ -6,6 +6,7 @@
 
 #include "zrt/OnnxTensors.h"
 #include "zrt/Error.h"
+#include "zrt/FoldedTransposes.h"
 #include "zrt/InputFile.h"
 #include "zrt/ExternalData.h"
 
@@ -86,6 +87,13 @@ static void parseLarge(Msg &msg, const std::string &bytes, const std::string &pa
 onnx::ModelProto zrt::readOnnxModel(const std::string &path) {
   onnx::ModelProto model;
   parseLarge(model, readFile(path, "ONNX model"), path, "ONNX model");
+  return model;
+}
+
+onnx::ModelProto zrt::readModelAsCompiled(const std::string &path) {
+  onnx::ModelProto model = readOnnxModel(path);
+  size_t slash = path.rfind('/');
+  unfoldTransposedCopies(model, slash == std::string::npos ? "." : path.substr(0, slash));
   return model;
 }
 

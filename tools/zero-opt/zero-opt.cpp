@@ -147,6 +147,12 @@ static cl::list<std::string> constantInputs(
              "that set shapes: Reshape's shape, Slice's starts, axes)"),
     cl::value_desc("NAME=FILE.pb"), cl::cat(inputCategory));
 
+static cl::opt<bool> listOnnxOps(
+    "list-onnx-ops",
+    cl::desc("Print the ONNX ops the importer reads, one per line with the schema "
+             "versions (since_version) it handles, and exit"),
+    cl::init(false), cl::cat(inputCategory));
+
 static cl::opt<std::string>
     report("report",
            cl::desc("Print what each rank holds and moves per step: --report for a "
@@ -796,6 +802,15 @@ int main(int argc, char **argv) {
     StringRef a(argv[i]);
     if (a == "--help" || a == "-help" || a == "-h") {
       printHelp();
+      return 0;
+    }
+    if (a == "--list-onnx-ops") {
+      for (const auto &[op, versions] : zero::supportedOnnxOps()) {
+        llvm::outs() << op;
+        for (int v : versions)
+          llvm::outs() << " " << v;
+        llvm::outs() << "\n";
+      }
       return 0;
     }
   }

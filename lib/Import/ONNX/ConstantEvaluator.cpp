@@ -531,19 +531,33 @@ std::optional<ConstTensor> foldCast(const FoldInput &f) {
   return c;
 }
 
-/// Reshape (0 copies a dimension unless `allowzero`, -1 is inferred), Unsqueeze and Squeeze: the same elements in a new shape.
+/// Reshape (0 copies a dimension unless `allowzero`, -1 is inferred), Unsqueeze,
+/// Squeeze and Flatten: the same elements in a new shape.
 std::optional<ConstTensor> foldReshape(const FoldInput &f) {
   const std::string &op = f.node.op_type();
   const std::vector<const ConstTensor *> &in = f.in;
   std::string &error = f.error;
-  if (!f.has(1) || (op != "Squeeze" && !f.has(2)))
+  bool oneInput = op == "Squeeze" || op == "Flatten";
+  if (!f.has(1) || (!oneInput && !f.has(2)))
     return std::nullopt;
   const ConstTensor &x = *in[0];
   std::vector<int64_t> shape, operand;
   if (in.size() > 1 && in[1] &&
       !intValues(*in[1], op == "Reshape" ? "the shape" : "axes", operand, error))
     return std::nullopt;
-  if (op == "Reshape") {
+  if (op == "Flatten") {
+    // [d0 ... d(axis-1)] x [d(axis) ... d(rank-1)].
+    int64_t rank = x.shape.size();
+    int64_t axis = zero::normalizeAxis(f.intAttr("axis", 1), rank);
+    if (axis < 0 || axis > rank) {
+      error = "Flatten axis out of range";
+      return std::nullopt;
+    }
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < rank; ++i)
+      (i < axis ? outer : inner) *= x.shape[i];
+    shape = {outer, inner};
+  } else if (op == "Reshape") {
     bool allowZero = f.intAttr("allowzero", 0) != 0;
     int64_t known = 1, infer = -1;
     for (size_t i = 0; i < operand.size(); ++i) {
@@ -832,6 +846,45 @@ std::optional<ConstTensor> foldExpand(const FoldInput &f) {
   return out;
 }
 
+/// Transpose by `perm` (reversed axes by default).
+std::optional<ConstTensor> foldTranspose(const FoldInput &f) {
+  if (!f.has(1))
+    return std::nullopt;
+  const ConstTensor &x = *f.in[0];
+  int64_t rank = x.shape.size();
+  std::vector<int64_t> perm;
+  if (const auto *a = findAttr(f.node, "perm"))
+    perm.assign(a->ints().begin(), a->ints().end());
+  else
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  std::vector<bool> seen(rank, false);
+  if ((int64_t)perm.size() != rank) {
+    f.error = "Transpose's perm does not match the rank";
+    return std::nullopt;
+  }
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p]) {
+      f.error = "Transpose's perm is not a permutation";
+      return std::nullopt;
+    }
+    seen[p] = true;
+  }
+  std::vector<int64_t> shape, strides(rank, 1);
+  for (int64_t i = rank - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * x.shape[i + 1];
+  for (int64_t p : perm)
+    shape.push_back(x.shape[p]);
+  ConstTensor out = withShape(x.dtype, shape);
+  forEachIndex(shape, [&](const std::vector<int64_t> &idx) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      k += idx[i] * strides[perm[i]];
+    pushConverted(out, x, k);
+  });
+  return out;
+}
+
 /// Range: start, start + delta, ... up to (not including) limit; three scalars of
 /// one type.
 std::optional<ConstTensor> foldRange(const FoldInput &f) {
@@ -875,6 +928,7 @@ const std::map<std::string, Folder> &folderTable() {
       {"Unsqueeze", foldReshape},
       {"Squeeze", foldReshape},
       {"Reshape", foldReshape},
+      {"Flatten", foldReshape},
       {"Concat", foldConcat},
       {"Gather", foldGather},
       {"Slice", foldSlice},
@@ -896,6 +950,7 @@ const std::map<std::string, Folder> &folderTable() {
       {"Cos", foldTrig},
       {"Where", foldWhere},
       {"Expand", foldExpand},
+      {"Transpose", foldTranspose},
       {"Range", foldRange},
   };
   return table;

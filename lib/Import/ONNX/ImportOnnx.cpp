@@ -13,6 +13,8 @@
 #include "OnnxImporter.h"
 
 #include "zero/Import/ONNX/ImportOnnx.h"
+#include "zrt/Error.h"
+#include "zrt/FoldedTransposes.h"
 #include "zrt/InputFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -673,6 +675,37 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
   return success();
 }
 
+/// Reads the TorchScript exporter's transposed copies of named weights as
+/// Transpose nodes (zrt/FoldedTransposes.h), saying so; warns of anonymous
+/// initializers left, which train under names PyTorch does not know.
+LogicalResult readTransposedCopies(MLIRContext &ctx, StringRef path,
+                                   onnx::ModelProto &model, const std::string &modelDir) {
+  Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
+  zrt::TransposedCopies copies;
+  try {
+    copies = zrt::unfoldTransposedCopies(model, modelDir);
+  } catch (const zrt::Error &e) {
+    return emitError(loc) << e.what(), failure();
+  }
+  auto plural = [](size_t n) { return n == 1 ? " initializer" : " initializers"; };
+  if (!copies.sourceOf.empty()) {
+    const auto &[copy, source] = *copies.sourceOf.begin();
+    emitRemark(loc) << copies.sourceOf.size() << plural(copies.sourceOf.size())
+                    << " made by constant folding at export: a named weight transposed ('"
+                    << copy << "' is '" << source
+                    << "' transposed), read as Transpose of the weight, which trains "
+                       "itself (a tied weight stays one tensor)";
+  }
+  if (!copies.unmatched.empty())
+    emitWarning(loc) << copies.unmatched.size() << plural(copies.unmatched.size())
+                     << " made by constant folding at export ('" << copies.unmatched[0]
+                     << "'" << (copies.unmatched.size() > 1 ? ", ..." : "")
+                     << ") and no named weight transposed: trained under these names; "
+                        "export with do_constant_folding=False so that weights keep "
+                        "their PyTorch names";
+  return success();
+}
+
 } // namespace
 
 OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context, StringRef path,
@@ -692,12 +725,11 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context,
       failed(checkModelStructure(context, path, model, *opset)))
     return nullptr;
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
-  for (const auto &t : model.graph().initializer())
-    if (StringRef(t.name()).starts_with("onnx::"))
-      emitWarning(fileLoc) << "initializer '" << t.name()
-                           << "' looks made by constant folding at export; export "
-                              "with do_constant_folding=False so that weights keep "
-                              "their names and tied weights stay one tensor";
+  std::string modelDir = llvm::sys::path::parent_path(path).str();
+  if (modelDir.empty())
+    modelDir = ".";
+  if (failed(readTransposedCopies(context, path, model, modelDir)))
+    return nullptr;
   // Graph inputs keep the positions they had in the file, whatever is bound.
   std::set<std::string> inits;
   for (const auto &t : model.graph().initializer())
@@ -715,9 +747,7 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context,
     return nullptr;
 
   OnnxImporter imp(context, llvm::sys::path::filename(path).str(), *opset, options);
-  imp.modelDir = llvm::sys::path::parent_path(path).str();
-  if (imp.modelDir.empty())
-    imp.modelDir = ".";
+  imp.modelDir = modelDir;
   // The graph inputs left once --constant-input has bound some.
   for (const auto &in : model.graph().input())
     if (!inits.count(in.name()))

@@ -234,7 +234,7 @@ LogicalResult buildGather(OnnxImporter &imp, const NodeProto &node) {
   return success();
 }
 
-/// Reshape, Squeeze and Unsqueeze only change the static type, which ONNX shape
+/// Reshape, Squeeze, Unsqueeze and Flatten only change the static type, which ONNX shape
 /// inference has computed (allowzero included).
 LogicalResult buildReshape(OnnxImporter &imp, const NodeProto &node) {
   auto x = imp.operand(node, 0);
@@ -510,6 +510,7 @@ const llvm::StringMap<Builder> &builderTable() {
       {"Reshape", buildReshape},
       {"Squeeze", buildReshape},
       {"Unsqueeze", buildReshape},
+      {"Flatten", buildReshape},
       {"Transpose", buildTranspose},
       {"Slice", buildSlice},
       {"Split", buildSplit},

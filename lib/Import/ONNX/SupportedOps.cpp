@@ -15,12 +15,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "OnnxImporter.h"
+#include "zero/Import/ONNX/ImportOnnx.h"
 
 #include "llvm/ADT/StringMap.h"
 
 using namespace zero::onnx_import;
 
-const std::vector<int> *zero::onnx_import::supportedVersions(llvm::StringRef opType) {
+namespace {
+
+const llvm::StringMap<std::vector<int>> &supportedTable() {
   static const llvm::StringMap<std::vector<int>> table = {
       // Elementwise arithmetic and math.
       {"Add", {13, 14}},
@@ -62,6 +65,7 @@ const std::vector<int> *zero::onnx_import::supportedVersions(llvm::StringRef opT
       {"Reshape", {13, 14, 19, 21, 23, 24, 25}},
       {"Squeeze", {13, 21, 23, 24, 25}},
       {"Unsqueeze", {13, 21, 23, 24, 25}},
+      {"Flatten", {13, 21, 23, 24, 25}},
       {"Transpose", {13, 21, 23, 24, 25}},
       {"Slice", {13}},
       {"Split", {13, 18}},
@@ -89,6 +93,19 @@ const std::vector<int> *zero::onnx_import::supportedVersions(llvm::StringRef opT
       {"Sin", {7, 22}},
       {"Cos", {7, 22}},
   };
-  auto it = table.find(opType);
-  return it == table.end() ? nullptr : &it->second;
+  return table;
+}
+
+} // namespace
+
+const std::vector<int> *zero::onnx_import::supportedVersions(llvm::StringRef opType) {
+  auto it = supportedTable().find(opType);
+  return it == supportedTable().end() ? nullptr : &it->second;
+}
+
+std::map<std::string, std::vector<int>> zero::supportedOnnxOps() {
+  std::map<std::string, std::vector<int>> ops;
+  for (const auto &entry : supportedTable())
+    ops[entry.getKey().str()] = entry.getValue();
+  return ops;
 }

@@ -21,6 +21,11 @@ int32_t onnxFromDtype(DType t);
 
 /// Reads an ONNX model file (no size limit below 2 GiB per message).
 onnx::ModelProto readOnnxModel(const std::string &path);
+/// An ONNX model whose weights a plan trains, read as the compiler reads it: the
+/// TorchScript exporter's transposed copies of named weights become Transpose
+/// nodes (FoldedTransposes.h), so that each weight is held once, trained and
+/// written back as one.
+onnx::ModelProto readModelAsCompiled(const std::string &path);
 /// Reads one TensorProto file (the backend-test `input_K.pb` layout).
 onnx::TensorProto readTensorFile(const std::string &path);
 

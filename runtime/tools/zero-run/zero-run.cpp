@@ -364,20 +364,28 @@ double scalarOf(const TensorView &v) {
 }
 
 /// The buffer of graph input `index`, checked to be a [B, T] i64 token tensor.
-int tokenInput(const Executor &exec, int index, const char *what, int micro = 0) {
+int tokenInput(const Executor &exec, int which, const char *what, int micro = 0) {
+  // The graph's inputs that --constant-input left: the k-th of them, whatever
+  // its position in the file (a TorchScript export's attention mask, bound at
+  // compile time, sits between input_ids and labels).
+  std::vector<int> inputs = exec.inputIndices();
+  ZRT_CHECK((int)inputs.size() > which,
+            "--data needs two graph inputs (tokens and targets) besides those bound by "
+            "--constant-input; the plan has "
+                << inputs.size());
+  int index = inputs[which];
   for (int i = 0; i < exec.plan().buffers_size(); ++i) {
     const auto &b = exec.plan().buffers(i);
     if (b.role() == zero::zplan::INPUT && b.index() == index && b.micro_step() == micro) {
       TensorView v = exec.buffer(i);
       ZRT_CHECK(v.dtype == zero::zplan::I64 && v.shape.size() == 2,
-                "--data feeds graph input " << index << " (" << what
+                "--data feeds graph input " << index << " ('" << b.name() << "', " << what
                                             << ") an i64 [B, T] tensor; the plan's is "
                                             << v.describe());
       return i;
     }
   }
-  ZRT_FAIL("--data needs graph inputs 0 (tokens) and 1 (targets); the plan has no input "
-           << index);
+  ZRT_FAIL("the plan has no micro-step " << micro << " buffer of graph input " << index);
 }
 
 /// A progress bar on the line below the step lines, redrawn in place.
@@ -795,7 +803,7 @@ std::string deviceKind(const Options &o) {
 /// The --init model, with the values of --init W.safetensors (by PyTorch name) in
 /// place of its own.
 onnx::ModelProto readInitModel(const Options &o, bool announce) {
-  onnx::ModelProto model = readOnnxModel(o.init);
+  onnx::ModelProto model = readModelAsCompiled(o.init);
   if (o.initWeights.empty())
     return model;
   int64_t unused = 0;
@@ -987,7 +995,7 @@ int consolidate(const Options &o, Communicator &comm) {
     // With --init MODEL.onnx (the export), by PyTorch name.
     onnx::ModelProto model;
     if (!o.init.empty())
-      model = readOnnxModel(o.init);
+      model = readModelAsCompiled(o.init);
     r = consolidateToSafetensors(o.consolidate, o.output, o.withOptimizerState,
                                  o.init.empty() ? nullptr : &model);
   } else if (endsWith(".onnx")) {

@@ -37,7 +37,9 @@ struct OnnxImportOptions {
 /// Imports the ONNX model at `path` (binary `.onnx`, or ONNX's textual syntax for
 /// `.onnxtxt`) as a module holding `func.func @main`: initializers first (as
 /// `compute.param` arguments), then graph inputs. Only initializers' shapes and
-/// types are read, never their bytes. Returns null after emitting a diagnostic.
+/// types are read, never their bytes (save anonymous ones of the TorchScript
+/// exporter's folding, matched against named weights: zrt/FoldedTransposes.h).
+/// Returns null after emitting a diagnostic.
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &context,
                                                   llvm::StringRef path,
                                                   const OnnxImportOptions &options);
@@ -48,6 +50,10 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &context,
                                                   onnx::ModelProto &&model,
                                                   llvm::StringRef path,
                                                   const OnnxImportOptions &options);
+
+/// The ONNX ops (default domain) the importer reads, each with the schema
+/// versions (since_version) it handles; `zero-opt --list-onnx-ops` prints them.
+std::map<std::string, std::vector<int>> supportedOnnxOps();
 
 } // namespace zero
 
