@@ -46,8 +46,10 @@ def build_model(case, seed):
         params[name] = v
     inputs = ", ".join("double[%s] %s" % (",".join(map(str, s)), n)
                        for n, s in case["params"].items())
-    text = '<ir_version: 8, opset_import: ["" : 17]>\ncase (%s) => (double[] loss)\n{\n%s\n}\n' % (
-        inputs, "\n".join(case["nodes"]) + "\n  loss = Identity(Y)")
+    opset = case.get("opset", 17)
+    text = '<ir_version: %d, opset_import: ["" : %d]>\ncase (%s) => (double[] loss)\n{\n%s\n}\n' % (
+        8 if opset <= 17 else 10, opset, inputs,
+        "\n".join(case["nodes"]) + "\n  loss = Identity(Y)")
     model = parser.parse_model(text)
     # Y's shape, then replace the placeholder loss by ReduceSum(Y * R).
     inferred = shape_inference.infer_shapes(model)

@@ -12,7 +12,8 @@
 # LayerNorm weights and biases), which no trainer could undo. Then:
 #   default      torch.onnx.export(model, (), path, kwargs={input_ids, labels}):
 #                the installed torch's default exporter (torch.export-based)
-#   opset23      the same with opset_version=23 (Attention, RMSNormalization)
+#   opset23      the same with opset_version=23 (Attention, RMSNormalization);
+#                its Attention must run as one fused kernel per layer each way
 #   torchscript  dynamo=False, the TorchScript exporter with its defaults
 #                (constant folding on); it needs an all-ones attention_mask and
 #                logits_to_keep as extra inputs (hf_export.export_torchscript says
@@ -208,6 +209,18 @@ def main():
     exported = {t.name: nh.to_array(t) for t in onnx.load(onnx_path).graph.initializer}
     layouts = {n: layout(exported[n], state0[src]) for n, src in folded.items()
                if n in exported}
+
+    if a.export == "opset23":
+        # ONNX's Attention runs fused: one kernel per layer forward, one backward.
+        plan = subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "--emit=plan"],
+                              check=True, capture_output=True, text=True).stdout
+        layers = initial.config.num_hidden_layers
+        fused = (plan.count("plan.kernel attention "), plan.count("plan.kernel attention_grad "))
+        print("fused attention kernels: %d forward, %d backward (%d layers)" % (
+            fused + (layers,)))
+        if fused != (layers, layers):
+            print("expected one fused attention kernel per layer each way")
+            return 1
 
     first, _ = zero_models.make_batch(torch.from_numpy(data.astype(np.int64)), 0, BATCH, SEQ)
     ok = forward_check(a.bin, a.work, onnx_path, first.numpy(), bindings)

@@ -4,8 +4,9 @@
 C = "  {0} = Constant<value = int64[{1}] {{{2}}}>()".format
 
 
-def case(name, nodes, params, positive=False):
-    return {"name": name, "nodes": nodes, "params": params, "positive": positive}
+def case(name, nodes, params, positive=False, opset=17):
+    return {"name": name, "nodes": nodes, "params": params, "positive": positive,
+            "opset": opset}
 
 
 CASES = [
@@ -63,6 +64,23 @@ CASES = [
                               "  Y = SoftmaxCrossEntropyLoss(A, l, w)"], {"A": [3, 2]}),
     case("sce_log_prob", [C("l", 3, "1, 0, 1"), "  z, Y = SoftmaxCrossEntropyLoss(A, l)"],
          {"A": [3, 2]}),
+    # Fused attention (ONNX's Attention becomes compute.attention): causal, grouped
+    # query heads, a boolean padding mask, an additive mask, and a length that is
+    # not a multiple of the kernels' 64-row blocks (two blocks, the second partial).
+    case("attention_causal", ["  Y = Attention<is_causal = 1>(Q, K, V)"],
+         {"Q": [1, 2, 5, 3], "K": [1, 2, 5, 3], "V": [1, 2, 5, 4]}, opset=23),
+    case("attention_grouped_heads", ["  Y = Attention<scale = 0.7>(Q, K, V)"],
+         {"Q": [2, 4, 3, 2], "K": [2, 2, 4, 2], "V": [2, 2, 4, 3]}, opset=23),
+    case("attention_padding_mask",
+         ["  m = Constant<value = bool[2,1,1,4] {1,1,1,0, 1,1,0,0}>()",
+          "  Y = Attention<is_causal = 1>(Q, K, V, m)"],
+         {"Q": [2, 2, 4, 2], "K": [2, 2, 4, 2], "V": [2, 2, 4, 2]}, opset=23),
+    case("attention_additive_mask",
+         ["  m = Constant<value = double[3,4] {0,-1,0.5,0, 0,0,-2,0, 1,0,0,-0.5}>()",
+          "  Y = Attention(Q, K, V, m)"],
+         {"Q": [1, 1, 3, 2], "K": [1, 1, 4, 2], "V": [1, 1, 4, 2]}, opset=23),
+    case("attention_two_blocks", ["  Y = Attention<is_causal = 1>(Q, K, V)"],
+         {"Q": [1, 1, 70, 1], "K": [1, 1, 70, 1], "V": [1, 1, 70, 1]}, opset=23),
     # Reductions.
     case("reduce_sum", [C("ax", 1, "1"), "  Y = ReduceSum<keepdims = 0>(A, ax)"], {"A": [2, 3, 2]}),
     case("reduce_sum_all", ["  Y = ReduceSum(A)"], {"A": [2, 3]}),

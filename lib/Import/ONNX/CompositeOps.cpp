@@ -16,6 +16,7 @@
 #include "zero/Support/ShapeRules.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Verifier.h"
 
 #include <cmath>
 #include <limits>
@@ -383,6 +384,33 @@ LogicalResult zero::onnx_import::buildAttention(OnnxImporter &imp, const NodePro
                            << " do not fit (query heads must be a multiple of key "
                               "heads)",
            failure();
+  float scale = OnnxImporter::floatAttr(node, "scale", 1.0f / std::sqrt((float)size));
+  bool causal = OnnxImporter::intAttr(node, "is_causal", 0) != 0;
+  int64_t vSize = v4t.getDimSize(3);
+  auto restoreLayout = [&](Value y) {
+    if (threeD)
+      y = reshape(imp, loc, transpose(imp, loc, y, {0, 2, 1, 3}),
+                  {batch, qLen, qHeads * vSize});
+    return y;
+  };
+  if (imp.options.fuseAttention) {
+    // One fused op (its kernels keep no score matrix); the mask as it is.
+    Value mask;
+    if (OnnxImporter::hasInput(node, 3)) {
+      auto m = imp.operand(node, 3);
+      if (failed(m))
+        return failure();
+      mask = *m;
+    }
+    Type lseType = et.isF64() ? et : imp.builder.getF32Type();
+    auto fused = AttentionOp::create(
+        imp.builder, loc, RankedTensorType::get({batch, qHeads, qLen, vSize}, et),
+        RankedTensorType::get({batch, qHeads, qLen}, lseType), *q4, *k4, *v4, mask,
+        imp.builder.getF64FloatAttr(scale), imp.builder.getBoolAttr(causal));
+    if (failed(mlir::verify(fused)))
+      return imp.error(node) << "the fused attention does not fit its operands", failure();
+    return defineChecked(imp, node, restoreLayout(fused.getResult()));
+  }
   // Grouped-query attention: each K/V head serves qHeads / kvHeads query heads.
   auto repeat = [&](Value x) -> Value {
     if (kvHeads == qHeads)
@@ -397,7 +425,6 @@ LogicalResult zero::onnx_import::buildAttention(OnnxImporter &imp, const NodePro
     return reshape(imp, loc, e, {batch, qHeads, t.getDimSize(2), t.getDimSize(3)});
   };
   Value keys = repeat(*k4), values = repeat(*v4);
-  float scale = OnnxImporter::floatAttr(node, "scale", 1.0f / std::sqrt((float)size));
   auto rootScale = scalar(imp, node, et, std::sqrt((double)scale));
   if (failed(rootScale))
     return failure();
@@ -410,7 +437,7 @@ LogicalResult zero::onnx_import::buildAttention(OnnxImporter &imp, const NodePro
   if (failed(lowest))
     return failure();
   bool masked = false;
-  if (OnnxImporter::intAttr(node, "is_causal", 0)) {
+  if (causal) {
     masked = true;
     // Query i sees keys 0..i (the mask's top-left corner, as the reference).
     ConstTensor causal;
@@ -453,14 +480,10 @@ LogicalResult zero::onnx_import::buildAttention(OnnxImporter &imp, const NodePro
       return failure();
     probs = where(imp, loc, equal(imp, loc, probs, probs), probs, *zero);
   }
-  int64_t vSize = v4t.getDimSize(3);
   Value y = MatMulOp::create(imp.builder, loc,
                              RankedTensorType::get({batch, qHeads, qLen, vSize}, et), probs,
                              values);
-  if (threeD)
-    y = reshape(imp, loc, transpose(imp, loc, y, {0, 2, 1, 3}),
-                {batch, qLen, qHeads * vSize});
-  return defineChecked(imp, node, y);
+  return defineChecked(imp, node, restoreLayout(y));
 }
 
 /// NegativeLogLikelihoodLoss of a LogSoftmax over the class axis is softmax

@@ -81,6 +81,7 @@ void addElementwiseKernels(KernelTable &table);
 void addFusedKernels(KernelTable &table);
 void addLinearAlgebraKernels(KernelTable &table);
 void addNormalizationKernels(KernelTable &table);
+void addAttentionKernels(KernelTable &table);
 void addReductionKernels(KernelTable &table);
 void addDataMovementKernels(KernelTable &table);
 void addTrainingKernels(KernelTable &table);

@@ -242,6 +242,7 @@ const KernelTable &zrt::cpuKernels() {
     addFusedKernels(t);
     addLinearAlgebraKernels(t);
     addNormalizationKernels(t);
+    addAttentionKernels(t);
     addReductionKernels(t);
     addDataMovementKernels(t);
     addTrainingKernels(t);

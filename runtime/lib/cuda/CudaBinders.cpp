@@ -257,6 +257,59 @@ BoundKernel bindSoftmaxGrad(const KernelCall &call) {
   };
 }
 
+/// Fused attention's geometry from the CPU binder's checked operands.
+AttentionShape attentionShapeOf(const KernelCall &call, const TensorView &q,
+                                const TensorView &k, const TensorView &v,
+                                const TensorView *mask) {
+  AttentionShape a;
+  a.batch = q.shape[0];
+  a.qHeads = q.shape[1];
+  a.qLen = q.shape[2];
+  a.size = q.shape[3];
+  a.kvHeads = k.shape[1];
+  a.kvLen = k.shape[2];
+  a.vSize = v.shape[3];
+  ZRT_CHECK(a.size <= kMaxAttentionHead && a.vSize <= kMaxAttentionHead,
+            call.where() << ": the CUDA backend's attention takes head sizes up to "
+                         << kMaxAttentionHead << ", not " << std::max(a.size, a.vSize));
+  a.scale = call.floatAttr("scale");
+  a.causal = call.hasAttr("causal") && call.intAttr("causal") != 0;
+  if (mask) {
+    a.mask = mask->dtype == zero::zplan::BOOL ? 1 : 2;
+    Shape strides = broadcastStrides(mask->shape, {a.batch, a.qHeads, a.qLen, a.kvLen});
+    std::copy(strides.begin(), strides.end(), a.maskStride);
+  }
+  return a;
+}
+
+BoundKernel bindAttention(const KernelCall &call) {
+  validate(call);
+  TensorView q = call.ins[0], k = call.ins[1], v = call.ins[2], out = call.outs[0],
+             lse = call.outs[1];
+  const TensorView *mask = call.ins.size() == 4 ? &call.ins[3] : nullptr;
+  AttentionShape a = attentionShapeOf(call, q, k, v, mask);
+  const void *m = mask ? mask->data : nullptr;
+  Elem t = elemOf(q.dtype);
+  return [=] {
+    attention(context().compute, t, a, q.data, k.data, v.data, m, out.data, lse.data);
+  };
+}
+
+BoundKernel bindAttentionGrad(const KernelCall &call) {
+  validate(call);
+  TensorView q = call.ins[0], k = call.ins[1], v = call.ins[2], out = call.ins[3],
+             lse = call.ins[4], dout = call.ins[5];
+  TensorView dq = call.outs[0], dk = call.outs[1], dv = call.outs[2];
+  const TensorView *mask = call.ins.size() == 7 ? &call.ins[6] : nullptr;
+  AttentionShape a = attentionShapeOf(call, q, k, v, mask);
+  const void *m = mask ? mask->data : nullptr;
+  Elem t = elemOf(q.dtype);
+  return [=] {
+    attentionGrad(context().compute, t, a, q.data, k.data, v.data, out.data, lse.data,
+                  dout.data, m, dq.data, dk.data, dv.data);
+  };
+}
+
 /// Offsets of a broadcast operand over the normalized shape, on the device.
 std::shared_ptr<int64_t> deviceNormOffsets(const Shape &of, const Shape &norm) {
   std::vector<int64_t> off;
@@ -719,6 +772,8 @@ const KernelTable &zrt::cuda::cudaKernels() {
     add(Kernel::SOFTMAX, [](const KernelCall &c) { return bindSoftmax(c, false); });
     add(Kernel::LOG_SOFTMAX, [](const KernelCall &c) { return bindSoftmax(c, true); });
     add(Kernel::SOFTMAX_GRAD, bindSoftmaxGrad);
+    add(Kernel::ATTENTION, bindAttention);
+    add(Kernel::ATTENTION_GRAD, bindAttentionGrad);
     add(Kernel::LAYER_NORM, bindLayerNorm);
     add(Kernel::LAYER_NORM_GRAD, bindLayerNormGrad);
     add(Kernel::SOFTMAX_CROSS_ENTROPY, bindCrossEntropy);

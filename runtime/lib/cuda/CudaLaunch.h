@@ -41,6 +41,25 @@ using kernels::ActivationGrad;
 /// turns it into an error.
 enum DeviceError : int { kIndexOutOfRange = 1, kIntegerDivisionByZero = 2 };
 
+/// Fused attention's geometry (AttentionKernels.cu): query [batch, qHeads, qLen,
+/// size], key [batch, kvHeads, kvLen, size], value [..., vSize]; the mask (0 none,
+/// 1 boolean, 2 additive) read through broadcast strides over the scores.
+constexpr int kMaxAttentionHead = 256;
+struct AttentionShape {
+  int64_t batch = 0, qHeads = 0, kvHeads = 0, qLen = 0, kvLen = 0, size = 0, vSize = 0;
+  double scale = 1;
+  bool causal = false;
+  int mask = 0;
+  int64_t maskStride[4] = {};
+};
+/// out and the log-sum-exp per query row (f32; f64 for f64 queries).
+void attention(cudaStream_t s, Elem t, const AttentionShape &a, const void *q, const void *k,
+               const void *v, const void *mask, void *out, void *lse);
+/// The three gradients, from the forward's result and log-sum-exp.
+void attentionGrad(cudaStream_t s, Elem t, const AttentionShape &a, const void *q,
+                   const void *k, const void *v, const void *out, const void *lse,
+                   const void *dout, const void *mask, void *dq, void *dk, void *dv);
+
 /// Throws zrt::Error naming `what` unless `rc` is cudaSuccess (defined with the
 /// binders: the kernels' file stays free of the runtime's headers).
 void checkCuda(cudaError_t rc, const char *what);

@@ -549,3 +549,51 @@ func.func @adamw_step(%p: tensor<4xf32>, %t: tensor<1xi64>) {
   %p1, %m1, %v1 = compute.adamw %p, %p, %p, %p, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<1xi64> -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @attention_heads(%q: tensor<1x3x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) {
+  // expected-error@+1 {{key/value heads (2) must divide query heads (3)}}
+  %o, %l = compute.attention %q, %k, %v {scale = 0.5 : f64} : tensor<1x3x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x3x4x8xf32>, tensor<1x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_key_size(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x4xf32>, %v: tensor<1x2x4x8xf32>) {
+  // expected-error@+1 {{key's size per head (4) is not query's (8)}}
+  %o, %l = compute.attention %q, %k, %v {scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>, %m: tensor<4x4xi1>) {
+  // expected-error@+1 {{mask must broadcast to the scores [1, 2, 4, 5]}}
+  %o, %l = compute.attention %q, %k, %v mask(%m : tensor<4x4xi1>) {scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_lse(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) {
+  // expected-error@+1 {{lse must be 'tensor<1x2x4xf32>'}}
+  %o, %l = compute.attention %q, %k, %v {scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf64>
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) {
+  // expected-error@+1 {{scale must be finite}}
+  %o, %l = compute.attention %q, %k, %v {scale = 0x7FF0000000000000 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_types(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1x1x4x8xf32>, %o: tensor<1x2x4x8xf32>, %l: tensor<1x2x4xf32>) {
+  // expected-error@+1 {{each gradient must have its operand's type}}
+  %dq, %dk, %dv = compute.attention_grad %q, %k, %v, %o, %l, %o {scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>
+  return
+}

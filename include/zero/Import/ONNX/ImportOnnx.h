@@ -32,6 +32,9 @@ struct OnnxImportOptions {
   /// The size of a symbolic first dimension of graph inputs (the micro-batch a
   /// DeepSpeed config asks for); fixed dimensions are left as they are.
   std::optional<int64_t> batch;
+  /// ONNX's Attention as the fused compute.attention (false: built from its
+  /// parts, a matmul, a softmax and a matmul, for comparisons: --no-fusion).
+  bool fuseAttention = true;
 };
 
 /// Imports the ONNX model at `path` (binary `.onnx`, or ONNX's textual syntax for

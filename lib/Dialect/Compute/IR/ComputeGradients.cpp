@@ -597,3 +597,24 @@ LogicalResult TriluOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
       need[0] ? Value(TriluOp::create(b, gb.loc, g, o.getUpperAttr(), o.getKAttr()))
               : Value());
 }
+
+LogicalResult AttentionOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
+                                          ArrayRef<bool> need,
+                                          SmallVectorImpl<Value> &grads) {
+  // The log-sum-exp is saved for the backward, never read by the model.
+  if (rg.size() > 1 && rg[1])
+    return emitOpError("has no gradient with respect to its log-sum-exp");
+  if (getMask() && need.size() > 3 && need[3])
+    return emitOpError("has no gradient with respect to its mask");
+  Value g = rg.empty() ? Value() : rg[0];
+  if (!g || !(need[0] || need[1] || need[2]))
+    return success();
+  auto grad = AttentionGradOp::create(
+      b, getLoc(), getQuery().getType(), getKey().getType(), getValue().getType(),
+      getQuery(), getKey(), getValue(), getResult(), getLse(), g, getMask(), getScaleAttr(),
+      getCausalAttr());
+  for (int i = 0; i < 3; ++i)
+    if (need[i])
+      grads[i] = grad->getResult(i);
+  return success();
+}

@@ -4,7 +4,8 @@
 //
 // Rewrites the forward function @main the way torch.autocast runs a model: the
 // trainable parameters become 16-bit, matrix products take 16-bit operands (f32
-// accumulation in the kernels) and give 16-bit results, the ops autocast keeps in
+// accumulation in the kernels) and give 16-bit results (fused attention too, its
+// log-sum-exp staying f32, as autocast runs SDPA), the ops autocast keeps in
 // f32 (normalization, softmax, the loss, reductions, exp/log/pow) take f32 operands,
 // and every other op runs in its operands' type, the wider one when they differ
 // (a scalar does not widen a tensor, as in PyTorch's type promotion). The backward
@@ -39,7 +40,7 @@ enum class Policy {
 };
 
 Policy policyOf(Operation *op) {
-  if (isa<MatMulOp>(op))
+  if (isa<MatMulOp, AttentionOp>(op))
     return Policy::Half;
   if (isa<LayerNormOp, SoftmaxOp, LogSoftmaxOp, SoftmaxCrossEntropyOp, ReduceSumOp,
           ReduceMeanOp, PowOp, ExpOp, LogOp, ReciprocalOp, SqrtOp>(op))
@@ -129,7 +130,10 @@ struct AutocastPass : public zero::impl::AutocastPassBase<AutocastPass> {
       if (policy == Policy::Half) {
         for (OpOperand *use : floats)
           use->set(castTo(b, use->get(), half));
-        setFloatResults(&op, half);
+        if (auto attention = dyn_cast<AttentionOp>(op))
+          attention.getResult().setType(tensorType(attention.getResult()).clone(half));
+        else
+          setFloatResults(&op, half);
         continue;
       }
       if (policy == Policy::Float32) {

@@ -129,7 +129,11 @@ double kernelSeconds(const MachineModel &m, plan::KernelOp k) {
   }
   for (Value v : k.getOutputs())
     bytes += bytesOf(v);
-  double peak = k.getKernel() == plan::KernelKind::matmul ? m.matmulFlops : m.vectorFlops;
+  // Fused attention is matrix products, block by block.
+  bool products = k.getKernel() == plan::KernelKind::matmul ||
+                  k.getKernel() == plan::KernelKind::attention ||
+                  k.getKernel() == plan::KernelKind::attention_grad;
+  double peak = products ? m.matmulFlops : m.vectorFlops;
   return m.kernelOverheadS + std::max(kernelFlops(k) / peak, bytes / m.memoryBandwidth);
 }
 
@@ -151,6 +155,21 @@ double zero::kernelFlops(plan::KernelOp k) {
       tl = a.getValue();
     int64_t kdim = shape.size() < 2 ? shape.back() : tl ? shape[shape.size() - 2] : shape.back();
     return 2.0 * out * kdim;
+  }
+  case K::attention:
+  case K::attention_grad: {
+    // Per query-key pair: the score's and the value's products (and for the
+    // gradient, the recomputed score, dP, dV, dK and dQ), and the exponential;
+    // a causal mask skips half the pairs. No T x T buffer: bytes stay linear.
+    auto shape = [&](int i) { return cast<ShapedType>(k.getInputs()[i].getType()).getShape(); };
+    ArrayRef<int64_t> q = shape(0), key = shape(1), v = shape(2);
+    double pairs = (double)q[0] * q[1] * q[2] * key[2];
+    if (auto causal = k.getAttrs().getAs<BoolAttr>("causal"); causal && causal.getValue())
+      pairs /= 2;
+    double d = q[3], dv = v[3];
+    if (k.getKernel() == K::attention)
+      return pairs * (2 * d + 2 * dv + kTranscendentalFlops);
+    return pairs * (6 * d + 4 * dv + kTranscendentalFlops + 4);
   }
   case K::fused: {
     // Its instructions' work, weighted as the kernels they replace.

@@ -277,6 +277,37 @@ def Compute_SoftmaxCrossEntropyOp : Compute_Op<"softmax_cross_entropy", [Pure, C
   let hasVerifier = 1;
 }
 
+def Compute_AttentionOp : Compute_Op<"attention", [Pure, Compute_Differentiable]> {
+  let summary = "Scaled dot-product attention, fused: no score matrix is kept.";
+  let description = [{
+    `softmax(query keyᵀ · scale + mask) value` per batch and head, where `query`
+    is `[B, Hq, Tq, D]`, `key` `[B, Hkv, Tk, D]` and `value` `[B, Hkv, Tk, Dv]`;
+    `Hkv` divides `Hq` and query head `h` reads key/value head `h / (Hq / Hkv)`
+    (grouped-query attention). With `causal`, query `i` sees keys `0..i` (the
+    top-left corner, as ONNX's Attention and PyTorch's `is_causal`). The optional
+    `mask` broadcasts to `[B, Hq, Tq, Tk]`: booleans keep a score where true,
+    floats (the query's type) are added to it. A query that sees no key gets
+    zeros. The second result is each row's log-sum-exp of the scaled, masked
+    scores, in f32 (f64 for f64 queries): what the gradient needs to recompute the probabilities block
+    by block (`compute.attention_grad`).
+
+    ```mlir
+    %o, %lse = compute.attention %q, %k, %v {causal = true, scale = 1.250000e-01 : f64}
+        : tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
+        -> tensor<2x4x16x8xf32>, tensor<2x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$query, Compute_FloatTensor:$key,
+                       Compute_FloatTensor:$value, Optional<AnyRankedTensor>:$mask,
+                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Compute_FloatTensor:$result, Compute_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)? attr-dict `:`
+    type($query) `,` type($key) `,` type($value) `->` type($result) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

@@ -63,6 +63,38 @@ def Compute_SoftmaxGradOp
   let hasVerifier = 1;
 }
 
+def Compute_AttentionGradOp : Compute_Op<"attention_grad", [Pure]> {
+  let summary = "Gradients of attention with respect to query, key and value.";
+  let description = [{
+    From attention's operands, its result, the log-sum-exp it saved and the
+    gradient of its result: the probabilities are recomputed block by block
+    (FlashAttention-2's backward), so no `Tq × Tk` matrix is kept between the
+    passes. `key_grad` and `value_grad` sum over the query heads that share a
+    key/value head. The mask (the forward's) gets no gradient.
+
+    ```mlir
+    %dq, %dk, %dv = compute.attention_grad %q, %k, %v, %o, %lse, %do {causal = true, scale = 1.250000e-01 : f64}
+        : tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>,
+          tensor<2x4x16x8xf32>, tensor<2x4x16xf32>, tensor<2x4x16x8xf32>
+        -> tensor<2x4x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$query, Compute_FloatTensor:$key,
+                       Compute_FloatTensor:$value, Compute_FloatTensor:$output,
+                       Compute_FloatTensor:$lse, Compute_FloatTensor:$grad,
+                       Optional<AnyRankedTensor>:$mask, F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Compute_FloatTensor:$query_grad, Compute_FloatTensor:$key_grad,
+                      Compute_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $lse `,` $grad
+    (`mask` `(` $mask^ `:` type($mask) `)`)? attr-dict `:`
+    type($query) `,` type($key) `,` type($value) `,` type($output) `,` type($lse) `,`
+    type($grad) `->` type($query_grad) `,` type($key_grad) `,` type($value_grad)
+  }];
+  let hasVerifier = 1;
+}
+
 def Compute_LayerNormGradOp : Compute_Op<"layer_norm_grad", [Pure]> {
   let summary = "Gradients of layer_norm with respect to input, scale and bias.";
   let description = [{
