@@ -113,6 +113,9 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
   // and autocast then see one op.
   if (o.level != "graph")
     pm.addPass(createRecomposeGeluPass());
+  // Attention written as its parts as one op, likewise before the backward exists.
+  if (o.level != "graph" && !o.noAttentionFusion)
+    pm.addPass(createFuseAttentionPass());
   if (o.level != "graph" && o.mode != "inference") {
     if (o.precision != "fp32") {
       AutocastPassOptions cast;

@@ -877,7 +877,7 @@ int main(int argc, char **argv) {
     if (failed(parseInputShapes(options)))
       return 1;
     options.batch = configMicroBatch; // pins a symbolic batch; a fixed one is checked
-    options.fuseAttention = !noFusion;
+    options.fuseAttention = !noAttentionFusion;
     module = zero::importOnnxModel(context, inputFile, options);
     if (!module)
       return 1;

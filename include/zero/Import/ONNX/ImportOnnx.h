@@ -33,7 +33,8 @@ struct OnnxImportOptions {
   /// DeepSpeed config asks for); fixed dimensions are left as they are.
   std::optional<int64_t> batch;
   /// ONNX's Attention as the fused compute.attention (false: built from its
-  /// parts, a matmul, a softmax and a matmul, for comparisons: --no-fusion).
+  /// parts, a matmul, a softmax and a matmul, for comparisons:
+  /// --no-attention-fusion).
   bool fuseAttention = true;
 };
 

@@ -9,6 +9,35 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FuseAttentionPass : Pass<"zero-fuse-attention", "mlir::ModuleOp"> {
+  let summary = "Attention written as its parts becomes one compute.attention.";
+  let description = [{
+    Runs on the imported graph, before the training step is built, so that the
+    backward is one compute.attention_grad (which recomputes the probabilities
+    from the saved log-sum-exp) and no B·H·T×T scores or probabilities are kept.
+    Matched: `matmul(softmax(S), V)` along the last axis, where `S` is
+    `matmul(Q, Kᵀ)` times or divided by scalar constants (the scale), then plus an
+    additive mask or through `where(mask, S, c)` with c at most -1e4 (a boolean
+    mask); Q, Kᵀ and V 4-D with one batch and head each; every value in between
+    read by the chain only. A constant mask that hides exactly the keys after each
+    query becomes `causal`. Skipped with `--no-attention-fusion`.
+
+    ```mlir
+    %s = compute.matmul %q, %kt : tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x8x8xf32>
+    %c = compute.mul %s, %scale : tensor<2x4x8x8xf32>, tensor<f32> -> tensor<2x4x8x8xf32>
+    %m = compute.add %c, %causal : tensor<2x4x8x8xf32>, tensor<8x8xf32> -> tensor<2x4x8x8xf32>
+    %p = compute.softmax %m {axis = 3 : i64} : tensor<2x4x8x8xf32>
+    %o = compute.matmul %p, %v : tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+    ```
+    becomes
+    ```mlir
+    %o, %lse = compute.attention %q, %k, %v {causal = true, scale = 2.500000e-01 : f64}
+        : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+        -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+    ```
+  }];
+}
+
 def RecomposeGeluPass : Pass<"zero-recompose-gelu", "mlir::ModuleOp"> {
   let summary = "The erf chain an exporter writes for GELU becomes one compute.gelu.";
   let description = [{

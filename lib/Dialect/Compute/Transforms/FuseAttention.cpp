@@ -1,0 +1,252 @@
+//===- FuseAttention.cpp - Attention written as its parts, fused ----------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Matches from the product of the probabilities with the values: see Passes.td.
+// Every value between the two products must be read by the chain only, and the
+// scale must come before the mask (softmax(QKᵀ·c + M)); anything else is left
+// as it is.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Dialect/Compute/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <optional>
+
+namespace zero {
+#define GEN_PASS_DEF_FUSEATTENTIONPASS
+#include "zero/Dialect/Compute/Transforms/Passes.h.inc"
+} // namespace zero
+
+using namespace mlir;
+using namespace zero::compute;
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// A mask value at or below this hides its key exactly as -inf does: exp of it
+/// relative to any realistic score is 0 in f32 and f64 (exporters write -1e9 or
+/// the float minimum).
+constexpr double kHidden = -1e4;
+
+/// The value of a one-element float constant.
+std::optional<double> scalarOf(Value v) {
+  auto cst = v.getDefiningOp<ConstantOp>();
+  if (!cst)
+    return std::nullopt;
+  auto attr = dyn_cast<DenseFPElementsAttr>(cst.getValue());
+  if (!attr || attr.getNumElements() != 1)
+    return std::nullopt;
+  return (*attr.value_begin<APFloat>()).convertToDouble();
+}
+
+/// Whether the constant `mask` (additive floats, or booleans that keep where
+/// true) is the causal mask of [tq, tk] scores, the same for every batch and head:
+/// key j hidden from query i exactly when j > i.
+bool isCausal(Value mask, int64_t tq, int64_t tk, bool additive) {
+  auto cst = mask.getDefiningOp<ConstantOp>();
+  auto type = typeOf(mask);
+  if (!cst || type.getRank() < 2 || type.getDimSize(type.getRank() - 2) != tq ||
+      type.getDimSize(type.getRank() - 1) != tk)
+    return false;
+  for (int64_t d = 0; d + 2 < type.getRank(); ++d)
+    if (type.getDimSize(d) != 1)
+      return false;
+  auto attr = dyn_cast<DenseElementsAttr>(cst.getValue());
+  if (!attr)
+    return false;
+  if (attr.isSplat())
+    return false;
+  int64_t k = 0;
+  if (additive) {
+    auto values = dyn_cast<DenseFPElementsAttr>(attr);
+    if (!values)
+      return false;
+    for (APFloat v : values.getValues<APFloat>()) {
+      int64_t i = k / tk, j = k % tk;
+      double x = v.convertToDouble();
+      if (j > i ? !(x <= kHidden) : x != 0.0)
+        return false;
+      ++k;
+    }
+    return true;
+  }
+  for (bool keep : attr.getValues<bool>()) {
+    int64_t i = k / tk, j = k % tk;
+    if (keep != (j <= i))
+      return false;
+    ++k;
+  }
+  return true;
+}
+
+/// `v`'s defining op when it is an OpTy that only the chain reads.
+template <typename OpTy> OpTy single(Value v) {
+  auto op = v.getDefiningOp<OpTy>();
+  return op && op->hasOneUse() ? op : OpTy();
+}
+
+struct Match {
+  Value query, keyT, value, mask;
+  double scale = 1.0;
+  bool causal = false;
+  SmallVector<Operation *> ops; // the chain, to erase once the fused op replaces it
+};
+
+/// The attention whose output is `out` = matmul(softmax(...), V), if it is one.
+std::optional<Match> matchAttention(MatMulOp out) {
+  Match m;
+  auto probs = single<SoftmaxOp>(out.getLhs());
+  if (!probs || typeOf(out.getLhs()).getRank() != 4 ||
+      probs.getAxis() != 3 || typeOf(out.getRhs()).getRank() != 4)
+    return std::nullopt;
+  Type et = typeOf(out.getLhs()).getElementType();
+  m.ops.push_back(probs);
+  if (probs.getScale())
+    m.scale = probs.getScale()->convertToDouble();
+  if (probs.getBias())
+    m.mask = probs.getBias();
+  // Back from the softmax to the scores' product: masks, then scales.
+  Value s = probs.getInput();
+  bool scaled = probs.getScale().has_value();
+  while (true) {
+    if (auto add = single<AddOp>(s)) {
+      if (scaled || m.mask)
+        return std::nullopt; // a mask before a scale, or two masks
+      bool lhsIsChain = typeOf(add.getLhs()) == typeOf(add.getResult());
+      Value chain = lhsIsChain ? add.getLhs() : add.getRhs();
+      m.mask = lhsIsChain ? add.getRhs() : add.getLhs();
+      if (typeOf(chain) != typeOf(add.getResult()))
+        return std::nullopt;
+      m.ops.push_back(add);
+      s = chain;
+      continue;
+    }
+    if (auto where = single<WhereOp>(s)) {
+      std::optional<double> fill = scalarOf(where.getRhs());
+      if (scaled || m.mask || !fill || *fill > kHidden ||
+          where.getLhs().getType() != where.getResult().getType())
+        return std::nullopt;
+      m.mask = where.getCondition();
+      m.ops.push_back(where);
+      s = where.getLhs();
+      continue;
+    }
+    if (auto mul = single<MulOp>(s)) {
+      std::optional<double> c = scalarOf(mul.getRhs());
+      Value chain = mul.getLhs();
+      if (!c) {
+        c = scalarOf(mul.getLhs());
+        chain = mul.getRhs();
+      }
+      if (!c || chain.getType() != mul.getResult().getType())
+        return std::nullopt;
+      m.scale *= *c;
+      scaled = true;
+      m.ops.push_back(mul);
+      s = chain;
+      continue;
+    }
+    if (auto div = single<DivOp>(s)) {
+      std::optional<double> c = scalarOf(div.getRhs());
+      if (!c || *c == 0 || div.getLhs().getType() != div.getResult().getType())
+        return std::nullopt;
+      m.scale /= *c;
+      scaled = true;
+      m.ops.push_back(div);
+      s = div.getLhs();
+      continue;
+    }
+    break;
+  }
+  auto scores = single<MatMulOp>(s);
+  if (!scores)
+    return std::nullopt;
+  m.ops.push_back(scores);
+  m.query = scores.getLhs();
+  m.keyT = scores.getRhs();
+  m.value = out.getRhs();
+  auto q = typeOf(m.query), kT = typeOf(m.keyT), v = typeOf(m.value);
+  if (q.getRank() != 4 || kT.getRank() != 4 || q.getElementType() != et ||
+      kT.getElementType() != et || v.getElementType() != et)
+    return std::nullopt;
+  // One batch and head per product (no broadcasting between them).
+  if (q.getShape().take_front(2) != kT.getShape().take_front(2) ||
+      v.getShape().take_front(2) != q.getShape().take_front(2) ||
+      kT.getDimSize(3) != v.getDimSize(2))
+    return std::nullopt;
+  if (m.mask) {
+    Type mt = typeOf(m.mask).getElementType();
+    bool additive = mt == et;
+    if (!additive && !mt.isInteger(1))
+      return std::nullopt;
+    if (isCausal(m.mask, q.getDimSize(2), kT.getDimSize(3), additive)) {
+      m.causal = true;
+      m.mask = Value();
+    }
+  }
+  return m;
+}
+
+/// Key as [B, H, Tk, D] from its transpose: the transpose it came from, permuted
+/// once more (no op when that is the identity).
+Value keyOf(OpBuilder &b, Location loc, Value keyT) {
+  SmallVector<int64_t> swap = {0, 1, 3, 2}, perm = swap;
+  Value source = keyT;
+  if (auto t = keyT.getDefiningOp<TransposeOp>()) {
+    source = t.getInput();
+    for (int i = 0; i < 4; ++i)
+      perm[i] = t.getPerm()[swap[i]];
+  }
+  if (perm == SmallVector<int64_t>{0, 1, 2, 3})
+    return source;
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(typeOf(source).getDimSize(p));
+  return TransposeOp::create(b, loc, typeOf(source).clone(shape), source,
+                             b.getDenseI64ArrayAttr(perm));
+}
+
+struct FuseAttentionPass : public zero::impl::FuseAttentionPassBase<FuseAttentionPass> {
+  void runOnOperation() override {
+    SmallVector<std::pair<MatMulOp, Match>> found;
+    getOperation().walk([&](MatMulOp out) {
+      if (std::optional<Match> m = matchAttention(out))
+        found.push_back({out, std::move(*m)});
+    });
+    for (auto &[out, m] : found) {
+      OpBuilder b(out);
+      Location loc = out.getLoc();
+      Value key = keyOf(b, loc, m.keyT);
+      auto q = typeOf(m.query);
+      Type et = q.getElementType();
+      Type lseType = et.isF64() ? et : b.getF32Type();
+      auto fused = AttentionOp::create(
+          b, loc, out.getType(),
+          RankedTensorType::get(q.getShape().take_front(3), lseType), m.query, key,
+          m.value, m.mask, b.getF64FloatAttr(m.scale), b.getBoolAttr(m.causal));
+      out.getResult().replaceAllUsesWith(fused.getResult());
+      out->erase();
+      // Readers first: each op of the chain is dead once the ones after it are gone.
+      llvm::SmallPtrSet<Operation *, 8> chain(m.ops.begin(), m.ops.end());
+      llvm::SmallSetVector<Operation *, 4> inputs;
+      for (Operation *op : m.ops)
+        for (Value v : op->getOperands())
+          if (Operation *def = v.getDefiningOp(); def && !chain.count(def))
+            inputs.insert(def);
+      for (Operation *op : m.ops)
+        op->erase();
+      // What only the chain read (constants, the key's transpose).
+      for (Operation *def : inputs)
+        if (def->use_empty() && isPure(def))
+          def->erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,81 @@
+// RUN: zero-opt %s --split-input-file --zero-fuse-attention | FileCheck %s
+
+// The project's GPT: the key transposed for the scores' product, a scale, the
+// causal mask as an additive constant, softmax, the values' product: one
+// compute.attention, causal, with the key read through one transpose.
+// CHECK-LABEL: func.func @causal
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: tensor<1x2x3x4xf32>, %[[K:[a-z0-9]+]]: tensor<1x3x2x4xf32>, %[[V:[a-z0-9]+]]: tensor<1x2x3x4xf32>)
+// CHECK-NEXT: %[[KT:.+]] = compute.transpose %[[K]] {perm = array<i64: 0, 2, 1, 3>} : tensor<1x3x2x4xf32> -> tensor<1x2x3x4xf32>
+// CHECK-NEXT: %[[O:.+]], %{{.+}} = compute.attention %[[Q]], %[[KT]], %[[V]] {causal = true, scale = 5.000000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @causal(%q: tensor<1x2x3x4xf32>, %k: tensor<1x3x2x4xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %kt = compute.transpose %k {perm = array<i64: 0, 2, 3, 1>} : tensor<1x3x2x4xf32> -> tensor<1x2x4x3xf32>
+  %s = compute.matmul %q, %kt : tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32> -> tensor<1x2x3x3xf32>
+  %c = compute.constant dense<5.000000e-01> : tensor<f32>
+  %sc = compute.mul %s, %c : tensor<1x2x3x3xf32>, tensor<f32> -> tensor<1x2x3x3xf32>
+  %m = compute.constant dense<[[0.0, -1.0e9, -1.0e9], [0.0, 0.0, -1.0e9], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %sm = compute.add %sc, %m : tensor<1x2x3x3xf32>, tensor<3x3xf32> -> tensor<1x2x3x3xf32>
+  %p = compute.softmax %sm {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %o = compute.matmul %p, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// A division by a constant scales; a mask that is not the causal one is kept.
+// CHECK-LABEL: func.func @padding_mask
+// CHECK: compute.attention %arg0, %{{.+}}, %arg2 mask(%{{.+}} : tensor<1x1x1x3xf32>) {scale = 2.500000e-01 : f64}
+// CHECK-NOT: compute.softmax
+func.func @padding_mask(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %s = compute.matmul %q, %kt : tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32> -> tensor<1x2x3x3xf32>
+  %c = compute.constant dense<4.000000e+00> : tensor<f32>
+  %sc = compute.div %s, %c : tensor<1x2x3x3xf32>, tensor<f32> -> tensor<1x2x3x3xf32>
+  %m = compute.constant dense<[[[[0.0, 0.0, -1.0e9]]]]> : tensor<1x1x1x3xf32>
+  %sm = compute.add %m, %sc : tensor<1x1x1x3xf32>, tensor<1x2x3x3xf32> -> tensor<1x2x3x3xf32>
+  %p = compute.softmax %sm {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %o = compute.matmul %p, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// A boolean mask through where(mask, scores, -inf), the causal one: causal.
+// CHECK-LABEL: func.func @where_causal
+// CHECK: compute.attention %arg0, %{{.+}}, %arg2 {causal = true, scale = 1.000000e+00 : f64}
+func.func @where_causal(%q: tensor<1x1x2x4xf32>, %kt: tensor<1x1x4x2xf32>, %v: tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32> {
+  %s = compute.matmul %q, %kt : tensor<1x1x2x4xf32>, tensor<1x1x4x2xf32> -> tensor<1x1x2x2xf32>
+  %keep = compute.constant dense<[[true, false], [true, true]]> : tensor<2x2xi1>
+  %low = compute.constant dense<0xFF800000> : tensor<f32>
+  %sm = compute.where %keep, %s, %low : tensor<2x2xi1>, tensor<1x1x2x2xf32>, tensor<f32> -> tensor<1x1x2x2xf32>
+  %p = compute.softmax %sm {axis = 3 : i64} : tensor<1x1x2x2xf32>
+  %o = compute.matmul %p, %v : tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32> -> tensor<1x1x2x4xf32>
+  return %o : tensor<1x1x2x4xf32>
+}
+
+// -----
+
+// Not fused: the probabilities are read elsewhere too (returned).
+// CHECK-LABEL: func.func @probabilities_read
+// CHECK-NOT: compute.attention
+// CHECK: compute.softmax
+func.func @probabilities_read(%q: tensor<1x1x2x4xf32>, %kt: tensor<1x1x4x2xf32>, %v: tensor<1x1x2x4xf32>) -> (tensor<1x1x2x4xf32>, tensor<1x1x2x2xf32>) {
+  %s = compute.matmul %q, %kt : tensor<1x1x2x4xf32>, tensor<1x1x4x2xf32> -> tensor<1x1x2x2xf32>
+  %p = compute.softmax %s {axis = 3 : i64} : tensor<1x1x2x2xf32>
+  %o = compute.matmul %p, %v : tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32> -> tensor<1x1x2x4xf32>
+  return %o, %p : tensor<1x1x2x4xf32>, tensor<1x1x2x2xf32>
+}
+
+// -----
+
+// Not fused: the mask comes before the scale (softmax((S + M) c)).
+// CHECK-LABEL: func.func @mask_then_scale
+// CHECK-NOT: compute.attention
+func.func @mask_then_scale(%q: tensor<1x1x2x4xf32>, %kt: tensor<1x1x4x2xf32>, %v: tensor<1x1x2x4xf32>, %m: tensor<2x2xf32>) -> tensor<1x1x2x4xf32> {
+  %s = compute.matmul %q, %kt : tensor<1x1x2x4xf32>, tensor<1x1x4x2xf32> -> tensor<1x1x2x2xf32>
+  %sm = compute.add %s, %m : tensor<1x1x2x2xf32>, tensor<2x2xf32> -> tensor<1x1x2x2xf32>
+  %c = compute.constant dense<5.000000e-01> : tensor<f32>
+  %sc = compute.mul %sm, %c : tensor<1x1x2x2xf32>, tensor<f32> -> tensor<1x1x2x2xf32>
+  %p = compute.softmax %sc {axis = 3 : i64} : tensor<1x1x2x2xf32>
+  %o = compute.matmul %p, %v : tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32> -> tensor<1x1x2x4xf32>
+  return %o : tensor<1x1x2x4xf32>
+}
