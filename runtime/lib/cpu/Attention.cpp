@@ -43,54 +43,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a, in
               m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 
-/// What the kernels share: the geometry, checked, and the attributes.
-struct Geometry {
-  int64_t batch = 0, qHeads = 0, kvHeads = 0, qLen = 0, kvLen = 0, size = 0, vSize = 0;
-  double scale = 1;
-  bool causal = false;
-  // The mask: none, boolean (kept where true) or additive, read through
-  // broadcast strides over [B, Hq, Tq, Tk].
-  enum class Mask { None, Bool, Add } mask = Mask::None;
-  Shape maskStrides;
-  int64_t group() const { return qHeads / kvHeads; }
-};
-
-Geometry geometryOf(const KernelCall &call, const TensorView &q, const TensorView &k,
-                    const TensorView &v, const TensorView *mask) {
-  Geometry g;
-  ZRT_CHECK(q.shape.size() == 4 && k.shape.size() == 4 && v.shape.size() == 4,
-            call.where() << ": query, key and value must be 4-D, got " << q.describe()
-                         << ", " << k.describe() << ", " << v.describe());
-  ZRT_CHECK(k.dtype == q.dtype && v.dtype == q.dtype,
-            call.where() << ": query, key and value differ in dtype");
-  g.batch = q.shape[0];
-  g.qHeads = q.shape[1];
-  g.qLen = q.shape[2];
-  g.size = q.shape[3];
-  g.kvHeads = k.shape[1];
-  g.kvLen = k.shape[2];
-  g.vSize = v.shape[3];
-  ZRT_CHECK(k.shape[0] == g.batch && v.shape[0] == g.batch && k.shape[3] == g.size &&
-                v.shape[1] == g.kvHeads && v.shape[2] == g.kvLen && g.kvHeads > 0 &&
-                g.qHeads % g.kvHeads == 0,
-            call.where() << ": query " << q.describe() << ", key " << k.describe()
-                         << " and value " << v.describe() << " do not fit");
-  g.scale = call.floatAttr("scale");
-  ZRT_CHECK(std::isfinite(g.scale), call.where() << ": scale must be finite");
-  g.causal = call.hasAttr("causal") && call.intAttr("causal") != 0;
-  if (mask) {
-    ZRT_CHECK(mask->dtype == zero::zplan::BOOL || mask->dtype == q.dtype,
-              call.where() << ": the mask must be bool or the query's dtype, got "
-                           << dtypeName(mask->dtype));
-    Shape scores = {g.batch, g.qHeads, g.qLen, g.kvLen};
-    ZRT_CHECK(mask->shape.size() <= 4 && broadcastShapes({mask->shape, scores}, call) == scores,
-              call.where() << ": the mask " << mask->describe()
-                           << " does not broadcast to the scores " << shapeString(scores));
-    g.mask = mask->dtype == zero::zplan::BOOL ? Geometry::Mask::Bool : Geometry::Mask::Add;
-    g.maskStrides = broadcastStrides(mask->shape, scores);
-  }
-  return g;
-}
+using Geometry = AttentionGeometry;
 
 /// `rows` x `cols` elements of x (row stride `stride`) in compute type C.
 template <typename T, typename C>
@@ -324,7 +277,7 @@ BoundKernel bindAttention(const KernelCall &call) {
                             "the result and the log-sum-exp");
   const TensorView q = call.ins[0], k = call.ins[1], v = call.ins[2];
   const TensorView *mask = call.ins.size() == 4 ? &call.ins[3] : nullptr;
-  Geometry g = geometryOf(call, q, k, v, mask);
+  Geometry g = attentionGeometry(call, q, k, v, mask);
   const TensorView out = call.outs[0], lse = call.outs[1];
   ZRT_CHECK(out.dtype == q.dtype, call.where() << ": the result's dtype is not the query's");
   expectShape(call, out, {g.batch, g.qHeads, g.qLen, g.vSize}, "result");
@@ -347,7 +300,7 @@ BoundKernel bindAttentionGrad(const KernelCall &call) {
   const TensorView q = call.ins[0], k = call.ins[1], v = call.ins[2], out = call.ins[3],
                    lse = call.ins[4], dout = call.ins[5];
   const TensorView *mask = call.ins.size() == 7 ? &call.ins[6] : nullptr;
-  Geometry g = geometryOf(call, q, k, v, mask);
+  Geometry g = attentionGeometry(call, q, k, v, mask);
   Shape outShape = {g.batch, g.qHeads, g.qLen, g.vSize};
   ZRT_CHECK(out.dtype == q.dtype && dout.dtype == q.dtype,
             call.where() << ": the result and its gradient must have the query's dtype");
@@ -373,6 +326,44 @@ BoundKernel bindAttentionGrad(const KernelCall &call) {
 }
 
 } // namespace
+
+AttentionGeometry zrt::cpu::attentionGeometry(const KernelCall &call, const TensorView &q,
+                                              const TensorView &k, const TensorView &v,
+                                              const TensorView *mask) {
+  AttentionGeometry g;
+  ZRT_CHECK(q.shape.size() == 4 && k.shape.size() == 4 && v.shape.size() == 4,
+            call.where() << ": query, key and value must be 4-D, got " << q.describe()
+                         << ", " << k.describe() << ", " << v.describe());
+  ZRT_CHECK(k.dtype == q.dtype && v.dtype == q.dtype,
+            call.where() << ": query, key and value differ in dtype");
+  g.batch = q.shape[0];
+  g.qHeads = q.shape[1];
+  g.qLen = q.shape[2];
+  g.size = q.shape[3];
+  g.kvHeads = k.shape[1];
+  g.kvLen = k.shape[2];
+  g.vSize = v.shape[3];
+  ZRT_CHECK(k.shape[0] == g.batch && v.shape[0] == g.batch && k.shape[3] == g.size &&
+                v.shape[1] == g.kvHeads && v.shape[2] == g.kvLen && g.kvHeads > 0 &&
+                g.qHeads % g.kvHeads == 0,
+            call.where() << ": query " << q.describe() << ", key " << k.describe()
+                         << " and value " << v.describe() << " do not fit");
+  g.scale = call.floatAttr("scale");
+  ZRT_CHECK(std::isfinite(g.scale), call.where() << ": scale must be finite");
+  g.causal = call.hasAttr("causal") && call.intAttr("causal") != 0;
+  if (mask) {
+    ZRT_CHECK(mask->dtype == zero::zplan::BOOL || mask->dtype == q.dtype,
+              call.where() << ": the mask must be bool or the query's dtype, got "
+                           << dtypeName(mask->dtype));
+    Shape scores = {g.batch, g.qHeads, g.qLen, g.kvLen};
+    ZRT_CHECK(mask->shape.size() <= 4 && broadcastShapes({mask->shape, scores}, call) == scores,
+              call.where() << ": the mask " << mask->describe()
+                           << " does not broadcast to the scores " << shapeString(scores));
+    g.mask = mask->dtype == zero::zplan::BOOL ? AttentionGeometry::Mask::Bool : AttentionGeometry::Mask::Add;
+    g.maskStrides = broadcastStrides(mask->shape, scores);
+  }
+  return g;
+}
 
 void zrt::addAttentionKernels(KernelTable &t) {
   t[Kernel::ATTENTION] = bindAttention;

@@ -150,6 +150,22 @@ CrossEntropyGeometry crossEntropyGeometry(const KernelCall &call, const TensorVi
                                           const char *scoresName, const TensorView &labels,
                                           const TensorView *weights);
 
+/// Fused attention's operands, checked (Attention.cpp): query [batch, qHeads,
+/// qLen, size], key [batch, kvHeads, kvLen, size], value [..., vSize], Hkv
+/// dividing Hq; the mask (none, boolean: kept where true, or additive) read
+/// through broadcast strides over the scores [batch, qHeads, qLen, kvLen].
+struct AttentionGeometry {
+  int64_t batch = 0, qHeads = 0, kvHeads = 0, qLen = 0, kvLen = 0, size = 0, vSize = 0;
+  double scale = 1;
+  bool causal = false;
+  enum class Mask { None, Bool, Add } mask = Mask::None;
+  Shape maskStrides;
+  int64_t group() const { return qHeads / kvHeads; }
+};
+AttentionGeometry attentionGeometry(const KernelCall &call, const TensorView &q,
+                                    const TensorView &k, const TensorView &v,
+                                    const TensorView *mask);
+
 /// Iterates the output of a broadcast of N inputs, calling f(outIndex, offsets)
 /// with each input's element offset. The innermost dimension is a tight loop.
 template <size_t N, typename F>

@@ -183,26 +183,11 @@ __global__ void attentionKeyValueGradKernel(AttentionShape a, const T *q, const 
     dv[key * a.vSize + d] = T(dvAcc[d]);
 }
 
-template <typename F> void dispatchAttention(Elem t, F f) {
-  switch (t) {
-  case Elem::F32:
-    return f(float{});
-  case Elem::F64:
-    return f(double{});
-  case Elem::BF16:
-    return f(bf16{});
-  case Elem::F16:
-    return f(f16{});
-  default:
-    checkCuda(cudaErrorInvalidValue, "fused attention on a non-float dtype");
-  }
-}
-
 } // namespace
 
 void attention(cudaStream_t s, Elem t, const AttentionShape &a, const void *q, const void *k,
                const void *v, const void *mask, void *out, void *lse) {
-  dispatchAttention(t, [&](auto tag) {
+  dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Acc<T>::type;
     launchN("attention", attentionKernel<T, C>, a.batch * a.qHeads * a.qLen, s, a,
@@ -213,7 +198,7 @@ void attention(cudaStream_t s, Elem t, const AttentionShape &a, const void *q, c
 void attentionGrad(cudaStream_t s, Elem t, const AttentionShape &a, const void *q,
                    const void *k, const void *v, const void *out, const void *lse,
                    const void *dout, const void *mask, void *dq, void *dk, void *dv) {
-  dispatchAttention(t, [&](auto tag) {
+  dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Acc<T>::type;
     launchN("attentionQueryGrad", attentionQueryGradKernel<T, C>,

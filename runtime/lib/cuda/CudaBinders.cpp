@@ -257,28 +257,26 @@ BoundKernel bindSoftmaxGrad(const KernelCall &call) {
   };
 }
 
-/// Fused attention's geometry from the CPU binder's checked operands.
+/// Fused attention's geometry, as the CPU kernel reads and checks it.
 AttentionShape attentionShapeOf(const KernelCall &call, const TensorView &q,
                                 const TensorView &k, const TensorView &v,
                                 const TensorView *mask) {
-  AttentionShape a;
-  a.batch = q.shape[0];
-  a.qHeads = q.shape[1];
-  a.qLen = q.shape[2];
-  a.size = q.shape[3];
-  a.kvHeads = k.shape[1];
-  a.kvLen = k.shape[2];
-  a.vSize = v.shape[3];
-  ZRT_CHECK(a.size <= kMaxAttentionHead && a.vSize <= kMaxAttentionHead,
+  AttentionGeometry g = attentionGeometry(call, q, k, v, mask);
+  ZRT_CHECK(g.size <= kMaxAttentionHead && g.vSize <= kMaxAttentionHead,
             call.where() << ": the CUDA backend's attention takes head sizes up to "
-                         << kMaxAttentionHead << ", not " << std::max(a.size, a.vSize));
-  a.scale = call.floatAttr("scale");
-  a.causal = call.hasAttr("causal") && call.intAttr("causal") != 0;
-  if (mask) {
-    a.mask = mask->dtype == zero::zplan::BOOL ? 1 : 2;
-    Shape strides = broadcastStrides(mask->shape, {a.batch, a.qHeads, a.qLen, a.kvLen});
-    std::copy(strides.begin(), strides.end(), a.maskStride);
-  }
+                         << kMaxAttentionHead << ", not " << std::max(g.size, g.vSize));
+  AttentionShape a;
+  a.batch = g.batch;
+  a.qHeads = g.qHeads;
+  a.kvHeads = g.kvHeads;
+  a.qLen = g.qLen;
+  a.kvLen = g.kvLen;
+  a.size = g.size;
+  a.vSize = g.vSize;
+  a.scale = g.scale;
+  a.causal = g.causal;
+  a.mask = (int)g.mask; // None 0, Bool 1, Add 2: AttentionShape's coding
+  std::copy(g.maskStrides.begin(), g.maskStrides.end(), a.maskStride);
   return a;
 }
 

@@ -114,16 +114,6 @@ template <typename F> void dispatch(Elem t, F f) {
     return f(uint8_t{});
   }
 }
-template <typename F> void dispatchFloat(Elem t, F f) {
-  if (t == Elem::F64)
-    f(double{});
-  else if (t == Elem::BF16)
-    f(bf16{});
-  else if (t == Elem::F16)
-    f(f16{});
-  else
-    f(float{});
-}
 
 /// *p += v for the atomics CUDA has (f32, f64), and for 16-bit floats by
 /// compare-and-swap of their bits (added in f32, rounded once).

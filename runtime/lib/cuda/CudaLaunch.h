@@ -12,6 +12,7 @@
 
 #include "../kernels/ElementwiseMath.h"
 #include "zplan/FusedProgram.h"
+#include "zrt/Float16.h"
 
 #include <cuda_runtime.h>
 
@@ -32,6 +33,19 @@ struct Strided {
 
 /// Storage types; bool is U8. BF16 and F16 compute in f32 (zrt/Float16.h).
 enum class Elem { F32, F64, BF16, F16, I32, I64, I8, U8 };
+
+/// Calls f(T{}) for the float storage type of `t` (the binders, which ran the CPU
+/// kernel's checks, pass only float types here).
+template <typename F> void dispatchFloat(Elem t, F f) {
+  if (t == Elem::F64)
+    f(double{});
+  else if (t == Elem::BF16)
+    f(bf16{});
+  else if (t == Elem::F16)
+    f(f16{});
+  else
+    f(float{});
+}
 
 using kernels::BinaryOp;
 using kernels::UnaryOp;

@@ -79,3 +79,30 @@ func.func @mask_then_scale(%q: tensor<1x1x2x4xf32>, %kt: tensor<1x1x4x2xf32>, %v
   %o = compute.matmul %p, %v : tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32> -> tensor<1x1x2x4xf32>
   return %o : tensor<1x1x2x4xf32>
 }
+
+// -----
+
+// Not fused: the mask is read from a parameter that trains (the fused op gives
+// a mask no gradient); a frozen one is fused.
+// CHECK-LABEL: func.func @trained_mask
+// CHECK-NOT: compute.attention
+// CHECK: compute.softmax
+func.func @trained_mask(%m: tensor<2x2xf32> {compute.param = "mask"}, %q: tensor<1x1x2x4xf32>, %kt: tensor<1x1x4x2xf32>, %v: tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32> {
+  %s = compute.matmul %q, %kt : tensor<1x1x2x4xf32>, tensor<1x1x4x2xf32> -> tensor<1x1x2x2xf32>
+  %sm = compute.add %s, %m : tensor<1x1x2x2xf32>, tensor<2x2xf32> -> tensor<1x1x2x2xf32>
+  %p = compute.softmax %sm {axis = 3 : i64} : tensor<1x1x2x2xf32>
+  %o = compute.matmul %p, %v : tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32> -> tensor<1x1x2x4xf32>
+  return %o : tensor<1x1x2x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @frozen_mask
+// CHECK: compute.attention %arg1, %{{.+}}, %arg3 mask(%arg0 : tensor<2x2xf32>)
+func.func @frozen_mask(%m: tensor<2x2xf32> {compute.param = "mask", compute.frozen}, %q: tensor<1x1x2x4xf32>, %kt: tensor<1x1x4x2xf32>, %v: tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32> {
+  %s = compute.matmul %q, %kt : tensor<1x1x2x4xf32>, tensor<1x1x4x2xf32> -> tensor<1x1x2x2xf32>
+  %sm = compute.add %s, %m : tensor<1x1x2x2xf32>, tensor<2x2xf32> -> tensor<1x1x2x2xf32>
+  %p = compute.softmax %sm {axis = 3 : i64} : tensor<1x1x2x2xf32>
+  %o = compute.matmul %p, %v : tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32> -> tensor<1x1x2x4xf32>
+  return %o : tensor<1x1x2x4xf32>
+}

@@ -12,6 +12,7 @@
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Compute/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -89,6 +90,26 @@ bool isCausal(Value mask, int64_t tq, int64_t tk, bool additive) {
 template <typename OpTy> OpTy single(Value v) {
   auto op = v.getDefiningOp<OpTy>();
   return op && op->hasOneUse() ? op : OpTy();
+}
+
+/// Whether `v` is computed from a parameter that trains.
+bool readsTrainedParameter(Value v) {
+  SmallVector<Value> work = {v};
+  llvm::SmallPtrSet<Operation *, 8> seen;
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(x)) {
+      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      if (func && func.getArgAttr(arg.getArgNumber(), "compute.param") &&
+          !func.getArgAttr(arg.getArgNumber(), "compute.frozen"))
+        return true;
+      continue;
+    }
+    Operation *def = x.getDefiningOp();
+    if (def && seen.insert(def).second)
+      work.append(def->operand_begin(), def->operand_end());
+  }
+  return false;
 }
 
 struct Match {
@@ -181,6 +202,11 @@ std::optional<Match> matchAttention(MatMulOp out) {
       kT.getDimSize(3) != v.getDimSize(2))
     return std::nullopt;
   if (m.mask) {
+    // A mask computed from a parameter that trains (a float initializer trained
+    // for want of a recorded trainable set) needs its gradient, which the fused op
+    // does not give.
+    if (readsTrainedParameter(m.mask))
+      return std::nullopt;
     Type mt = typeOf(m.mask).getElementType();
     bool additive = mt == et;
     if (!additive && !mt.isInteger(1))

@@ -19,8 +19,9 @@ def FuseAttentionPass : Pass<"zero-fuse-attention", "mlir::ModuleOp"> {
     `matmul(Q, Kᵀ)` times or divided by scalar constants (the scale), then plus an
     additive mask or through `where(mask, S, c)` with c at most -1e4 (a boolean
     mask); Q, Kᵀ and V 4-D with one batch and head each; every value in between
-    read by the chain only. A constant mask that hides exactly the keys after each
-    query becomes `causal`. Skipped with `--no-attention-fusion`.
+    read by the chain only; a mask that is a trained parameter is left alone (the
+    fused op gives it no gradient). A constant mask that hides exactly the keys
+    after each query becomes `causal`. Skipped with `--no-attention-fusion`.
 
     ```mlir
     %s = compute.matmul %q, %kt : tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x8x8xf32>
