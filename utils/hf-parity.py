@@ -12,12 +12,14 @@
 # LayerNorm weights and biases), which no trainer could undo. Then:
 #   default      torch.onnx.export(model, (), path, kwargs={input_ids, labels}):
 #                the installed torch's default exporter (torch.export-based)
-#   opset23      the same with opset_version=23 (Attention, RMSNormalization);
-#                its Attention must run as one fused kernel per layer each way
+#   opset23      the same with opset_version=23 (Attention, RMSNormalization)
 #   torchscript  dynamo=False, the TorchScript exporter with its defaults
 #                (constant folding on); it needs an all-ones attention_mask and
 #                logits_to_keep as extra inputs (hf_export.export_torchscript says
 #                why), which zero-opt binds with --constant-input
+# At opset 23 and from the TorchScript exporter, attention must run as one fused
+# kernel per layer each way (the default exporter's lifted scale constants are not
+# yet fused).
 # zero-opt compiles each with no zero.trainable metadata (the trainable set comes
 # from what the exporter recorded); zero-run trains 10 AdamW steps for each
 # STAGExRANKS run (threads of one process) on a u8 token file, feeding input_ids
@@ -210,9 +212,11 @@ def main():
     layouts = {n: layout(exported[n], state0[src]) for n, src in folded.items()
                if n in exported}
 
-    if a.export == "opset23":
-        # ONNX's Attention runs fused: one kernel per layer forward, one backward.
-        plan = subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "--emit=plan"],
+    if a.export in ("opset23", "torchscript"):
+        # ONNX's Attention, or the TorchScript exporter's SDPA decomposition, runs
+        # fused: one kernel per layer forward, one backward.
+        plan = subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "--emit=plan"] +
+                              bind(a.work, bindings),
                               check=True, capture_output=True, text=True).stdout
         layers = initial.config.num_hidden_layers
         fused = (plan.count("plan.kernel attention "), plan.count("plan.kernel attention_grad "))

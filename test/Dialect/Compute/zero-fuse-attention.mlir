@@ -106,3 +106,28 @@ func.func @frozen_mask(%m: tensor<2x2xf32> {compute.param = "mask", compute.froz
   %o = compute.matmul %p, %v : tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32> -> tensor<1x1x2x4xf32>
   return %o : tensor<1x1x2x4xf32>
 }
+
+// -----
+
+// The torch exporters' SDPA decomposition: the root of the scale on the queries
+// and on the transposed keys, a NaN guard after the softmax.
+// CHECK-LABEL: func.func @sdpa_decomposition
+// CHECK: compute.attention %arg0, %{{.+}}, %arg2 mask(%{{.+}} : tensor<1x1x2x2xf32>) {scale = 2.500000e-01 : f64}
+// CHECK-NOT: compute.equal
+// CHECK-NOT: compute.where
+func.func @sdpa_decomposition(%q: tensor<1x1x2x4xf32>, %kt: tensor<1x1x4x2xf32>, %v: tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32> {
+  %r = compute.constant dense<5.000000e-01> : tensor<f32>
+  %qs = compute.mul %q, %r : tensor<1x1x2x4xf32>, tensor<f32> -> tensor<1x1x2x4xf32>
+  %ks = compute.mul %kt, %r : tensor<1x1x4x2xf32>, tensor<f32> -> tensor<1x1x4x2xf32>
+  %s = compute.matmul %qs, %ks : tensor<1x1x2x4xf32>, tensor<1x1x4x2xf32> -> tensor<1x1x2x2xf32>
+  %m = compute.constant dense<[[[[0.0, 0xFF800000], [0xFF800000, 0xFF800000]]]]> : tensor<1x1x2x2xf32>
+  %sm = compute.add %s, %m : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %p = compute.softmax %sm {axis = 3 : i64} : tensor<1x1x2x2xf32>
+  %false = compute.constant dense<false> : tensor<i1>
+  %eq = compute.equal %p, %p : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x2x2xi1>
+  %nan = compute.equal %eq, %false : tensor<1x1x2x2xi1>, tensor<i1> -> tensor<1x1x2x2xi1>
+  %zero = compute.constant dense<0.000000e+00> : tensor<1xf32>
+  %g = compute.where %nan, %zero, %p : tensor<1x1x2x2xi1>, tensor<1xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %o = compute.matmul %g, %v : tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32> -> tensor<1x1x2x4xf32>
+  return %o : tensor<1x1x2x4xf32>
+}

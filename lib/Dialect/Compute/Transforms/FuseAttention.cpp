@@ -3,6 +3,8 @@
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
 // Matches from the product of the probabilities with the values: see Passes.td.
+// Also the torch exporters' SDPA decomposition: the root of the scale applied to
+// the queries and to the transposed keys, and a NaN guard after the softmax.
 // Every value between the two products must be read by the chain only, and the
 // scale must come before the mask (softmax(QKᵀ·c + M)); anything else is left
 // as it is.
@@ -120,9 +122,43 @@ struct Match {
 };
 
 /// The attention whose output is `out` = matmul(softmax(...), V), if it is one.
+/// The softmax of a NaN guard `where(isnan(p), 0, p)` (isnan written as
+/// `(p == p) == false`, as the torch exporters' SDPA decomposition does): a row
+/// whose every key is masked becomes zeros, as the fused op's rows do anyway.
+/// The guard's ops go to `ops`.
+SoftmaxOp guardedSoftmax(Value v, SmallVectorImpl<Operation *> &ops) {
+  auto guard = single<WhereOp>(v);
+  std::optional<double> zero = guard ? scalarOf(guard.getLhs()) : std::nullopt;
+  if (!guard || !zero || *zero != 0.0)
+    return SoftmaxOp();
+  Value p = guard.getRhs();
+  auto notEqual = single<EqualOp>(guard.getCondition());
+  if (!notEqual)
+    return SoftmaxOp();
+  auto isFalse = [](Value c) {
+    auto cst = c.getDefiningOp<ConstantOp>();
+    auto attr = cst ? dyn_cast<DenseIntElementsAttr>(cst.getValue()) : nullptr;
+    return attr && attr.getNumElements() == 1 && attr.getElementType().isInteger(1) &&
+           !(*attr.value_begin<APInt>()).getBoolValue();
+  };
+  Value selfEqual = isFalse(notEqual.getRhs())   ? notEqual.getLhs()
+                    : isFalse(notEqual.getLhs()) ? notEqual.getRhs()
+                                                 : Value();
+  auto eq = selfEqual ? single<EqualOp>(selfEqual) : EqualOp();
+  auto probs = p.getDefiningOp<SoftmaxOp>();
+  // The probabilities feed the guard only: its where and its self-comparison.
+  if (!eq || eq.getLhs() != p || eq.getRhs() != p || !probs ||
+      llvm::any_of(p.getUsers(), [&](Operation *u) { return u != eq && u != guard; }))
+    return SoftmaxOp();
+  ops.append({guard, notEqual, eq});
+  return probs;
+}
+
 std::optional<Match> matchAttention(MatMulOp out) {
   Match m;
   auto probs = single<SoftmaxOp>(out.getLhs());
+  if (!probs)
+    probs = guardedSoftmax(out.getLhs(), m.ops);
   if (!probs || typeOf(out.getLhs()).getRank() != 4 ||
       probs.getAxis() != 3 || typeOf(out.getRhs()).getRank() != 4)
     return std::nullopt;
@@ -191,6 +227,22 @@ std::optional<Match> matchAttention(MatMulOp out) {
   m.ops.push_back(scores);
   m.query = scores.getLhs();
   m.keyT = scores.getRhs();
+  // A scale applied to the queries or the transposed keys before their product
+  // (the exporters' SDPA scales both by the root of the scale).
+  for (Value *operand : {&m.query, &m.keyT})
+    if (auto mul = single<MulOp>(*operand)) {
+      std::optional<double> c = scalarOf(mul.getRhs());
+      Value x = mul.getLhs();
+      if (!c) {
+        c = scalarOf(mul.getLhs());
+        x = mul.getRhs();
+      }
+      if (c && x.getType() == mul.getResult().getType()) {
+        m.scale *= *c;
+        m.ops.push_back(mul);
+        *operand = x;
+      }
+    }
   m.value = out.getRhs();
   auto q = typeOf(m.query), kT = typeOf(m.keyT), v = typeOf(m.value);
   if (q.getRank() != 4 || kT.getRank() != 4 || q.getElementType() != et ||

@@ -18,7 +18,9 @@ def FuseAttentionPass : Pass<"zero-fuse-attention", "mlir::ModuleOp"> {
     Matched: `matmul(softmax(S), V)` along the last axis, where `S` is
     `matmul(Q, Kᵀ)` times or divided by scalar constants (the scale), then plus an
     additive mask or through `where(mask, S, c)` with c at most -1e4 (a boolean
-    mask); Q, Kᵀ and V 4-D with one batch and head each; every value in between
+    mask); scalar constants may also scale Q and Kᵀ before their product, and the
+    probabilities may pass a NaN guard `where((p == p) == false, 0, p)` (the
+    torch exporters' SDPA decomposition); Q, Kᵀ and V 4-D with one batch and head each; every value in between
     read by the chain only; a mask that is a trained parameter is left alone (the
     fused op gives it no gradient). A constant mask that hides exactly the keys
     after each query becomes `causal`. Skipped with `--no-attention-fusion`.
