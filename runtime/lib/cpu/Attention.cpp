@@ -15,6 +15,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelUtil.h"
+#include "VectorLoops.h"
+#include "../kernels/ElementwiseMath.h"
 #include "zrt/ParallelFor.h"
 
 #include <cblas.h>
@@ -29,7 +31,7 @@ using namespace zrt::cpu;
 
 namespace {
 
-constexpr int64_t kBlock = 64; // query rows and keys per block
+constexpr int64_t kBlock = 128; // query rows and keys per block: fewer, larger GEMMs
 
 /// C (m x n) = op(A) op(B), row-major, overwriting C.
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
@@ -44,6 +46,31 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a, in
 }
 
 using Geometry = AttentionGeometry;
+
+/// The row's e^(x - shift), in place, and their sum (the polynomial exp of the
+/// elementwise kernels in f32: vectorized; -inf gives 0).
+template <typename C> ZRT_VECTORIZED C expShiftedSum(C *row, C shift, int64_t n) {
+  C sum = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    row[c] = kernels::expOf(row[c] - shift);
+    sum += row[c];
+  }
+  return sum;
+}
+
+/// The row's maximum, at least `start` (-inf for a fully masked row).
+template <typename C> ZRT_VECTORIZED C rowMax(const C *row, C start, int64_t n) {
+  C mx = start;
+  for (int64_t c = 0; c < n; ++c)
+    mx = row[c] > mx ? row[c] : mx;
+  return mx;
+}
+
+/// dS = P (dP - delta), in place of P.
+template <typename C> ZRT_VECTORIZED void scoreGradRow(C *p, const C *dp, C delta, int64_t n) {
+  for (int64_t c = 0; c < n; ++c)
+    p[c] *= dp[c] - delta;
+}
 
 /// `rows` x `cols` elements of x (row stride `stride`) in compute type C.
 template <typename T, typename C>
@@ -116,18 +143,13 @@ void attentionForward(const Geometry &g, const T *q, const T *k, const T *v,
         // Online softmax: rescale what the row has summed to the new maximum.
         for (int64_t r = 0; r < rows; ++r) {
           C *row = s.data() + r * cols;
-          C mx = m[r];
-          for (int64_t c = 0; c < cols; ++c)
-            mx = std::max(mx, row[c]);
+          C mx = rowMax(row, m[r], cols);
           if (mx == -std::numeric_limits<C>::infinity()) {
             std::fill(row, row + cols, C(0)); // nothing seen yet: adds nothing
             continue;
           }
-          C alpha = std::exp(m[r] - mx), sum = 0;
-          for (int64_t c = 0; c < cols; ++c) {
-            row[c] = std::exp(row[c] - mx);
-            sum += row[c];
-          }
+          C alpha = m[r] == -std::numeric_limits<C>::infinity() ? C(0) : std::exp(m[r] - mx);
+          C sum = expShiftedSum(row, mx, cols);
           l[r] = l[r] * alpha + sum;
           for (int64_t d = 0; d < g.vSize; ++d)
             acc[r * g.vSize + d] *= alpha;
@@ -158,11 +180,11 @@ void scoreGradient(const Geometry &g, const void *mask, int64_t b, int64_t h, in
   gemm(false, true, rows, cols, g.size, qb, g.size, kb, g.size, s, cols);
   maskScores<T>(g, mask, b, h, i0, rows, j0, cols, s);
   for (int64_t r = 0; r < rows; ++r) {
-    C rowLse = (C)lse[r];
-    for (int64_t c = 0; c < cols; ++c) {
-      C x = s[r * cols + c];
-      s[r * cols + c] = std::isinf(rowLse) || std::isinf(x) ? C(0) : std::exp(x - rowLse);
-    }
+    C *row = s + r * cols;
+    if (std::isinf(lse[r])) // a row that sees no key: no probabilities
+      std::fill(row, row + cols, C(0));
+    else
+      (void)expShiftedSum(row, lse[r], cols); // masked (-inf) scores give 0
   }
   gemm(false, true, rows, cols, g.vSize, dob, g.vSize, vb, g.vSize, dp, cols);
 }
@@ -214,8 +236,7 @@ void attentionBackward(const Geometry &g, const T *q, const T *k, const T *v, co
                dvAcc.data(), g.vSize, C(1));
           const C *rowDelta = delta.data() + bh * g.qLen + i0;
           for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < cols; ++c)
-              s[r * cols + c] *= dp[r * cols + c] - rowDelta[r];
+            scoreGradRow(s.data() + r * cols, dp.data() + r * cols, rowDelta[r], cols);
           gemm(true, false, cols, g.size, rows, s.data(), cols, qb.data(), g.size,
                dkAcc.data(), g.size, C(1));
         }
@@ -249,8 +270,7 @@ void attentionBackward(const Geometry &g, const T *q, const T *k, const T *v, co
         scoreGradient<T>(g, mask, b, h, i0, rows, j0, cols, qb.data(), kb.data(), vb.data(),
                          dob.data(), lse + bh * g.qLen + i0, s.data(), dp.data());
         for (int64_t r = 0; r < rows; ++r)
-          for (int64_t c = 0; c < cols; ++c)
-            s[r * cols + c] *= dp[r * cols + c] - rowDelta[r];
+          scoreGradRow(s.data() + r * cols, dp.data() + r * cols, rowDelta[r], cols);
         gemm(false, false, rows, g.size, cols, s.data(), cols, kb.data(), g.size,
              dqAcc.data(), g.size, C(1));
       }
