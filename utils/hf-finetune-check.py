@@ -26,6 +26,7 @@
 # Exit 1 on a mismatch.
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 
@@ -68,6 +69,8 @@ def main():
     subprocess.run([zero_opt, onnx_path, "-o", plan, "--optimizer=adamw", "--lr=%r" % lr,
                     "--weight-decay=%r" % wd, "--eps=%r" % eps], check=True)
     trained = os.path.join(a.work, "trained.safetensors")
+    # A checkpoint folder left by an earlier run (of another build) is refused.
+    shutil.rmtree(os.path.join(a.work, "ckpt"), ignore_errors=True)
     subprocess.run([zero_run, plan, "--init", onnx_path, "--init",
                     os.path.join(checkpoint, "model.safetensors"), "--data", data_path,
                     "--steps", str(a.steps), "--save-weights", trained, "--save-checkpoint",

@@ -17,9 +17,7 @@
 #                (constant folding on); it needs an all-ones attention_mask and
 #                logits_to_keep as extra inputs (hf_export.export_torchscript says
 #                why), which zero-opt binds with --constant-input
-# At opset 23 and from the TorchScript exporter, attention must run as one fused
-# kernel per layer each way (the default exporter's lifted scale constants are not
-# yet fused).
+# Whatever the export, attention must run as one fused kernel per layer each way.
 # zero-opt compiles each with no zero.trainable metadata (the trainable set comes
 # from what the exporter recorded); zero-run trains 10 AdamW steps for each
 # STAGExRANKS run (threads of one process) on a u8 token file, feeding input_ids
@@ -212,19 +210,18 @@ def main():
     layouts = {n: layout(exported[n], state0[src]) for n, src in folded.items()
                if n in exported}
 
-    if a.export in ("opset23", "torchscript"):
-        # ONNX's Attention, or the TorchScript exporter's SDPA decomposition, runs
-        # fused: one kernel per layer forward, one backward.
-        plan = subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "--emit=plan"] +
-                              bind(a.work, bindings),
-                              check=True, capture_output=True, text=True).stdout
-        layers = initial.config.num_hidden_layers
-        fused = (plan.count("plan.kernel attention "), plan.count("plan.kernel attention_grad "))
-        print("fused attention kernels: %d forward, %d backward (%d layers)" % (
-            fused + (layers,)))
-        if fused != (layers, layers):
-            print("expected one fused attention kernel per layer each way")
-            return 1
+    # ONNX's Attention, or the exporters' SDPA decomposition, runs fused: one
+    # kernel per layer forward, one backward.
+    plan = subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "--emit=plan"] +
+                          bind(a.work, bindings),
+                          check=True, capture_output=True, text=True).stdout
+    layers = initial.config.num_hidden_layers
+    fused = (plan.count("plan.kernel attention "), plan.count("plan.kernel attention_grad "))
+    print("fused attention kernels: %d forward, %d backward (%d layers)" % (
+        fused + (layers,)))
+    if fused != (layers, layers):
+        print("expected one fused attention kernel per layer each way")
+        return 1
 
     first, _ = zero_models.make_batch(torch.from_numpy(data.astype(np.int64)), 0, BATCH, SEQ)
     ok = forward_check(a.bin, a.work, onnx_path, first.numpy(), bindings)

@@ -383,8 +383,12 @@ LogicalResult pinInputShapes(MLIRContext &ctx, StringRef path,
 /// IR): they are read now, inline or external data (from the model's folder), and
 /// become Constant nodes at the head of the graph, so that shape inference and
 /// folding see their values (Reshape's shape, Slice's starts, ReduceSum's axes).
-LogicalResult foldIntegerInitializers(MLIRContext &ctx, StringRef path,
-                                      onnx::ModelProto &model, OnnxImporter &imp) {
+/// So do one-element float initializers outside a recorded trainable set: the
+/// scalars the torch.export-based exporter lifts (attention's scale, a 0), which
+/// passes then see as the constants they are.
+LogicalResult foldConstantInitializers(MLIRContext &ctx, StringRef path,
+                                       onnx::ModelProto &model, OnnxImporter &imp,
+                                       const TrainableSet &trainable) {
   Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
   auto *graph = model.mutable_graph();
   std::vector<onnx::NodeProto> constants;
@@ -394,7 +398,11 @@ LogicalResult foldIntegerInitializers(MLIRContext &ctx, StringRef path,
     bool integer = type == onnx::TensorProto::INT64 || type == onnx::TensorProto::INT32 ||
                    type == onnx::TensorProto::INT8 || type == onnx::TensorProto::UINT8 ||
                    type == onnx::TensorProto::BOOL;
-    if (!integer || imp.graphInputs.count(t.name())) {
+    bool liftedScalar = (type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::DOUBLE) &&
+                        trainable.source != TrainableSet::kEveryFloat &&
+                        !trainable.names.count(t.name()) && t.dims_size() <= 1 &&
+                        (t.dims_size() == 0 || t.dims(0) == 1);
+    if (!(integer || liftedScalar) || imp.graphInputs.count(t.name())) {
       *kept.Add() = std::move(t);
       continue;
     }
@@ -752,7 +760,7 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context,
   for (const auto &in : model.graph().input())
     if (!inits.count(in.name()))
       imp.graphInputs.insert(in.name());
-  if (failed(foldIntegerInitializers(context, path, model, imp)))
+  if (failed(foldConstantInitializers(context, path, model, imp, *trainable)))
     return nullptr;
   for (const auto &t : model.graph().initializer()) {
     bool isFloat = t.data_type() == onnx::TensorProto::FLOAT ||
