@@ -132,9 +132,10 @@ def bind(work, bindings):
     return flags
 
 
-def forward_check(bindir, work, onnx_path, tokens, bindings):
+def forward_check(bindir, work, onnx_path, tokens, bindings, bound):
     """zero-run's forward (--mode=inference) against ONNX Runtime's on the exported
-    model, on one batch: every output within rtol 1e-4, atol 1e-5. True if so."""
+    model, on one batch: every output within rtol 1e-4, atol 1e-5. True if so.
+    `bound`: the --constant-input flags of `bindings` (bind)."""
     import onnxruntime
     inputs = os.path.join(work, "forward-inputs")
     os.makedirs(inputs, exist_ok=True)
@@ -150,7 +151,7 @@ def forward_check(bindir, work, onnx_path, tokens, bindings):
     plan = os.path.join(work, "forward.zplan")
     out = os.path.join(work, "forward-outputs")
     subprocess.run([os.path.join(bindir, "zero-opt"), onnx_path, "--mode=inference",
-                    "-o", plan] + bind(work, bindings), check=True, capture_output=True)
+                    "-o", plan] + bound, check=True, capture_output=True)
     subprocess.run([os.path.join(bindir, "zero-run"), plan, "--init", onnx_path,
                     "--inputs", inputs, "--save-outputs", out, "--quiet"], check=True)
     want = session.run(None, feeds)
@@ -212,8 +213,8 @@ def main():
 
     # ONNX's Attention, or the exporters' SDPA decomposition, runs fused: one
     # kernel per layer forward, one backward.
-    plan = subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "--emit=plan"] +
-                          bind(a.work, bindings),
+    bound = bind(a.work, bindings)  # zero-opt's --constant-input flags
+    plan = subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "--emit=plan"] + bound,
                           check=True, capture_output=True, text=True).stdout
     layers = initial.config.num_hidden_layers
     fused = (plan.count("plan.kernel attention "), plan.count("plan.kernel attention_grad "))
@@ -224,7 +225,7 @@ def main():
         return 1
 
     first, _ = zero_models.make_batch(torch.from_numpy(data.astype(np.int64)), 0, BATCH, SEQ)
-    ok = forward_check(a.bin, a.work, onnx_path, first.numpy(), bindings)
+    ok = forward_check(a.bin, a.work, onnx_path, first.numpy(), bindings, bound)
     references = {}
     for run in a.runs.split(","):
         stage, world = (int(x) for x in run.split("x"))
@@ -241,7 +242,7 @@ def main():
                        "--optimizer=adamw", "--lr=%r" % lr, "--weight-decay=%r" % wd,
                        "--eps=%r" % eps,
                        "--world-size=%d" % world, "--zero-stage=%d" % stage,
-                       "--bucket-size-mb=0.02"] + bind(work, bindings)
+                       "--bucket-size-mb=0.02"] + bound
         r = subprocess.run(compile_cmd, capture_output=True, text=True)
         sys.stderr.write(r.stderr)
         if r.returncode != 0:

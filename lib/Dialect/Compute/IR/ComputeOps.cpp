@@ -116,6 +116,14 @@ LogicalResult MatMulOp::verify() {
   return success();
 }
 
+std::optional<double> zero::compute::scalarConstant(Value v) {
+  auto cst = v.getDefiningOp<ConstantOp>();
+  auto attr = cst ? dyn_cast<DenseFPElementsAttr>(cst.getValue()) : nullptr;
+  if (!attr || attr.getNumElements() != 1)
+    return std::nullopt;
+  return (*attr.value_begin<APFloat>()).convertToDouble();
+}
+
 LogicalResult zero::compute::verifyAxis(Operation *op, int64_t axis, int64_t rank) {
   if (axis < 0 || axis >= std::max<int64_t>(rank, 1))
     return op->emitOpError("axis ") << axis << " is out of range for rank " << rank;

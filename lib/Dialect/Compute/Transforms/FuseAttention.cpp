@@ -37,15 +37,15 @@ RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 /// the float minimum).
 constexpr double kHidden = -1e4;
 
-/// The value of a one-element float constant.
-std::optional<double> scalarOf(Value v) {
-  auto cst = v.getDefiningOp<ConstantOp>();
-  if (!cst)
-    return std::nullopt;
-  auto attr = dyn_cast<DenseFPElementsAttr>(cst.getValue());
-  if (!attr || attr.getNumElements() != 1)
-    return std::nullopt;
-  return (*attr.value_begin<APFloat>()).convertToDouble();
+/// `x * c` (or `c * x`) with c a scalar constant and x of the product's type:
+/// c and x.
+std::optional<std::pair<double, Value>> scaling(MulOp mul) {
+  for (auto [factor, x] : {std::pair{mul.getRhs(), mul.getLhs()},
+                           std::pair{mul.getLhs(), mul.getRhs()}})
+    if (std::optional<double> c = scalarConstant(factor);
+        c && x.getType() == mul.getResult().getType())
+      return std::pair{*c, x};
+  return std::nullopt;
 }
 
 /// Whether the constant `mask` (additive floats, or booleans that keep where
@@ -128,7 +128,7 @@ struct Match {
 /// The guard's ops go to `ops`.
 SoftmaxOp guardedSoftmax(Value v, SmallVectorImpl<Operation *> &ops) {
   auto guard = single<WhereOp>(v);
-  std::optional<double> zero = guard ? scalarOf(guard.getLhs()) : std::nullopt;
+  std::optional<double> zero = guard ? scalarConstant(guard.getLhs()) : std::nullopt;
   if (!guard || !zero || *zero != 0.0)
     return SoftmaxOp();
   Value p = guard.getRhs();
@@ -185,7 +185,7 @@ std::optional<Match> matchAttention(MatMulOp out) {
       continue;
     }
     if (auto where = single<WhereOp>(s)) {
-      std::optional<double> fill = scalarOf(where.getRhs());
+      std::optional<double> fill = scalarConstant(where.getRhs());
       if (scaled || m.mask || !fill || *fill > kHidden ||
           where.getLhs().getType() != where.getResult().getType())
         return std::nullopt;
@@ -195,22 +195,17 @@ std::optional<Match> matchAttention(MatMulOp out) {
       continue;
     }
     if (auto mul = single<MulOp>(s)) {
-      std::optional<double> c = scalarOf(mul.getRhs());
-      Value chain = mul.getLhs();
-      if (!c) {
-        c = scalarOf(mul.getLhs());
-        chain = mul.getRhs();
-      }
-      if (!c || chain.getType() != mul.getResult().getType())
+      auto factored = scaling(mul);
+      if (!factored)
         return std::nullopt;
-      m.scale *= *c;
+      m.scale *= factored->first;
       scaled = true;
       m.ops.push_back(mul);
-      s = chain;
+      s = factored->second;
       continue;
     }
     if (auto div = single<DivOp>(s)) {
-      std::optional<double> c = scalarOf(div.getRhs());
+      std::optional<double> c = scalarConstant(div.getRhs());
       if (!c || *c == 0 || div.getLhs().getType() != div.getResult().getType())
         return std::nullopt;
       m.scale /= *c;
@@ -230,19 +225,12 @@ std::optional<Match> matchAttention(MatMulOp out) {
   // A scale applied to the queries or the transposed keys before their product
   // (the exporters' SDPA scales both by the root of the scale).
   for (Value *operand : {&m.query, &m.keyT})
-    if (auto mul = single<MulOp>(*operand)) {
-      std::optional<double> c = scalarOf(mul.getRhs());
-      Value x = mul.getLhs();
-      if (!c) {
-        c = scalarOf(mul.getLhs());
-        x = mul.getRhs();
-      }
-      if (c && x.getType() == mul.getResult().getType()) {
-        m.scale *= *c;
+    if (auto mul = single<MulOp>(*operand))
+      if (auto factored = scaling(mul)) {
+        m.scale *= factored->first;
         m.ops.push_back(mul);
-        *operand = x;
+        *operand = factored->second;
       }
-    }
   m.value = out.getRhs();
   auto q = typeOf(m.query), kT = typeOf(m.keyT), v = typeOf(m.value);
   if (q.getRank() != 4 || kT.getRank() != 4 || q.getElementType() != et ||

@@ -28,13 +28,9 @@ namespace {
 
 /// The value of `v` when it is a one-element float constant of element type `et`.
 std::optional<double> scalarOf(Value v, Type et) {
-  auto cst = v.getDefiningOp<ConstantOp>();
-  if (!cst)
+  if (cast<ShapedType>(v.getType()).getElementType() != et)
     return std::nullopt;
-  auto attr = dyn_cast<DenseFPElementsAttr>(cst.getValue());
-  if (!attr || attr.getNumElements() != 1 || attr.getElementType() != et)
-    return std::nullopt;
-  return (*attr.value_begin<APFloat>()).convertToDouble();
+  return scalarConstant(v);
 }
 
 /// `want` as an exporter writes it in element type `et`: rounded to `et`, or

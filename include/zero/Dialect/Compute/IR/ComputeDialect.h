@@ -31,6 +31,9 @@ namespace zero::compute {
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
 
+/// The value of `v` when a compute.constant of one float element defines it.
+std::optional<double> scalarConstant(mlir::Value v);
+
 /// Checks that `axis` names a dimension of a rank-`rank` operand (0 for a scalar):
 /// "axis A is out of range for rank R".
 mlir::LogicalResult verifyAxis(mlir::Operation *op, int64_t axis, int64_t rank);
