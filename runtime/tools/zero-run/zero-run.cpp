@@ -363,11 +363,11 @@ double scalarOf(const TensorView &v) {
   return v.dtype == zero::zplan::F32 ? v.as<float>()[0] : v.as<double>()[0];
 }
 
-/// The buffer of graph input `index`, checked to be a [B, T] i64 token tensor.
+/// The buffer of the `which`-th graph input that --constant-input left (whatever
+/// its position in the file: a TorchScript export's attention mask, bound at
+/// compile time, sits between input_ids and labels), checked to be a [B, T] i64
+/// token tensor.
 int tokenInput(const Executor &exec, int which, const char *what, int micro = 0) {
-  // The graph's inputs that --constant-input left: the k-th of them, whatever
-  // its position in the file (a TorchScript export's attention mask, bound at
-  // compile time, sits between input_ids and labels).
   std::vector<int> inputs = exec.inputIndices();
   ZRT_CHECK((int)inputs.size() > which,
             "--data needs two graph inputs (tokens and targets) besides those bound by "
