@@ -6,7 +6,7 @@
 #   bench-train-step.py --bin BUILD/bin [--threads N] [--layers 4 --hidden 256
 #                       --heads 8 --vocab 256 --seq 128 --batch 8] [--steps 20 --warmup 3]
 #                       [--precision bf16|fp16] [--recompute cheap|blocks] [--offload]
-#                       [--profile] [--repeat R] [--unfused]
+#                       [--profile] [--repeat R] [--unfused] [--attention-parts]
 #
 # With --precision, zero-run also runs the step compiled with zero-opt --precision
 # (and, for bf16, PyTorch under torch.autocast("cpu", torch.bfloat16)), next to fp32.
@@ -21,6 +21,9 @@
 # minute), and the median of the R ratios is printed with each.
 # With --unfused, zero-run also runs the fp32 step compiled with zero-opt --no-fusion
 # (a kernel per elementwise op), next to the fused one.
+# With --attention-parts, zero-run also runs the fp32 step compiled with zero-opt
+# --no-attention-fusion (attention as its parts: scores, mask, softmax, values), the
+# two alternating --repeat times (at least 3), and prints both medians.
 # With --profile, zero-run's fp32 run also prints its time per kernel kind (zero-run
 # --profile), a separate run after the timed one so profiling does not slow the figure.
 #
@@ -88,6 +91,8 @@ def main():
                    help="also print zero-run's time per kernel kind for the fp32 step")
     p.add_argument("--unfused", action="store_true",
                    help="also time the fp32 step compiled with --no-fusion")
+    p.add_argument("--attention-parts", action="store_true",
+                   help="also time the fp32 step compiled with --no-attention-fusion")
     p.add_argument("--torch-only", action="store_true",
                    help="(internal) print PyTorch's fp32 step time at --threads as JSON")
     a = p.parse_args()
@@ -166,6 +171,12 @@ def main():
                  onnx_path, "--data", data_path, "--steps", str(total), "--quiet",
                  "--profile"], check=True, capture_output=True, text=True).stdout
         zunfused = zero_run("fp32", ["--no-fusion"]) if a.unfused else None
+        attention = None
+        if a.attention_parts:  # alternating: this machine's speed drifts
+            attention = {"fused": [], "parts": []}
+            for _ in range(max(3, a.repeat)):
+                attention["fused"].append(zero_run("fp32"))
+                attention["parts"].append(zero_run("fp32", ["--no-attention-fusion"]))
         zmixed = zero_run(a.precision) if a.precision != "fp32" else None
         zrecompute = report = None
         if a.recompute:
@@ -224,6 +235,13 @@ def main():
     if zunfused is not None:
         print("  zero-run --no-fusion %3.1f ms/step  (the fused step: %.2f x this)" % (
             zunfused, z / zunfused))
+    if attention is not None:
+        fused, parts = (statistics.median(attention[k]) for k in ("fused", "parts"))
+        print("  zero-run, attention fused %.1f ms/step, as its parts (--no-attention-fusion) "
+              "%.1f ms/step: %.2f x (medians of %d alternating runs; fused %s, parts %s)" % (
+                  fused, parts, fused / parts, len(attention["fused"]),
+                  " ".join("%.1f" % x for x in attention["fused"]),
+                  " ".join("%.1f" % x for x in attention["parts"])))
     if zmixed is not None:
         print("  zero-run %s    %8.1f ms/step  %8.0f tokens/s  (%.2f x its fp32 step)" % (
             a.precision, zmixed, tokens_per_step / zmixed * 1000, zmixed / z))

@@ -24,6 +24,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 using namespace zrt;
@@ -31,39 +33,50 @@ using namespace zrt::cpu;
 
 namespace {
 
-constexpr int64_t kBlock = 128; // query rows and keys per block: fewer, larger GEMMs
+// Query rows and keys per block: a block's scores stay in the core's L2 cache,
+// and the products are large enough for OpenBLAS to run near its peak. The
+// backward's blocks of keys are smaller: it keeps two such blocks (P and dP) and
+// five products per block (measured with utils/bench-attention-cpu.py: at T = 1024,
+// 256 keys is the faster forward and 128 the faster backward).
+constexpr int64_t kQueryBlock = 128, kKeyBlock = 512;
+constexpr int64_t kBackwardQueryBlock = 64, kBackwardKeyBlock = 128;
 
-/// C (m x n) = op(A) op(B), row-major, overwriting C.
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-          const float *b, int64_t ldb, float *c, int64_t ldc, float beta = 0) {
+/// C (m x n) = alpha op(A) op(B) + beta C, row-major.
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+          int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+              m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a, int64_t lda,
-          const double *b, int64_t ldb, double *c, int64_t ldc, double beta = 0) {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+          int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+              m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 using Geometry = AttentionGeometry;
 
 /// The row's e^(x - shift), in place, and their sum (the polynomial exp of the
-/// elementwise kernels in f32: vectorized; -inf gives 0).
-template <typename C> ZRT_VECTORIZED C expShiftedSum(C *row, C shift, int64_t n) {
-  C sum = 0;
-  for (int64_t c = 0; c < n; ++c) {
+/// elementwise kernels in f32; -inf gives 0). Two loops: the first vectorizes as a
+/// map, the second as a sum over lanes; the row is still in L1.
+template <typename C> ZRT_VECTORIZED void expShifted(C *row, C shift, int64_t n) {
+  for (int64_t c = 0; c < n; ++c)
     row[c] = kernels::expOf(row[c] - shift);
-    sum += row[c];
-  }
-  return sum;
+}
+template <typename C> C expShiftedSum(C *row, C shift, int64_t n) {
+  expShifted(row, shift, n);
+  return sumRunInPlace(row, n);
 }
 
 /// The row's maximum, at least `start` (-inf for a fully masked row).
-template <typename C> ZRT_VECTORIZED C rowMax(const C *row, C start, int64_t n) {
-  C mx = start;
+template <typename C> C rowMax(const C *row, C start, int64_t n) {
+  C mx = maxRun(row, n);
+  return mx > start ? mx : start;
+}
+
+/// The row times `factor`, in place.
+template <typename C> ZRT_VECTORIZED void scaleRow(C *row, C factor, int64_t n) {
   for (int64_t c = 0; c < n; ++c)
-    mx = row[c] > mx ? row[c] : mx;
-  return mx;
+    row[c] *= factor;
 }
 
 /// dS = P (dP - delta), in place of P.
@@ -72,26 +85,52 @@ template <typename C> ZRT_VECTORIZED void scoreGradRow(C *p, const C *dp, C delt
     p[c] *= dp[c] - delta;
 }
 
-/// `rows` x `cols` elements of x (row stride `stride`) in compute type C.
-template <typename T, typename C>
-void load(const T *x, int64_t stride, int64_t rows, int64_t cols, C *out) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      out[r * cols + c] = (C)x[r * stride + c];
+/// The products of two rows, into `out` (a row's delta is their sum: dO . O).
+template <typename C> ZRT_VECTORIZED void multiplyRows(const C *a, const C *b, C *out, int64_t n) {
+  for (int64_t c = 0; c < n; ++c)
+    out[c] = a[c] * b[c];
 }
 
-/// Scales a block of scores and applies the causal and explicit masks: the
-/// scores of query rows i0.. against keys j0.., -inf where masked.
+/// `count` contiguous elements of x in the compute type C: x itself when it is
+/// already C, else converted into `buffer` (resized to fit).
+template <typename T, typename C>
+const C *asCompute(const T *x, int64_t count, std::vector<C> &buffer) {
+  if constexpr (std::is_same_v<T, C>) {
+    return x;
+  } else {
+    if ((int64_t)buffer.size() < count)
+      buffer.resize(count);
+    for (int64_t i = 0; i < count; ++i)
+      buffer[i] = (C)x[i];
+    return buffer.data();
+  }
+}
+
+/// The `rows` x `cols` row-major x, transposed into `out` (cols x rows, row
+/// stride `ld`) in the compute type: the block products then read keys and values
+/// as Kᵀ and Vᵀ with no transposed operand, which OpenBLAS multiplies some 15%
+/// faster at these shapes. In tiles of 16 rows: each write fills a cache line.
+template <typename T, typename C>
+void transposeInto(const T *x, int64_t rows, int64_t cols, C *out, int64_t ld) {
+  constexpr int64_t kTile = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    int64_t r1 = std::min(rows, r0 + kTile);
+    for (int64_t c = 0; c < cols; ++c)
+      for (int64_t r = r0; r < r1; ++r)
+        out[c * ld + r] = (C)x[r * cols + c];
+  }
+}
+
+/// Applies the explicit and causal masks to a block of scaled scores, the scores
+/// of query rows i0.. against keys j0..: -inf where masked.
 template <typename T, typename C>
 void maskScores(const Geometry &g, const void *mask, int64_t b, int64_t h, int64_t i0,
                 int64_t rows, int64_t j0, int64_t cols, C *s) {
   const C lowest = -std::numeric_limits<C>::infinity();
-  for (int64_t r = 0; r < rows; ++r) {
-    C *row = s + r * cols;
-    for (int64_t c = 0; c < cols; ++c)
-      row[c] *= (C)g.scale;
-    if (g.mask != Geometry::Mask::None) {
-      const Shape &st = g.maskStrides;
+  if (g.mask != Geometry::Mask::None) {
+    const Shape &st = g.maskStrides;
+    for (int64_t r = 0; r < rows; ++r) {
+      C *row = s + r * cols;
       int64_t base = b * st[0] + h * st[1] + (i0 + r) * st[2] + j0 * st[3];
       if (g.mask == Geometry::Mask::Bool) {
         const uint8_t *m = static_cast<const uint8_t *>(mask) + base;
@@ -104,13 +143,14 @@ void maskScores(const Geometry &g, const void *mask, int64_t b, int64_t h, int64
           row[c] += (C)m[c * st[3]];
       }
     }
-    if (g.causal)
-      for (int64_t c = std::max<int64_t>(0, i0 + r + 1 - j0); c < cols; ++c)
-        row[c] = lowest;
   }
+  if (g.causal && j0 + cols - 1 > i0) // the block reaches past the diagonal
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = std::max<int64_t>(0, i0 + r + 1 - j0); c < cols; ++c)
+        s[r * cols + c] = lowest;
 }
 
-/// The key blocks query rows [i0, i0 + rows) meet: all, or up to the diagonal.
+/// The keys query rows [i0, i0 + rows) meet: all, or up to the diagonal.
 int64_t keyEnd(const Geometry &g, int64_t i0, int64_t rows) {
   return g.causal ? std::min(g.kvLen, i0 + rows) : g.kvLen;
 }
@@ -119,44 +159,54 @@ template <typename T>
 void attentionForward(const Geometry &g, const T *q, const T *k, const T *v,
                       const void *mask, T *out, ComputeType<T> *lse) {
   using C = ComputeType<T>;
-  int64_t qBlocks = (g.qLen + kBlock - 1) / kBlock;
+  const C lowest = -std::numeric_limits<C>::infinity();
+  // Every key head transposed once (Kᵀ: [batch, key heads, size, keys]), for all
+  // the blocks of queries that meet it.
+  std::vector<C> keysT(g.batch * g.kvHeads * g.size * g.kvLen);
+  parallelFor(g.batch * g.kvHeads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t bkv = begin; bkv < end; ++bkv)
+      transposeInto(k + bkv * g.kvLen * g.size, g.kvLen, g.size,
+                    keysT.data() + bkv * g.size * g.kvLen, g.kvLen);
+  });
+  int64_t qBlocks = (g.qLen + kQueryBlock - 1) / kQueryBlock;
   parallelFor(g.batch * g.qHeads * qBlocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<C> qb(kBlock * g.size), kb(kBlock * g.size), vb(kBlock * g.vSize),
-        s(kBlock * kBlock), acc(kBlock * g.vSize), m(kBlock), l(kBlock);
+    std::vector<C> qBuf, vBuf, s(kQueryBlock * kKeyBlock), acc(kQueryBlock * g.vSize),
+        m(kQueryBlock), l(kQueryBlock);
     for (int64_t task = begin; task < end; ++task) {
-      int64_t bh = task / qBlocks, i0 = (task % qBlocks) * kBlock;
+      int64_t bh = task / qBlocks, i0 = (task % qBlocks) * kQueryBlock;
       int64_t b = bh / g.qHeads, h = bh % g.qHeads, kvh = h / g.group();
-      int64_t rows = std::min(kBlock, g.qLen - i0);
-      load(q + (bh * g.qLen + i0) * g.size, g.size, rows, g.size, qb.data());
-      const T *kh = k + (b * g.kvHeads + kvh) * g.kvLen * g.size;
+      int64_t rows = std::min(kQueryBlock, g.qLen - i0);
+      const C *qb = asCompute(q + (bh * g.qLen + i0) * g.size, rows * g.size, qBuf);
+      const C *kth = keysT.data() + (b * g.kvHeads + kvh) * g.size * g.kvLen;
       const T *vh = v + (b * g.kvHeads + kvh) * g.kvLen * g.vSize;
-      std::fill(m.begin(), m.end(), -std::numeric_limits<C>::infinity());
+      std::fill(m.begin(), m.end(), lowest);
       std::fill(l.begin(), l.end(), C(0));
       std::fill(acc.begin(), acc.end(), C(0));
-      for (int64_t j0 = 0, jEnd = keyEnd(g, i0, rows); j0 < jEnd; j0 += kBlock) {
-        int64_t cols = std::min(kBlock, g.kvLen - j0);
-        load(kh + j0 * g.size, g.size, cols, g.size, kb.data());
-        load(vh + j0 * g.vSize, g.vSize, cols, g.vSize, vb.data());
-        gemm(false, true, rows, cols, g.size, qb.data(), g.size, kb.data(), g.size, s.data(),
-             cols);
+      for (int64_t j0 = 0, jEnd = keyEnd(g, i0, rows); j0 < jEnd; j0 += kKeyBlock) {
+        int64_t cols = std::min(kKeyBlock, jEnd - j0);
+        const C *vb = asCompute(vh + j0 * g.vSize, cols * g.vSize, vBuf);
+        gemm(false, false, rows, cols, g.size, (C)g.scale, qb, g.size, kth + j0, g.kvLen, C(0),
+             s.data(), cols);
         maskScores<T>(g, mask, b, h, i0, rows, j0, cols, s.data());
         // Online softmax: rescale what the row has summed to the new maximum.
         for (int64_t r = 0; r < rows; ++r) {
           C *row = s.data() + r * cols;
           C mx = rowMax(row, m[r], cols);
-          if (mx == -std::numeric_limits<C>::infinity()) {
+          if (mx == lowest) {
             std::fill(row, row + cols, C(0)); // nothing seen yet: adds nothing
             continue;
           }
-          C alpha = m[r] == -std::numeric_limits<C>::infinity() ? C(0) : std::exp(m[r] - mx);
           C sum = expShiftedSum(row, mx, cols);
-          l[r] = l[r] * alpha + sum;
-          for (int64_t d = 0; d < g.vSize; ++d)
-            acc[r * g.vSize + d] *= alpha;
-          m[r] = mx;
+          if (mx != m[r]) {
+            C alpha = m[r] == lowest ? C(0) : std::exp(m[r] - mx);
+            scaleRow(acc.data() + r * g.vSize, alpha, g.vSize);
+            l[r] *= alpha;
+            m[r] = mx;
+          }
+          l[r] += sum;
         }
-        gemm(false, false, rows, g.vSize, cols, s.data(), cols, vb.data(), g.vSize,
-             acc.data(), g.vSize, C(1));
+        gemm(false, false, rows, g.vSize, cols, C(1), s.data(), cols, vb, g.vSize, C(1),
+             acc.data(), g.vSize);
       }
       T *o = out + (bh * g.qLen + i0) * g.vSize;
       C *rowLse = lse + bh * g.qLen + i0;
@@ -164,119 +214,145 @@ void attentionForward(const Geometry &g, const T *q, const T *k, const T *v,
         bool seen = l[r] > 0; // a row that sees no key is zeros
         for (int64_t d = 0; d < g.vSize; ++d)
           o[r * g.vSize + d] = T(seen ? acc[r * g.vSize + d] / l[r] : C(0));
-        rowLse[r] = seen ? m[r] + std::log(l[r]) : -std::numeric_limits<C>::infinity();
+        rowLse[r] = seen ? m[r] + std::log(l[r]) : lowest;
       }
     }
   });
 }
 
-/// One block's recomputed probabilities P = exp(S - lse) and the score gradient
-/// dS = P (dP - delta), dP = dO Vᵀ, for query rows [i0, +rows) of head h and keys
-/// [j0, +cols): `s` ends holding dS.
-template <typename T, typename C>
-void scoreGradient(const Geometry &g, const void *mask, int64_t b, int64_t h, int64_t i0,
-                   int64_t rows, int64_t j0, int64_t cols, const C *qb, const C *kb,
-                   const C *vb, const C *dob, const C *lse, C *s, C *dp) {
-  gemm(false, true, rows, cols, g.size, qb, g.size, kb, g.size, s, cols);
-  maskScores<T>(g, mask, b, h, i0, rows, j0, cols, s);
-  for (int64_t r = 0; r < rows; ++r) {
-    C *row = s + r * cols;
-    if (std::isinf(lse[r])) // a row that sees no key: no probabilities
-      std::fill(row, row + cols, C(0));
-    else
-      (void)expShiftedSum(row, lse[r], cols); // masked (-inf) scores give 0
+/// The FlashAttention-2 backward of one query head, on one thread: for each block
+/// of keys, every block of queries that sees it recomputes P = exp(S - lse) and
+/// adds its part of the three gradients (five block products). dQ, dK and dV are
+/// accumulated in the compute type, scale included.
+template <typename T> struct HeadBackward {
+  using C = ComputeType<T>;
+  const Geometry &g;
+  const void *mask;
+  std::vector<C> qBuf, kBuf, vBuf, oBuf, doBuf, ktBuf, vtBuf, delta, s, dp;
+
+  HeadBackward(const Geometry &g, const void *mask) : g(g), mask(mask) {
+    s.resize(kBackwardQueryBlock * kBackwardKeyBlock);
+    dp.resize(std::max(kBackwardQueryBlock * kBackwardKeyBlock, g.vSize));
   }
-  gemm(false, true, rows, cols, g.vSize, dob, g.vSize, vb, g.vSize, dp, cols);
+
+  void run(int64_t b, int64_t h, const T *q, const T *k, const T *v, const T *out,
+           const C *lse, const T *dout, C *dq, C *dk, C *dv) {
+    const C *qh = asCompute(q, g.qLen * g.size, qBuf);
+    const C *kh = asCompute(k, g.kvLen * g.size, kBuf);
+    const C *vh = asCompute(v, g.kvLen * g.vSize, vBuf);
+    const C *oh = asCompute(out, g.qLen * g.vSize, oBuf);
+    const C *doh = asCompute(dout, g.qLen * g.vSize, doBuf);
+    delta.resize(g.qLen);
+    for (int64_t r = 0; r < g.qLen; ++r) { // delta = rowsum(dO * O)
+      multiplyRows(doh + r * g.vSize, oh + r * g.vSize, dp.data(), g.vSize);
+      delta[r] = sumRunInPlace(dp.data(), g.vSize);
+    }
+    std::fill(dq, dq + g.qLen * g.size, C(0));
+    std::fill(dk, dk + g.kvLen * g.size, C(0));
+    std::fill(dv, dv + g.kvLen * g.vSize, C(0));
+    C scale = (C)g.scale;
+    for (int64_t j0 = 0; j0 < g.kvLen; j0 += kBackwardKeyBlock) {
+      int64_t cols = std::min(kBackwardKeyBlock, g.kvLen - j0);
+      const C *kb = kh + j0 * g.size;
+      ktBuf.resize(g.size * cols);
+      vtBuf.resize(g.vSize * cols);
+      transposeInto(kb, cols, g.size, ktBuf.data(), cols);
+      transposeInto(vh + j0 * g.vSize, cols, g.vSize, vtBuf.data(), cols);
+      const C *kt = ktBuf.data(), *vt = vtBuf.data();
+      // Causal: query rows before j0 see none of these keys.
+      for (int64_t i0 = g.causal ? j0 / kBackwardQueryBlock * kBackwardQueryBlock : 0; i0 < g.qLen;
+           i0 += kBackwardQueryBlock) {
+        int64_t rows = std::min(kBackwardQueryBlock, g.qLen - i0);
+        const C *qb = qh + i0 * g.size, *dob = doh + i0 * g.vSize;
+        gemm(false, false, rows, cols, g.size, scale, qb, g.size, kt, cols, C(0), s.data(),
+             cols);
+        maskScores<T>(g, mask, b, h, i0, rows, j0, cols, s.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          C *row = s.data() + r * cols;
+          if (std::isinf(lse[i0 + r])) // a row that sees no key: no probabilities
+            std::fill(row, row + cols, C(0));
+          else
+            (void)expShiftedSum(row, lse[i0 + r], cols); // masked (-inf) scores give 0
+        }
+        // dV += Pᵀ dO; dP = dO Vᵀ; dS = P (dP - delta) in place of P.
+        gemm(true, false, cols, g.vSize, rows, C(1), s.data(), cols, dob, g.vSize, C(1),
+             dv + j0 * g.vSize, g.vSize);
+        gemm(false, false, rows, cols, g.vSize, C(1), dob, g.vSize, vt, cols, C(0),
+             dp.data(), cols);
+        for (int64_t r = 0; r < rows; ++r)
+          scoreGradRow(s.data() + r * cols, dp.data() + r * cols, delta[i0 + r], cols);
+        // dK += scale dSᵀ Q; dQ += scale dS K.
+        gemm(true, false, cols, g.size, rows, scale, s.data(), cols, qb, g.size, C(1),
+             dk + j0 * g.size, g.size);
+        gemm(false, false, rows, g.size, cols, scale, s.data(), cols, kb, g.size, C(1),
+             dq + i0 * g.size, g.size);
+      }
+    }
+  }
+};
+
+/// dst[i] = T(src[i]) for `count` elements.
+template <typename T, typename C> void store(const C *src, int64_t count, T *dst) {
+  for (int64_t i = 0; i < count; ++i)
+    dst[i] = T(src[i]);
 }
 
 template <typename T>
 void attentionBackward(const Geometry &g, const T *q, const T *k, const T *v, const T *out,
                        const ComputeType<T> *lse, const T *dout, const void *mask, T *dq,
-                       T *dk,
-                       T *dv) {
+                       T *dk, T *dv) {
   using C = ComputeType<T>;
-  // delta = rowsum(dO * O), per query row.
-  std::vector<C> delta(g.batch * g.qHeads * g.qLen);
-  parallelFor((int64_t)delta.size(), 256, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      C sum = 0;
-      for (int64_t d = 0; d < g.vSize; ++d)
-        sum += (C)dout[row * g.vSize + d] * (C)out[row * g.vSize + d];
-      delta[row] = sum;
+  int64_t heads = g.batch * g.qHeads;
+  int64_t qCount = g.qLen * g.size, kCount = g.kvLen * g.size, vCount = g.kvLen * g.vSize;
+  // A task per query head. The key and value gradients of the heads that share a
+  // key/value head are summed after: each head's go to a buffer of its own,
+  // unless the outputs can take them directly (f32, one head per key/value head).
+  bool direct = std::is_same_v<T, C> && g.group() == 1;
+  std::vector<C> dkHeads(direct ? 0 : heads * kCount), dvHeads(direct ? 0 : heads * vCount);
+  parallelFor(heads, 1, [&](int64_t begin, int64_t end) {
+    HeadBackward<T> head(g, mask);
+    std::vector<C> dqAcc;
+    for (int64_t bh = begin; bh < end; ++bh) {
+      int64_t b = bh / g.qHeads, h = bh % g.qHeads;
+      int64_t bkv = b * g.kvHeads + h / g.group();
+      C *dqh, *dkh, *dvh;
+      if constexpr (std::is_same_v<T, C>) {
+        dqh = dq + bh * qCount;
+      } else {
+        dqAcc.resize(qCount);
+        dqh = dqAcc.data();
+      }
+      if (direct) {
+        dkh = reinterpret_cast<C *>(dk) + bkv * kCount;
+        dvh = reinterpret_cast<C *>(dv) + bkv * vCount;
+      } else {
+        dkh = dkHeads.data() + bh * kCount;
+        dvh = dvHeads.data() + bh * vCount;
+      }
+      head.run(b, h, q + bh * qCount, k + bkv * kCount, v + bkv * vCount,
+               out + bh * g.qLen * g.vSize, lse + bh * g.qLen, dout + bh * g.qLen * g.vSize,
+               dqh, dkh, dvh);
+      if constexpr (!std::is_same_v<T, C>)
+        store(dqh, qCount, dq + bh * qCount);
     }
   });
-  int64_t qBlocks = (g.qLen + kBlock - 1) / kBlock, kBlocks = (g.kvLen + kBlock - 1) / kBlock;
-  auto loadQueryBlock = [&](int64_t bh, int64_t i0, int64_t rows, C *qb, C *dob) {
-    load(q + (bh * g.qLen + i0) * g.size, g.size, rows, g.size, qb);
-    load(dout + (bh * g.qLen + i0) * g.vSize, g.vSize, rows, g.vSize, dob);
-  };
-  // Key and value gradients, a block of keys of one key/value head per task.
-  parallelFor(g.batch * g.kvHeads * kBlocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<C> qb(kBlock * g.size), kb(kBlock * g.size), vb(kBlock * g.vSize),
-        dob(kBlock * g.vSize), s(kBlock * kBlock), dp(kBlock * kBlock),
-        dkAcc(kBlock * g.size), dvAcc(kBlock * g.vSize);
-    for (int64_t task = begin; task < end; ++task) {
-      int64_t bkv = task / kBlocks, j0 = (task % kBlocks) * kBlock;
-      int64_t b = bkv / g.kvHeads, kvh = bkv % g.kvHeads;
-      int64_t cols = std::min(kBlock, g.kvLen - j0);
-      load(k + (bkv * g.kvLen + j0) * g.size, g.size, cols, g.size, kb.data());
-      load(v + (bkv * g.kvLen + j0) * g.vSize, g.vSize, cols, g.vSize, vb.data());
-      std::fill(dkAcc.begin(), dkAcc.end(), C(0));
-      std::fill(dvAcc.begin(), dvAcc.end(), C(0));
-      for (int64_t h = kvh * g.group(); h < (kvh + 1) * g.group(); ++h) {
-        int64_t bh = b * g.qHeads + h;
-        // Causal: query rows before j0 see none of these keys.
-        for (int64_t i0 = g.causal ? j0 / kBlock * kBlock : 0; i0 < g.qLen; i0 += kBlock) {
-          int64_t rows = std::min(kBlock, g.qLen - i0);
-          loadQueryBlock(bh, i0, rows, qb.data(), dob.data());
-          scoreGradient<T>(g, mask, b, h, i0, rows, j0, cols, qb.data(), kb.data(), vb.data(),
-                           dob.data(), lse + bh * g.qLen + i0, s.data(), dp.data());
-          // dV += Pᵀ dO, then dS = P (dP - delta) in place of P.
-          gemm(true, false, cols, g.vSize, rows, s.data(), cols, dob.data(), g.vSize,
-               dvAcc.data(), g.vSize, C(1));
-          const C *rowDelta = delta.data() + bh * g.qLen + i0;
-          for (int64_t r = 0; r < rows; ++r)
-            scoreGradRow(s.data() + r * cols, dp.data() + r * cols, rowDelta[r], cols);
-          gemm(true, false, cols, g.size, rows, s.data(), cols, qb.data(), g.size,
-               dkAcc.data(), g.size, C(1));
+  if (direct)
+    return;
+  // Sum each key/value head's gradients over the query heads of its group.
+  parallelFor(g.batch * g.kvHeads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<C> sum;
+    for (int64_t bkv = begin; bkv < end; ++bkv) {
+      int64_t first = (bkv / g.kvHeads) * g.qHeads + (bkv % g.kvHeads) * g.group();
+      for (auto [heads, count, to] : {std::tuple{&dkHeads, kCount, dk + bkv * kCount},
+                                      std::tuple{&dvHeads, vCount, dv + bkv * vCount}}) {
+        sum.assign(heads->begin() + first * count, heads->begin() + (first + 1) * count);
+        for (int64_t h = 1; h < g.group(); ++h) {
+          const C *part = heads->data() + (first + h) * count;
+          for (int64_t i = 0; i < count; ++i)
+            sum[i] += part[i];
         }
+        store(sum.data(), count, to);
       }
-      T *dkOut = dk + (bkv * g.kvLen + j0) * g.size;
-      T *dvOut = dv + (bkv * g.kvLen + j0) * g.vSize;
-      for (int64_t i = 0; i < cols * g.size; ++i)
-        dkOut[i] = T(dkAcc[i] * (C)g.scale);
-      for (int64_t i = 0; i < cols * g.vSize; ++i)
-        dvOut[i] = T(dvAcc[i]);
-    }
-  });
-  // Query gradients, a block of query rows of one head per task.
-  parallelFor(g.batch * g.qHeads * qBlocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<C> qb(kBlock * g.size), kb(kBlock * g.size), vb(kBlock * g.vSize),
-        dob(kBlock * g.vSize), s(kBlock * kBlock), dp(kBlock * kBlock),
-        dqAcc(kBlock * g.size);
-    for (int64_t task = begin; task < end; ++task) {
-      int64_t bh = task / qBlocks, i0 = (task % qBlocks) * kBlock;
-      int64_t b = bh / g.qHeads, h = bh % g.qHeads, kvh = h / g.group();
-      int64_t rows = std::min(kBlock, g.qLen - i0);
-      loadQueryBlock(bh, i0, rows, qb.data(), dob.data());
-      std::fill(dqAcc.begin(), dqAcc.end(), C(0));
-      const T *kh = k + (b * g.kvHeads + kvh) * g.kvLen * g.size;
-      const T *vh = v + (b * g.kvHeads + kvh) * g.kvLen * g.vSize;
-      const C *rowDelta = delta.data() + bh * g.qLen + i0;
-      for (int64_t j0 = 0, jEnd = keyEnd(g, i0, rows); j0 < jEnd; j0 += kBlock) {
-        int64_t cols = std::min(kBlock, g.kvLen - j0);
-        load(kh + j0 * g.size, g.size, cols, g.size, kb.data());
-        load(vh + j0 * g.vSize, g.vSize, cols, g.vSize, vb.data());
-        scoreGradient<T>(g, mask, b, h, i0, rows, j0, cols, qb.data(), kb.data(), vb.data(),
-                         dob.data(), lse + bh * g.qLen + i0, s.data(), dp.data());
-        for (int64_t r = 0; r < rows; ++r)
-          scoreGradRow(s.data() + r * cols, dp.data() + r * cols, rowDelta[r], cols);
-        gemm(false, false, rows, g.size, cols, s.data(), cols, kb.data(), g.size,
-             dqAcc.data(), g.size, C(1));
-      }
-      T *dqOut = dq + (bh * g.qLen + i0) * g.size;
-      for (int64_t i = 0; i < rows * g.size; ++i)
-        dqOut[i] = T(dqAcc[i] * (C)g.scale);
     }
   });
 }

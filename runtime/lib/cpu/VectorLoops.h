@@ -163,6 +163,28 @@ template <typename T> ZRT_VECTORIZED double sumRun(const T *x, int64_t n) {
   return s;
 }
 
+/// The sum of x[0..n) in x's own type (f32 or f64), over kLanes explicit vector
+/// lanes: the order is fixed by the code, and the loop vectorizes.
+template <typename C> ZRT_VECTORIZED C sumRunInPlace(const C *x, int64_t n) {
+  constexpr int kWidth = 32 / sizeof(C), kVectors = kLanes / kWidth;
+  typedef C Lanes __attribute__((vector_size(32)));
+  Lanes lane[kVectors] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int v = 0; v < kVectors; ++v) {
+      Lanes xv;
+      for (int l = 0; l < kWidth; ++l)
+        xv[l] = x[i + v * kWidth + l];
+      lane[v] += xv;
+    }
+  C s = 0;
+  for (int l = 0; l < kLanes; ++l)
+    s += lane[l / kWidth][l % kWidth];
+  for (; i < n; ++i)
+    s += x[i];
+  return s;
+}
+
 /// acc[j] += x[j] for j < n, in double (a reduction over leading dimensions).
 template <typename T> ZRT_VECTORIZED void accumulateRun(const T *x, double *acc, int64_t n) {
   for (int64_t j = 0; j < n; ++j)
