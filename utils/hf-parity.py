@@ -3,7 +3,7 @@
 #
 #   hf-parity.py --bin BUILD/bin --work DIR --model gpt2|llama|qwen2
 #                --export default|opset23|torchscript [--steps 10] [--rtol 1e-4]
-#                [--runs 0x1,3x2]
+#                [--runs 0x1,3x2] [--precision bf16]
 #
 # The model is built from a tiny config (2 layers, hidden 64, vocabulary 256,
 # dropout 0) with random weights: no download. Its weights are then perturbed, as a
@@ -28,6 +28,14 @@
 # parameter); initializers that do not train must come back bit-identical.
 # First, zero-run's forward (--mode=inference) on one batch must equal ONNX
 # Runtime's on the exported model (loss and logits). Exit 1 on a mismatch.
+# With --precision bf16, zero-opt compiles the step with --precision=bf16 and the
+# reference trains under torch.autocast("cpu", torch.bfloat16); the two recipes
+# round differently (autocast keeps f32 weights and rounds only its matrix products'
+# operands), so the losses are held to the mixed-precision tolerance (--rtol 1e-2,
+# as utils/mixed-precision-parity.py) and the weights' error is printed, not
+# checked: AdamW turns the rounding differences of small gradients into full-size
+# steps (10 steps, losses within 5e-4: most tensors 1-3% relative; the key
+# projections' biases, whose exact gradient is zero, 11-25% for Qwen2 and GPT-2).
 import argparse
 import copy
 import json
@@ -48,14 +56,15 @@ import zero_testing  # noqa: E402
 VOCAB, SEQ, BATCH = hf_export.TINY_VOCAB, 16, 2
 
 
-def torch_reference(model, data, steps, global_batch, lr, wd, eps):
+def torch_reference(model, data, steps, global_batch, lr, wd, eps, precision):
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=wd, eps=eps)
     tdata = torch.from_numpy(data.astype(np.int64))
     losses = []
     for step in range(steps):
         tokens, _ = zero_models.make_batch(tdata, step, global_batch, SEQ)
         opt.zero_grad()
-        loss = model(input_ids=tokens, labels=tokens).loss
+        with torch.autocast("cpu", torch.bfloat16, enabled=precision == "bf16"):
+            loss = model(input_ids=tokens, labels=tokens).loss
         loss.backward()
         opt.step()
         losses.append(loss.item())
@@ -175,6 +184,7 @@ def main():
                    default="default")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--rtol", type=float, default=1e-4)
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     p.add_argument("--runs", default="0x1,3x2",
                    help="STAGExRANKS runs, comma-separated (default: stage 0 on one "
                         "rank, stage 3 on two)")
@@ -232,7 +242,7 @@ def main():
         if world not in references:
             model = copy.deepcopy(initial)
             references[world] = (torch_reference(model, data, a.steps, world * BATCH, lr, wd,
-                                                 eps),
+                                                 eps, a.precision),
                                  {k: v.detach().numpy() for k, v in model.state_dict().items()})
         torch_losses, state = references[world]
         work = os.path.join(a.work, "s%d-w%d" % (stage, world))
@@ -242,7 +252,7 @@ def main():
                        "--optimizer=adamw", "--lr=%r" % lr, "--weight-decay=%r" % wd,
                        "--eps=%r" % eps,
                        "--world-size=%d" % world, "--zero-stage=%d" % stage,
-                       "--bucket-size-mb=0.02"] + bound
+                       "--bucket-size-mb=0.02", "--precision=" + a.precision] + bound
         r = subprocess.run(compile_cmd, capture_output=True, text=True)
         sys.stderr.write(r.stderr)
         if r.returncode != 0:
@@ -256,8 +266,8 @@ def main():
             "--quiet"], check=True)
         zero_losses = [json.loads(line)["loss"] for line in open(log)]
         worst_loss = max(abs(z - t) / abs(t) for z, t in zip(zero_losses, torch_losses))
-        print("%s (%s export), stage %d on %d ranks: step losses" % (a.model, a.export, stage,
-                                                                     world))
+        print("%s (%s export, %s), stage %d on %d ranks: step losses" % (
+            a.model, a.export, a.precision, stage, world))
         for i, (z, t) in enumerate(zip(zero_losses, torch_losses)):
             print("%4d  %13.8f  %13.8f   %.2e" % (i + 1, z, t, abs(z - t) / abs(t)))
         good = len(zero_losses) == a.steps and worst_loss < a.rtol
@@ -280,7 +290,7 @@ def main():
             worst = max(worst, rel)
             compared += 1
             covered.add(folded.get(init.name, init.name))
-            if rel >= a.rtol:
+            if rel >= a.rtol and a.precision == "fp32":
                 print("weight %s differs from PyTorch's: relative error %.2e" % (init.name, rel))
                 good = False
             # It trained: it moved away from its initial value.
