@@ -17,7 +17,8 @@
 #                (constant folding on); it needs an all-ones attention_mask and
 #                logits_to_keep as extra inputs (hf_export.export_torchscript says
 #                why), which zero-opt binds with --constant-input
-# Whatever the export, attention must run as one fused kernel per layer each way.
+# Whatever the export, attention must run as one fused kernel per layer each way,
+# reading the config's key/value heads (grouped-query attention's repeats removed).
 # zero-opt compiles each with no zero.trainable metadata (the trainable set comes
 # from what the exporter recorded); zero-run trains 10 AdamW steps for each
 # STAGExRANKS run (threads of one process) on a u8 token file, feeding input_ids
@@ -40,6 +41,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -232,6 +234,17 @@ def main():
         fused + (layers,)))
     if fused != (layers, layers):
         print("expected one fused attention kernel per layer each way")
+        return 1
+    # Grouped-query attention reads each key/value head once: the fused kernel's
+    # key and value have the config's key/value heads, not copies per query head.
+    kv_heads = getattr(initial.config, "num_key_value_heads", None) or \
+        initial.config.num_attention_heads
+    operands = re.findall(r"plan\.kernel attention ins\([^:]*: memref<([0-9x]+)x\w+>, "
+                          r"memref<([0-9x]+)x\w+>, memref<([0-9x]+)x\w+>", plan)
+    heads = sorted({(int(k.split("x")[1]), int(v.split("x")[1])) for _, k, v in operands})
+    print("fused attention's key and value heads: %s (the config's: %d)" % (heads, kv_heads))
+    if heads != [(kv_heads, kv_heads)]:
+        print("expected the key and value to have the config's key/value heads")
         return 1
 
     first, _ = zero_models.make_batch(torch.from_numpy(data.astype(np.int64)), 0, BATCH, SEQ)

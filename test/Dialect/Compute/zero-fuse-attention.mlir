@@ -131,3 +131,64 @@ func.func @sdpa_decomposition(%q: tensor<1x1x2x4xf32>, %kt: tensor<1x1x4x2xf32>,
   %o = compute.matmul %g, %v : tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32> -> tensor<1x1x2x4xf32>
   return %o : tensor<1x1x2x4xf32>
 }
+
+// -----
+
+// Grouped-query attention as Hugging Face's repeat_kv writes it (a group axis,
+// expanded, merged into the heads) and ONNX's Attention imports it: the attention
+// reads the two key/value heads, and the repeated copies are gone.
+// CHECK-LABEL: func.func @grouped_heads
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: tensor<1x4x3x2xf32>, %[[K:[a-z0-9]+]]: tensor<1x2x3x2xf32>, %[[V:[a-z0-9]+]]: tensor<1x2x3x2xf32>)
+// CHECK-NEXT: %[[O:.+]], %{{.+}} = compute.attention %[[Q]], %[[K]], %[[V]] {causal = true, scale = 5.000000e-01 : f64} : tensor<1x4x3x2xf32>, tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>
+// CHECK-NEXT: return %[[O]]
+func.func @grouped_heads(%q: tensor<1x4x3x2xf32>, %k: tensor<1x2x3x2xf32>, %v: tensor<1x2x3x2xf32>) -> tensor<1x4x3x2xf32> {
+  %k1 = compute.reshape %k : tensor<1x2x3x2xf32> -> tensor<1x2x1x3x2xf32>
+  %k2 = compute.expand %k1 : tensor<1x2x1x3x2xf32> -> tensor<1x2x2x3x2xf32>
+  %k3 = compute.reshape %k2 : tensor<1x2x2x3x2xf32> -> tensor<1x4x3x2xf32>
+  %v1 = compute.reshape %v : tensor<1x2x3x2xf32> -> tensor<1x2x1x3x2xf32>
+  %v2 = compute.expand %v1 : tensor<1x2x1x3x2xf32> -> tensor<1x2x2x3x2xf32>
+  %v3 = compute.reshape %v2 : tensor<1x2x2x3x2xf32> -> tensor<1x4x3x2xf32>
+  %o, %lse = compute.attention %q, %k3, %v3 {causal = true, scale = 5.000000e-01 : f64} : tensor<1x4x3x2xf32>, tensor<1x4x3x2xf32>, tensor<1x4x3x2xf32> -> tensor<1x4x3x2xf32>, tensor<1x4x3xf32>
+  return %o : tensor<1x4x3x2xf32>
+}
+
+// -----
+
+// torch.export's SDPA decomposition: the repeated keys' heads merged with the
+// batch, transposed as [N, T, D] -> [N, D, T], split back and scaled, then the
+// scores. The attention reads the two key/value heads too.
+// CHECK-LABEL: func.func @grouped_heads_merged_transpose
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: tensor<1x4x3x2xf32>, %[[K:[a-z0-9]+]]: tensor<1x2x3x2xf32>, %[[V:[a-z0-9]+]]: tensor<1x2x3x2xf32>)
+// CHECK-NEXT: %[[O:.+]], %{{.+}} = compute.attention %[[Q]], %[[K]], %[[V]] {scale = 5.000000e-01 : f64} : tensor<1x4x3x2xf32>, tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>
+// CHECK-NEXT: return %[[O]]
+func.func @grouped_heads_merged_transpose(%q: tensor<1x4x3x2xf32>, %k: tensor<1x2x3x2xf32>, %v: tensor<1x2x3x2xf32>) -> tensor<1x4x3x2xf32> {
+  %k1 = compute.reshape %k : tensor<1x2x3x2xf32> -> tensor<1x2x1x3x2xf32>
+  %k2 = compute.expand %k1 : tensor<1x2x1x3x2xf32> -> tensor<1x2x2x3x2xf32>
+  %k3 = compute.reshape %k2 : tensor<1x2x2x3x2xf32> -> tensor<4x3x2xf32>
+  %k4 = compute.transpose %k3 {perm = array<i64: 0, 2, 1>} : tensor<4x3x2xf32> -> tensor<4x2x3xf32>
+  %kt = compute.reshape %k4 : tensor<4x2x3xf32> -> tensor<1x4x2x3xf32>
+  %v1 = compute.reshape %v : tensor<1x2x3x2xf32> -> tensor<1x2x1x3x2xf32>
+  %v2 = compute.expand %v1 : tensor<1x2x1x3x2xf32> -> tensor<1x2x2x3x2xf32>
+  %v3 = compute.reshape %v2 : tensor<1x2x2x3x2xf32> -> tensor<1x4x3x2xf32>
+  %s = compute.matmul %q, %kt : tensor<1x4x3x2xf32>, tensor<1x4x2x3xf32> -> tensor<1x4x3x3xf32>
+  %c = compute.constant dense<5.000000e-01> : tensor<f32>
+  %sc = compute.mul %s, %c : tensor<1x4x3x3xf32>, tensor<f32> -> tensor<1x4x3x3xf32>
+  %p = compute.softmax %sc {axis = 3 : i64} : tensor<1x4x3x3xf32>
+  %o = compute.matmul %p, %v3 : tensor<1x4x3x3xf32>, tensor<1x4x3x2xf32> -> tensor<1x4x3x2xf32>
+  return %o : tensor<1x4x3x2xf32>
+}
+
+// -----
+
+// Only the values repeat (the keys are a tensor of their own): both stay as they
+// are, since the op's key and value share one head count.
+// CHECK-LABEL: func.func @only_values_repeat
+// CHECK: compute.expand
+// CHECK: compute.attention %arg0, %arg1, %{{.+}} : tensor<1x4x3x2xf32>, tensor<1x4x3x2xf32>, tensor<1x4x3x2xf32>
+func.func @only_values_repeat(%q: tensor<1x4x3x2xf32>, %k: tensor<1x4x3x2xf32>, %v: tensor<1x2x3x2xf32>) -> tensor<1x4x3x2xf32> {
+  %v1 = compute.reshape %v : tensor<1x2x3x2xf32> -> tensor<1x2x1x3x2xf32>
+  %v2 = compute.expand %v1 : tensor<1x2x1x3x2xf32> -> tensor<1x2x2x3x2xf32>
+  %v3 = compute.reshape %v2 : tensor<1x2x2x3x2xf32> -> tensor<1x4x3x2xf32>
+  %o, %lse = compute.attention %q, %k, %v3 {scale = 5.000000e-01 : f64} : tensor<1x4x3x2xf32>, tensor<1x4x3x2xf32>, tensor<1x4x3x2xf32> -> tensor<1x4x3x2xf32>, tensor<1x4x3xf32>
+  return %o : tensor<1x4x3x2xf32>
+}

@@ -278,6 +278,97 @@ Value keyOf(OpBuilder &b, Location loc, Value keyT) {
                              b.getDenseI64ArrayAttr(perm));
 }
 
+/// The [B, H, T, D] tensor x reshaped into, when `key` is transpose(reshape(
+/// transpose(reshape(x)))) as torch.export's SDPA writes Kᵀ: x's leading
+/// dimensions merged into one, [N, T, D] transposed to [N, D, T], split into
+/// [B, H, D, T] (B·H = N), and its last two swapped back. Null otherwise.
+Value mergedHeadsSource(Value key) {
+  auto swapBack = key.getDefiningOp<TransposeOp>();
+  if (!swapBack || swapBack.getPerm() != ArrayRef<int64_t>{0, 1, 3, 2})
+    return Value();
+  auto split = swapBack.getInput().getDefiningOp<ReshapeOp>();
+  auto swap = split ? split.getInput().getDefiningOp<TransposeOp>() : TransposeOp();
+  auto merge = swap ? swap.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
+  if (!merge || swap.getPerm() != ArrayRef<int64_t>{0, 2, 1})
+    return Value();
+  auto x = typeOf(merge.getInput()), merged = typeOf(merge.getResult());
+  int64_t r = x.getRank();
+  if (merged.getRank() != 3 || r < 3 ||
+      x.getShape().take_back(2) != merged.getShape().take_back(2))
+    return Value();
+  return merge.getInput(); // merged's leading size is x's (same element count)
+}
+
+/// The key or value tensor [B, Hkv, T, D] that `kv` repeats, when `kv` is
+/// reshape(expand(reshape(src))) as Hugging Face's repeat_kv writes it: src
+/// [B, Hkv, T, D] given a group axis [B, Hkv, 1, T, D], expanded to g copies and
+/// merged to [B, Hkv·g, T, D], head h being src's head h / g. Null otherwise.
+Value repeatedSource(Value kv) {
+  auto merge = kv.getDefiningOp<ReshapeOp>();
+  auto expand = merge ? merge.getInput().getDefiningOp<ExpandOp>() : ExpandOp();
+  auto axis = expand ? expand.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
+  if (!axis)
+    return Value();
+  auto src = typeOf(axis.getInput()), grouped = typeOf(axis.getResult()),
+       expanded = typeOf(expand.getResult()), out = typeOf(kv);
+  if (src.getRank() != 4 || grouped.getRank() != 5 || expanded.getRank() != 5 ||
+      out.getRank() != 4)
+    return Value();
+  ArrayRef<int64_t> s = src.getShape(), e = expanded.getShape(), o = out.getShape();
+  bool fits = grouped.getShape() == ArrayRef<int64_t>{s[0], s[1], 1, s[2], s[3]} &&
+              e[0] == s[0] && e[1] == s[1] && e[3] == s[2] && e[4] == s[3] &&
+              o == ArrayRef<int64_t>{s[0], s[1] * e[2], s[2], s[3]};
+  return fits ? axis.getInput() : Value();
+}
+
+/// Erases `v`'s defining op and, in turn, the ops only it read, while they are
+/// pure and unused.
+void eraseDeadChain(Value v) {
+  SmallVector<Operation *> work;
+  if (Operation *def = v.getDefiningOp())
+    work.push_back(def);
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (!op->use_empty() || !isPure(op))
+      continue;
+    SmallVector<Value> operands(op->getOperands());
+    op->erase();
+    for (Value operand : operands)
+      if (Operation *def = operand.getDefiningOp())
+        work.push_back(def);
+  }
+}
+
+/// Grouped-query attention reads each key/value head once: when the key and
+/// the value both repeat heads of the same [B, Hkv, T, D] tensors, the attention
+/// takes those (the op maps query head h to key/value head h / (H / Hkv)), and
+/// the repeated copies are gone.
+void readGroupedHeadsOnce(AttentionOp att) {
+  Value key = att.getKey();
+  OpBuilder b(att);
+  Value keySource = repeatedSource(key);
+  ReshapeOp keyMerge;
+  if (!keySource)
+    if (Value x = mergedHeadsSource(key)) {
+      keyMerge = ReshapeOp::create(b, att.getLoc(), typeOf(key), x);
+      keySource = repeatedSource(keyMerge);
+    }
+  Value valueSource = repeatedSource(att.getValue());
+  if (!keySource || !valueSource ||
+      typeOf(keySource).getDimSize(1) != typeOf(valueSource).getDimSize(1)) {
+    if (keyMerge)
+      keyMerge->erase();
+    return;
+  }
+  Value value = att.getValue();
+  att.getKeyMutable().assign(keySource);
+  att.getValueMutable().assign(valueSource);
+  if (keyMerge)
+    eraseDeadChain(keyMerge);
+  eraseDeadChain(key);
+  eraseDeadChain(value);
+}
+
 struct FuseAttentionPass : public zero::impl::FuseAttentionPassBase<FuseAttentionPass> {
   void runOnOperation() override {
     SmallVector<std::pair<MatMulOp, Match>> found;
@@ -312,6 +403,8 @@ struct FuseAttentionPass : public zero::impl::FuseAttentionPassBase<FuseAttentio
         if (def->use_empty() && isPure(def))
           def->erase();
     }
+    // Every attention op, fused here or imported (ONNX's Attention).
+    getOperation().walk([](AttentionOp att) { readGroupedHeadsOnce(att); });
   }
 };
 

@@ -23,7 +23,12 @@ def FuseAttentionPass : Pass<"zero-fuse-attention", "mlir::ModuleOp"> {
     torch exporters' SDPA decomposition); Q, Kᵀ and V 4-D with one batch and head each; every value in between
     read by the chain only; a mask that is a trained parameter is left alone (the
     fused op gives it no gradient). A constant mask that hides exactly the keys
-    after each query becomes `causal`. Skipped with `--no-attention-fusion`.
+    after each query becomes `causal`. Then every compute.attention (fused here
+    or imported from ONNX's Attention) whose key and value both repeat the heads
+    of [B, Hkv, T, D] tensors, as grouped-query models write it (reshape to a
+    group axis, expand, merge into the heads; the key possibly through
+    torch.export's [B·H, T, D] transposes), reads those tensors instead: no
+    repeated copy is made or kept. Skipped with `--no-attention-fusion`.
 
     ```mlir
     %s = compute.matmul %q, %kt : tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x8x8xf32>
