@@ -18,7 +18,8 @@
 #                logits_to_keep as extra inputs (hf_export.export_torchscript says
 #                why), which zero-opt binds with --constant-input
 # Whatever the export, attention must run as one fused kernel per layer each way,
-# reading the config's key/value heads (grouped-query attention's repeats removed).
+# reading the config's key/value heads (grouped-query attention's repeats removed)
+# and with the causal mask as its own (no mask tensor read).
 # zero-opt compiles each with no zero.trainable metadata (the trainable set comes
 # from what the exporter recorded); zero-run trains 10 AdamW steps for each
 # STAGExRANKS run (threads of one process) on a u8 token file, feeding input_ids
@@ -245,6 +246,14 @@ def main():
     print("fused attention's key and value heads: %s (the config's: %d)" % (heads, kv_heads))
     if heads != [(kv_heads, kv_heads)]:
         print("expected the key and value to have the config's key/value heads")
+        return 1
+    # The causal mask (all samples unpadded), however the export writes it, is the
+    # kernels' own: no mask tensor is read.
+    causal = plan.count("causal = true")
+    print("fused attention kernels with the causal mask as their own: %d of %d" % (
+        causal, 2 * layers))
+    if causal != 2 * layers:
+        print("expected every fused attention kernel to be causal")
         return 1
 
     first, _ = zero_models.make_batch(torch.from_numpy(data.astype(np.int64)), 0, BATCH, SEQ)

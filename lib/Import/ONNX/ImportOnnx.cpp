@@ -379,13 +379,42 @@ LogicalResult pinInputShapes(MLIRContext &ctx, StringRef path,
   return success();
 }
 
+/// `t`'s values when it is a float initializer outside a recorded trainable set
+/// holding a causal attention mask (see compute::isCausalMask) of at most
+/// kMaxFoldedElements elements.
+std::optional<ConstTensor> causalMaskInitializer(const onnx::TensorProto &t,
+                                                 const OnnxImporter &imp,
+                                                 const TrainableSet &trainable) {
+  bool isFloat = t.data_type() == onnx::TensorProto::FLOAT ||
+                 t.data_type() == onnx::TensorProto::DOUBLE;
+  int rank = t.dims_size();
+  if (!isFloat || trainable.source == TrainableSet::kEveryFloat ||
+      trainable.names.count(t.name()) || rank < 2)
+    return std::nullopt;
+  std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
+  int64_t numel = checkedNumel(shape);
+  if (numel <= 0)
+    return std::nullopt;
+  std::string error;
+  auto value = constFromProto(t, error, &imp.modelDir);
+  if (!value || !zero::compute::isCausalMask(value->numel(), shape[rank - 2],
+                                              shape[rank - 1], /*additive=*/true,
+                                              [&](int64_t k) { return value->floatAt(k); }))
+    return std::nullopt;
+  return value;
+}
+
 /// Integer and bool initializers that are not graph inputs are constants (ONNX
 /// IR): they are read now, inline or external data (from the model's folder), and
 /// become Constant nodes at the head of the graph, so that shape inference and
 /// folding see their values (Reshape's shape, Slice's starts, ReduceSum's axes).
 /// So do one-element float initializers outside a recorded trainable set: the
 /// scalars the torch.export-based exporter lifts (attention's scale, a 0), which
-/// passes then see as the constants they are.
+/// passes then see as the constants they are; and, outside such a set, float
+/// initializers whose values are a causal attention mask (the torch.export-based
+/// exporter folds HF models' [B, 1, T, T] mask to one), which --zero-fuse-attention
+/// then makes the fused op's own `causal` (the tensor itself is then gone). Such
+/// a mask over kMaxFoldedElements stays an initializer, read as any mask.
 LogicalResult foldConstantInitializers(MLIRContext &ctx, StringRef path,
                                        onnx::ModelProto &model, OnnxImporter &imp,
                                        const TrainableSet &trainable) {
@@ -402,12 +431,15 @@ LogicalResult foldConstantInitializers(MLIRContext &ctx, StringRef path,
                         trainable.source != TrainableSet::kEveryFloat &&
                         !trainable.names.count(t.name()) && t.dims_size() <= 1 &&
                         (t.dims_size() == 0 || t.dims(0) == 1);
-    if (!(integer || liftedScalar) || imp.graphInputs.count(t.name())) {
+    std::optional<ConstTensor> mask;
+    if (!integer && !liftedScalar && !imp.graphInputs.count(t.name()))
+      mask = causalMaskInitializer(t, imp, trainable);
+    if (!(integer || liftedScalar || mask) || imp.graphInputs.count(t.name())) {
       *kept.Add() = std::move(t);
       continue;
     }
     std::string error;
-    auto value = constFromProto(t, error, &imp.modelDir);
+    auto value = mask ? std::move(mask) : constFromProto(t, error, &imp.modelDir);
     if (!value)
       return emitError(loc) << "initializer '" << t.name() << "' is a constant that "
                             << "cannot be read: " << error,

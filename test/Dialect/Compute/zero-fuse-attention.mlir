@@ -192,3 +192,20 @@ func.func @only_values_repeat(%q: tensor<1x4x3x2xf32>, %k: tensor<1x4x3x2xf32>, 
   %o, %lse = compute.attention %q, %k, %v3 {scale = 5.000000e-01 : f64} : tensor<1x4x3x2xf32>, tensor<1x4x3x2xf32>, tensor<1x4x3x2xf32> -> tensor<1x4x3x2xf32>, tensor<1x4x3xf32>
   return %o : tensor<1x4x3x2xf32>
 }
+
+// -----
+
+// An imported attention's constant mask that is causal in every sample (the
+// exporters repeat it per sample) becomes the op's own `causal`; one that is not
+// stays a mask.
+// CHECK-LABEL: func.func @imported_causal_mask
+// CHECK-NOT: compute.constant
+// CHECK: compute.attention %arg0, %arg1, %arg2 {causal = true, scale = 5.000000e-01 : f64}
+// CHECK: compute.attention %arg0, %arg1, %arg2 mask(%{{.+}} : tensor<2x1x2x2xi1>) {scale = 5.000000e-01 : f64}
+func.func @imported_causal_mask(%q: tensor<2x1x2x2xf32>, %k: tensor<2x1x2x2xf32>, %v: tensor<2x1x2x2xf32>) -> (tensor<2x1x2x2xf32>, tensor<2x1x2x2xf32>) {
+  %causal = compute.constant dense<[[[[0.0, -3.4e38], [0.0, 0.0]]], [[[0.0, -3.4e38], [0.0, 0.0]]]]> : tensor<2x1x2x2xf32>
+  %o, %lse = compute.attention %q, %k, %v mask(%causal : tensor<2x1x2x2xf32>) {scale = 5.000000e-01 : f64} : tensor<2x1x2x2xf32>, tensor<2x1x2x2xf32>, tensor<2x1x2x2xf32> -> tensor<2x1x2x2xf32>, tensor<2x1x2xf32>
+  %padding = compute.constant dense<[[[[true, false], [true, true]]], [[[true, false], [true, false]]]]> : tensor<2x1x2x2xi1>
+  %o2, %lse2 = compute.attention %q, %k, %v mask(%padding : tensor<2x1x2x2xi1>) {scale = 5.000000e-01 : f64} : tensor<2x1x2x2xf32>, tensor<2x1x2x2xf32>, tensor<2x1x2x2xf32> -> tensor<2x1x2x2xf32>, tensor<2x1x2xf32>
+  return %o, %o2 : tensor<2x1x2x2xf32>, tensor<2x1x2x2xf32>
+}

@@ -99,3 +99,18 @@ LogicalResult AttentionGradOp::verify() {
     return emitOpError("each gradient must have its operand's type");
   return success();
 }
+
+bool zero::compute::isCausalMask(int64_t count, int64_t tq, int64_t tk, bool additive,
+                                 llvm::function_ref<double(int64_t)> at) {
+  if (tq <= 0 || tk <= 0 || count <= 0 || count % (tq * tk) != 0)
+    return false;
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t i = k / tk % tq, j = k % tk;
+    double x = at(k);
+    bool kept = additive ? x == 0.0 : x != 0.0;
+    bool hidden = additive ? x <= kAttentionHidden : x == 0.0;
+    if (j > i ? !hidden : !kept)
+      return false;
+  }
+  return true;
+}

@@ -32,10 +32,7 @@ namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-/// A mask value at or below this hides its key exactly as -inf does: exp of it
-/// relative to any realistic score is 0 in f32 and f64 (exporters write -1e9 or
-/// the float minimum).
-constexpr double kHidden = -1e4;
+constexpr double kHidden = kAttentionHidden;
 
 /// `x * c` (or `c * x`) with c a scalar constant and x of the product's type:
 /// c and x.
@@ -49,43 +46,29 @@ std::optional<std::pair<double, Value>> scaling(MulOp mul) {
 }
 
 /// Whether the constant `mask` (additive floats, or booleans that keep where
-/// true) is the causal mask of [tq, tk] scores, the same for every batch and head:
-/// key j hidden from query i exactly when j > i.
+/// true) is the causal mask of [tq, tk] scores in every batch and head (its leading
+/// dimensions any size: the exporters repeat it per sample): key j hidden from
+/// query i exactly when j > i.
 bool isCausal(Value mask, int64_t tq, int64_t tk, bool additive) {
   auto cst = mask.getDefiningOp<ConstantOp>();
   auto type = typeOf(mask);
   if (!cst || type.getRank() < 2 || type.getDimSize(type.getRank() - 2) != tq ||
       type.getDimSize(type.getRank() - 1) != tk)
     return false;
-  for (int64_t d = 0; d + 2 < type.getRank(); ++d)
-    if (type.getDimSize(d) != 1)
-      return false;
   auto attr = dyn_cast<DenseElementsAttr>(cst.getValue());
-  if (!attr)
+  if (!attr || attr.isSplat())
     return false;
-  if (attr.isSplat())
-    return false;
-  int64_t k = 0;
   if (additive) {
     auto values = dyn_cast<DenseFPElementsAttr>(attr);
     if (!values)
       return false;
-    for (APFloat v : values.getValues<APFloat>()) {
-      int64_t i = k / tk, j = k % tk;
-      double x = v.convertToDouble();
-      if (j > i ? !(x <= kHidden) : x != 0.0)
-        return false;
-      ++k;
-    }
-    return true;
+    auto it = values.value_begin<APFloat>();
+    return isCausalMask(values.getNumElements(), tq, tk, true,
+                        [&](int64_t k) { return (*(it + k)).convertToDouble(); });
   }
-  for (bool keep : attr.getValues<bool>()) {
-    int64_t i = k / tk, j = k % tk;
-    if (keep != (j <= i))
-      return false;
-    ++k;
-  }
-  return true;
+  auto it = attr.value_begin<bool>();
+  return isCausalMask(attr.getNumElements(), tq, tk, false,
+                      [&](int64_t k) { return *(it + k) ? 1.0 : 0.0; });
 }
 
 /// `v`'s defining op when it is an OpTy that only the chain reads.
@@ -369,6 +352,19 @@ void readGroupedHeadsOnce(AttentionOp att) {
   eraseDeadChain(value);
 }
 
+/// An imported attention's constant causal mask becomes the op's `causal` (the
+/// kernels then skip the keys after each query instead of reading a mask).
+void maskAsCausal(AttentionOp att) {
+  Value mask = att.getMask();
+  auto q = typeOf(att.getQuery());
+  if (!mask || !isCausal(mask, q.getDimSize(2), typeOf(att.getKey()).getDimSize(2),
+                         typeOf(mask).getElementType() == q.getElementType()))
+    return;
+  att.getMaskMutable().clear();
+  att.setCausal(true);
+  eraseDeadChain(mask);
+}
+
 struct FuseAttentionPass : public zero::impl::FuseAttentionPassBase<FuseAttentionPass> {
   void runOnOperation() override {
     SmallVector<std::pair<MatMulOp, Match>> found;
@@ -404,7 +400,10 @@ struct FuseAttentionPass : public zero::impl::FuseAttentionPassBase<FuseAttentio
           def->erase();
     }
     // Every attention op, fused here or imported (ONNX's Attention).
-    getOperation().walk([](AttentionOp att) { readGroupedHeadsOnce(att); });
+    getOperation().walk([](AttentionOp att) {
+      readGroupedHeadsOnce(att);
+      maskAsCausal(att);
+    });
   }
 };
 

@@ -34,6 +34,18 @@ broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
 /// The value of `v` when a compute.constant of one float element defines it.
 std::optional<double> scalarConstant(mlir::Value v);
 
+/// An additive attention mask value at or below this hides its key exactly as
+/// -inf does: exp of it relative to any realistic score is 0 in f32 and f64
+/// (exporters write -1e9 or the float minimum).
+constexpr double kAttentionHidden = -1e4;
+
+/// Whether `count` mask values (element k read by `at`; the leading dimensions
+/// repeat one [tq, tk] block, as exporters repeat it per sample) are the causal
+/// mask: key j hidden from query i exactly when j > i. Additive: 0 where kept,
+/// at most kAttentionHidden where hidden; boolean (0 or 1): true where kept.
+bool isCausalMask(int64_t count, int64_t tq, int64_t tk, bool additive,
+                  llvm::function_ref<double(int64_t)> at);
+
 /// Checks that `axis` names a dimension of a rank-`rank` operand (0 for a scalar):
 /// "axis A is out of range for rank R".
 mlir::LogicalResult verifyAxis(mlir::Operation *op, int64_t axis, int64_t rank);

@@ -23,7 +23,10 @@ def FuseAttentionPass : Pass<"zero-fuse-attention", "mlir::ModuleOp"> {
     torch exporters' SDPA decomposition); Q, Kᵀ and V 4-D with one batch and head each; every value in between
     read by the chain only; a mask that is a trained parameter is left alone (the
     fused op gives it no gradient). A constant mask that hides exactly the keys
-    after each query becomes `causal`. Then every compute.attention (fused here
+    after each query (in every sample: its leading dimensions may have any size)
+    becomes `causal`; so does such a mask of an imported attention (the importer
+    reads a frozen float initializer holding one as a constant). Then every
+    compute.attention (fused here
     or imported from ONNX's Attention) whose key and value both repeat the heads
     of [B, Hkv, T, D] tensors, as grouped-query models write it (reshape to a
     group axis, expand, merge into the heads; the key possibly through
