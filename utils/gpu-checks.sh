@@ -28,6 +28,9 @@
 #      4b. the same in bf16 (PyTorch under torch.autocast);
 #      4c. both again compiled with --no-fusion (a kernel per elementwise op): the
 #          step before fusion;
+#      4d. both again compiled with --no-attention-fusion (attention as its parts:
+#          the T x T scores, softmax, two batched GEMMs): the step before fused
+#          attention;
 #   5. GPT-2 small's measured peak device memory against the report's, without and
 #      under a budget, and step time with and without optimizer offload
 #      (utils/gpu-memory.py).
@@ -112,12 +115,17 @@ PY
   $BUILD/bin/zero-opt "$B/bench/shape.onnx" --no-fusion -o "$B/bench/step-unfused.zplan"
   $BUILD/bin/zero-opt "$B/bench/shape.onnx" --precision=bf16 --no-fusion \
     -o "$B/bench/step-bf16-unfused.zplan"
+  # ... and with attention as its parts, for fused attention's before/after.
+  $BUILD/bin/zero-opt "$B/bench/shape.onnx" --no-attention-fusion -o "$B/bench/step-parts.zplan"
+  $BUILD/bin/zero-opt "$B/bench/shape.onnx" --precision=bf16 --no-attention-fusion \
+    -o "$B/bench/step-bf16-parts.zplan"
   # ... and a tiny GPT, for rehearsing the benchmark script.
   "$BUILD/python-env/bin/python" utils/gen_gpt_onnx.py "$B/bench/tiny.onnx" --layers 1 --hidden 32 \
     --heads 2 --vocab 64 --seq 16 --batch 2 > /dev/null
   $BUILD/bin/zero-opt "$B/bench/tiny.onnx" -o "$B/bench/tiny.zplan"
   $BUILD/bin/zero-opt "$B/bench/tiny.onnx" --precision=bf16 -o "$B/bench/tiny-bf16.zplan"
   $BUILD/bin/zero-opt "$B/bench/tiny.onnx" --no-fusion -o "$B/bench/tiny-unfused.zplan"
+  $BUILD/bin/zero-opt "$B/bench/tiny.onnx" --no-attention-fusion -o "$B/bench/tiny-parts.zplan"
   # 5. memory and offload: GPT-2 small's plans and reports (and the tiny GPT's).
   for m in small tiny; do
     shape="$B/bench/shape.onnx"; [ $m = tiny ] && shape="$B/bench/tiny.onnx"
@@ -281,6 +289,9 @@ PY
       echo "-- without fusion (zero-opt --no-fusion)"
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-unfused.zplan" \
         --model tiny --torch-device cpu --steps 2 --warmup 1 || failed=1
+      echo "-- attention as its parts (zero-opt --no-attention-fusion)"
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-parts.zplan" \
+        --model tiny --torch-device cpu --steps 2 --warmup 1 || failed=1
     else
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step.zplan" || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16.zplan" \
@@ -288,6 +299,10 @@ PY
       echo "-- without fusion (zero-opt --no-fusion): the figures before fusion"
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-unfused.zplan" || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16-unfused.zplan" \
+        --precision bf16 || failed=1
+      echo "-- attention as its parts (zero-opt --no-attention-fusion): before fused attention"
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-parts.zplan" || failed=1
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16-parts.zplan" \
         --precision bf16 || failed=1
     fi
   fi

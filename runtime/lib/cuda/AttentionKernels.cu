@@ -2,13 +2,16 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-// The project's own fused attention: one thread per query row walks the keys with
-// an online softmax (forward) or recomputes its probabilities from the saved
-// log-sum-exp (query gradient); one thread per key gathers its key and value
-// gradients over the queries of the heads that share it, so no two threads write
-// one element. Correct for every shape the op allows (head sizes up to
-// kMaxAttentionHead), not yet fast: no tiles in shared memory, no tensor cores.
-// No T x T matrix is ever stored.
+// The project's own fused attention, tiled as FlashAttention-2 is but on the CUDA
+// cores (no tensor cores yet): a block's threads are query rows (forward, query
+// gradient) or keys (key and value gradients), and the other side comes through
+// shared memory a tile at a time, which every thread of the block reads (a
+// broadcast). The forward keeps an online softmax per row; the backward
+// recomputes probabilities from the saved log-sum-exp, each key's gradients
+// summed over the queries of every head that shares it, so no two threads write
+// one element. Rows and tiles are padded with zeros to the head size's bucket
+// (64, 128 or 256: registers and tiles are sized at compile time). No T x T
+// matrix is ever stored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,19 +24,29 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace zrt::cuda {
 namespace {
 
-constexpr int kThreads = 128;
+/// Block shapes for a head-size bucket and compute type C: the forward's and the
+/// query gradient's rows per block (threads) and keys per shared tile (K and V
+/// tiles 32 KiB together); the key gradients' keys per block (threads: their own
+/// keys and values about 16 KiB) and queries per tile (queries and their
+/// gradients 16 KiB). Every kernel stays under the 48 KiB of static shared memory.
+template <int Head, typename C> struct Tiles {
+  static constexpr int kRows = Head <= 64 ? 64 : 32;
+  static constexpr int kKeys = 16384 / (Head * (int)sizeof(C));
+  static constexpr int kGradKeys = 8192 / (Head * (int)sizeof(C));
+  static constexpr int kGradRows = 8192 / (Head * (int)sizeof(C));
+};
 
-template <typename... P, typename... A>
-void launchN(const char *name, void (*kernel)(P...), int64_t n, cudaStream_t s,
-             A... args) {
-  if (n <= 0)
+template <bool Barriers, typename... P, typename... A>
+void launchBlocks(const char *name, void (*kernel)(P...), int64_t blocks, int threads,
+                  cudaStream_t s, A... args) {
+  if (blocks <= 0)
     return;
-  detail::startKernel<false>(name, kernel, (n + kThreads - 1) / kThreads, kThreads, s,
-                             args...);
+  detail::startKernel<Barriers>(name, kernel, blocks, threads, s, args...);
   cudaError_t rc = cudaGetLastError();
   if (rc != cudaSuccess)
     checkCuda(rc, (std::string("launching the kernel ") + name).c_str());
@@ -45,142 +58,241 @@ template <> struct Acc<double> { using type = double; };
 
 template <typename C> __device__ C negInf() { return -INFINITY; }
 
-/// Query row i of head h against key j, scaled and masked (-inf where masked).
+/// The explicit mask applied to score s of query row i of head h against key j:
+/// -inf where a boolean mask hides the key, plus an additive mask's value.
 template <typename T, typename C>
-__device__ C score(const AttentionShape &a, const T *qi, const T *kj, const void *mask,
-                   int64_t b, int64_t h, int64_t i, int64_t j) {
-  if (a.causal && j > i)
-    return negInf<C>();
-  C s = 0;
-  for (int64_t d = 0; d < a.size; ++d)
-    s += (C)qi[d] * (C)kj[d];
-  s *= (C)a.scale;
-  if (a.mask) {
-    int64_t off = b * a.maskStride[0] + h * a.maskStride[1] + i * a.maskStride[2] +
-                  j * a.maskStride[3];
-    if (a.mask == 1) {
-      if (!static_cast<const uint8_t *>(mask)[off])
-        return negInf<C>();
-    } else {
-      s += (C) static_cast<const T *>(mask)[off];
-    }
+__device__ C masked(const AttentionShape &a, const void *mask, C s, int64_t b, int64_t h,
+                    int64_t i, int64_t j) {
+  if (!a.mask)
+    return s;
+  int64_t off = b * a.maskStride[0] + h * a.maskStride[1] + i * a.maskStride[2] +
+                j * a.maskStride[3];
+  if (a.mask == 1)
+    return static_cast<const uint8_t *>(mask)[off] ? s : negInf<C>();
+  return s + (C) static_cast<const T *>(mask)[off];
+}
+
+/// `n` rows of `width` elements from `src` (row stride `width`) into the shared
+/// tile `tile` (row stride Stride), zeros past `width` up to Head; every thread of
+/// the block takes part.
+template <int Head, int Stride, typename T, typename C>
+__device__ void loadTile(C *tile, const T *src, int64_t n, int64_t width) {
+  for (int64_t e = threadIdx.x; e < n * Head; e += blockDim.x) {
+    int64_t r = e / Head, d = e % Head;
+    tile[r * Stride + d] = d < width ? (C)src[r * width + d] : C(0);
   }
-  return s;
 }
 
-template <typename T, typename C>
-__device__ C dot(const T *x, const T *y, int64_t n) {
+/// One row of `width` elements into registers, zeros past it up to Head.
+template <int Head, typename T, typename C>
+__device__ void loadRow(C (&row)[Head], const T *src, int64_t width) {
+  for (int d = 0; d < Head; ++d)
+    row[d] = d < width ? (C)src[d] : C(0);
+}
+
+template <int Head, typename C> __device__ C dotRow(const C (&x)[Head], const C *y) {
   C s = 0;
-  for (int64_t d = 0; d < n; ++d)
-    s += (C)x[d] * (C)y[d];
+  for (int d = 0; d < Head; ++d)
+    s += x[d] * y[d];
   return s;
 }
 
-template <typename T, typename C>
+/// The forward: a block of Tiles::kRows query rows of one head, a thread per row,
+/// meets the keys a tile at a time with an online softmax.
+template <typename T, typename C, int Head>
 __global__ void attentionKernel(AttentionShape a, const T *q, const T *k, const T *v,
                                 const void *mask, T *out, C *lse) {
-  int64_t row = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (row >= a.batch * a.qHeads * a.qLen)
-    return;
-  int64_t i = row % a.qLen, bh = row / a.qLen, h = bh % a.qHeads, b = bh / a.qHeads;
-  int64_t kvh = h / (a.qHeads / a.kvHeads);
-  const T *qi = q + row * a.size;
+  constexpr int kRows = Tiles<Head, C>::kRows, kKeys = Tiles<Head, C>::kKeys;
+  __shared__ C keys[kKeys * Head];
+  __shared__ C values[kKeys * Head];
+  int64_t qBlocks = (a.qLen + kRows - 1) / kRows;
+  int64_t bh = blockIdx.x / qBlocks, i0 = (blockIdx.x % qBlocks) * kRows;
+  int64_t b = bh / a.qHeads, h = bh % a.qHeads, kvh = h / (a.qHeads / a.kvHeads);
+  int64_t i = i0 + threadIdx.x;
+  bool active = i < a.qLen;
   const T *kh = k + (b * a.kvHeads + kvh) * a.kvLen * a.size;
   const T *vh = v + (b * a.kvHeads + kvh) * a.kvLen * a.vSize;
-  C acc[kMaxAttentionHead];
-  for (int64_t d = 0; d < a.vSize; ++d)
+  C qi[Head], acc[Head];
+  loadRow(qi, q + (bh * a.qLen + (active ? i : i0)) * a.size, a.size);
+  for (int d = 0; d < Head; ++d)
     acc[d] = 0;
-  C m = negInf<C>(), l = 0;
-  int64_t end = a.causal && i + 1 < a.kvLen ? i + 1 : a.kvLen;
-  for (int64_t j = 0; j < end; ++j) {
-    C s = score<T, C>(a, qi, kh + j * a.size, mask, b, h, i, j);
-    if (s == negInf<C>())
-      continue;
-    if (s > m) { // rescale what the row has summed to the new maximum
-      C alpha = m == negInf<C>() ? C(0) : std::exp(m - s);
-      l *= alpha;
-      for (int64_t d = 0; d < a.vSize; ++d)
-        acc[d] *= alpha;
-      m = s;
+  C m = negInf<C>(), l = 0, scale = (C)a.scale;
+  int64_t lastRow = i0 + kRows < a.qLen ? i0 + kRows : a.qLen;
+  int64_t keyEnd = a.causal && lastRow < a.kvLen ? lastRow : a.kvLen;
+  for (int64_t j0 = 0; j0 < keyEnd; j0 += kKeys) {
+    int64_t n = keyEnd - j0 < kKeys ? keyEnd - j0 : kKeys;
+    loadTile<Head, Head>(keys, kh + j0 * a.size, n, a.size);
+    loadTile<Head, Head>(values, vh + j0 * a.vSize, n, a.vSize);
+    __syncthreads();
+    // Causal: this row sees keys up to i.
+    int64_t seen = !active ? 0 : a.causal ? (i + 1 - j0 < n ? i + 1 - j0 : n) : n;
+    for (int64_t c = 0; c < seen; ++c) {
+      C s = masked<T, C>(a, mask, dotRow(qi, keys + c * Head) * scale, b, h, i, j0 + c);
+      if (s == negInf<C>())
+        continue;
+      if (s > m) { // rescale what the row has summed to the new maximum
+        C alpha = m == negInf<C>() ? C(0) : std::exp(m - s);
+        l *= alpha;
+        for (int d = 0; d < Head; ++d)
+          acc[d] *= alpha;
+        m = s;
+      }
+      C p = std::exp(s - m);
+      l += p;
+      const C *vc = values + c * Head;
+      for (int d = 0; d < Head; ++d)
+        acc[d] += p * vc[d];
     }
-    C p = std::exp(s - m);
-    l += p;
-    for (int64_t d = 0; d < a.vSize; ++d)
-      acc[d] += p * (C)vh[j * a.vSize + d];
+    __syncthreads(); // before the next tile overwrites these
   }
+  if (!active)
+    return;
+  int64_t row = bh * a.qLen + i;
   for (int64_t d = 0; d < a.vSize; ++d)
     out[row * a.vSize + d] = T(l > 0 ? acc[d] / l : C(0)); // no key seen: zeros
   lse[row] = l > 0 ? m + std::log(l) : negInf<C>();
 }
 
-template <typename T, typename C>
+/// The query gradient: a thread per query row, the keys and values a tile at a
+/// time; dQ = scale * sum_j P (dP - delta) K_j, dP = dO . V_j, delta = dO . O.
+template <typename T, typename C, int Head>
 __global__ void attentionQueryGradKernel(AttentionShape a, const T *q, const T *k,
                                          const T *v, const T *out, const C *lse,
                                          const T *dout, const void *mask, T *dq) {
-  int64_t row = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (row >= a.batch * a.qHeads * a.qLen)
-    return;
-  int64_t i = row % a.qLen, bh = row / a.qLen, h = bh % a.qHeads, b = bh / a.qHeads;
-  int64_t kvh = h / (a.qHeads / a.kvHeads);
-  const T *qi = q + row * a.size, *doi = dout + row * a.vSize;
+  constexpr int kRows = Tiles<Head, C>::kRows, kKeys = Tiles<Head, C>::kKeys;
+  __shared__ C keys[kKeys * Head];
+  __shared__ C values[kKeys * Head];
+  int64_t qBlocks = (a.qLen + kRows - 1) / kRows;
+  int64_t bh = blockIdx.x / qBlocks, i0 = (blockIdx.x % qBlocks) * kRows;
+  int64_t b = bh / a.qHeads, h = bh % a.qHeads, kvh = h / (a.qHeads / a.kvHeads);
+  int64_t i = i0 + threadIdx.x;
+  bool active = i < a.qLen;
+  int64_t row = bh * a.qLen + (active ? i : i0);
   const T *kh = k + (b * a.kvHeads + kvh) * a.kvLen * a.size;
   const T *vh = v + (b * a.kvHeads + kvh) * a.kvLen * a.vSize;
-  C acc[kMaxAttentionHead];
-  for (int64_t d = 0; d < a.size; ++d)
+  C qi[Head], doi[Head], acc[Head];
+  loadRow(qi, q + row * a.size, a.size);
+  loadRow(doi, dout + row * a.vSize, a.vSize);
+  C delta = 0;
+  for (int64_t d = 0; d < a.vSize; ++d)
+    delta += doi[d] * (C)out[row * a.vSize + d];
+  for (int d = 0; d < Head; ++d)
     acc[d] = 0;
-  C rowLse = lse[row];
-  C delta = dot<T, C>(doi, out + row * a.vSize, a.vSize);
-  int64_t end = a.causal && i + 1 < a.kvLen ? i + 1 : a.kvLen;
-  for (int64_t j = 0; j < end && rowLse != negInf<C>(); ++j) {
-    C s = score<T, C>(a, qi, kh + j * a.size, mask, b, h, i, j);
-    if (s == negInf<C>())
-      continue;
-    C p = std::exp(s - rowLse);
-    C ds = p * (dot<T, C>(doi, vh + j * a.vSize, a.vSize) - delta);
-    for (int64_t d = 0; d < a.size; ++d)
-      acc[d] += ds * (C)kh[j * a.size + d];
+  C rowLse = lse[row], scale = (C)a.scale;
+  int64_t lastRow = i0 + kRows < a.qLen ? i0 + kRows : a.qLen;
+  int64_t keyEnd = a.causal && lastRow < a.kvLen ? lastRow : a.kvLen;
+  for (int64_t j0 = 0; j0 < keyEnd; j0 += kKeys) {
+    int64_t n = keyEnd - j0 < kKeys ? keyEnd - j0 : kKeys;
+    loadTile<Head, Head>(keys, kh + j0 * a.size, n, a.size);
+    loadTile<Head, Head>(values, vh + j0 * a.vSize, n, a.vSize);
+    __syncthreads();
+    int64_t seen = !active || rowLse == negInf<C>() ? 0
+                   : a.causal ? (i + 1 - j0 < n ? i + 1 - j0 : n)
+                              : n;
+    for (int64_t c = 0; c < seen; ++c) {
+      C s = masked<T, C>(a, mask, dotRow(qi, keys + c * Head) * scale, b, h, i, j0 + c);
+      if (s == negInf<C>())
+        continue;
+      C p = std::exp(s - rowLse);
+      C ds = p * (dotRow(doi, values + c * Head) - delta);
+      const C *kc = keys + c * Head;
+      for (int d = 0; d < Head; ++d)
+        acc[d] += ds * kc[d];
+    }
+    __syncthreads();
   }
+  if (!active)
+    return;
   for (int64_t d = 0; d < a.size; ++d)
-    dq[row * a.size + d] = T(acc[d] * (C)a.scale);
+    dq[row * a.size + d] = T(acc[d] * scale);
 }
 
-template <typename T, typename C>
+/// The key and value gradients: a thread per key (its key and value in shared
+/// rows padded by one, so that threads reading one column hit distinct banks), the
+/// queries of every head sharing it a tile at a time with their gradients, log-sum-
+/// exps and deltas.
+template <typename T, typename C, int Head>
 __global__ void attentionKeyValueGradKernel(AttentionShape a, const T *q, const T *k,
                                             const T *v, const T *out, const C *lse,
                                             const T *dout, const void *mask, T *dk, T *dv) {
-  int64_t key = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (key >= a.batch * a.kvHeads * a.kvLen)
-    return;
-  int64_t j = key % a.kvLen, bkv = key / a.kvLen, kvh = bkv % a.kvHeads, b = bkv / a.kvHeads;
-  int64_t group = a.qHeads / a.kvHeads;
-  const T *kj = k + key * a.size, *vj = v + key * a.vSize;
-  C dkAcc[kMaxAttentionHead], dvAcc[kMaxAttentionHead];
-  for (int64_t d = 0; d < a.size; ++d)
-    dkAcc[d] = 0;
-  for (int64_t d = 0; d < a.vSize; ++d)
-    dvAcc[d] = 0;
-  for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
-    for (int64_t i = a.causal ? j : 0; i < a.qLen; ++i) {
-      int64_t row = (b * a.qHeads + h) * a.qLen + i;
-      C rowLse = lse[row];
-      if (rowLse == negInf<C>())
-        continue;
-      C s = score<T, C>(a, q + row * a.size, kj, mask, b, h, i, j);
-      if (s == negInf<C>())
-        continue;
-      const T *doi = dout + row * a.vSize;
-      C p = std::exp(s - rowLse);
-      C delta = dot<T, C>(doi, out + row * a.vSize, a.vSize);
-      C ds = p * (dot<T, C>(doi, vj, a.vSize) - delta);
-      for (int64_t d = 0; d < a.vSize; ++d)
-        dvAcc[d] += p * (C)doi[d];
-      for (int64_t d = 0; d < a.size; ++d)
-        dkAcc[d] += ds * (C)q[row * a.size + d];
+  constexpr int kKeys = Tiles<Head, C>::kGradKeys, kRows = Tiles<Head, C>::kGradRows;
+  constexpr int kPadded = Head + 1;
+  __shared__ C ownKeys[kKeys * kPadded];
+  __shared__ C ownValues[kKeys * kPadded];
+  __shared__ C queries[kRows * Head];
+  __shared__ C grads[kRows * Head];
+  __shared__ C rowLse[kRows];
+  __shared__ C rowDelta[kRows];
+  int64_t kBlocks = (a.kvLen + kKeys - 1) / kKeys;
+  int64_t bkv = blockIdx.x / kBlocks, j0 = (blockIdx.x % kBlocks) * kKeys;
+  int64_t b = bkv / a.kvHeads, kvh = bkv % a.kvHeads, group = a.qHeads / a.kvHeads;
+  int64_t j = j0 + threadIdx.x;
+  bool active = j < a.kvLen;
+  int64_t n = a.kvLen - j0 < kKeys ? a.kvLen - j0 : kKeys;
+  loadTile<Head, kPadded>(ownKeys, k + (bkv * a.kvLen + j0) * a.size, n, a.size);
+  loadTile<Head, kPadded>(ownValues, v + (bkv * a.kvLen + j0) * a.vSize, n, a.vSize);
+  C dkAcc[Head], dvAcc[Head];
+  for (int d = 0; d < Head; ++d)
+    dkAcc[d] = dvAcc[d] = 0;
+  const C *kj = ownKeys + threadIdx.x * kPadded, *vj = ownValues + threadIdx.x * kPadded;
+  C scale = (C)a.scale;
+  for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+    int64_t bh = b * a.qHeads + h;
+    // Causal: query rows before j0 see none of these keys.
+    for (int64_t i0 = a.causal ? j0 : 0; i0 < a.qLen; i0 += kRows) {
+      int64_t rows = a.qLen - i0 < kRows ? a.qLen - i0 : kRows;
+      __syncthreads(); // the last tile's readers are done (and the own tiles loaded)
+      loadTile<Head, Head>(queries, q + (bh * a.qLen + i0) * a.size, rows, a.size);
+      loadTile<Head, Head>(grads, dout + (bh * a.qLen + i0) * a.vSize, rows, a.vSize);
+      if (threadIdx.x < rows) {
+        int64_t row = bh * a.qLen + i0 + threadIdx.x;
+        C delta = 0;
+        for (int64_t d = 0; d < a.vSize; ++d)
+          delta += (C)dout[row * a.vSize + d] * (C)out[row * a.vSize + d];
+        rowDelta[threadIdx.x] = delta;
+        rowLse[threadIdx.x] = lse[row];
+      }
+      __syncthreads();
+      for (int64_t r = 0; active && r < rows; ++r) {
+        int64_t i = i0 + r;
+        if ((a.causal && j > i) || rowLse[r] == negInf<C>())
+          continue;
+        const C *qr = queries + r * Head, *dor = grads + r * Head;
+        C s = 0;
+        for (int d = 0; d < Head; ++d)
+          s += qr[d] * kj[d];
+        s = masked<T, C>(a, mask, s * scale, b, h, i, j);
+        if (s == negInf<C>())
+          continue;
+        C p = std::exp(s - rowLse[r]), dp = 0;
+        for (int d = 0; d < Head; ++d) {
+          dvAcc[d] += p * dor[d];
+          dp += dor[d] * vj[d];
+        }
+        C ds = p * (dp - rowDelta[r]);
+        for (int d = 0; d < Head; ++d)
+          dkAcc[d] += ds * qr[d];
+      }
     }
+  }
+  if (!active)
+    return;
+  int64_t key = bkv * a.kvLen + j;
   for (int64_t d = 0; d < a.size; ++d)
-    dk[key * a.size + d] = T(dkAcc[d] * (C)a.scale);
+    dk[key * a.size + d] = T(dkAcc[d] * scale);
   for (int64_t d = 0; d < a.vSize; ++d)
     dv[key * a.vSize + d] = T(dvAcc[d]);
+}
+
+/// Calls f with the head-size bucket (64, 128 or 256) as a compile-time value.
+template <typename F> void dispatchHead(const AttentionShape &a, F &&f) {
+  int64_t head = a.size > a.vSize ? a.size : a.vSize;
+  if (head <= 64)
+    f(std::integral_constant<int, 64>{});
+  else if (head <= 128)
+    f(std::integral_constant<int, 128>{});
+  else
+    f(std::integral_constant<int, kMaxAttentionHead>{});
 }
 
 } // namespace
@@ -190,8 +302,12 @@ void attention(cudaStream_t s, Elem t, const AttentionShape &a, const void *q, c
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Acc<T>::type;
-    launchN("attention", attentionKernel<T, C>, a.batch * a.qHeads * a.qLen, s, a,
-            (const T *)q, (const T *)k, (const T *)v, mask, (T *)out, (C *)lse);
+    dispatchHead(a, [&](auto head) {
+      constexpr int Head = decltype(head)::value, kRows = Tiles<Head, C>::kRows;
+      launchBlocks<true>("attention", attentionKernel<T, C, Head>,
+                         a.batch * a.qHeads * ((a.qLen + kRows - 1) / kRows), kRows, s, a,
+                         (const T *)q, (const T *)k, (const T *)v, mask, (T *)out, (C *)lse);
+    });
   });
 }
 
@@ -201,12 +317,18 @@ void attentionGrad(cudaStream_t s, Elem t, const AttentionShape &a, const void *
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Acc<T>::type;
-    launchN("attentionQueryGrad", attentionQueryGradKernel<T, C>,
-            a.batch * a.qHeads * a.qLen, s, a, (const T *)q, (const T *)k, (const T *)v,
-            (const T *)out, (const C *)lse, (const T *)dout, mask, (T *)dq);
-    launchN("attentionKeyValueGrad", attentionKeyValueGradKernel<T, C>,
-            a.batch * a.kvHeads * a.kvLen, s, a, (const T *)q, (const T *)k, (const T *)v,
-            (const T *)out, (const C *)lse, (const T *)dout, mask, (T *)dk, (T *)dv);
+    dispatchHead(a, [&](auto head) {
+      constexpr int Head = decltype(head)::value, kRows = Tiles<Head, C>::kRows,
+                    kKeys = Tiles<Head, C>::kGradKeys;
+      launchBlocks<true>("attentionQueryGrad", attentionQueryGradKernel<T, C, Head>,
+                         a.batch * a.qHeads * ((a.qLen + kRows - 1) / kRows), kRows, s, a,
+                         (const T *)q, (const T *)k, (const T *)v, (const T *)out,
+                         (const C *)lse, (const T *)dout, mask, (T *)dq);
+      launchBlocks<true>("attentionKeyValueGrad", attentionKeyValueGradKernel<T, C, Head>,
+                         a.batch * a.kvHeads * ((a.kvLen + kKeys - 1) / kKeys), kKeys, s, a,
+                         (const T *)q, (const T *)k, (const T *)v, (const T *)out,
+                         (const C *)lse, (const T *)dout, mask, (T *)dk, (T *)dv);
+    });
   });
 }
 
