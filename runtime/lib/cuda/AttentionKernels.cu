@@ -97,6 +97,37 @@ template <int Head, typename C> __device__ C dotRow(const C (&x)[Head], const C 
   return s;
 }
 
+/// A block of `rows` query rows of one head, a thread per row (the forward and the
+/// query gradient): its head, its first row and this thread's, the key/value head
+/// its rows read and the keys they see (to the last row's, when causal).
+struct QueryRows {
+  int64_t bh, i0, b, h, i, kvHead, keyEnd;
+  bool active;
+  __device__ QueryRows(const AttentionShape &a, int rows) {
+    int64_t blocks = (a.qLen + rows - 1) / rows;
+    bh = blockIdx.x / blocks;
+    i0 = (blockIdx.x % blocks) * rows;
+    b = bh / a.qHeads;
+    h = bh % a.qHeads;
+    i = i0 + threadIdx.x;
+    active = i < a.qLen;
+    kvHead = b * a.kvHeads + h / (a.qHeads / a.kvHeads);
+    int64_t lastRow = i0 + rows < a.qLen ? i0 + rows : a.qLen;
+    keyEnd = a.causal && lastRow < a.kvLen ? lastRow : a.kvLen;
+  }
+  /// This thread's row of the [B, H, T, width] tensors (the block's first row for
+  /// a thread past the end, which reads but computes nothing).
+  __device__ int64_t row(const AttentionShape &a) const {
+    return bh * a.qLen + (active ? i : i0);
+  }
+  /// Of the `n` keys of the tile at j0, how many this thread's row sees.
+  __device__ int64_t seen(const AttentionShape &a, int64_t j0, int64_t n) const {
+    if (!active)
+      return 0;
+    return a.causal ? (i + 1 - j0 < n ? i + 1 - j0 : n) : n;
+  }
+};
+
 /// The forward: a block of Tiles::kRows query rows of one head, a thread per row,
 /// meets the keys a tile at a time with an online softmax.
 template <typename T, typename C, int Head>
@@ -105,29 +136,22 @@ __global__ void attentionKernel(AttentionShape a, const T *q, const T *k, const 
   constexpr int kRows = Tiles<Head, C>::kRows, kKeys = Tiles<Head, C>::kKeys;
   __shared__ C keys[kKeys * Head];
   __shared__ C values[kKeys * Head];
-  int64_t qBlocks = (a.qLen + kRows - 1) / kRows;
-  int64_t bh = blockIdx.x / qBlocks, i0 = (blockIdx.x % qBlocks) * kRows;
-  int64_t b = bh / a.qHeads, h = bh % a.qHeads, kvh = h / (a.qHeads / a.kvHeads);
-  int64_t i = i0 + threadIdx.x;
-  bool active = i < a.qLen;
-  const T *kh = k + (b * a.kvHeads + kvh) * a.kvLen * a.size;
-  const T *vh = v + (b * a.kvHeads + kvh) * a.kvLen * a.vSize;
+  QueryRows block(a, kRows);
+  const T *kh = k + block.kvHead * a.kvLen * a.size;
+  const T *vh = v + block.kvHead * a.kvLen * a.vSize;
   C qi[Head], acc[Head];
-  loadRow(qi, q + (bh * a.qLen + (active ? i : i0)) * a.size, a.size);
+  loadRow(qi, q + block.row(a) * a.size, a.size);
   for (int d = 0; d < Head; ++d)
     acc[d] = 0;
   C m = negInf<C>(), l = 0, scale = (C)a.scale;
-  int64_t lastRow = i0 + kRows < a.qLen ? i0 + kRows : a.qLen;
-  int64_t keyEnd = a.causal && lastRow < a.kvLen ? lastRow : a.kvLen;
-  for (int64_t j0 = 0; j0 < keyEnd; j0 += kKeys) {
-    int64_t n = keyEnd - j0 < kKeys ? keyEnd - j0 : kKeys;
+  for (int64_t j0 = 0; j0 < block.keyEnd; j0 += kKeys) {
+    int64_t n = block.keyEnd - j0 < kKeys ? block.keyEnd - j0 : kKeys;
     loadTile<Head, Head>(keys, kh + j0 * a.size, n, a.size);
     loadTile<Head, Head>(values, vh + j0 * a.vSize, n, a.vSize);
     __syncthreads();
-    // Causal: this row sees keys up to i.
-    int64_t seen = !active ? 0 : a.causal ? (i + 1 - j0 < n ? i + 1 - j0 : n) : n;
-    for (int64_t c = 0; c < seen; ++c) {
-      C s = masked<T, C>(a, mask, dotRow(qi, keys + c * Head) * scale, b, h, i, j0 + c);
+    for (int64_t c = 0, seen = block.seen(a, j0, n); c < seen; ++c) {
+      C s = masked<T, C>(a, mask, dotRow(qi, keys + c * Head) * scale, block.b, block.h,
+                         block.i, j0 + c);
       if (s == negInf<C>())
         continue;
       if (s > m) { // rescale what the row has summed to the new maximum
@@ -145,9 +169,9 @@ __global__ void attentionKernel(AttentionShape a, const T *q, const T *k, const 
     }
     __syncthreads(); // before the next tile overwrites these
   }
-  if (!active)
+  if (!block.active)
     return;
-  int64_t row = bh * a.qLen + i;
+  int64_t row = block.row(a);
   for (int64_t d = 0; d < a.vSize; ++d)
     out[row * a.vSize + d] = T(l > 0 ? acc[d] / l : C(0)); // no key seen: zeros
   lse[row] = l > 0 ? m + std::log(l) : negInf<C>();
@@ -162,14 +186,10 @@ __global__ void attentionQueryGradKernel(AttentionShape a, const T *q, const T *
   constexpr int kRows = Tiles<Head, C>::kRows, kKeys = Tiles<Head, C>::kKeys;
   __shared__ C keys[kKeys * Head];
   __shared__ C values[kKeys * Head];
-  int64_t qBlocks = (a.qLen + kRows - 1) / kRows;
-  int64_t bh = blockIdx.x / qBlocks, i0 = (blockIdx.x % qBlocks) * kRows;
-  int64_t b = bh / a.qHeads, h = bh % a.qHeads, kvh = h / (a.qHeads / a.kvHeads);
-  int64_t i = i0 + threadIdx.x;
-  bool active = i < a.qLen;
-  int64_t row = bh * a.qLen + (active ? i : i0);
-  const T *kh = k + (b * a.kvHeads + kvh) * a.kvLen * a.size;
-  const T *vh = v + (b * a.kvHeads + kvh) * a.kvLen * a.vSize;
+  QueryRows block(a, kRows);
+  int64_t row = block.row(a);
+  const T *kh = k + block.kvHead * a.kvLen * a.size;
+  const T *vh = v + block.kvHead * a.kvLen * a.vSize;
   C qi[Head], doi[Head], acc[Head];
   loadRow(qi, q + row * a.size, a.size);
   loadRow(doi, dout + row * a.vSize, a.vSize);
@@ -179,18 +199,15 @@ __global__ void attentionQueryGradKernel(AttentionShape a, const T *q, const T *
   for (int d = 0; d < Head; ++d)
     acc[d] = 0;
   C rowLse = lse[row], scale = (C)a.scale;
-  int64_t lastRow = i0 + kRows < a.qLen ? i0 + kRows : a.qLen;
-  int64_t keyEnd = a.causal && lastRow < a.kvLen ? lastRow : a.kvLen;
-  for (int64_t j0 = 0; j0 < keyEnd; j0 += kKeys) {
-    int64_t n = keyEnd - j0 < kKeys ? keyEnd - j0 : kKeys;
+  for (int64_t j0 = 0; j0 < block.keyEnd; j0 += kKeys) {
+    int64_t n = block.keyEnd - j0 < kKeys ? block.keyEnd - j0 : kKeys;
     loadTile<Head, Head>(keys, kh + j0 * a.size, n, a.size);
     loadTile<Head, Head>(values, vh + j0 * a.vSize, n, a.vSize);
     __syncthreads();
-    int64_t seen = !active || rowLse == negInf<C>() ? 0
-                   : a.causal ? (i + 1 - j0 < n ? i + 1 - j0 : n)
-                              : n;
+    int64_t seen = rowLse == negInf<C>() ? 0 : block.seen(a, j0, n);
     for (int64_t c = 0; c < seen; ++c) {
-      C s = masked<T, C>(a, mask, dotRow(qi, keys + c * Head) * scale, b, h, i, j0 + c);
+      C s = masked<T, C>(a, mask, dotRow(qi, keys + c * Head) * scale, block.b, block.h,
+                         block.i, j0 + c);
       if (s == negInf<C>())
         continue;
       C p = std::exp(s - rowLse);
@@ -201,7 +218,7 @@ __global__ void attentionQueryGradKernel(AttentionShape a, const T *q, const T *
     }
     __syncthreads();
   }
-  if (!active)
+  if (!block.active)
     return;
   for (int64_t d = 0; d < a.size; ++d)
     dq[row * a.size + d] = T(acc[d] * scale);
