@@ -380,16 +380,18 @@ LogicalResult pinInputShapes(MLIRContext &ctx, StringRef path,
 }
 
 /// `t`'s values when it is a float initializer outside a recorded trainable set
-/// holding a causal attention mask (see compute::isCausalMask) of at most
-/// kMaxFoldedElements elements.
+/// holding a causal attention mask (see compute::isCausalMask): at least 3-D, its
+/// last two dimensions equal, at most kMaxFoldedElements elements.
 std::optional<ConstTensor> causalMaskInitializer(const onnx::TensorProto &t,
                                                  const OnnxImporter &imp,
                                                  const TrainableSet &trainable) {
   bool isFloat = t.data_type() == onnx::TensorProto::FLOAT ||
                  t.data_type() == onnx::TensorProto::DOUBLE;
   int rank = t.dims_size();
+  // Masks are [B or 1, H or 1, T, T]: frozen weights (2-D) and tables (T x D) are
+  // not read.
   if (!isFloat || trainable.source == TrainableSet::kEveryFloat ||
-      trainable.names.count(t.name()) || rank < 2)
+      trainable.names.count(t.name()) || rank < 3 || t.dims(rank - 2) != t.dims(rank - 1))
     return std::nullopt;
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
   int64_t numel = checkedNumel(shape);
