@@ -32,8 +32,6 @@ namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-constexpr double kHidden = kAttentionHidden;
-
 /// `x * c` (or `c * x`) with c a scalar constant and x of the product's type:
 /// c and x.
 std::optional<std::pair<double, Value>> scaling(MulOp mul) {
@@ -169,7 +167,7 @@ std::optional<Match> matchAttention(MatMulOp out) {
     }
     if (auto where = single<WhereOp>(s)) {
       std::optional<double> fill = scalarConstant(where.getRhs());
-      if (scaled || m.mask || !fill || *fill > kHidden ||
+      if (scaled || m.mask || !fill || *fill > kAttentionHidden ||
           where.getLhs().getType() != where.getResult().getType())
         return std::nullopt;
       m.mask = where.getCondition();
@@ -274,12 +272,15 @@ Value mergedHeadsSource(Value key) {
   auto merge = swap ? swap.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
   if (!merge || swap.getPerm() != ArrayRef<int64_t>{0, 2, 1})
     return Value();
-  auto x = typeOf(merge.getInput()), merged = typeOf(merge.getResult());
-  int64_t r = x.getRank();
-  if (merged.getRank() != 3 || r < 3 ||
-      x.getShape().take_back(2) != merged.getShape().take_back(2))
+  auto x = typeOf(merge.getInput()), merged = typeOf(merge.getResult()),
+       swapped = typeOf(swap.getResult()), heads = typeOf(split.getResult());
+  // x [..., T, D] -> [N, T, D] -> [N, D, T] -> [B, H, D, T]: the reshapes keep the
+  // last two dimensions, so N is x's leading ones and B·H is N, both row-major.
+  if (merged.getRank() != 3 || x.getRank() < 3 || heads.getRank() != 4 ||
+      x.getShape().take_back(2) != merged.getShape().take_back(2) ||
+      heads.getShape().take_back(2) != swapped.getShape().take_back(2))
     return Value();
-  return merge.getInput(); // merged's leading size is x's (same element count)
+  return merge.getInput();
 }
 
 /// The key or value tensor [B, Hkv, T, D] that `kv` repeats, when `kv` is
@@ -356,9 +357,13 @@ void readGroupedHeadsOnce(AttentionOp att) {
 /// kernels then skip the keys after each query instead of reading a mask).
 void maskAsCausal(AttentionOp att) {
   Value mask = att.getMask();
-  auto q = typeOf(att.getQuery());
-  if (!mask || !isCausal(mask, q.getDimSize(2), typeOf(att.getKey()).getDimSize(2),
-                         typeOf(mask).getElementType() == q.getElementType()))
+  if (!mask)
+    return;
+  Type mt = typeOf(mask).getElementType();
+  if (!isa<FloatType>(mt) && !mt.isInteger(1))
+    return;
+  if (!isCausal(mask, typeOf(att.getQuery()).getDimSize(2),
+                typeOf(att.getKey()).getDimSize(2), isa<FloatType>(mt)))
     return;
   att.getMaskMutable().clear();
   att.setCausal(true);

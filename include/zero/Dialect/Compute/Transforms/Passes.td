@@ -26,8 +26,8 @@ def FuseAttentionPass : Pass<"zero-fuse-attention", "mlir::ModuleOp"> {
     after each query (in every sample: its leading dimensions may have any size)
     becomes `causal`; so does such a mask of an imported attention (the importer
     reads a frozen float initializer holding one as a constant). Then every
-    compute.attention (fused here
-    or imported from ONNX's Attention) whose key and value both repeat the heads
+    compute.attention (fused here or imported from ONNX's Attention) whose key
+    and value both repeat the heads
     of [B, Hkv, T, D] tensors, as grouped-query models write it (reshape to a
     group axis, expand, merge into the heads; the key possibly through
     torch.export's [B·H, T, D] transposes), reads those tensors instead: no
