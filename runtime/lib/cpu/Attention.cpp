@@ -37,9 +37,10 @@ namespace {
 // Query rows and keys per block: a block's scores stay in the core's L2 cache,
 // and the products are large enough for OpenBLAS to run near its peak. The
 // backward's blocks are smaller: it keeps two (P and dP) and makes five products
-// of each. Chosen with utils/bench-attention-cpu.py (T = 1024, 12 heads of 64):
-// forward 128 x 512 against 128 x 256 or 128 x 128, 21 against 22 and 23.5 ms;
-// backward 64 x 128 against 128 x 128 or 128 x 256, 38 against 42 and 45 ms.
+// of each. Chosen with utils/bench-attention-cpu.py (T = 1024, 12 heads of 64, one
+// thread), before keys were transposed for the products: forward 128 x 512
+// against 128 x 256 or 128 x 128, 21 against 22 and 23.5 ms; backward 64 x 128
+// against 128 x 128 or 128 x 256, 38 against 42 and 45 ms (31 ms now).
 constexpr int64_t kQueryBlock = 128, kKeyBlock = 512;
 constexpr int64_t kBackwardQueryBlock = 64, kBackwardKeyBlock = 128;
 
