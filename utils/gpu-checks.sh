@@ -31,6 +31,9 @@
 #      4d. both again compiled with --no-attention-fusion (attention as its parts:
 #          the T x T scores, softmax, two batched GEMMs): the step before fused
 #          attention;
+#      4e. fused attention alone, forward and backward (one layer of GPT-2 small's
+#          shape: batch 8, 12 heads of 64, T = 1024, causal), fp32 and bf16, against
+#          PyTorch's scaled_dot_product_attention (utils/bench-attention-gpu.py);
 #   5. GPT-2 small's measured peak device memory against the report's, without and
 #      under a budget, and step time with and without optimizer offload
 #      (utils/gpu-memory.py).
@@ -123,6 +126,11 @@ PY
   "$BUILD/python-env/bin/python" utils/gen_gpt_onnx.py "$B/bench/tiny.onnx" --layers 1 --hidden 32 \
     --heads 2 --vocab 64 --seq 16 --batch 2 > /dev/null
   $BUILD/bin/zero-opt "$B/bench/tiny.onnx" -o "$B/bench/tiny.zplan"
+  # 4e. one layer of GPT-2 small's shape, for its attention kernels.
+  "$BUILD/python-env/bin/python" utils/gen_gpt_onnx.py "$B/bench/attn.onnx" --layers 1 --hidden 768 \
+    --heads 12 --vocab 256 --seq 1024 --batch 8 > /dev/null
+  $BUILD/bin/zero-opt "$B/bench/attn.onnx" -o "$B/bench/attn.zplan"
+  $BUILD/bin/zero-opt "$B/bench/attn.onnx" --precision=bf16 -o "$B/bench/attn-bf16.zplan"
   $BUILD/bin/zero-opt "$B/bench/tiny.onnx" --precision=bf16 -o "$B/bench/tiny-bf16.zplan"
   $BUILD/bin/zero-opt "$B/bench/tiny.onnx" --no-fusion -o "$B/bench/tiny-unfused.zplan"
   $BUILD/bin/zero-opt "$B/bench/tiny.onnx" --no-attention-fusion -o "$B/bench/tiny-parts.zplan"
@@ -292,6 +300,9 @@ PY
       echo "-- attention as its parts (zero-opt --no-attention-fusion)"
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-parts.zplan" \
         --model tiny --torch-device cpu --steps 2 --warmup 1 || failed=1
+      echo "-- fused attention alone"
+      $PY utils/bench-attention-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny.zplan" \
+        --model tiny --torch-device cpu --steps 2 || failed=1
     else
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step.zplan" || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16.zplan" \
@@ -303,6 +314,10 @@ PY
       echo "-- attention as its parts (zero-opt --no-attention-fusion): before fused attention"
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-parts.zplan" || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16-parts.zplan" \
+        --precision bf16 || failed=1
+      echo "-- fused attention alone: zero-run's kernels against PyTorch's SDPA"
+      $PY utils/bench-attention-gpu.py --zero-run "$ZR" --plan "$B/bench/attn.zplan" || failed=1
+      $PY utils/bench-attention-gpu.py --zero-run "$ZR" --plan "$B/bench/attn-bf16.zplan" \
         --precision bf16 || failed=1
     fi
   fi

@@ -242,6 +242,9 @@ def make_batch(data, step, global_batch, seq):
 GPU_BENCH_MODELS = {
     "small": dict(layers=12, hidden=768, heads=12, vocab=50257, seq=1024, batch=8),
     "tiny": dict(layers=1, hidden=32, heads=2, vocab=64, seq=16, batch=2),
+    # One layer of GPT-2 small's shape: utils/bench-attention-gpu.py times its
+    # attention kernels.
+    "attention": dict(layers=1, hidden=768, heads=12, vocab=256, seq=1024, batch=8),
 }
 
 
