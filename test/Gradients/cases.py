@@ -66,8 +66,10 @@ CASES = [
          {"A": [3, 2]}),
     # Fused attention (ONNX's Attention becomes compute.attention): causal, grouped
     # query heads, a boolean padding mask, an additive mask, and a length that is
-    # not a multiple of the kernels' blocks (128 query rows; 256 keys forward, 128
-    # backward): 300 is three query blocks and two key blocks, the last ones partial.
+    # not a multiple of the CPU kernels' blocks (forward: 128 query rows, 512 keys;
+    # backward: 64 and 128): at 300, three forward query blocks, and five query
+    # and three key blocks backward, the last ones partial. (Several forward key
+    # blocks: fused-attention.test, T = 1200.)
     case("attention_causal", ["  Y = Attention<is_causal = 1>(Q, K, V)"],
          {"Q": [1, 2, 5, 3], "K": [1, 2, 5, 3], "V": [1, 2, 5, 4]}, opset=23),
     case("attention_grouped_heads", ["  Y = Attention<scale = 0.7>(Q, K, V)"],
