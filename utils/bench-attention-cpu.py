@@ -20,7 +20,6 @@
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,9 @@ import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zero_testing  # noqa: E402
 
 
 def torch_ms(a, threads):
@@ -69,12 +71,7 @@ def zero_ms(a, tmp, threads):
          os.path.join(tmp, "gpt.onnx"), "--data", os.path.join(tmp, "tokens.u8"),
          "--steps", str(a.steps), "--threads", str(threads), "--quiet", "--profile"],
         check=True, capture_output=True, text=True).stdout
-    kinds = dict((m.group(1), float(m.group(2)))
-                 for m in re.finditer(r"^\s+(\w+)\s+([0-9.]+) ms", out, re.M))
-    if "attention" not in kinds or "attention_grad" not in kinds:
-        raise SystemExit("zero-run --profile shows no fused attention kernels:\n" + out)
-    return {"forward": kinds["attention"],
-            "total": kinds["attention"] + kinds["attention_grad"]}
+    return zero_testing.attention_profile_ms(out)
 
 
 def main():

@@ -12,7 +12,6 @@
 #   (rehearsal, no GPU: --model tiny --torch-device cpu with zero-run-cuda-emulated)
 import argparse
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
+import zero_testing  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
@@ -46,12 +46,8 @@ def main():
             [a.zero_run, a.plan, "--init", model, "--data", data, "--data-format", "u16",
              "--steps", str(a.steps), "--device", "cuda", "--quiet", "--profile"],
             check=True, capture_output=True, text=True).stdout
-    kinds = dict((m.group(1), float(m.group(2)))
-                 for m in re.finditer(r"^\s+(\w+)\s+([0-9.]+) ms", out, re.M))
-    if "attention" not in kinds or "attention_grad" not in kinds:
-        print("zero-run --profile shows no fused attention kernels:\n" + out)
-        return 1
-    zero_fwd, zero_total = kinds["attention"], kinds["attention"] + kinds["attention_grad"]
+    zero = zero_testing.attention_profile_ms(out)
+    zero_fwd, zero_total = zero["forward"], zero["total"]
 
     def sync():
         if dev.type == "cuda":

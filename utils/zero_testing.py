@@ -3,6 +3,7 @@
 # numpy and onnx only (no torch), so that every script can import it. Run the
 # scripts with build/python-env/bin/python.
 import os
+import re
 import shutil
 
 import onnx
@@ -59,3 +60,15 @@ def bundle_files(bundle, case, folder, names):
 def int_list(text):
     """"1,2,4" -> [1, 2, 4] (argparse type)."""
     return [int(v) for v in text.split(",")]
+
+
+def attention_profile_ms(profile):
+    """The fused attention kernels' time per step in `zero-run --profile` output:
+    {"forward": attention, "total": attention + attention_grad} in ms. Exits naming
+    the problem when the profile has no such kernels."""
+    kinds = dict((m.group(1), float(m.group(2)))
+                 for m in re.finditer(r"^\s+(\w+)\s+([0-9.]+) ms", profile, re.M))
+    if "attention" not in kinds or "attention_grad" not in kinds:
+        raise SystemExit("zero-run --profile shows no fused attention kernels:\n" + profile)
+    return {"forward": kinds["attention"],
+            "total": kinds["attention"] + kinds["attention_grad"]}

@@ -379,28 +379,19 @@ LogicalResult pinInputShapes(MLIRContext &ctx, StringRef path,
   return success();
 }
 
-/// `t`'s values when it is a float initializer outside a recorded trainable set
-/// holding a causal attention mask (see compute::isCausalMask): at least 3-D, its
-/// last two dimensions equal, at most kMaxFoldedElements elements.
-std::optional<ConstTensor> causalMaskInitializer(const onnx::TensorProto &t,
-                                                 const OnnxImporter &imp,
-                                                 const TrainableSet &trainable) {
-  bool isFloat = t.data_type() == onnx::TensorProto::FLOAT ||
-                 t.data_type() == onnx::TensorProto::DOUBLE;
+/// The values of float initializer `t` when they are a causal attention mask
+/// (see compute::isCausalMask): at least 3-D with its last two dimensions equal
+/// (masks are [B or 1, H or 1, T, T]; weights and T x D tables are not read), and
+/// within what constFromProto reads.
+std::optional<ConstTensor> causalMaskValues(const onnx::TensorProto &t,
+                                            const OnnxImporter &imp) {
   int rank = t.dims_size();
-  // Masks are [B or 1, H or 1, T, T]: frozen weights (2-D) and tables (T x D) are
-  // not read.
-  if (!isFloat || trainable.source == TrainableSet::kEveryFloat ||
-      trainable.names.count(t.name()) || rank < 3 || t.dims(rank - 2) != t.dims(rank - 1))
-    return std::nullopt;
-  std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
-  int64_t numel = checkedNumel(shape);
-  if (numel <= 0)
+  if (rank < 3 || t.dims(rank - 2) != t.dims(rank - 1))
     return std::nullopt;
   std::string error;
   auto value = constFromProto(t, error, &imp.modelDir);
-  if (!value || !zero::compute::isCausalMask(value->numel(), shape[rank - 2],
-                                              shape[rank - 1], /*additive=*/true,
+  if (!value || !zero::compute::isCausalMask(value->numel(), t.dims(rank - 2),
+                                              t.dims(rank - 1), /*additive=*/true,
                                               [&](int64_t k) { return value->floatAt(k); }))
     return std::nullopt;
   return value;
@@ -429,13 +420,14 @@ LogicalResult foldConstantInitializers(MLIRContext &ctx, StringRef path,
     bool integer = type == onnx::TensorProto::INT64 || type == onnx::TensorProto::INT32 ||
                    type == onnx::TensorProto::INT8 || type == onnx::TensorProto::UINT8 ||
                    type == onnx::TensorProto::BOOL;
-    bool liftedScalar = (type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::DOUBLE) &&
-                        trainable.source != TrainableSet::kEveryFloat &&
-                        !trainable.names.count(t.name()) && t.dims_size() <= 1 &&
-                        (t.dims_size() == 0 || t.dims(0) == 1);
+    bool frozenFloat = (type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::DOUBLE) &&
+                       trainable.source != TrainableSet::kEveryFloat &&
+                       !trainable.names.count(t.name());
+    bool liftedScalar =
+        frozenFloat && t.dims_size() <= 1 && (t.dims_size() == 0 || t.dims(0) == 1);
     std::optional<ConstTensor> mask;
-    if (!integer && !liftedScalar && !imp.graphInputs.count(t.name()))
-      mask = causalMaskInitializer(t, imp, trainable);
+    if (frozenFloat && !liftedScalar && !imp.graphInputs.count(t.name()))
+      mask = causalMaskValues(t, imp);
     if (!(integer || liftedScalar || mask) || imp.graphInputs.count(t.name())) {
       *kept.Add() = std::move(t);
       continue;

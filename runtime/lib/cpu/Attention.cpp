@@ -23,7 +23,6 @@
 #include <cblas.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <tuple>
 #include <type_traits>

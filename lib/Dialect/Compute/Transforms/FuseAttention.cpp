@@ -98,7 +98,6 @@ bool readsTrainedParameter(Value v) {
 struct Match {
   Value query, keyT, value, mask;
   double scale = 1.0;
-  bool causal = false;
   SmallVector<Operation *> ops; // the chain, to erase once the fused op replaces it
 };
 
@@ -228,14 +227,10 @@ std::optional<Match> matchAttention(MatMulOp out) {
     // does not give.
     if (readsTrainedParameter(m.mask))
       return std::nullopt;
+    // A causal one becomes the op's flag afterwards (maskAsCausal).
     Type mt = typeOf(m.mask).getElementType();
-    bool additive = mt == et;
-    if (!additive && !mt.isInteger(1))
+    if (mt != et && !mt.isInteger(1))
       return std::nullopt;
-    if (isCausal(m.mask, q.getDimSize(2), kT.getDimSize(3), additive)) {
-      m.causal = true;
-      m.mask = Value();
-    }
   }
   return m;
 }
@@ -305,22 +300,24 @@ Value repeatedSource(Value kv) {
   return fits ? axis.getInput() : Value();
 }
 
-/// Erases `v`'s defining op and, in turn, the ops only it read, while they are
-/// pure and unused.
-void eraseDeadChain(Value v) {
-  SmallVector<Operation *> work;
-  if (Operation *def = v.getDefiningOp())
-    work.push_back(def);
+/// Erases `op` and, in turn, the ops only it read, while they are pure and
+/// unused.
+void eraseIfDead(Operation *op) {
+  SmallVector<Operation *> work = {op};
   while (!work.empty()) {
-    Operation *op = work.pop_back_val();
-    if (!op->use_empty() || !isPure(op))
+    Operation *next = work.pop_back_val();
+    if (!next->use_empty() || !isPure(next))
       continue;
-    SmallVector<Value> operands(op->getOperands());
-    op->erase();
+    SmallVector<Value> operands(next->getOperands());
+    next->erase();
     for (Value operand : operands)
       if (Operation *def = operand.getDefiningOp())
         work.push_back(def);
   }
+}
+void eraseIfDead(Value v) {
+  if (Operation *def = v.getDefiningOp())
+    eraseIfDead(def);
 }
 
 /// Grouped-query attention reads each key/value head once: when the key and
@@ -348,9 +345,9 @@ void readGroupedHeadsOnce(AttentionOp att) {
   att.getKeyMutable().assign(keySource);
   att.getValueMutable().assign(valueSource);
   if (keyMerge)
-    eraseDeadChain(keyMerge);
-  eraseDeadChain(key);
-  eraseDeadChain(value);
+    eraseIfDead(keyMerge.getOperation());
+  eraseIfDead(key);
+  eraseIfDead(value);
 }
 
 /// An imported attention's constant causal mask becomes the op's `causal` (the
@@ -367,7 +364,7 @@ void maskAsCausal(AttentionOp att) {
     return;
   att.getMaskMutable().clear();
   att.setCausal(true);
-  eraseDeadChain(mask);
+  eraseIfDead(mask);
 }
 
 struct FuseAttentionPass : public zero::impl::FuseAttentionPassBase<FuseAttentionPass> {
@@ -387,7 +384,7 @@ struct FuseAttentionPass : public zero::impl::FuseAttentionPassBase<FuseAttentio
       auto fused = AttentionOp::create(
           b, loc, out.getType(),
           RankedTensorType::get(q.getShape().take_front(3), lseType), m.query, key,
-          m.value, m.mask, b.getF64FloatAttr(m.scale), b.getBoolAttr(m.causal));
+          m.value, m.mask, b.getF64FloatAttr(m.scale), b.getBoolAttr(false));
       out.getResult().replaceAllUsesWith(fused.getResult());
       out->erase();
       // Readers first: each op of the chain is dead once the ones after it are gone.
@@ -401,8 +398,7 @@ struct FuseAttentionPass : public zero::impl::FuseAttentionPassBase<FuseAttentio
         op->erase();
       // What only the chain read (constants, the key's transpose).
       for (Operation *def : inputs)
-        if (def->use_empty() && isPure(def))
-          def->erase();
+        eraseIfDead(def);
     }
     // Every attention op, fused here or imported (ONNX's Attention).
     getOperation().walk([](AttentionOp att) {
