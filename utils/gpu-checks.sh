@@ -139,8 +139,10 @@ PY
     shape="$B/bench/shape.onnx"; [ $m = tiny ] && shape="$B/bench/tiny.onnx"
     base="--zero-stage=2 --world-size=1"
     $BUILD/bin/zero-opt "$shape" $base --report=json > "$B/mem/$m-fp32.json"
-    # Half the peak (the tiny GPT: its own peak; recomputation saves it nothing).
-    share=0.5; [ $m = tiny ] && share=1.0
+    # 60% of the peak (the least recomputation and small buckets reach is about
+    # 51% of GPT-2 small's fp32 peak; the tiny GPT: its own peak, recomputation
+    # saves it nothing).
+    share=0.6; [ $m = tiny ] && share=1.0
     budget=$("$BUILD/python-env/bin/python" -c "import json, sys; print(json.load(open(sys.argv[1]))['per_rank_bytes']['total_peak'] * $share / 2**30)" "$B/mem/$m-fp32.json")
     echo "{\"fp32-budget\": $("$BUILD/python-env/bin/python" -c "print(int($budget * 2**30))")}" > "$B/mem/$m-budgets.json"
     for v in "fp32:" "fp32-budget:--max-memory-gb=$budget" "fp32-offload:--offload-optimizer=cpu" \

@@ -240,9 +240,19 @@ def main():
     # key and value have the config's key/value heads, not copies per query head.
     kv_heads = getattr(initial.config, "num_key_value_heads", None) or \
         initial.config.num_attention_heads
-    operands = re.findall(r"plan\.kernel attention ins\([^:]*: memref<([0-9x]+)x\w+>, "
-                          r"memref<([0-9x]+)x\w+>, memref<([0-9x]+)x\w+>", plan)
-    heads = sorted({(int(k.split("x")[1]), int(v.split("x")[1])) for _, k, v in operands})
+    # An operand read in place (a head of the QKV projection) has its view's
+    # shape as an attribute; one read as it lies, its buffer's.
+    def operand_heads(line, name, buffer):
+        view = re.search(r"\b%s_shape = array<i64: (\d+), (\d+)" % name, line)
+        return int(view.group(2)) if view else int(buffer.split("x")[1])
+    heads = set()
+    for line in plan.splitlines():
+        buffers = re.search(r"plan\.kernel attention ins\([^:]*: memref<([0-9x]+)x\w+>, "
+                            r"memref<([0-9x]+)x\w+>, memref<([0-9x]+)x\w+>", line)
+        if buffers:
+            heads.add((operand_heads(line, "key", buffers.group(2)),
+                       operand_heads(line, "value", buffers.group(3))))
+    heads = sorted(heads)
     print("fused attention's key and value heads: %s (the config's: %d)" % (heads, kv_heads))
     if heads != [(kv_heads, kv_heads)]:
         print("expected the key and value to have the config's key/value heads")

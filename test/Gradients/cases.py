@@ -84,6 +84,19 @@ CASES = [
          {"Q": [1, 1, 3, 2], "K": [1, 1, 4, 2], "V": [1, 1, 4, 2]}, opset=23),
     case("attention_partial_blocks", ["  Y = Attention<is_causal = 1>(Q, K, V)"],
          {"Q": [1, 1, 300, 1], "K": [1, 1, 300, 1], "V": [1, 1, 300, 1]}, opset=23),
+    # Heads read where a fused QKV projection wrote them and the result written
+    # where the head merge wants it (the kernels' strided views, no transposes):
+    # two query heads and one key/value head of 3 from one [2, 5, 12] tensor.
+    case("attention_heads_in_place",
+         [C("n", 3, "6, 3, 3"), "  q, k, v = Split<axis = 2>(A, n)",
+          C("qs", 4, "2, 5, 2, 3"), C("ks", 4, "2, 5, 1, 3"),
+          "  q4 = Reshape(q, qs)", "  k4 = Reshape(k, ks)", "  v4 = Reshape(v, ks)",
+          "  qh = Transpose<perm = [0, 2, 1, 3]>(q4)", "  kh = Transpose<perm = [0, 2, 1, 3]>(k4)",
+          "  vh = Transpose<perm = [0, 2, 1, 3]>(v4)",
+          "  o = Attention<is_causal = 1>(qh, kh, vh)",
+          "  ot = Transpose<perm = [0, 2, 1, 3]>(o)", C("os", 3, "2, 5, 6"),
+          "  Y = Reshape(ot, os)"],
+         {"A": [2, 5, 12]}, opset=23),
     # Reductions.
     case("reduce_sum", [C("ax", 1, "1"), "  Y = ReduceSum<keepdims = 0>(A, ax)"], {"A": [2, 3, 2]}),
     case("reduce_sum_all", ["  Y = ReduceSum(A)"], {"A": [2, 3]}),

@@ -6,6 +6,7 @@
 
 #include "zero/Conversion/ComputeToPlan/ArenaAllocator.h"
 #include "zero/Conversion/ComputeToPlan/FusedProgram.h"
+#include "zplan/AttentionViews.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Conversion/Passes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
@@ -267,65 +268,24 @@ private:
         v = {it->second.root, it->second.bytes + at};
       viewOf[op.getResult(0)] = v;
     }
-    foldMatMulLayouts();
+    foldStridedLayouts();
     return success();
   }
 
-  /// Matmuls read their operands, and write their result, in place through
-  /// slices, reshapes and transposes where BLAS can (a strided matrix: a head
-  /// split or merge, a slice of a fused QKV projection, a transposed weight):
-  /// the kernel takes the chain's first value with the strides, and a chain op
-  /// that only such matmuls read is not run. Without views, only a transpose of
-  /// the last two dimensions is read in place (a flag BLAS takes for free).
-  void foldMatMulLayouts() {
+  /// Matmuls and fused attention read their operands, and write their results,
+  /// in place through slices, reshapes and transposes where their kernels can: a
+  /// matmul a strided matrix (a head split or merge, a slice of a fused QKV
+  /// projection, a transposed weight), attention any view whose rows are
+  /// contiguous. The kernel takes the chain's first value with the strides, and a
+  /// chain op that only such kernels read is not run. Without views, only a
+  /// transpose of a matmul's last two dimensions is read in place (a flag BLAS
+  /// takes for free).
+  void foldStridedLayouts() {
     for (Operation &op : entry) {
-      auto mm = dyn_cast<compute::MatMulOp>(op);
-      if (!mm)
-        continue;
-      for (unsigned i = 0; i < 2; ++i) {
-        Value v = op.getOperand(i);
-        auto shape = cast<RankedTensorType>(v.getType()).getShape();
-        size_t r = shape.size();
-        if (r < 2 || !costsAKernel(v))
-          continue;
-        std::optional<StridedView> view;
-        auto t = dyn_cast<compute::TransposeOp>(v.getDefiningOp());
-        if (t && isLastTwoSwap(t) && (!views || !costsAKernel(t.getInput()))) {
-          // The transposed buffer of a whole value: a flag.
-          view = StridedView{t.getInput(),
-                             computeStrides(
-                                 cast<RankedTensorType>(t.getInput().getType()).getShape()),
-                             0};
-          std::swap(view->strides[r - 1], view->strides[r - 2]);
-        } else if (views) {
-          view = stridedViewOf(v);
-        }
-        if (view && isBlasMatrix(shape[r - 2], shape[r - 1], view->strides[r - 2],
-                                 view->strides[r - 1])) {
-          operandView[{&op, i}] = *view;
-          roots.insert(view->root);
-        }
-      }
-      // The result written straight into the one transpose that reads it.
-      Value res = mm.getResult();
-      if (!views || !res.hasOneUse())
-        continue;
-      auto t = dyn_cast<compute::TransposeOp>(*res.getUsers().begin());
-      if (!t || movesNoElement(t) || updateOf.count(t.getResult()) ||
-          llvm::is_contained(terminator->getOperands(), t.getResult()))
-        continue;
-      ArrayRef<int64_t> perm = t.getPerm();
-      SmallVector<int64_t> into = computeStrides(
-          cast<RankedTensorType>(t.getResult().getType()).getShape());
-      auto shape = cast<RankedTensorType>(res.getType()).getShape();
-      SmallVector<int64_t> strides(perm.size());
-      for (size_t d = 0; d < perm.size(); ++d)
-        strides[perm[d]] = into[d];
-      size_t r = shape.size();
-      if (r >= 2 && isBlasMatrix(shape[r - 2], shape[r - 1], strides[r - 2], strides[r - 1])) {
-        resultView[&op] = StridedView{t.getResult(), strides, 0};
-        writtenBy[t.getResult()] = &op;
-      }
+      if (isa<compute::MatMulOp>(op))
+        foldMatMulLayouts(op);
+      else if (views && isa<compute::AttentionOp, compute::AttentionGradOp>(op))
+        foldAttentionLayouts(op);
     }
     // Chain ops every reader of which reads through them are dropped (readers
     // come after, so one backward sweep settles it).
@@ -339,6 +299,111 @@ private:
       if (allThrough)
         dropped.insert(&op);
     }
+  }
+
+  void foldMatMulLayouts(Operation &op) {
+    for (unsigned i = 0; i < 2; ++i) {
+      Value v = op.getOperand(i);
+      auto shape = cast<RankedTensorType>(v.getType()).getShape();
+      size_t r = shape.size();
+      if (r < 2 || !costsAKernel(v))
+        continue;
+      std::optional<StridedView> view;
+      auto t = dyn_cast<compute::TransposeOp>(v.getDefiningOp());
+      if (t && isLastTwoSwap(t) && (!views || !costsAKernel(t.getInput()))) {
+        // The transposed buffer of a whole value: a flag.
+        view = StridedView{t.getInput(),
+                           computeStrides(
+                               cast<RankedTensorType>(t.getInput().getType()).getShape()),
+                           0};
+        std::swap(view->strides[r - 1], view->strides[r - 2]);
+      } else if (views) {
+        view = stridedViewOf(v);
+      }
+      if (view && isBlasMatrix(shape[r - 2], shape[r - 1], view->strides[r - 2],
+                               view->strides[r - 1])) {
+        operandView[{&op, i}] = *view;
+        roots.insert(view->root);
+      }
+    }
+    // The result written straight into the one transpose that reads it.
+    Value res = op.getResult(0);
+    if (!views || !res.hasOneUse())
+      return;
+    std::optional<StridedView> into = transposeTarget(res);
+    auto shape = cast<RankedTensorType>(res.getType()).getShape();
+    size_t r = shape.size();
+    if (into && r >= 2 &&
+        isBlasMatrix(shape[r - 2], shape[r - 1], into->strides[r - 2], into->strides[r - 1]))
+      writeInto(res, *into);
+  }
+
+  /// Attention's [batch, heads, rows, width] operands (zplan/AttentionViews.h)
+  /// read as views whose rows are contiguous: the heads of a QKV projection where
+  /// it wrote them. Its results written into the transpose that merges their heads
+  /// (the forward's result also read by the gradients, through the same view).
+  void foldAttentionLayouts(Operation &op) {
+    bool grad = isa<compute::AttentionGradOp>(op);
+    auto rowsContiguous = [](Value v, const StridedView &view) {
+      return cast<RankedTensorType>(v.getType()).getShape()[3] <= 1 || view.strides[3] == 1;
+    };
+    for (unsigned i = 0; i < op.getNumOperands(); ++i) {
+      Value v = op.getOperand(i);
+      if (!::zplan::attention::inputView(grad, i) || operandView.count({&op, i}) ||
+          !costsAKernel(v))
+        continue;
+      std::optional<StridedView> view = stridedViewOf(v);
+      if (view && rowsContiguous(v, *view)) {
+        operandView[{&op, i}] = *view;
+        roots.insert(view->root);
+      }
+    }
+    for (OpResult res : op.getResults()) {
+      if (!::zplan::attention::outputView(grad, res.getResultNumber()))
+        continue;
+      // Besides the transpose, only gradients may read it (their "out" operand).
+      compute::TransposeOp merge;
+      bool readable = llvm::all_of(res.getUses(), [&](OpOperand &use) {
+        auto t = dyn_cast<compute::TransposeOp>(use.getOwner());
+        if (t && !merge) {
+          merge = t;
+          return true;
+        }
+        return isa<compute::AttentionGradOp>(use.getOwner()) && use.getOperandNumber() == 3;
+      });
+      if (!readable || !merge)
+        continue;
+      std::optional<StridedView> into = transposeTarget(res, merge);
+      if (!into || !rowsContiguous(res, *into))
+        continue;
+      writeInto(res, *into);
+      for (OpOperand &use : res.getUses())
+        if (use.getOwner() != merge)
+          operandView[{use.getOwner(), use.getOperandNumber()}] = *into;
+    }
+  }
+
+  /// `res` as a view of the result of the transpose `t` that reads it (its one
+  /// reader when not given), where the result could take it: a transpose that
+  /// moves elements and whose result is neither an update nor an output.
+  std::optional<StridedView> transposeTarget(Value res, compute::TransposeOp t = {}) {
+    if (!t)
+      t = dyn_cast<compute::TransposeOp>(*res.getUsers().begin());
+    if (!t || t.getInput() != res || movesNoElement(t) || updateOf.count(t.getResult()) ||
+        llvm::is_contained(terminator->getOperands(), t.getResult()))
+      return std::nullopt;
+    ArrayRef<int64_t> perm = t.getPerm();
+    SmallVector<int64_t> into =
+        computeStrides(cast<RankedTensorType>(t.getResult().getType()).getShape());
+    SmallVector<int64_t> strides(perm.size());
+    for (size_t d = 0; d < perm.size(); ++d)
+      strides[perm[d]] = into[d];
+    return StridedView{t.getResult(), strides, 0};
+  }
+
+  void writeInto(Value res, const StridedView &into) {
+    resultView[res] = into;
+    writtenBy[into.root] = res.getDefiningOp();
   }
 
   /// `v` as a strided view of the first value of the slices, reshapes and
@@ -398,7 +463,7 @@ private:
   }
   /// The value whose buffer result `r` is written into.
   Value writeOf(Value r) {
-    auto it = resultView.find(r.getDefiningOp());
+    auto it = resultView.find(r);
     return it == resultView.end() ? r : it->second.root;
   }
   /// Ops that emit nothing and read nothing: dropped chain ops, transposes a
@@ -670,34 +735,40 @@ private:
         return failure();
       attrs.append("program", b.getDenseI64ArrayAttr(*program));
     }
-    if (isa<compute::MatMulOp>(op))
-      appendMatMulLayouts(op, attrs);
+    appendLayouts(op, attrs);
     return attrs.getDictionary(op.getContext());
   }
 
-  /// A matmul's operands and result read or written in place: a transpose of the
-  /// last two dimensions of a whole tensor as a flag, anything else as a view.
-  void appendMatMulLayouts(Operation &op, NamedAttrList &attrs) {
+  /// Operands and results read or written in place: a matmul's transpose of the
+  /// last two dimensions of a whole tensor as a flag, anything else as a view
+  /// (NAME_shape, NAME_strides, NAME_offset).
+  void appendLayouts(Operation &op, NamedAttrList &attrs) {
     auto appendView = [&](StringRef name, Value v, const StridedView &view) {
       attrs.append(name.str() + "_shape",
                    b.getDenseI64ArrayAttr(cast<RankedTensorType>(v.getType()).getShape()));
       attrs.append(name.str() + "_strides", b.getDenseI64ArrayAttr(view.strides));
       attrs.append(name.str() + "_offset", b.getI64IntegerAttr(view.offset));
     };
-    for (unsigned i = 0; i < 2; ++i) {
+    bool matmul = isa<compute::MatMulOp>(op);
+    bool grad = isa<compute::AttentionGradOp>(op);
+    if (!matmul && !isa<compute::AttentionOp>(op) && !grad)
+      return;
+    for (unsigned i = 0; i < op.getNumOperands(); ++i) {
       auto it = operandView.find({&op, i});
       if (it == operandView.end())
         continue;
-      StringRef name = i == 0 ? "lhs" : "rhs";
+      StringRef name = matmul ? (i == 0 ? "lhs" : "rhs") : ::zplan::attention::inputView(grad, i);
       Value v = op.getOperand(i);
-      auto def = dyn_cast<compute::TransposeOp>(v.getDefiningOp());
-      if (def && isLastTwoSwap(def) && def.getInput() == it->second.root)
+      auto def = dyn_cast_or_null<compute::TransposeOp>(v.getDefiningOp());
+      if (matmul && def && isLastTwoSwap(def) && def.getInput() == it->second.root)
         attrs.append("transpose_" + name.str(), b.getBoolAttr(true));
       else
         appendView(name, v, it->second);
     }
-    if (auto it = resultView.find(&op); it != resultView.end())
-      appendView("out", op.getResult(0), it->second);
+    for (OpResult r : op.getResults())
+      if (auto it = resultView.find(r); it != resultView.end())
+        appendView(matmul ? "out" : ::zplan::attention::outputView(grad, r.getResultNumber()),
+                   r, it->second);
   }
 
   /// A new value whose argument nobody reads any more goes into it at once (not
@@ -798,11 +869,11 @@ private:
 
   // fold
   DenseMap<Value, Value> source;              // wait -> the value it completes
-  DenseMap<std::pair<Operation *, unsigned>, StridedView> operandView; // matmul reads
-  DenseMap<Operation *, StridedView> resultView; // matmul -> the transpose it writes
-  DenseMap<Value, Operation *> writtenBy;         // that transpose's result -> matmul
-  DenseSet<Operation *> dropped;                 // chain ops no kernel reads
-  DenseSet<Value> roots;                         // values matmuls read through chains
+  DenseMap<std::pair<Operation *, unsigned>, StridedView> operandView; // views read
+  DenseMap<Value, StridedView> resultView;    // a result -> the transpose it is written into
+  DenseMap<Value, Operation *> writtenBy;     // that transpose's result -> the writer
+  DenseSet<Operation *> dropped;              // chain ops no kernel reads
+  DenseSet<Value> roots;                      // values kernels read through chains
   DenseMap<Value, BlockArgument> updateOf;    // new value -> the argument it replaces
   DenseMap<Value, View> viewOf;
   // liveness

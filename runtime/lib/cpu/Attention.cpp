@@ -18,6 +18,8 @@
 #include "KernelUtil.h"
 #include "VectorLoops.h"
 #include "../kernels/ElementwiseMath.h"
+#include "../kernels/StridedOperand.h"
+#include "zplan/AttentionViews.h"
 #include "zrt/ParallelFor.h"
 
 #include <cblas.h>
@@ -93,33 +95,38 @@ template <typename C> ZRT_VECTORIZED void multiplyRows(const C *a, const C *b, C
     out[c] = a[c] * b[c];
 }
 
-/// `count` contiguous elements of x in the compute type C: x itself when it is
-/// already C, else converted into `buffer` (resized to fit).
+/// `rows` rows of `cols` elements of x (row stride `stride`) in the compute type
+/// C, and their row stride: x itself when it is already C, else converted into
+/// `buffer` (resized to fit), rows packed.
 template <typename T, typename C>
-const C *asCompute(const T *x, int64_t count, std::vector<C> &buffer) {
+std::pair<const C *, int64_t> asCompute(const T *x, int64_t rows, int64_t cols, int64_t stride,
+                                        std::vector<C> &buffer) {
   if constexpr (std::is_same_v<T, C>) {
-    return x;
+    return {x, rows <= 1 ? cols : stride}; // BLAS wants a leading dimension >= cols
   } else {
-    if ((int64_t)buffer.size() < count)
-      buffer.resize(count);
-    for (int64_t i = 0; i < count; ++i)
-      buffer[i] = (C)x[i];
-    return buffer.data();
+    if ((int64_t)buffer.size() < rows * cols)
+      buffer.resize(rows * cols);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        buffer[r * cols + c] = (C)x[r * stride + c];
+    return {buffer.data(), cols};
   }
 }
 
-/// The `rows` x `cols` row-major x, transposed into `out` (cols x rows, row
-/// stride `ld`) in the compute type: the block products then read keys and values
-/// as Kᵀ and Vᵀ with no transposed operand, which OpenBLAS multiplies some 15%
-/// faster at these shapes. In tiles of 16 rows: each write fills a cache line.
+/// The `rows` x `cols` matrix x (row stride `stride`), transposed into `out`
+/// (cols x rows, row stride `ld`) in the compute type: the block products then
+/// read keys and values as Kᵀ and Vᵀ with no transposed operand, which OpenBLAS
+/// multiplies some 15% faster at these shapes. In tiles of 16 rows: each write
+/// fills a cache line.
 template <typename T, typename C>
-void transposeInto(const T *x, int64_t rows, int64_t cols, C *out, int64_t ld) {
+void transposeInto(const T *x, int64_t rows, int64_t cols, int64_t stride, C *out,
+                   int64_t ld) {
   constexpr int64_t kTile = 16;
   for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
     int64_t r1 = std::min(rows, r0 + kTile);
     for (int64_t c = 0; c < cols; ++c)
       for (int64_t r = r0; r < r1; ++r)
-        out[c * ld + r] = (C)x[r * cols + c];
+        out[c * ld + r] = (C)x[r * stride + c];
   }
 }
 
@@ -167,8 +174,8 @@ void attentionForward(const Geometry &g, const T *q, const T *k, const T *v,
   std::vector<C> keysT(g.batch * g.kvHeads * g.size * g.kvLen);
   parallelFor(g.batch * g.kvHeads, 1, [&](int64_t begin, int64_t end) {
     for (int64_t bkv = begin; bkv < end; ++bkv)
-      transposeInto(k + bkv * g.kvLen * g.size, g.kvLen, g.size,
-                    keysT.data() + bkv * g.size * g.kvLen, g.kvLen);
+      transposeInto(k + g.key.at(bkv / g.kvHeads, bkv % g.kvHeads, 0), g.kvLen, g.size,
+                    g.key.row, keysT.data() + bkv * g.size * g.kvLen, g.kvLen);
   });
   int64_t qBlocks = (g.qLen + kQueryBlock - 1) / kQueryBlock;
   parallelFor(g.batch * g.qHeads * qBlocks, 1, [&](int64_t begin, int64_t end) {
@@ -178,16 +185,16 @@ void attentionForward(const Geometry &g, const T *q, const T *k, const T *v,
       int64_t bh = task / qBlocks, i0 = (task % qBlocks) * kQueryBlock;
       int64_t b = bh / g.qHeads, h = bh % g.qHeads, kvh = h / g.group();
       int64_t rows = std::min(kQueryBlock, g.qLen - i0);
-      const C *qb = asCompute(q + (bh * g.qLen + i0) * g.size, rows * g.size, qBuf);
+      auto [qb, ldq] = asCompute(q + g.query.at(b, h, i0), rows, g.size, g.query.row, qBuf);
       const C *kth = keysT.data() + (b * g.kvHeads + kvh) * g.size * g.kvLen;
-      const T *vh = v + (b * g.kvHeads + kvh) * g.kvLen * g.vSize;
+      const T *vh = v + g.value.at(b, kvh, 0);
       std::fill(m.begin(), m.end(), lowest);
       std::fill(l.begin(), l.end(), C(0));
       std::fill(acc.begin(), acc.end(), C(0));
       for (int64_t j0 = 0, jEnd = keyEnd(g, i0, rows); j0 < jEnd; j0 += kKeyBlock) {
         int64_t cols = std::min(kKeyBlock, jEnd - j0);
-        const C *vb = asCompute(vh + j0 * g.vSize, cols * g.vSize, vBuf);
-        gemm(false, false, rows, cols, g.size, (C)g.scale, qb, g.size, kth + j0, g.kvLen, C(0),
+        auto [vb, ldv] = asCompute(vh + j0 * g.value.row, cols, g.vSize, g.value.row, vBuf);
+        gemm(false, false, rows, cols, g.size, (C)g.scale, qb, ldq, kth + j0, g.kvLen, C(0),
              s.data(), cols);
         maskScores<T>(g, mask, b, h, i0, rows, j0, cols, s.data());
         // Online softmax: rescale what the row has summed to the new maximum.
@@ -207,20 +214,27 @@ void attentionForward(const Geometry &g, const T *q, const T *k, const T *v,
           }
           l[r] += sum;
         }
-        gemm(false, false, rows, g.vSize, cols, C(1), s.data(), cols, vb, g.vSize, C(1),
+        gemm(false, false, rows, g.vSize, cols, C(1), s.data(), cols, vb, ldv, C(1),
              acc.data(), g.vSize);
       }
-      T *o = out + (bh * g.qLen + i0) * g.vSize;
+      T *o = out + g.out.at(b, h, i0);
       C *rowLse = lse + bh * g.qLen + i0;
       for (int64_t r = 0; r < rows; ++r) {
         bool seen = l[r] > 0; // a row that sees no key is zeros
         for (int64_t d = 0; d < g.vSize; ++d)
-          o[r * g.vSize + d] = T(seen ? acc[r * g.vSize + d] / l[r] : C(0));
+          o[r * g.out.row + d] = T(seen ? acc[r * g.vSize + d] / l[r] : C(0));
         rowLse[r] = seen ? m[r] + std::log(l[r]) : lowest;
       }
     }
   });
 }
+
+/// A head's rows: where its first row starts and the step from one row to the next.
+template <typename X> struct Rows {
+  X *p;
+  int64_t ld;
+  X *row(int64_t r) const { return p + r * ld; }
+};
 
 /// The FlashAttention-2 backward of one query head, on one thread: for each block
 /// of keys, every block of queries that sees it recomputes P = exp(S - lse) and
@@ -237,37 +251,38 @@ template <typename T> struct HeadBackward {
     dp.resize(std::max(kBackwardQueryBlock * kBackwardKeyBlock, g.vSize));
   }
 
-  void run(int64_t b, int64_t h, const T *q, const T *k, const T *v, const T *out,
-           const C *lse, const T *dout, C *dq, C *dk, C *dv) {
-    const C *qh = asCompute(q, g.qLen * g.size, qBuf);
-    const C *kh = asCompute(k, g.kvLen * g.size, kBuf);
-    const C *vh = asCompute(v, g.kvLen * g.vSize, vBuf);
-    const C *oh = asCompute(out, g.qLen * g.vSize, oBuf);
-    const C *doh = asCompute(dout, g.qLen * g.vSize, doBuf);
+  void run(int64_t b, int64_t h, Rows<const T> q, Rows<const T> k, Rows<const T> v,
+           Rows<const T> out, const C *lse, Rows<const T> dout, Rows<C> dq, Rows<C> dk,
+           Rows<C> dv) {
+    auto [qh, ldq] = asCompute(q.p, g.qLen, g.size, q.ld, qBuf);
+    auto [kh, ldk] = asCompute(k.p, g.kvLen, g.size, k.ld, kBuf);
+    auto [vh, ldv] = asCompute(v.p, g.kvLen, g.vSize, v.ld, vBuf);
+    auto [oh, ldo] = asCompute(out.p, g.qLen, g.vSize, out.ld, oBuf);
+    auto [doh, lddo] = asCompute(dout.p, g.qLen, g.vSize, dout.ld, doBuf);
     delta.resize(g.qLen);
     for (int64_t r = 0; r < g.qLen; ++r) { // delta = rowsum(dO * O)
-      multiplyRows(doh + r * g.vSize, oh + r * g.vSize, dp.data(), g.vSize);
+      multiplyRows(doh + r * lddo, oh + r * ldo, dp.data(), g.vSize);
       delta[r] = sumRunInPlace(dp.data(), g.vSize);
     }
-    std::fill(dq, dq + g.qLen * g.size, C(0));
-    std::fill(dk, dk + g.kvLen * g.size, C(0));
-    std::fill(dv, dv + g.kvLen * g.vSize, C(0));
+    for (auto [x, rows, width] : {std::tuple{dq, g.qLen, g.size}, std::tuple{dk, g.kvLen, g.size},
+                                  std::tuple{dv, g.kvLen, g.vSize}})
+      for (int64_t r = 0; r < rows; ++r)
+        std::fill(x.row(r), x.row(r) + width, C(0));
     C scale = (C)g.scale;
     for (int64_t j0 = 0; j0 < g.kvLen; j0 += kBackwardKeyBlock) {
       int64_t cols = std::min(kBackwardKeyBlock, g.kvLen - j0);
-      const C *kb = kh + j0 * g.size;
+      const C *kb = kh + j0 * ldk;
       ktBuf.resize(g.size * cols);
       vtBuf.resize(g.vSize * cols);
-      transposeInto(kb, cols, g.size, ktBuf.data(), cols);
-      transposeInto(vh + j0 * g.vSize, cols, g.vSize, vtBuf.data(), cols);
+      transposeInto(kb, cols, g.size, ldk, ktBuf.data(), cols);
+      transposeInto(vh + j0 * ldv, cols, g.vSize, ldv, vtBuf.data(), cols);
       const C *kt = ktBuf.data(), *vt = vtBuf.data();
       // Causal: query rows before j0 see none of these keys.
       for (int64_t i0 = g.causal ? j0 / kBackwardQueryBlock * kBackwardQueryBlock : 0; i0 < g.qLen;
            i0 += kBackwardQueryBlock) {
         int64_t rows = std::min(kBackwardQueryBlock, g.qLen - i0);
-        const C *qb = qh + i0 * g.size, *dob = doh + i0 * g.vSize;
-        gemm(false, false, rows, cols, g.size, scale, qb, g.size, kt, cols, C(0), s.data(),
-             cols);
+        const C *qb = qh + i0 * ldq, *dob = doh + i0 * lddo;
+        gemm(false, false, rows, cols, g.size, scale, qb, ldq, kt, cols, C(0), s.data(), cols);
         maskScores<T>(g, mask, b, h, i0, rows, j0, cols, s.data());
         for (int64_t r = 0; r < rows; ++r) {
           C *row = s.data() + r * cols;
@@ -277,26 +292,28 @@ template <typename T> struct HeadBackward {
             (void)expShiftedSum(row, lse[i0 + r], cols); // masked (-inf) scores give 0
         }
         // dV += Pᵀ dO; dP = dO Vᵀ; dS = P (dP - delta) in place of P.
-        gemm(true, false, cols, g.vSize, rows, C(1), s.data(), cols, dob, g.vSize, C(1),
-             dv + j0 * g.vSize, g.vSize);
-        gemm(false, false, rows, cols, g.vSize, C(1), dob, g.vSize, vt, cols, C(0),
-             dp.data(), cols);
+        gemm(true, false, cols, g.vSize, rows, C(1), s.data(), cols, dob, lddo, C(1),
+             dv.row(j0), dv.ld);
+        gemm(false, false, rows, cols, g.vSize, C(1), dob, lddo, vt, cols, C(0), dp.data(),
+             cols);
         for (int64_t r = 0; r < rows; ++r)
           scoreGradRow(s.data() + r * cols, dp.data() + r * cols, delta[i0 + r], cols);
         // dK += scale dSᵀ Q; dQ += scale dS K.
-        gemm(true, false, cols, g.size, rows, scale, s.data(), cols, qb, g.size, C(1),
-             dk + j0 * g.size, g.size);
-        gemm(false, false, rows, g.size, cols, scale, s.data(), cols, kb, g.size, C(1),
-             dq + i0 * g.size, g.size);
+        gemm(true, false, cols, g.size, rows, scale, s.data(), cols, qb, ldq, C(1), dk.row(j0),
+             dk.ld);
+        gemm(false, false, rows, g.size, cols, scale, s.data(), cols, kb, ldk, C(1),
+             dq.row(i0), dq.ld);
       }
     }
   }
 };
 
-/// dst[i] = T(src[i]) for `count` elements.
-template <typename T, typename C> void store(const C *src, int64_t count, T *dst) {
-  for (int64_t i = 0; i < count; ++i)
-    dst[i] = T(src[i]);
+/// `rows` rows of `width` elements, packed in `src`, into dst's rows as T.
+template <typename T, typename C>
+void store(const C *src, int64_t rows, int64_t width, Rows<T> dst) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t d = 0; d < width; ++d)
+      dst.row(r)[d] = T(src[r * width + d]);
 }
 
 template <typename T>
@@ -311,31 +328,33 @@ void attentionBackward(const Geometry &g, const T *q, const T *k, const T *v, co
   // unless the outputs can take them directly (f32, one head per key/value head).
   bool direct = std::is_same_v<T, C> && g.group() == 1;
   std::vector<C> dkHeads(direct ? 0 : heads * kCount), dvHeads(direct ? 0 : heads * vCount);
+  auto rowsOf = [](auto *base, const kernels::HeadLayout &l, int64_t b, int64_t h) {
+    return Rows<std::remove_pointer_t<decltype(base)>>{base + l.at(b, h, 0), l.row};
+  };
   parallelFor(heads, 1, [&](int64_t begin, int64_t end) {
     HeadBackward<T> head(g, mask);
     std::vector<C> dqAcc;
     for (int64_t bh = begin; bh < end; ++bh) {
-      int64_t b = bh / g.qHeads, h = bh % g.qHeads;
-      int64_t bkv = b * g.kvHeads + h / g.group();
-      C *dqh, *dkh, *dvh;
+      int64_t b = bh / g.qHeads, h = bh % g.qHeads, kvh = h / g.group();
+      Rows<C> dqh, dkh, dvh;
       if constexpr (std::is_same_v<T, C>) {
-        dqh = dq + bh * qCount;
+        dqh = rowsOf(dq, g.dquery, b, h);
       } else {
         dqAcc.resize(qCount);
-        dqh = dqAcc.data();
+        dqh = {dqAcc.data(), g.size};
       }
       if (direct) {
-        dkh = reinterpret_cast<C *>(dk) + bkv * kCount;
-        dvh = reinterpret_cast<C *>(dv) + bkv * vCount;
+        dkh = rowsOf(reinterpret_cast<C *>(dk), g.dkey, b, kvh);
+        dvh = rowsOf(reinterpret_cast<C *>(dv), g.dvalue, b, kvh);
       } else {
-        dkh = dkHeads.data() + bh * kCount;
-        dvh = dvHeads.data() + bh * vCount;
+        dkh = {dkHeads.data() + bh * kCount, g.size};
+        dvh = {dvHeads.data() + bh * vCount, g.vSize};
       }
-      head.run(b, h, q + bh * qCount, k + bkv * kCount, v + bkv * vCount,
-               out + bh * g.qLen * g.vSize, lse + bh * g.qLen, dout + bh * g.qLen * g.vSize,
-               dqh, dkh, dvh);
+      head.run(b, h, rowsOf(q, g.query, b, h), rowsOf(k, g.key, b, kvh),
+               rowsOf(v, g.value, b, kvh), rowsOf(out, g.out, b, h), lse + bh * g.qLen,
+               rowsOf(dout, g.dout, b, h), dqh, dkh, dvh);
       if constexpr (!std::is_same_v<T, C>)
-        store(dqh, qCount, dq + bh * qCount);
+        store(dqh.p, g.qLen, g.size, rowsOf(dq, g.dquery, b, h));
     }
   });
   if (direct)
@@ -344,19 +363,73 @@ void attentionBackward(const Geometry &g, const T *q, const T *k, const T *v, co
   parallelFor(g.batch * g.kvHeads, 1, [&](int64_t begin, int64_t end) {
     std::vector<C> sum;
     for (int64_t bkv = begin; bkv < end; ++bkv) {
-      int64_t first = (bkv / g.kvHeads) * g.qHeads + (bkv % g.kvHeads) * g.group();
-      for (auto [heads, count, to] : {std::tuple{&dkHeads, kCount, dk + bkv * kCount},
-                                      std::tuple{&dvHeads, vCount, dv + bkv * vCount}}) {
+      int64_t b = bkv / g.kvHeads, kvh = bkv % g.kvHeads;
+      int64_t first = b * g.qHeads + kvh * g.group();
+      for (auto [heads, width, to] :
+           {std::tuple{&dkHeads, g.size, rowsOf(dk, g.dkey, b, kvh)},
+            std::tuple{&dvHeads, g.vSize, rowsOf(dv, g.dvalue, b, kvh)}}) {
+        int64_t count = g.kvLen * width;
         sum.assign(heads->begin() + first * count, heads->begin() + (first + 1) * count);
         for (int64_t h = 1; h < g.group(); ++h) {
           const C *part = heads->data() + (first + h) * count;
           for (int64_t i = 0; i < count; ++i)
             sum[i] += part[i];
         }
-        store(sum.data(), count, to);
+        store(sum.data(), g.kvLen, width, to);
       }
     }
   });
+}
+
+BoundKernel bindAttention(const KernelCall &call) {
+  Geometry g = attentionGeometry(call, /*grad=*/false);
+  const TensorView q = call.ins[0], k = call.ins[1], v = call.ins[2], out = call.outs[0],
+                   lse = call.outs[1];
+  const void *m = call.ins.size() == 4 ? call.ins[3].data : nullptr;
+  return dispatchFloat(q.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      attentionForward(g, q.as<T>(), k.as<T>(), v.as<T>(), m, out.as<T>(),
+                       lse.as<ComputeType<T>>());
+    };
+  });
+}
+
+BoundKernel bindAttentionGrad(const KernelCall &call) {
+  Geometry g = attentionGeometry(call, /*grad=*/true);
+  const TensorView q = call.ins[0], k = call.ins[1], v = call.ins[2], out = call.ins[3],
+                   lse = call.ins[4], dout = call.ins[5];
+  const TensorView dq = call.outs[0], dk = call.outs[1], dv = call.outs[2];
+  const void *m = call.ins.size() == 7 ? call.ins[6].data : nullptr;
+  return dispatchFloat(q.dtype, call, [=](auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    return [=] {
+      attentionBackward(g, q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
+                        lse.as<ComputeType<T>>(), dout.as<T>(), m, dq.as<T>(), dk.as<T>(),
+                        dv.as<T>());
+    };
+  });
+}
+
+/// Operand `name` over `t`, as attention reads or writes it: `t` as it lies or a
+/// view of it (zplan/AttentionViews.h), of shape `expected`, its rows' elements
+/// contiguous; one it writes covers `t` once (no element written twice, none left).
+kernels::HeadLayout headLayout(const KernelCall &call, const char *name, const TensorView &t,
+                               const Shape &expected, bool written) {
+  kernels::StridedOperand view = kernels::stridedOperandOf(call, name, t);
+  ZRT_CHECK(view.shape == expected, call.where() << ": the " << name << " is "
+                                                 << shapeString(view.shape) << ", not "
+                                                 << shapeString(expected));
+  ZRT_CHECK((view.strides[3] == 1 || expected[3] <= 1) &&
+                (expected[2] <= 1 || view.strides[2] >= expected[3]),
+            call.where() << ": the " << name
+                         << " view's rows are not contiguous and apart (strides "
+                         << shapeString(view.strides) << ")");
+  if (written)
+    ZRT_CHECK(kernels::coversOnce(view, t.numel()),
+              call.where() << ": the " << name
+                           << " view does not cover its tensor exactly once");
+  return {view.offset, view.strides[0], view.strides[1], view.strides[2]};
 }
 
 /// The log-sum-exp is kept in the compute type: f32, or f64 for f64 queries.
@@ -369,83 +442,41 @@ void checkLse(const KernelCall &call, const TensorView &lse, const TensorView &q
   expectShape(call, lse, {g.batch, g.qHeads, g.qLen}, "log-sum-exp");
 }
 
-BoundKernel bindAttention(const KernelCall &call) {
-  ZRT_CHECK((call.ins.size() == 3 || call.ins.size() == 4) && call.outs.size() == 2,
-            call.where() << ": takes query, key, value and an optional mask, and gives "
-                            "the result and the log-sum-exp");
-  const TensorView q = call.ins[0], k = call.ins[1], v = call.ins[2];
-  const TensorView *mask = call.ins.size() == 4 ? &call.ins[3] : nullptr;
-  Geometry g = attentionGeometry(call, q, k, v, mask);
-  const TensorView out = call.outs[0], lse = call.outs[1];
-  ZRT_CHECK(out.dtype == q.dtype, call.where() << ": the result's dtype is not the query's");
-  expectShape(call, out, {g.batch, g.qHeads, g.qLen, g.vSize}, "result");
-  checkLse(call, lse, q, g);
-  const void *m = mask ? mask->data : nullptr;
-  return dispatchFloat(q.dtype, call, [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=] {
-      attentionForward(g, q.as<T>(), k.as<T>(), v.as<T>(), m, out.as<T>(),
-                       lse.as<ComputeType<T>>());
-    };
-  });
-}
-
-BoundKernel bindAttentionGrad(const KernelCall &call) {
-  ZRT_CHECK((call.ins.size() == 6 || call.ins.size() == 7) && call.outs.size() == 3,
-            call.where() << ": takes query, key, value, the forward's result and "
-                            "log-sum-exp, the result's gradient and an optional mask, "
-                            "and gives the three gradients");
-  const TensorView q = call.ins[0], k = call.ins[1], v = call.ins[2], out = call.ins[3],
-                   lse = call.ins[4], dout = call.ins[5];
-  const TensorView *mask = call.ins.size() == 7 ? &call.ins[6] : nullptr;
-  Geometry g = attentionGeometry(call, q, k, v, mask);
-  Shape outShape = {g.batch, g.qHeads, g.qLen, g.vSize};
-  ZRT_CHECK(out.dtype == q.dtype && dout.dtype == q.dtype,
-            call.where() << ": the result and its gradient must have the query's dtype");
-  expectShape(call, out, outShape, "result");
-  expectShape(call, dout, outShape, "result's gradient");
-  checkLse(call, lse, q, g);
-  const TensorView dq = call.outs[0], dk = call.outs[1], dv = call.outs[2];
-  for (auto [grad, of, name] : {std::tuple{dq, q, "query"}, std::tuple{dk, k, "key"},
-                                std::tuple{dv, v, "value"}}) {
-    ZRT_CHECK(grad.dtype == of.dtype, call.where() << ": the " << name
-                                                   << " gradient's dtype is not its operand's");
-    expectShape(call, grad, of.shape, name);
-  }
-  const void *m = mask ? mask->data : nullptr;
-  return dispatchFloat(q.dtype, call, [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=] {
-      attentionBackward(g, q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
-                        lse.as<ComputeType<T>>(),
-                        dout.as<T>(), m, dq.as<T>(), dk.as<T>(), dv.as<T>());
-    };
-  });
-}
-
 } // namespace
 
-AttentionGeometry zrt::cpu::attentionGeometry(const KernelCall &call, const TensorView &q,
-                                              const TensorView &k, const TensorView &v,
-                                              const TensorView *mask) {
-  AttentionGeometry g;
-  ZRT_CHECK(q.shape.size() == 4 && k.shape.size() == 4 && v.shape.size() == 4,
-            call.where() << ": query, key and value must be 4-D, got " << q.describe()
-                         << ", " << k.describe() << ", " << v.describe());
+AttentionGeometry zrt::cpu::attentionGeometry(const KernelCall &call, bool grad) {
+  if (grad)
+    ZRT_CHECK((call.ins.size() == 6 || call.ins.size() == 7) && call.outs.size() == 3,
+              call.where() << ": takes query, key, value, the forward's result and "
+                              "log-sum-exp, the result's gradient and an optional mask, "
+                              "and gives the three gradients");
+  else
+    ZRT_CHECK((call.ins.size() == 3 || call.ins.size() == 4) && call.outs.size() == 2,
+              call.where() << ": takes query, key, value and an optional mask, and gives "
+                              "the result and the log-sum-exp");
+  const TensorView &q = call.ins[0], &k = call.ins[1], &v = call.ins[2];
+  size_t maskAt = grad ? 6 : 3;
+  const TensorView *mask = call.ins.size() > maskAt ? &call.ins[maskAt] : nullptr;
   ZRT_CHECK(k.dtype == q.dtype && v.dtype == q.dtype,
             call.where() << ": query, key and value differ in dtype");
-  g.batch = q.shape[0];
-  g.qHeads = q.shape[1];
-  g.qLen = q.shape[2];
-  g.size = q.shape[3];
-  g.kvHeads = k.shape[1];
-  g.kvLen = k.shape[2];
-  g.vSize = v.shape[3];
-  ZRT_CHECK(k.shape[0] == g.batch && v.shape[0] == g.batch && k.shape[3] == g.size &&
-                v.shape[1] == g.kvHeads && v.shape[2] == g.kvLen && g.kvHeads > 0 &&
-                g.qHeads % g.kvHeads == 0,
-            call.where() << ": query " << q.describe() << ", key " << k.describe()
-                         << " and value " << v.describe() << " do not fit");
+  Shape qs = kernels::stridedOperandOf(call, "query", q).shape,
+        ks = kernels::stridedOperandOf(call, "key", k).shape,
+        vs = kernels::stridedOperandOf(call, "value", v).shape;
+  ZRT_CHECK(qs.size() == 4 && ks.size() == 4 && vs.size() == 4,
+            call.where() << ": query, key and value must be 4-D, got " << shapeString(qs)
+                         << ", " << shapeString(ks) << ", " << shapeString(vs));
+  AttentionGeometry g;
+  g.batch = qs[0];
+  g.qHeads = qs[1];
+  g.qLen = qs[2];
+  g.size = qs[3];
+  g.kvHeads = ks[1];
+  g.kvLen = ks[2];
+  g.vSize = vs[3];
+  ZRT_CHECK(ks[0] == g.batch && vs[0] == g.batch && ks[3] == g.size && vs[1] == g.kvHeads &&
+                vs[2] == g.kvLen && g.kvHeads > 0 && g.qHeads % g.kvHeads == 0,
+            call.where() << ": query " << shapeString(qs) << ", key " << shapeString(ks)
+                         << " and value " << shapeString(vs) << " do not fit");
   g.scale = call.floatAttr("scale");
   ZRT_CHECK(std::isfinite(g.scale), call.where() << ": scale must be finite");
   g.causal = call.hasAttr("causal") && call.intAttr("causal") != 0;
@@ -459,6 +490,31 @@ AttentionGeometry zrt::cpu::attentionGeometry(const KernelCall &call, const Tens
                            << " does not broadcast to the scores " << shapeString(scores));
     g.mask = mask->dtype == zero::zplan::BOOL ? AttentionGeometry::Mask::Bool : AttentionGeometry::Mask::Add;
     g.maskStrides = broadcastStrides(mask->shape, scores);
+  }
+  g.query = headLayout(call, "query", q, qs, false);
+  g.key = headLayout(call, "key", k, ks, false);
+  g.value = headLayout(call, "value", v, vs, false);
+  Shape outShape = {g.batch, g.qHeads, g.qLen, g.vSize};
+  if (!grad) {
+    const TensorView &out = call.outs[0];
+    ZRT_CHECK(out.dtype == q.dtype, call.where() << ": the result's dtype is not the query's");
+    g.out = headLayout(call, "out", out, outShape, true);
+    checkLse(call, call.outs[1], q, g);
+    return g;
+  }
+  const TensorView &out = call.ins[3], &dout = call.ins[5];
+  ZRT_CHECK(out.dtype == q.dtype && dout.dtype == q.dtype,
+            call.where() << ": the result and its gradient must have the query's dtype");
+  g.out = headLayout(call, "out", out, outShape, false);
+  g.dout = headLayout(call, "dout", dout, outShape, false);
+  checkLse(call, call.ins[4], q, g);
+  for (auto [i, of, shape, layout] :
+       {std::tuple{0, &q, qs, &g.dquery}, std::tuple{1, &k, ks, &g.dkey},
+        std::tuple{2, &v, vs, &g.dvalue}}) {
+    const char *name = ::zplan::attention::outputView(true, i);
+    ZRT_CHECK(call.outs[i].dtype == of->dtype,
+              call.where() << ": the " << name << "'s dtype is not the query's");
+    *layout = headLayout(call, name, call.outs[i], shape, true);
   }
   return g;
 }

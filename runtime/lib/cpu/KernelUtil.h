@@ -10,6 +10,7 @@
 #include "zrt/Error.h"
 #include "zrt/Float16.h"
 #include "zrt/Kernels.h"
+#include "../kernels/HeadLayout.h"
 
 #include <array>
 #include <cstdint>
@@ -153,18 +154,22 @@ CrossEntropyGeometry crossEntropyGeometry(const KernelCall &call, const TensorVi
 /// Fused attention's operands, checked (Attention.cpp): query [batch, qHeads,
 /// qLen, size], key [batch, kvHeads, kvLen, size], value [..., vSize], Hkv
 /// dividing Hq; the mask (none, boolean: kept where true, or additive) read
-/// through broadcast strides over the scores [batch, qHeads, qLen, kvLen].
+/// through broadcast strides over the scores [batch, qHeads, qLen, kvLen]. Each
+/// operand as it lies or as a view of its buffer (zplan/AttentionViews.h): the
+/// layouts say where its rows are.
 struct AttentionGeometry {
   int64_t batch = 0, qHeads = 0, kvHeads = 0, qLen = 0, kvLen = 0, size = 0, vSize = 0;
   double scale = 1;
   bool causal = false;
   enum class Mask { None, Bool, Add } mask = Mask::None;
   Shape maskStrides;
+  /// The forward sets query, key, value and out; the gradient all of them.
+  kernels::HeadLayout query, key, value, out, dout, dquery, dkey, dvalue;
   int64_t group() const { return qHeads / kvHeads; }
 };
-AttentionGeometry attentionGeometry(const KernelCall &call, const TensorView &q,
-                                    const TensorView &k, const TensorView &v,
-                                    const TensorView *mask);
+/// The geometry of attention (`grad`: attention_grad) call `call`, every operand
+/// and result checked.
+AttentionGeometry attentionGeometry(const KernelCall &call, bool grad);
 
 /// Iterates the output of a broadcast of N inputs, calling f(outIndex, offsets)
 /// with each input's element offset. The innermost dimension is a tight loop.

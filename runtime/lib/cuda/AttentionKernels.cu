@@ -72,14 +72,14 @@ __device__ C masked(const AttentionShape &a, const void *mask, C s, int64_t b, i
   return s + (C) static_cast<const T *>(mask)[off];
 }
 
-/// `n` rows of `width` elements from `src` (row stride `width`) into the shared
+/// `n` rows of `width` elements from `src` (row stride `stride`) into the shared
 /// tile `tile` (row stride Stride), zeros past `width` up to Head; every thread of
 /// the block takes part.
 template <int Head, int Stride, typename T, typename C>
-__device__ void loadTile(C *tile, const T *src, int64_t n, int64_t width) {
+__device__ void loadTile(C *tile, const T *src, int64_t n, int64_t width, int64_t stride) {
   for (int64_t e = threadIdx.x; e < n * Head; e += blockDim.x) {
     int64_t r = e / Head, d = e % Head;
-    tile[r * Stride + d] = d < width ? (C)src[r * width + d] : C(0);
+    tile[r * Stride + d] = d < width ? (C)src[r * stride + d] : C(0);
   }
 }
 
@@ -101,7 +101,7 @@ template <int Head, typename C> __device__ C dotRow(const C (&x)[Head], const C 
 /// query gradient): its head, its first row and this thread's, the key/value head
 /// its rows read and the keys they see (to the last row's, when causal).
 struct QueryRows {
-  int64_t bh, i0, b, h, i, kvHead, keyEnd;
+  int64_t bh, i0, b, h, i, kvh, keyEnd;
   bool active;
   __device__ QueryRows(const AttentionShape &a, int rows) {
     int64_t blocks = (a.qLen + rows - 1) / rows;
@@ -111,15 +111,14 @@ struct QueryRows {
     h = bh % a.qHeads;
     i = i0 + threadIdx.x;
     active = i < a.qLen;
-    kvHead = b * a.kvHeads + h / (a.qHeads / a.kvHeads);
+    kvh = h / (a.qHeads / a.kvHeads);
     int64_t lastRow = i0 + rows < a.qLen ? i0 + rows : a.qLen;
     keyEnd = a.causal && lastRow < a.kvLen ? lastRow : a.kvLen;
   }
-  /// This thread's row of the [B, H, T, width] tensors (the block's first row for
-  /// a thread past the end, which reads but computes nothing).
-  __device__ int64_t row(const AttentionShape &a) const {
-    return bh * a.qLen + (active ? i : i0);
-  }
+  /// This thread's row (the block's first row for a thread past the end, which
+  /// reads but computes nothing), and its place in the log-sum-exp.
+  __device__ int64_t row() const { return active ? i : i0; }
+  __device__ int64_t lseAt(const AttentionShape &a) const { return bh * a.qLen + row(); }
   /// Of the `n` keys of the tile at j0, how many this thread's row sees.
   __device__ int64_t seen(const AttentionShape &a, int64_t j0, int64_t n) const {
     if (!active)
@@ -137,17 +136,17 @@ __global__ void attentionKernel(AttentionShape a, const T *q, const T *k, const 
   __shared__ C keys[kKeys * Head];
   __shared__ C values[kKeys * Head];
   QueryRows block(a, kRows);
-  const T *kh = k + block.kvHead * a.kvLen * a.size;
-  const T *vh = v + block.kvHead * a.kvLen * a.vSize;
+  const T *kh = k + a.key.at(block.b, block.kvh, 0);
+  const T *vh = v + a.value.at(block.b, block.kvh, 0);
   C qi[Head], acc[Head];
-  loadRow(qi, q + block.row(a) * a.size, a.size);
+  loadRow(qi, q + a.query.at(block.b, block.h, block.row()), a.size);
   for (int d = 0; d < Head; ++d)
     acc[d] = 0;
   C m = negInf<C>(), l = 0, scale = (C)a.scale;
   for (int64_t j0 = 0; j0 < block.keyEnd; j0 += kKeys) {
     int64_t n = block.keyEnd - j0 < kKeys ? block.keyEnd - j0 : kKeys;
-    loadTile<Head, Head>(keys, kh + j0 * a.size, n, a.size);
-    loadTile<Head, Head>(values, vh + j0 * a.vSize, n, a.vSize);
+    loadTile<Head, Head>(keys, kh + j0 * a.key.row, n, a.size, a.key.row);
+    loadTile<Head, Head>(values, vh + j0 * a.value.row, n, a.vSize, a.value.row);
     __syncthreads();
     for (int64_t c = 0, seen = block.seen(a, j0, n); c < seen; ++c) {
       C s = masked<T, C>(a, mask, dotRow(qi, keys + c * Head) * scale, block.b, block.h,
@@ -171,10 +170,10 @@ __global__ void attentionKernel(AttentionShape a, const T *q, const T *k, const 
   }
   if (!block.active)
     return;
-  int64_t row = block.row(a);
+  T *o = out + a.out.at(block.b, block.h, block.i);
   for (int64_t d = 0; d < a.vSize; ++d)
-    out[row * a.vSize + d] = T(l > 0 ? acc[d] / l : C(0)); // no key seen: zeros
-  lse[row] = l > 0 ? m + std::log(l) : negInf<C>();
+    o[d] = T(l > 0 ? acc[d] / l : C(0)); // no key seen: zeros
+  lse[block.lseAt(a)] = l > 0 ? m + std::log(l) : negInf<C>();
 }
 
 /// The query gradient: a thread per query row, the keys and values a tile at a
@@ -187,22 +186,23 @@ __global__ void attentionQueryGradKernel(AttentionShape a, const T *q, const T *
   __shared__ C keys[kKeys * Head];
   __shared__ C values[kKeys * Head];
   QueryRows block(a, kRows);
-  int64_t row = block.row(a);
-  const T *kh = k + block.kvHead * a.kvLen * a.size;
-  const T *vh = v + block.kvHead * a.kvLen * a.vSize;
+  int64_t row = block.row();
+  const T *kh = k + a.key.at(block.b, block.kvh, 0);
+  const T *vh = v + a.value.at(block.b, block.kvh, 0);
+  const T *o = out + a.out.at(block.b, block.h, row);
   C qi[Head], doi[Head], acc[Head];
-  loadRow(qi, q + row * a.size, a.size);
-  loadRow(doi, dout + row * a.vSize, a.vSize);
+  loadRow(qi, q + a.query.at(block.b, block.h, row), a.size);
+  loadRow(doi, dout + a.dout.at(block.b, block.h, row), a.vSize);
   C delta = 0;
   for (int64_t d = 0; d < a.vSize; ++d)
-    delta += doi[d] * (C)out[row * a.vSize + d];
+    delta += doi[d] * (C)o[d];
   for (int d = 0; d < Head; ++d)
     acc[d] = 0;
-  C rowLse = lse[row], scale = (C)a.scale;
+  C rowLse = lse[block.lseAt(a)], scale = (C)a.scale;
   for (int64_t j0 = 0; j0 < block.keyEnd; j0 += kKeys) {
     int64_t n = block.keyEnd - j0 < kKeys ? block.keyEnd - j0 : kKeys;
-    loadTile<Head, Head>(keys, kh + j0 * a.size, n, a.size);
-    loadTile<Head, Head>(values, vh + j0 * a.vSize, n, a.vSize);
+    loadTile<Head, Head>(keys, kh + j0 * a.key.row, n, a.size, a.key.row);
+    loadTile<Head, Head>(values, vh + j0 * a.value.row, n, a.vSize, a.value.row);
     __syncthreads();
     int64_t seen = rowLse == negInf<C>() ? 0 : block.seen(a, j0, n);
     for (int64_t c = 0; c < seen; ++c) {
@@ -220,8 +220,9 @@ __global__ void attentionQueryGradKernel(AttentionShape a, const T *q, const T *
   }
   if (!block.active)
     return;
+  T *dqRow = dq + a.dquery.at(block.b, block.h, row);
   for (int64_t d = 0; d < a.size; ++d)
-    dq[row * a.size + d] = T(acc[d] * scale);
+    dqRow[d] = T(acc[d] * scale);
 }
 
 /// The key and value gradients: a thread per key (its key and value in shared
@@ -246,8 +247,8 @@ __global__ void attentionKeyValueGradKernel(AttentionShape a, const T *q, const 
   int64_t j = j0 + threadIdx.x;
   bool active = j < a.kvLen;
   int64_t n = a.kvLen - j0 < kKeys ? a.kvLen - j0 : kKeys;
-  loadTile<Head, kPadded>(ownKeys, k + (bkv * a.kvLen + j0) * a.size, n, a.size);
-  loadTile<Head, kPadded>(ownValues, v + (bkv * a.kvLen + j0) * a.vSize, n, a.vSize);
+  loadTile<Head, kPadded>(ownKeys, k + a.key.at(b, kvh, j0), n, a.size, a.key.row);
+  loadTile<Head, kPadded>(ownValues, v + a.value.at(b, kvh, j0), n, a.vSize, a.value.row);
   C dkAcc[Head], dvAcc[Head];
   for (int d = 0; d < Head; ++d)
     dkAcc[d] = dvAcc[d] = 0;
@@ -259,15 +260,16 @@ __global__ void attentionKeyValueGradKernel(AttentionShape a, const T *q, const 
     for (int64_t i0 = a.causal ? j0 : 0; i0 < a.qLen; i0 += kRows) {
       int64_t rows = a.qLen - i0 < kRows ? a.qLen - i0 : kRows;
       __syncthreads(); // the last tile's readers are done (and the own tiles loaded)
-      loadTile<Head, Head>(queries, q + (bh * a.qLen + i0) * a.size, rows, a.size);
-      loadTile<Head, Head>(grads, dout + (bh * a.qLen + i0) * a.vSize, rows, a.vSize);
+      loadTile<Head, Head>(queries, q + a.query.at(b, h, i0), rows, a.size, a.query.row);
+      loadTile<Head, Head>(grads, dout + a.dout.at(b, h, i0), rows, a.vSize, a.dout.row);
       if (threadIdx.x < rows) {
-        int64_t row = bh * a.qLen + i0 + threadIdx.x;
+        int64_t i = i0 + threadIdx.x;
+        const T *dor = dout + a.dout.at(b, h, i), *o = out + a.out.at(b, h, i);
         C delta = 0;
         for (int64_t d = 0; d < a.vSize; ++d)
-          delta += (C)dout[row * a.vSize + d] * (C)out[row * a.vSize + d];
+          delta += (C)dor[d] * (C)o[d];
         rowDelta[threadIdx.x] = delta;
-        rowLse[threadIdx.x] = lse[row];
+        rowLse[threadIdx.x] = lse[bh * a.qLen + i];
       }
       __syncthreads();
       for (int64_t r = 0; active && r < rows; ++r) {
@@ -294,11 +296,11 @@ __global__ void attentionKeyValueGradKernel(AttentionShape a, const T *q, const 
   }
   if (!active)
     return;
-  int64_t key = bkv * a.kvLen + j;
+  T *dkRow = dk + a.dkey.at(b, kvh, j), *dvRow = dv + a.dvalue.at(b, kvh, j);
   for (int64_t d = 0; d < a.size; ++d)
-    dk[key * a.size + d] = T(dkAcc[d] * scale);
+    dkRow[d] = T(dkAcc[d] * scale);
   for (int64_t d = 0; d < a.vSize; ++d)
-    dv[key * a.vSize + d] = T(dvAcc[d]);
+    dvRow[d] = T(dvAcc[d]);
 }
 
 /// Calls f with the head-size bucket (64, 128 or 256) as a compile-time value.

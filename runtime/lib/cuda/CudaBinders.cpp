@@ -258,10 +258,8 @@ BoundKernel bindSoftmaxGrad(const KernelCall &call) {
 }
 
 /// Fused attention's geometry, as the CPU kernel reads and checks it.
-AttentionShape attentionShapeOf(const KernelCall &call, const TensorView &q,
-                                const TensorView &k, const TensorView &v,
-                                const TensorView *mask) {
-  AttentionGeometry g = attentionGeometry(call, q, k, v, mask);
+AttentionShape attentionShapeOf(const KernelCall &call, bool grad) {
+  AttentionGeometry g = attentionGeometry(call, grad);
   ZRT_CHECK(g.size <= kMaxAttentionHead && g.vSize <= kMaxAttentionHead,
             call.where() << ": the CUDA backend's attention takes head sizes up to "
                          << kMaxAttentionHead << ", not " << std::max(g.size, g.vSize));
@@ -277,16 +275,23 @@ AttentionShape attentionShapeOf(const KernelCall &call, const TensorView &q,
   a.causal = g.causal;
   a.mask = (int)g.mask; // None 0, Bool 1, Add 2: AttentionShape's coding
   std::copy(g.maskStrides.begin(), g.maskStrides.end(), a.maskStride);
+  a.query = g.query;
+  a.key = g.key;
+  a.value = g.value;
+  a.out = g.out;
+  a.dout = g.dout;
+  a.dquery = g.dquery;
+  a.dkey = g.dkey;
+  a.dvalue = g.dvalue;
   return a;
 }
 
 BoundKernel bindAttention(const KernelCall &call) {
   validate(call);
+  AttentionShape a = attentionShapeOf(call, /*grad=*/false);
   TensorView q = call.ins[0], k = call.ins[1], v = call.ins[2], out = call.outs[0],
              lse = call.outs[1];
-  const TensorView *mask = call.ins.size() == 4 ? &call.ins[3] : nullptr;
-  AttentionShape a = attentionShapeOf(call, q, k, v, mask);
-  const void *m = mask ? mask->data : nullptr;
+  const void *m = call.ins.size() == 4 ? call.ins[3].data : nullptr;
   Elem t = elemOf(q.dtype);
   return [=] {
     attention(context().compute, t, a, q.data, k.data, v.data, m, out.data, lse.data);
@@ -295,12 +300,11 @@ BoundKernel bindAttention(const KernelCall &call) {
 
 BoundKernel bindAttentionGrad(const KernelCall &call) {
   validate(call);
+  AttentionShape a = attentionShapeOf(call, /*grad=*/true);
   TensorView q = call.ins[0], k = call.ins[1], v = call.ins[2], out = call.ins[3],
              lse = call.ins[4], dout = call.ins[5];
   TensorView dq = call.outs[0], dk = call.outs[1], dv = call.outs[2];
-  const TensorView *mask = call.ins.size() == 7 ? &call.ins[6] : nullptr;
-  AttentionShape a = attentionShapeOf(call, q, k, v, mask);
-  const void *m = mask ? mask->data : nullptr;
+  const void *m = call.ins.size() == 7 ? call.ins[6].data : nullptr;
   Elem t = elemOf(q.dtype);
   return [=] {
     attentionGrad(context().compute, t, a, q.data, k.data, v.data, out.data, lse.data,

@@ -11,6 +11,7 @@
 #define ZRT_LIB_CUDA_CUDALAUNCH_H
 
 #include "../kernels/ElementwiseMath.h"
+#include "../kernels/HeadLayout.h"
 #include "zplan/FusedProgram.h"
 #include "zrt/Float16.h"
 
@@ -57,7 +58,8 @@ enum DeviceError : int { kIndexOutOfRange = 1, kIntegerDivisionByZero = 2 };
 
 /// Fused attention's geometry (AttentionKernels.cu): query [batch, qHeads, qLen,
 /// size], key [batch, kvHeads, kvLen, size], value [..., vSize]; the mask (0 none,
-/// 1 boolean, 2 additive) read through broadcast strides over the scores.
+/// 1 boolean, 2 additive) read through broadcast strides over the scores; each
+/// operand's rows where its layout puts them (the forward: query to out).
 constexpr int kMaxAttentionHead = 256;
 struct AttentionShape {
   int64_t batch = 0, qHeads = 0, kvHeads = 0, qLen = 0, kvLen = 0, size = 0, vSize = 0;
@@ -65,6 +67,7 @@ struct AttentionShape {
   bool causal = false;
   int mask = 0;
   int64_t maskStride[4] = {};
+  kernels::HeadLayout query, key, value, out, dout, dquery, dkey, dvalue;
 };
 /// out and the log-sum-exp per query row (f32; f64 for f64 queries).
 void attention(cudaStream_t s, Elem t, const AttentionShape &a, const void *q, const void *k,

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "MatMulGeometry.h"
+#include "StridedOperand.h"
 
 #include "../cpu/KernelUtil.h"
 
@@ -13,90 +14,11 @@
 
 using namespace zrt;
 using namespace zrt::cpu;
+using kernels::coversOnce;
+using kernels::StridedOperand;
+using kernels::stridedOperandOf;
 
 namespace {
-
-/// An operand as the GEMMs read it: its shape and, per dimension, how many
-/// elements of its tensor one step along it moves; `offset`: where element 0 is.
-struct StridedOperand {
-  Shape shape, strides;
-  int64_t offset = 0;
-  void swapLastTwo() {
-    size_t r = shape.size();
-    std::swap(shape[r - 1], shape[r - 2]);
-    std::swap(strides[r - 1], strides[r - 2]);
-  }
-};
-
-/// Operand `name` ("lhs", "rhs", "out") of `call`, over tensor `t`: the tensor
-/// itself, its last two dimensions swapped (transpose_NAME), or a view
-/// (NAME_shape, NAME_strides, NAME_offset) checked to stay inside it.
-StridedOperand operandOf(const KernelCall &call, const std::string &name, const TensorView &t) {
-  StridedOperand v;
-  bool swapped = call.hasAttr("transpose_" + name) && call.intAttr("transpose_" + name);
-  if (!call.hasAttr(name + "_shape")) {
-    ZRT_CHECK(!call.hasAttr(name + "_strides") && !call.hasAttr(name + "_offset"),
-              call.where() << ": " << name << "_strides or " << name << "_offset without "
-                           << name << "_shape");
-    v.shape = t.shape;
-    v.strides = stridesOf(t.shape);
-    if (swapped) {
-      ZRT_CHECK(v.shape.size() >= 2, call.where() << ": a transposed operand needs rank >= 2");
-      v.swapLastTwo();
-    }
-    return v;
-  }
-  ZRT_CHECK(!swapped, call.where() << ": transpose_" << name << " and a " << name
-                                   << " view together");
-  v.shape = call.intsAttr(name + "_shape");
-  v.strides = call.intsAttr(name + "_strides");
-  v.offset = call.intAttr(name + "_offset");
-  ZRT_CHECK(v.shape.size() >= 2 && v.strides.size() == v.shape.size(),
-            call.where() << ": the " << name
-                         << " view needs rank >= 2 and one stride per dimension");
-  bool empty = false;
-  int64_t last = v.offset;
-  ZRT_CHECK(v.offset >= 0, call.where() << ": the " << name << " view's offset is negative");
-  for (size_t d = 0; d < v.shape.size(); ++d) {
-    ZRT_CHECK(v.shape[d] >= 0 && v.strides[d] >= 0,
-              call.where() << ": the " << name << " view has a negative extent or stride");
-    empty |= v.shape[d] == 0;
-    int64_t reach;
-    if (v.shape[d] > 0)
-      ZRT_CHECK(!__builtin_mul_overflow(v.shape[d] - 1, v.strides[d], &reach) &&
-                    !__builtin_add_overflow(last, reach, &last),
-                call.where() << ": the " << name << " view's extent overflows");
-  }
-  ZRT_CHECK(empty || last < t.numel(),
-            call.where() << ": the " << name << " view reaches element " << last
-                         << " of a tensor of " << t.numel());
-  return v;
-}
-
-/// Whether a view written by the product covers its tensor once: as many
-/// elements as the tensor, and no two at the same place (each stride, in
-/// increasing order, is past every element the smaller ones reach).
-bool coversOnce(const StridedOperand &v, int64_t numel) {
-  std::vector<size_t> dims;
-  int64_t count = 1;
-  for (size_t d = 0; d < v.shape.size(); ++d) {
-    if (__builtin_mul_overflow(count, v.shape[d], &count))
-      return false;
-    if (v.shape[d] > 1)
-      dims.push_back(d);
-  }
-  if (count != numel)
-    return false;
-  std::sort(dims.begin(), dims.end(),
-            [&](size_t x, size_t y) { return v.strides[x] < v.strides[y]; });
-  int64_t reach = 0;
-  for (size_t d : dims) {
-    if (v.strides[d] <= reach)
-      return false;
-    reach += (v.shape[d] - 1) * v.strides[d];
-  }
-  return true;
-}
 
 /// How BLAS reads a rows x cols matrix whose steps along a row and along a
 /// column are rowStride and colStride: row-major (its rows contiguous) or
@@ -162,7 +84,7 @@ kernels::MatMulGeometry kernels::matMulGeometry(const KernelCall &call) {
   ZRT_CHECK(a.dtype == b.dtype && a.dtype == out.dtype,
             call.where() << ": operand dtypes differ");
   MatMulGeometry g;
-  StridedOperand A = operandOf(call, "lhs", a), B = operandOf(call, "rhs", b);
+  StridedOperand A = stridedOperandOf(call, "lhs", a), B = stridedOperandOf(call, "rhs", b);
   ZRT_CHECK(!A.shape.empty() && !B.shape.empty(), call.where() << ": scalar operand");
   bool aVec = A.shape.size() == 1, bVec = B.shape.size() == 1;
   if (aVec) {
@@ -190,7 +112,7 @@ kernels::MatMulGeometry kernels::matMulGeometry(const KernelCall &call) {
   StridedOperand C;
   if (call.hasAttr("out_shape")) {
     ZRT_CHECK(!aVec && !bVec, call.where() << ": a result view needs matrix operands");
-    C = operandOf(call, "out", out);
+    C = stridedOperandOf(call, "out", out);
     ZRT_CHECK(C.shape == expected, call.where() << ": the result view's shape "
                                                 << shapeString(C.shape) << " is not "
                                                 << shapeString(expected));

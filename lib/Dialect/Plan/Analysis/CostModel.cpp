@@ -7,6 +7,7 @@
 #include "zero/Dialect/Plan/Analysis/CostModel.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
+#include "zplan/AttentionViews.h"
 #include "zplan/FusedProgram.h"
 #include "zplan/MachineFile.h"
 #include "zrt/InputFile.h"
@@ -104,31 +105,32 @@ double ringSeconds(const MachineModel &m, int64_t n, int64_t bytes, int passes) 
   return passes * (alpha * (n - 1) + beta * bytes * (double)(n - 1) / n);
 }
 
-/// The shape a matmul reads operand `name` ("lhs", "rhs") as: its view's when it
-/// reads a strided view of the buffer, else the buffer's.
-SmallVector<int64_t> matmulOperandShape(plan::KernelOp k, StringRef name, Value buffer) {
-  if (auto view = k.getAttrs().getAs<DenseI64ArrayAttr>((name + "_shape").str()))
-    return SmallVector<int64_t>(view.asArrayRef());
+/// The view name of input `i` (`output`: output `i`) of `k`, when its kind
+/// reads or writes operands as views; nullptr otherwise.
+const char *viewName(plan::KernelOp k, size_t i, bool output) {
+  using K = plan::KernelKind;
+  if (k.getKernel() == K::matmul)
+    return output ? (i == 0 ? "out" : nullptr) : i == 0 ? "lhs" : i == 1 ? "rhs" : nullptr;
+  if (k.getKernel() != K::attention && k.getKernel() != K::attention_grad)
+    return nullptr;
+  bool grad = k.getKernel() == K::attention_grad;
+  return output ? ::zplan::attention::outputView(grad, i)
+                : ::zplan::attention::inputView(grad, i);
+}
+
+/// The shape `k` reads input `i` as: its view's when it reads a strided view of
+/// the buffer (a head of a QKV projection), else the buffer's.
+SmallVector<int64_t> operandShape(plan::KernelOp k, size_t i) {
+  Value buffer = k.getInputs()[i];
+  if (const char *name = viewName(k, i, /*output=*/false))
+    if (auto view = k.getAttrs().getAs<DenseI64ArrayAttr>((Twine(name) + "_shape").str()))
+      return SmallVector<int64_t>(view.asArrayRef());
   return SmallVector<int64_t>(cast<MemRefType>(buffer.getType()).getShape());
 }
 
 /// Roofline time of one compute kernel.
 double kernelSeconds(const MachineModel &m, plan::KernelOp k) {
-  int64_t bytes = 0;
-  bool isMatmul = k.getKernel() == plan::KernelKind::matmul;
-  for (auto [i, v] : llvm::enumerate(k.getInputs())) {
-    if (!isMatmul || i > 1) {
-      bytes += bytesOf(v);
-      continue;
-    }
-    // A view reads its own elements, not its whole buffer (a head of a QKV).
-    int64_t elements = 1;
-    for (int64_t e : matmulOperandShape(k, i == 0 ? "lhs" : "rhs", v))
-      elements *= e;
-    bytes += elements * (bytesOf(v) / std::max<int64_t>(elementsOf(v), 1));
-  }
-  for (Value v : k.getOutputs())
-    bytes += bytesOf(v);
+  int64_t bytes = kernelBytes(k);
   // Fused attention is matrix products, block by block.
   bool products = k.getKernel() == plan::KernelKind::matmul ||
                   k.getKernel() == plan::KernelKind::attention ||
@@ -138,6 +140,20 @@ double kernelSeconds(const MachineModel &m, plan::KernelOp k) {
 }
 
 } // namespace
+
+int64_t zero::kernelBytes(plan::KernelOp k) {
+  int64_t bytes = 0;
+  for (auto [i, v] : llvm::enumerate(k.getInputs())) {
+    // A view reads its own elements, not its whole buffer.
+    int64_t elements = 1;
+    for (int64_t e : operandShape(k, i))
+      elements *= e;
+    bytes += elements * (bytesOf(v) / std::max<int64_t>(elementsOf(v), 1));
+  }
+  for (Value v : k.getOutputs())
+    bytes += bytesOf(v);
+  return bytes;
+}
 
 // Work per element of the ops that cost more than one operation: a transcendental
 // function; GELU (an erf and a few products); its gradient (an erf and an exp as
@@ -149,7 +165,7 @@ double zero::kernelFlops(plan::KernelOp k) {
   double out = elementsOf(k.getOutputs()[0]);
   switch (k.getKernel()) {
   case K::matmul: {
-    SmallVector<int64_t> shape = matmulOperandShape(k, "lhs", k.getInputs()[0]);
+    SmallVector<int64_t> shape = operandShape(k, 0);
     bool tl = false;
     if (auto a = k.getAttrs().getAs<BoolAttr>("transpose_lhs"))
       tl = a.getValue();
@@ -161,8 +177,8 @@ double zero::kernelFlops(plan::KernelOp k) {
     // Per query-key pair: the score's and the value's products (and for the
     // gradient, the recomputed score, dP, dV, dK and dQ), and the exponential;
     // a causal mask skips half the pairs. No T x T buffer: bytes stay linear.
-    auto shape = [&](int i) { return cast<ShapedType>(k.getInputs()[i].getType()).getShape(); };
-    ArrayRef<int64_t> q = shape(0), key = shape(1), v = shape(2);
+    SmallVector<int64_t> q = operandShape(k, 0), key = operandShape(k, 1),
+                         v = operandShape(k, 2);
     double pairs = (double)q[0] * q[1] * q[2] * key[2];
     if (auto causal = k.getAttrs().getAs<BoolAttr>("causal"); causal && causal.getValue())
       pairs /= 2;

@@ -50,6 +50,9 @@ struct StepPrediction {
 /// Floating-point operations of one compute kernel (2 m n k for a matmul; a
 /// per-element estimate otherwise; none for data movement).
 double kernelFlops(plan::KernelOp k);
+/// Bytes one compute kernel reads and writes: each input once (a view: its own
+/// elements, not its buffer's), each output once.
+int64_t kernelBytes(plan::KernelOp k);
 
 mlir::FailureOr<StepPrediction> predictStep(mlir::ModuleOp module,
                                             const MachineModel &machine);
