@@ -98,6 +98,8 @@ public:
   /// Same, adding each kernel's wall time in milliseconds to `msByKernel` under
   /// its name.
   void runProfiled(std::map<std::string, double> &msByKernel);
+  /// Each kernel's name (its kind; runProfiled's keys), in plan order.
+  const std::vector<std::string> &kernelNames() const { return kernelNames_; }
 
   /// Where this rank's persistent state that the step updates (trained
   /// parameters, master copies, optimizer state; not frozen initializers) holds

@@ -426,8 +426,13 @@ void writeTrace(const std::string &path, int rank, const std::vector<TraceEvent>
   writeFileAtomically(traceFile(path, rank), json);
 }
 
-/// Kernel kinds by total time, per step.
-void printProfile(const std::map<std::string, double> &msByKernel, int64_t steps) {
+/// Kernel kinds by total time, per step, with their share and how many kernels
+/// of the kind one step runs.
+void printProfile(const std::map<std::string, double> &msByKernel,
+                  const std::vector<std::string> &kernelNames, int64_t steps) {
+  std::map<std::string, int64_t> count;
+  for (const std::string &name : kernelNames)
+    ++count[name];
   std::vector<std::pair<double, std::string>> rows;
   double total = 0;
   for (const auto &[name, ms] : msByKernel) {
@@ -437,8 +442,9 @@ void printProfile(const std::map<std::string, double> &msByKernel, int64_t steps
   std::sort(rows.rbegin(), rows.rend());
   std::printf("time per step by kernel kind:\n");
   for (const auto &[ms, name] : rows)
-    std::printf("  %-28s %9.3f ms  %5.1f%%\n", name.c_str(), ms / std::max<int64_t>(steps, 1),
-                total ? 100.0 * ms / total : 0.0);
+    std::printf("  %-28s %9.3f ms  %5.1f%%  %6lld per step\n", name.c_str(),
+                ms / std::max<int64_t>(steps, 1), total ? 100.0 * ms / total : 0.0,
+                (long long)count[name]);
 }
 
 /// Stops every rank when any rank's parameters, master copies or optimizer state
@@ -741,7 +747,7 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
     std::printf("%lld of %lld steps skipped (gradient overflow)\n",
                 (long long)skippedSteps, (long long)ran);
   if (profile && root && ran)
-    printProfile(msByKernel, ran);
+    printProfile(msByKernel, exec.kernelNames(), ran);
   if (!o.trace.empty())
     writeTrace(o.trace, comm.rank(), exec.takeTrace());
   if (!o.saveWeights.empty()) {

@@ -21,6 +21,23 @@ int64_t bytesOf(Value v) { return cast<plan::BufferOp>(v.getDefiningOp()).getSiz
 
 int64_t elementsOf(Value v) { return cast<MemRefType>(v.getType()).getNumElements(); }
 
+/// Adds kernel `k` to the step's launches and, for a compute kernel, its work.
+void countWork(ZeroReport &r, plan::KernelOp k) {
+  using K = plan::KernelKind;
+  K kind = plan::synchronousKind(k.getKernel());
+  if (kind == K::wait)
+    return; // a stream waits; nothing is launched
+  ++r.stepKernels;
+  if (kind == K::all_gather || kind == K::reduce_scatter || kind == K::all_reduce)
+    return; // communication: the comm_elements_per_step figures
+  ZeroReport::WorkClass c = kind == K::matmul ? ZeroReport::Gemm
+                            : kind == K::attention || kind == K::attention_grad
+                                ? ZeroReport::Attention
+                                : ZeroReport::Other;
+  r.stepFlops[c] += kernelFlops(k);
+  r.stepBytes[c] += kernelBytes(k);
+}
+
 } // namespace
 
 FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
@@ -71,6 +88,7 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
       // A started collective counts like its synchronous form.
       using K = plan::KernelKind;
       K kind = plan::synchronousKind(k.getKernel());
+      countWork(r, k);
       if (kind == K::to_host)
         r.toHostBytes += bytesOf(k.getInputs()[0]);
       else if (kind == K::to_device)
@@ -211,6 +229,17 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
   crow("reduce_scatter", r.reduceScatter);
   crow("all_reduce", r.allReduce);
   crow("volume", r.volume());
+  os << "work per step: " << r.stepKernels << " kernels" << "\n";
+  os << "                           GFLOP         GB moved\n";
+  static const char *const classes[] = {"gemm", "attention", "other"};
+  double flops = 0, bytes = 0;
+  for (int c = 0; c < ZeroReport::kWorkClasses; ++c) {
+    os << llvm::format("  %-20s %14.3f %14.3f\n", classes[c], r.stepFlops[c] / 1e9,
+                       r.stepBytes[c] / 1e9);
+    flops += r.stepFlops[c];
+    bytes += r.stepBytes[c];
+  }
+  os << llvm::format("  %-20s %14.3f %14.3f\n", "total", flops / 1e9, bytes / 1e9);
   if (r.predicted) {
     const StepPrediction &p = *r.predicted;
     os << "predicted step on " << r.machine << "\n";
@@ -260,6 +289,14 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
                           {"all_reduce", r.allReduce},
                           {"volume", r.volume()}}},
   };
+  llvm::json::Object flops, bytes;
+  static const char *const classes[] = {"gemm", "attention", "other"};
+  for (int c = 0; c < ZeroReport::kWorkClasses; ++c) {
+    flops[classes[c]] = r.stepFlops[c];
+    bytes[classes[c]] = r.stepBytes[c];
+  }
+  out["step"] = llvm::json::Object{
+      {"kernels", r.stepKernels}, {"flops", std::move(flops)}, {"bytes", std::move(bytes)}};
   if (r.hostPeak)
     out["host_bytes"] = llvm::json::Object{{"grads", r.hostGrads},
                                            {"optimizer_state", r.hostOptimizerState},

@@ -58,6 +58,13 @@ struct ZeroReport {
   /// recompute activations, and the peak it saves (when zero-opt compiled the
   /// plan without it too; -1: not known).
   int64_t recomputeLevel = 0, recomputeKernels = 0, recomputeSavedBytes = -1;
+  /// What one step's kernels do: launches (every kernel the runtime issues but
+  /// waits: compute, copies, collectives), and the compute kernels' floating-
+  /// point work and bytes read plus written (CostModel.h's counts), by class.
+  enum WorkClass { Gemm, Attention, Other, kWorkClasses };
+  int64_t stepKernels = 0;
+  double stepFlops[kWorkClasses] = {};
+  int64_t stepBytes[kWorkClasses] = {};
   /// The cost model's prediction, when a machine is given.
   std::optional<StepPrediction> predicted;
   std::string machine;
