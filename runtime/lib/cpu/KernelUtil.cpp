@@ -285,3 +285,14 @@ BoundKernel zrt::bindPlanKernel(const KernelTable &table, const zero::zplan::Pla
                                 AsyncCollectives *async) {
   return bindKernelCall(table, planKernelCall(plan, k, arena, hostArena, comm, async));
 }
+
+bool zrt::cpu::layerNormStatsAreWide(const KernelCall &call, const TensorView &x,
+                                     const TensorView &mean, const TensorView &rstd) {
+  bool half = x.dtype == zero::zplan::BF16 || x.dtype == zero::zplan::F16;
+  ZRT_CHECK(mean.dtype == rstd.dtype &&
+                (mean.dtype == x.dtype || (half && mean.dtype == zero::zplan::F32)),
+            call.where() << ": the mean and inv_std_dev must be the input's dtype ("
+                         << dtypeName(x.dtype) << ")" << (half ? " or f32" : "") << ", not "
+                         << dtypeName(mean.dtype) << " and " << dtypeName(rstd.dtype));
+  return mean.dtype != x.dtype;
+}

@@ -10,6 +10,7 @@
 #include "zrt/Error.h"
 #include "zrt/Float16.h"
 #include "zrt/Kernels.h"
+#include "../kernels/ElementwiseMath.h"
 #include "../kernels/HeadLayout.h"
 
 #include <array>
@@ -78,6 +79,23 @@ template <typename Fn> auto dispatchFloat(DType t, const KernelCall &call, Fn &&
   default:
     ZRT_FAIL(call.where() << ": needs a float dtype, got " << dtypeName(t));
   }
+}
+
+/// Layer norm's mean and 1/std (its forward's outputs, its gradient's inputs)
+/// are `x`'s dtype, or f32 for a 16-bit `x` (mixed precision keeps them wide);
+/// whether they are the wide kind. Both the same dtype, or an error.
+bool layerNormStatsAreWide(const KernelCall &call, const TensorView &x,
+                           const TensorView &mean, const TensorView &rstd);
+
+/// Calls fn(T{}, S{}) for layer norm's element type T (`t`) and statistics type S:
+/// T's compute type when `wideStats`, else T.
+template <typename Fn>
+auto dispatchLayerNormStats(DType t, bool wideStats, const KernelCall &call, Fn &&fn) {
+  return dispatchFloat(t, call, [&](auto tag) {
+    using T = decltype(tag);
+    using C = kernels::ComputeType<T>;
+    return wideStats ? fn(T{}, C{}) : fn(T{}, T{});
+  });
 }
 
 /// Numpy broadcast of shapes, or an error naming the call.

@@ -254,8 +254,9 @@ BoundKernel bindLayerNorm(const KernelCall &call) {
   double eps = call.floatAttr("epsilon");
   int64_t rank = x.shape.size();
   ZRT_CHECK(axis >= 0 && axis < rank, call.where() << ": axis out of range");
-  for (const TensorView *t : {&scale, &bias, &y, &mean, &rstd})
+  for (const TensorView *t : {&scale, &bias, &y})
     ZRT_CHECK(t->dtype == x.dtype, call.where() << ": dtypes differ");
+  bool wideStats = layerNormStatsAreWide(call, x, mean, rstd);
   expectShape(call, y, x.shape, "result");
   Shape stat = x.shape;
   for (int64_t i = axis; i < rank; ++i)
@@ -273,11 +274,13 @@ BoundKernel bindLayerNorm(const KernelCall &call) {
   // Scale and bias broadcast to the normalized shape: their offsets, once.
   std::vector<int64_t> sOff = normOffsets(scale.shape, norm),
                        bOff = normOffsets(bias.shape, norm);
-  return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
+  return dispatchLayerNormStats(x.dtype, wideStats, call, [=](auto tag, auto statTag) -> BoundKernel {
     using T = decltype(tag);
+    using S = decltype(statTag);
     return [=] {
       const T *px = x.as<T>();
-      T *py = y.as<T>(), *pm = mean.as<T>(), *pr = rstd.as<T>();
+      T *py = y.as<T>();
+      S *pm = mean.as<S>(), *pr = rstd.as<S>();
       std::vector<T> sc, bc;
       const T *ps = normParameter(scale.as<T>(), sOff, sc);
       const T *pb = normParameter(bias.as<T>(), bOff, bc);
@@ -288,8 +291,8 @@ BoundKernel bindLayerNorm(const KernelCall &call) {
                       double mu = sumRun(row, inner) / inner;
                       double var = squaredDeviationRun(row, mu, inner) / inner;
                       double r = kernels::inverseStdDev(var, eps);
-                      pm[o] = (T)mu;
-                      pr[o] = (T)r;
+                      pm[o] = (S)mu;
+                      pr[o] = (S)r;
                       using C = kernels::ComputeType<T>;
                       normalizeRun(row, C(mu), C(r), ps, pb, py + o * inner, inner);
                     }

@@ -56,12 +56,12 @@ template <kernels::ActivationGrad K> BoundKernel bindActivationGrad(const Kernel
 /// of lanes, GCC vectorized the loop around them as well and shuffled every
 /// element into place, 7 times slower), combined in double.
 template <typename T>
-ZRT_VECTORIZED void layerNormGradRow(const T *x, const T *g, const T *scale, T mean, T rstd,
+ZRT_VECTORIZED void layerNormGradRow(const T *x, const T *g, const T *scale,
+                                     kernels::ComputeType<T> mu, kernels::ComputeType<T> r,
                                      const T *acc, T *dx, int64_t n) {
   using C = kernels::ComputeType<T>;
   constexpr int kWidth = 32 / sizeof(C);
   typedef C Lanes __attribute__((vector_size(32)));
-  C mu = C(mean), r = C(rstd);
   Lanes sumG = {}, sumGX = {};
   int64_t i = 0;
   for (; i + kWidth <= n; i += kWidth) {
@@ -94,10 +94,10 @@ ZRT_VECTORIZED void layerNormGradRow(const T *x, const T *g, const T *scale, T m
 }
 
 template <typename T>
-ZRT_VECTORIZED void layerNormParamGradRun(const T *x, const T *g, T mean, T rstd, double *ds,
-                                          double *db, int64_t n) {
+ZRT_VECTORIZED void layerNormParamGradRun(const T *x, const T *g, kernels::ComputeType<T> mu,
+                                          kernels::ComputeType<T> r, double *ds, double *db,
+                                          int64_t n) {
   using C = kernels::ComputeType<T>;
-  C mu = C(mean), r = C(rstd);
   for (int64_t i = 0; i < n; ++i) {
     ds[i] += (double)(C(g[i]) * kernels::layerNormXhat(C(x[i]), mu, r));
     db[i] += (double)g[i];
@@ -116,8 +116,9 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
   int64_t axis = call.intAttr("axis");
   int64_t rank = x.shape.size();
   ZRT_CHECK(axis >= 0 && axis < rank, call.where() << ": axis out of range");
-  for (const TensorView *t : {&scale, &mean, &rstd, &gy, &dx, &dscale, &dbias})
+  for (const TensorView *t : {&scale, &gy, &dx, &dscale, &dbias})
     ZRT_CHECK(t->dtype == x.dtype, call.where() << ": dtypes differ");
+  bool wideStats = layerNormStatsAreWide(call, x, mean, rstd);
   expectShape(call, gy, x.shape, "grad");
   expectShape(call, dx, x.shape, "input_grad");
   if (accumulates) {
@@ -136,10 +137,13 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
             call.where() << ": scale does not broadcast to " << shapeString(norm));
   int64_t outer = extentProduct(x.shape, 0, axis), inner = extentProduct(norm, 0, norm.size());
   std::vector<int64_t> sOff = normOffsets(scale.shape, norm);
-  return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
+  return dispatchLayerNormStats(x.dtype, wideStats, call, [=](auto tag, auto statTag) -> BoundKernel {
     using T = decltype(tag);
+    using S = decltype(statTag);
+    using C = kernels::ComputeType<T>;
     return [=] {
-      const T *px = x.as<T>(), *pm = mean.as<T>(), *pr = rstd.as<T>(), *pg = gy.as<T>();
+      const T *px = x.as<T>(), *pg = gy.as<T>();
+      const S *pm = mean.as<S>(), *pr = rstd.as<S>();
       T *pdx = dx.as<T>(), *pds = dscale.as<T>(), *pdb = dbias.as<T>();
       const T *pacc = accumulates ? acc.as<T>() : nullptr;
       std::vector<T> sc;
@@ -149,7 +153,7 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
       parallelFor(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, inner)),
                   [&](int64_t lo, int64_t hi) {
                     for (int64_t o = lo; o < hi; ++o)
-                      layerNormGradRow(px + o * inner, pg + o * inner, ps, pm[o], pr[o],
+                      layerNormGradRow(px + o * inner, pg + o * inner, ps, C(pm[o]), C(pr[o]),
                                        pacc ? pacc + o * inner : nullptr, pdx + o * inner,
                                        inner);
                   });
@@ -158,8 +162,8 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
                   [&](int64_t lo, int64_t hi) {
                     std::vector<double> ds(hi - lo, 0.0), db(hi - lo, 0.0);
                     for (int64_t o = 0; o < outer; ++o)
-                      layerNormParamGradRun(px + o * inner + lo, pg + o * inner + lo, pm[o],
-                                            pr[o], ds.data(), db.data(), hi - lo);
+                      layerNormParamGradRun(px + o * inner + lo, pg + o * inner + lo, C(pm[o]),
+                                            C(pr[o]), ds.data(), db.data(), hi - lo);
                     for (int64_t i = lo; i < hi; ++i) {
                       pds[i] = (T)ds[i - lo];
                       pdb[i] = (T)db[i - lo];

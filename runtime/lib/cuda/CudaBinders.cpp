@@ -330,8 +330,9 @@ BoundKernel bindLayerNorm(const KernelCall &call) {
   int64_t outer = extentProduct(x.shape, 0, axis), inner = extentProduct(norm, 0, norm.size());
   auto sOff = deviceNormOffsets(scale.shape, norm), bOff = deviceNormOffsets(bias.shape, norm);
   Elem t = elemOf(x.dtype);
+  bool wide = mean.dtype != x.dtype; // f32 statistics of a 16-bit input (checked)
   return [=] {
-    layerNorm(context().compute, t, x.data, scale.data, bias.data, sOff.get(), bOff.get(),
+    layerNorm(context().compute, t, wide, x.data, scale.data, bias.data, sOff.get(), bOff.get(),
               y.data, mean.data, rstd.data, outer, inner, eps);
   };
 }
@@ -347,8 +348,9 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
   int64_t outer = extentProduct(x.shape, 0, axis), inner = extentProduct(norm, 0, norm.size());
   auto sOff = deviceNormOffsets(scale.shape, norm);
   Elem t = elemOf(x.dtype);
+  bool wide = mean.dtype != x.dtype; // f32 statistics of a 16-bit input (checked)
   return [=] {
-    layerNormGrad(context().compute, t, x.data, scale.data, sOff.get(), mean.data,
+    layerNormGrad(context().compute, t, wide, x.data, scale.data, sOff.get(), mean.data,
                   rstd.data, gy.data, acc, dx.data, ds.data, db.data, outer, inner);
   };
 }

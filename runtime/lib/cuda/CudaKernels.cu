@@ -355,10 +355,10 @@ __global__ void softmaxGradRowsKernel(const T *y, const T *g, T scale, T *dx, in
 }
 
 /// One block per normalized row.
-template <typename T>
+template <typename T, typename S>
 __global__ void layerNormKernel(const T *x, const T *scale, const T *bias,
-                                const int64_t *sOff, const int64_t *bOff, T *y, T *mean,
-                                T *rstd, int64_t inner, double eps) {
+                                const int64_t *sOff, const int64_t *bOff, T *y, S *mean,
+                                S *rstd, int64_t inner, double eps) {
   int64_t o = blockIdx.x;
   const T *row = x + o * inner;
   double sum = 0;
@@ -369,8 +369,8 @@ __global__ void layerNormKernel(const T *x, const T *scale, const T *bias,
     sq += ((double)row[i] - mu) * ((double)row[i] - mu);
   double r = kernels::inverseStdDev(blockReduce(sq, Add{}) / inner, eps);
   if (threadIdx.x == 0) {
-    mean[o] = (T)mu;
-    rstd[o] = (T)r;
+    mean[o] = (S)mu;
+    rstd[o] = (S)r;
   }
   using C = kernels::ComputeType<T>;
   C cmu = C(mu), cr = C(r);
@@ -379,9 +379,9 @@ __global__ void layerNormKernel(const T *x, const T *scale, const T *bias,
 }
 
 /// dx, one block per row.
-template <typename T>
+template <typename T, typename S>
 __global__ void layerNormGradRows(const T *x, const T *scale, const int64_t *sOff,
-                                  const T *mean, const T *rstd, const T *gy, const T *acc,
+                                  const S *mean, const S *rstd, const T *gy, const T *acc,
                                   T *dx, int64_t inner) {
   using C = kernels::ComputeType<T>;
   int64_t o = blockIdx.x;
@@ -404,8 +404,8 @@ __global__ void layerNormGradRows(const T *x, const T *scale, const int64_t *sOf
 }
 
 /// dscale and dbias, one block per normalized position summing over the rows.
-template <typename T>
-__global__ void layerNormGradColumns(const T *x, const T *mean, const T *rstd, const T *gy,
+template <typename T, typename S>
+__global__ void layerNormGradColumns(const T *x, const S *mean, const S *rstd, const T *gy,
                                      T *dscale, T *dbias, int64_t outer, int64_t inner) {
   using C = kernels::ComputeType<T>;
   int64_t i = blockIdx.x;
@@ -789,27 +789,29 @@ void softmaxGrad(cudaStream_t s, Elem t, const void *y, const void *g, double sc
   });
 }
 
-void layerNorm(cudaStream_t s, Elem t, const void *x, const void *scale, const void *bias,
-               const int64_t *sOff, const int64_t *bOff, void *y, void *mean, void *rstd,
-               int64_t outer, int64_t inner, double eps) {
-  dispatchFloat(t, [&](auto tag) {
+void layerNorm(cudaStream_t s, Elem t, bool wideStats, const void *x, const void *scale,
+               const void *bias, const int64_t *sOff, const int64_t *bOff, void *y,
+               void *mean, void *rstd, int64_t outer, int64_t inner, double eps) {
+  dispatchLayerNormStats(t, wideStats, [&](auto tag, auto statTag) {
     using T = decltype(tag);
-    launchRows("layerNorm", layerNormKernel<T>, outer, s, (const T *)x, (const T *)scale,
-               (const T *)bias, sOff, bOff, (T *)y, (T *)mean, (T *)rstd, inner, eps);
+    using S = decltype(statTag);
+    launchRows("layerNorm", layerNormKernel<T, S>, outer, s, (const T *)x, (const T *)scale,
+               (const T *)bias, sOff, bOff, (T *)y, (S *)mean, (S *)rstd, inner, eps);
   });
 }
 
-void layerNormGrad(cudaStream_t s, Elem t, const void *x, const void *scale,
+void layerNormGrad(cudaStream_t s, Elem t, bool wideStats, const void *x, const void *scale,
                    const int64_t *sOff, const void *mean, const void *rstd, const void *gy,
                    const void *acc, void *dx, void *dscale, void *dbias, int64_t outer,
                    int64_t inner) {
-  dispatchFloat(t, [&](auto tag) {
+  dispatchLayerNormStats(t, wideStats, [&](auto tag, auto statTag) {
     using T = decltype(tag);
-    launchRows("layerNormGradRows", layerNormGradRows<T>, outer, s, (const T *)x,
-               (const T *)scale, sOff, (const T *)mean, (const T *)rstd, (const T *)gy,
+    using S = decltype(statTag);
+    launchRows("layerNormGradRows", layerNormGradRows<T, S>, outer, s, (const T *)x,
+               (const T *)scale, sOff, (const S *)mean, (const S *)rstd, (const T *)gy,
                (const T *)acc, (T *)dx, inner);
-    launchRows("layerNormGradColumns", layerNormGradColumns<T>, inner, s, (const T *)x,
-               (const T *)mean, (const T *)rstd, (const T *)gy, (T *)dscale, (T *)dbias,
+    launchRows("layerNormGradColumns", layerNormGradColumns<T, S>, inner, s, (const T *)x,
+               (const S *)mean, (const S *)rstd, (const T *)gy, (T *)dscale, (T *)dbias,
                outer, inner);
   });
 }

@@ -129,11 +129,23 @@ void softmax(cudaStream_t s, Elem t, const void *x, void *y, int64_t outer, int6
              const int64_t *biasRowOffsets = nullptr, int64_t biasStep = 0);
 void softmaxGrad(cudaStream_t s, Elem t, const void *y, const void *g, double scale,
                  void *dx, int64_t outer, int64_t dim, int64_t inner);
+/// Calls f(T{}, S{}) for the float storage type T of `t` and layer norm's
+/// statistics type S: T's compute type (f32 for 16-bit T) when `wideStats`, else T.
+template <typename F> void dispatchLayerNormStats(Elem t, bool wideStats, F f) {
+  dispatchFloat(t, [&](auto tag) {
+    using T = decltype(tag);
+    if (wideStats)
+      f(T{}, kernels::ComputeType<T>{});
+    else
+      f(T{}, T{});
+  });
+}
 /// sOff/bOff: device arrays of `inner` offsets of scale/bias (they broadcast).
-void layerNorm(cudaStream_t s, Elem t, const void *x, const void *scale, const void *bias,
-               const int64_t *sOff, const int64_t *bOff, void *y, void *mean, void *rstd,
-               int64_t outer, int64_t inner, double eps);
-void layerNormGrad(cudaStream_t s, Elem t, const void *x, const void *scale,
+/// wideStats: mean and rstd are f32 for a 16-bit x (else x's type).
+void layerNorm(cudaStream_t s, Elem t, bool wideStats, const void *x, const void *scale,
+               const void *bias, const int64_t *sOff, const int64_t *bOff, void *y,
+               void *mean, void *rstd, int64_t outer, int64_t inner, double eps);
+void layerNormGrad(cudaStream_t s, Elem t, bool wideStats, const void *x, const void *scale,
                    const int64_t *sOff, const void *mean, const void *rstd, const void *gy,
                    const void *acc, void *dx, void *dscale, void *dbias, int64_t outer,
                    int64_t inner); // acc: added to dx, or null

@@ -6,7 +6,9 @@
 // trainable parameters become 16-bit, matrix products take 16-bit operands (f32
 // accumulation in the kernels) and give 16-bit results (fused attention too, its
 // log-sum-exp staying f32, as autocast runs SDPA), the ops autocast keeps in
-// f32 (normalization, softmax, the loss, reductions, exp/log/pow) take f32 operands,
+// f32 (normalization, softmax, the loss, reductions, exp/log/pow) take f32 operands
+// (but a layer norm that only matrix products read runs on 16-bit tensors, its
+// statistics in f32: the same values without the f32 copies),
 // and every other op runs in its operands' type, the wider one when they differ
 // (a scalar does not widen a tensor, as in PyTorch's type promotion). The backward
 // built afterwards follows the types: gradients of 16-bit values are 16-bit, and a
@@ -89,6 +91,22 @@ struct AutocastPass : public zero::impl::AutocastPassBase<AutocastPass> {
     return CastOp::create(b, v.getLoc(), t.clone(et), v);
   }
 
+  /// Whether layer norm `ln` runs on 16-bit tensors: its input, scale and bias
+  /// are 16-bit and every reader of its result takes 16-bit operands (a matrix
+  /// product), so autocast's f32 result would be cast to 16 bits at once. The
+  /// kernel computes in f32 and keeps the mean and 1/std in f32, so the result
+  /// is the same, without the f32 copies of the input and the result (nor, in the
+  /// backward, of the gradients).
+  bool runsInHalf(LayerNormOp ln) {
+    for (Value v : {ln.getInput(), ln.getScale(), ln.getBias()})
+      if (tensorType(v).getElementType() != half)
+        return false;
+    Value y = ln.getResult();
+    return !y.use_empty() && llvm::all_of(y.getUsers(), [](Operation *user) {
+      return policyOf(user) == Policy::Half;
+    });
+  }
+
   void setFloatResults(Operation *op, Type et) {
     for (Value r : op->getResults())
       if (isFloat(r))
@@ -137,6 +155,10 @@ struct AutocastPass : public zero::impl::AutocastPassBase<AutocastPass> {
         continue;
       }
       if (policy == Policy::Float32) {
+        if (auto ln = dyn_cast<LayerNormOp>(op); ln && runsInHalf(ln)) {
+          ln.getResult().setType(tensorType(ln.getResult()).clone(half));
+          continue;
+        }
         for (OpOperand *use : floats)
           if (tensorType(use->get()).getElementType() == half)
             use->set(castTo(b, use->get(), f32));
