@@ -211,6 +211,8 @@ PY
     # cuBLAS is opened at run time, not linked: check it loads before any test.
     "$ZR" --check-cuda-libraries || exit 1
     nvidia-smi -L || true
+    # What a cuDNN attention path would find here (its graph API differs by version).
+    python3 -c "import torch; print('PyTorch', torch.__version__, 'cuDNN', torch.backends.cudnn.version())" || true
   fi
   export OPENBLAS_NUM_THREADS=4
   failed=0

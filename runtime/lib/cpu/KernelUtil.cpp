@@ -296,3 +296,12 @@ bool zrt::cpu::layerNormStatsAreWide(const KernelCall &call, const TensorView &x
                          << dtypeName(mean.dtype) << " and " << dtypeName(rstd.dtype));
   return mean.dtype != x.dtype;
 }
+
+bool zrt::cpu::crossEntropyIsWide(const KernelCall &call, DType narrow, DType wide) {
+  bool half = narrow == zero::zplan::BF16 || narrow == zero::zplan::F16;
+  ZRT_CHECK(wide == narrow || (half && wide == zero::zplan::F32),
+            call.where() << ": the log_prob must be the scores' dtype ("
+                         << dtypeName(narrow) << ")" << (half ? " or f32" : "") << ", not "
+                         << dtypeName(wide));
+  return wide != narrow;
+}

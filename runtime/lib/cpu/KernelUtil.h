@@ -98,6 +98,21 @@ auto dispatchLayerNormStats(DType t, bool wideStats, const KernelCall &call, Fn 
   });
 }
 
+/// The loss reads 16-bit scores into f32 log-probabilities (and loss, weights
+/// and gradient seed), or everything in the scores' dtype; whether the former.
+/// `narrow`: the scores' (or their gradient's) dtype, `wide`: the log_prob's.
+bool crossEntropyIsWide(const KernelCall &call, DType narrow, DType wide);
+
+/// Calls fn(W{}, N{}) with N the dtype `t` and W: its compute type (f32 for a
+/// 16-bit N) when `wide`, else N.
+template <typename Fn> auto dispatchWidened(DType t, bool wide, const KernelCall &call, Fn &&fn) {
+  return dispatchFloat(t, call, [&](auto tag) {
+    using N = decltype(tag);
+    using W = kernels::ComputeType<N>;
+    return wide ? fn(W{}, N{}) : fn(N{}, N{});
+  });
+}
+
 /// Numpy broadcast of shapes, or an error naming the call.
 Shape broadcastShapes(const std::vector<Shape> &shapes, const KernelCall &call);
 

@@ -53,15 +53,26 @@ ZRT_VECTORIZED void softmaxInputRun(const T *x, T scale, const T *bias, int64_t 
 /// Log-softmax (or softmax) along the middle extent of [outer, dim, inner]: one
 /// exp per element, in the tensor's type as PyTorch does; sums in double. Rows
 /// (inner == 1) run vectorized, over the kernel threads. With a prologue (rows
-/// only), a row's input is computed into its output first.
-template <typename T>
-void softmaxRows(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner, bool log,
+/// only), a row's input is computed into its output first. A 16-bit input TIn
+/// with a wider T (the loss's f32 log-probabilities of 16-bit scores) is widened
+/// first: the same arithmetic as on an f32 copy of it.
+template <typename T, typename TIn = T>
+void softmaxRows(const TIn *x, T *y, int64_t outer, int64_t dim, int64_t inner, bool log,
                  const SoftmaxPrologue *prologue = nullptr, const T *bias = nullptr) {
+  constexpr bool widened = !std::is_same_v<T, TIn>;
   if (inner == 1) {
     parallelFor(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, dim)),
                 [&](int64_t lo, int64_t hi) {
+                  std::vector<T> wide(widened ? dim : 0);
                   for (int64_t o = lo; o < hi && dim > 0; ++o) {
-                    const T *px = x + o * dim;
+                    const T *px;
+                    if constexpr (widened) {
+                      for (int64_t d = 0; d < dim; ++d)
+                        wide[d] = T(x[o * dim + d]);
+                      px = wide.data();
+                    } else {
+                      px = x + o * dim;
+                    }
                     T *py = y + o * dim;
                     if (prologue) {
                       softmaxInputRun(px, T(prologue->scale),
@@ -80,10 +91,18 @@ void softmaxRows(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner, bo
                 });
     return;
   }
-  std::vector<T> e(dim);
+  std::vector<T> e(dim), wide(widened ? dim * inner : 0);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
-      const T *px = x + o * dim * inner + i;
+      const T *px;
+      if constexpr (widened) {
+        if (i == 0)
+          for (int64_t k = 0; k < dim * inner; ++k)
+            wide[k] = T(x[o * dim * inner + k]);
+        px = wide.data() + i;
+      } else {
+        px = x + o * dim * inner + i;
+      }
       T *py = y + o * dim * inner + i;
       T mx = -std::numeric_limits<T>::infinity();
       for (int64_t d = 0; d < dim; ++d)
@@ -313,19 +332,20 @@ BoundKernel bindSoftmaxCrossEntropy(const KernelCall &call) {
       crossEntropyGeometry(call, scores, "scores", labels, hasWeights ? &weights : nullptr);
   expectShape(call, logp, scores.shape, "log_prob");
   expectShape(call, loss, geo.lossShape(), "loss");
-  ZRT_CHECK(logp.dtype == scores.dtype && loss.dtype == scores.dtype &&
-                (!hasWeights || weights.dtype == scores.dtype),
-            call.where() << ": loss, log_prob and weights must have the scores' dtype");
+  bool wide = crossEntropyIsWide(call, scores.dtype, logp.dtype);
+  ZRT_CHECK(loss.dtype == logp.dtype && (!hasWeights || weights.dtype == logp.dtype),
+            call.where() << ": loss and weights must have the log_prob's dtype");
   int64_t n = geo.n, c = geo.c, inner = geo.inner, ignore = geo.ignore;
   bool hasIgnore = geo.hasIgnore, labels64 = geo.labels64;
   Reduction reduction = geo.reduction;
   std::string where = call.where();
-  return dispatchFloat(scores.dtype, call, [=](auto tag) -> BoundKernel {
+  return dispatchWidened(scores.dtype, wide, call, [=](auto tag, auto inTag) -> BoundKernel {
     using T = decltype(tag);
+    using TIn = decltype(inTag);
     return [=] {
-      const T *s = scores.as<T>();
+      const TIn *s = scores.as<TIn>();
       T *lp = logp.as<T>(), *out = loss.as<T>();
-      softmaxRows(s, lp, n, c, inner, /*log=*/true);
+      softmaxRows<T, TIn>(s, lp, n, c, inner, /*log=*/true);
       double total = 0, weightSum = 0;
       for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < inner; ++j) {

@@ -175,12 +175,13 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
 
 /// One position's c scores' gradients, `stride` apart (label -1: an ignored
 /// position, all 0).
-template <typename T, typename C = kernels::ComputeType<T>>
-ZRT_VECTORIZED void crossEntropyGradRun(const T *lp, C coef, int64_t label, T *o, int64_t c,
-                                        int64_t stride) {
+template <typename T, typename TOut, typename C = kernels::ComputeType<T>>
+ZRT_VECTORIZED void crossEntropyGradRun(const T *lp, C coef, int64_t label, TOut *o,
+                                        int64_t c, int64_t stride) {
   for (int64_t k = 0; k < c; ++k)
-    o[k * stride] =
-        label < 0 ? T(0) : T(kernels::crossEntropyGrad(coef, C(lp[k * stride]), k == label));
+    o[k * stride] = label < 0 ? TOut(C(0))
+                              : TOut(kernels::crossEntropyGrad(coef, C(lp[k * stride]),
+                                                               k == label));
 }
 
 BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
@@ -194,19 +195,20 @@ BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
       crossEntropyGeometry(call, logp, "log_prob", labels, hasWeights ? &weights : nullptr);
   expectShape(call, out, logp.shape, "result");
   expectShape(call, g, geo.lossShape(), "grad");
-  ZRT_CHECK(g.dtype == logp.dtype && out.dtype == logp.dtype &&
-                (!hasWeights || weights.dtype == logp.dtype),
+  bool wide = crossEntropyIsWide(call, out.dtype, logp.dtype);
+  ZRT_CHECK(g.dtype == logp.dtype && (!hasWeights || weights.dtype == logp.dtype),
             call.where() << ": dtypes differ");
   int64_t n = geo.n, c = geo.c, inner = geo.inner, ignore = geo.ignore;
   bool hasIgnore = geo.hasIgnore, labels64 = geo.labels64;
   Reduction reduction = geo.reduction;
   std::string where = call.where();
-  return dispatchFloat(logp.dtype, call, [=](auto tag) -> BoundKernel {
+  return dispatchWidened(out.dtype, wide, call, [=](auto tag, auto outTag) -> BoundKernel {
     using T = decltype(tag);
+    using TOut = decltype(outTag);
     using C = kernels::ComputeType<T>;
     return [=] {
       const T *lp = logp.as<T>(), *pg = g.as<T>();
-      T *o = out.as<T>();
+      TOut *o = out.as<TOut>();
       auto labelAt = [&](int64_t pos) {
         return labels64 ? labels.as<int64_t>()[pos] : (int64_t)labels.as<int32_t>()[pos];
       };

@@ -363,8 +363,9 @@ BoundKernel bindCrossEntropy(const KernelCall &call) {
   const void *weights = weightsView ? weightsView->data : nullptr;
   CrossEntropyGeometry g = crossEntropyGeometry(call, scores, "scores", labels, weightsView);
   Elem t = elemOf(scores.dtype);
+  bool wide = logp.dtype != scores.dtype; // f32 beside 16-bit scores (checked)
   return [=] {
-    crossEntropy(context().compute, t, scores.data, labels.data, g.labels64, weights,
+    crossEntropy(context().compute, t, wide, scores.data, labels.data, g.labels64, weights,
                  (int)g.reduction, g.hasIgnore, g.ignore, loss.data, logp.data, g.n, g.c,
                  g.inner, context().errorFlag);
   };
@@ -376,9 +377,10 @@ BoundKernel bindCrossEntropyGrad(const KernelCall &call) {
   const TensorView *weightsView = call.ins.size() == 4 ? &call.ins[3] : nullptr;
   const void *weights = weightsView ? weightsView->data : nullptr;
   CrossEntropyGeometry geo = crossEntropyGeometry(call, logp, "log_prob", labels, weightsView);
-  Elem t = elemOf(logp.dtype);
+  Elem t = elemOf(out.dtype);
+  bool wide = logp.dtype != out.dtype; // f32 beside a 16-bit result (checked)
   return [=] {
-    crossEntropyGrad(context().compute, t, logp.data, labels.data, geo.labels64, g.data,
+    crossEntropyGrad(context().compute, t, wide, logp.data, labels.data, geo.labels64, g.data,
                      weights, (int)geo.reduction, geo.hasIgnore, geo.ignore, out.data,
                      geo.n, geo.c, geo.inner, context().errorFlag);
   };

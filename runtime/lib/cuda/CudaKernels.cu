@@ -271,25 +271,26 @@ __global__ void gatherGradKernel(const void *idx, bool idx64, const T *g, T *out
 
 /// Softmax along a strided axis (inner > 1): one thread per (outer, inner) pair,
 /// neighbours reading neighbouring addresses.
-template <typename T>
-__global__ void softmaxKernel(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner,
+template <typename T, typename TIn>
+__global__ void softmaxKernel(const TIn *x, T *y, int64_t outer, int64_t dim, int64_t inner,
                               bool log) {
   int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (r >= outer * inner)
     return;
   int64_t o = r / inner, i = r % inner;
-  const T *px = x + o * dim * inner + i;
+  const TIn *px = x + o * dim * inner + i;
   T *py = y + o * dim * inner + i;
+  auto in = [&](int64_t d) { return T(px[d * inner]); }; // widened: as an f32 copy
   double mx = -INFINITY;
   for (int64_t d = 0; d < dim; ++d)
-    mx = fmax(mx, (double)px[d * inner]);
+    mx = fmax(mx, (double)in(d));
   T m = (T)mx;
   double sum = 0;
   for (int64_t d = 0; d < dim; ++d)
-    sum += (double)kernels::shiftedExp(px[d * inner], m);
+    sum += (double)kernels::shiftedExp(in(d), m);
   T shift = kernels::logSoftmaxShift(m, sum);
   for (int64_t d = 0; d < dim; ++d)
-    py[d * inner] = log ? T(px[d * inner] - shift) : kernels::softmaxOf(px[d * inner], m, sum);
+    py[d * inner] = log ? T(in(d) - shift) : kernels::softmaxOf(in(d), m, sum);
 }
 
 /// A softmax's prologue on the device (SoftmaxPrologue): the row's input is x
@@ -302,14 +303,14 @@ template <typename T> struct DevicePrologue {
 };
 
 /// Softmax along a contiguous axis: one block per row.
-template <typename T>
-__global__ void softmaxRowsKernel(const T *x, T *y, int64_t dim, bool log,
+template <typename T, typename TIn>
+__global__ void softmaxRowsKernel(const TIn *x, T *y, int64_t dim, bool log,
                                   DevicePrologue<T> pro) {
-  const T *px = x + (int64_t)blockIdx.x * dim;
+  const TIn *px = x + (int64_t)blockIdx.x * dim;
   T *py = y + (int64_t)blockIdx.x * dim;
   const T *bias = pro.bias ? pro.bias + pro.rowOff[blockIdx.x] : nullptr;
-  auto in = [&](int64_t d) {
-    return kernels::softmaxInput(px[d], pro.scale, bias ? bias + d * pro.step : nullptr);
+  auto in = [&](int64_t d) { // widened: as an f32 copy of a 16-bit input
+    return kernels::softmaxInput(T(px[d]), pro.scale, bias ? bias + d * pro.step : nullptr);
   };
   double mx = -INFINITY;
   for (int64_t d = threadIdx.x; d < dim; d += kThreads)
@@ -471,31 +472,31 @@ __global__ void weightSumKernel(const void *labels, bool labels64, const T *weig
     *sum = s;
 }
 
-template <typename T>
+template <typename T, typename TOut>
 __global__ void crossEntropyGradKernel(const T *logp, const void *labels, bool labels64,
                                        const T *g, const T *weights, int reduction,
                                        bool hasIgnore, int64_t ignore, const double *denom,
-                                       T *out, int64_t n, int64_t c, int64_t inner,
+                                       TOut *out, int64_t n, int64_t c, int64_t inner,
                                        int *error) {
   int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (e >= n * c * inner)
     return;
   int64_t j = e % inner, k = (e / inner) % c, i = e / (inner * c);
   int64_t pos = i * inner + j, label = indexAt(labels, labels64, pos);
+  using C = kernels::ComputeType<T>;
   if (hasIgnore && label == ignore) {
-    out[e] = T(0);
+    out[e] = TOut(C(0));
     return;
   }
   if (label < 0 || label >= c) {
     *error = kIndexOutOfRange;
-    out[e] = T(0);
+    out[e] = TOut(C(0));
     return;
   }
   double gl = reduction == 0 ? (double)g[pos] : (double)g[0];
   double w = weights ? (double)weights[label] : 1.0;
   double coef = w * gl / (reduction == 2 ? *denom : 1.0);
-  using C = kernels::ComputeType<T>;
-  out[e] = T(kernels::crossEntropyGrad(C(coef), C(logp[e]), k == label));
+  out[e] = TOut(kernels::crossEntropyGrad(C(coef), C(logp[e]), k == label));
 }
 
 /// Few values per output: one thread each.
@@ -756,13 +757,13 @@ void gatherGrad(cudaStream_t s, Elem t, const void *idx, bool idx64, const void 
 }
 
 namespace {
-template <typename T>
-void launchSoftmax(cudaStream_t s, const T *x, T *y, int64_t outer, int64_t dim,
+template <typename T, typename TIn>
+void launchSoftmax(cudaStream_t s, const TIn *x, T *y, int64_t outer, int64_t dim,
                    int64_t inner, bool log, DevicePrologue<T> pro = {T(1), nullptr, nullptr, 0}) {
   if (inner == 1)
-    launchRows("softmaxRows", softmaxRowsKernel<T>, outer, s, x, y, dim, log, pro);
+    launchRows("softmaxRows", softmaxRowsKernel<T, TIn>, outer, s, x, y, dim, log, pro);
   else // a prologue needs rows (the binder checks)
-    launchN("softmax", softmaxKernel<T>, outer * inner, s, x, y, outer, dim, inner, log);
+    launchN("softmax", softmaxKernel<T, TIn>, outer * inner, s, x, y, outer, dim, inner, log);
 }
 } // namespace
 
@@ -816,34 +817,36 @@ void layerNormGrad(cudaStream_t s, Elem t, bool wideStats, const void *x, const 
   });
 }
 
-void crossEntropy(cudaStream_t s, Elem t, const void *scores, const void *labels,
+void crossEntropy(cudaStream_t s, Elem t, bool wide, const void *scores, const void *labels,
                   bool labels64, const void *weights, int reduction, bool hasIgnore,
                   int64_t ignore, void *loss, void *logp, int64_t n, int64_t c,
                   int64_t inner, int *errorFlag) {
-  dispatchFloat(t, [&](auto tag) {
+  dispatchWidened(t, wide, [&](auto tag, auto inTag) {
     using T = decltype(tag);
-    launchSoftmax(s, (const T *)scores, (T *)logp, n, c, inner, true);
+    using TIn = decltype(inTag);
+    launchSoftmax(s, (const TIn *)scores, (T *)logp, n, c, inner, true);
     launchRows("crossEntropy", crossEntropyKernel<T>, 1, s, (const T *)logp, labels,
                labels64, (const T *)weights, reduction, hasIgnore, ignore, (T *)loss, n, c,
                inner, errorFlag);
   });
 }
 
-void crossEntropyGrad(cudaStream_t s, Elem t, const void *logp, const void *labels,
+void crossEntropyGrad(cudaStream_t s, Elem t, bool wide, const void *logp, const void *labels,
                       bool labels64, const void *grad, const void *weights, int reduction,
                       bool hasIgnore, int64_t ignore, void *out, int64_t n, int64_t c,
                       int64_t inner, int *errorFlag) {
-  dispatchFloat(t, [&](auto tag) {
+  dispatchWidened(t, wide, [&](auto tag, auto outTag) {
     using T = decltype(tag);
+    using TOut = decltype(outTag);
     // The mean's denominator, on the device, in the stream's order.
     static thread_local double *denom = nullptr;
     if (!denom)
       checkCuda(cudaMalloc(&denom, sizeof(double)), "cudaMalloc");
     launchRows("weightSum", weightSumKernel<T>, 1, s, labels, labels64, (const T *)weights,
                hasIgnore, ignore, n * inner, c, denom);
-    launchN("crossEntropyGrad", crossEntropyGradKernel<T>, n * c * inner, s,
+    launchN("crossEntropyGrad", crossEntropyGradKernel<T, TOut>, n * c * inner, s,
             (const T *)logp, labels, labels64, (const T *)grad, (const T *)weights,
-            reduction, hasIgnore, ignore, denom, (T *)out, n, c, inner, errorFlag);
+            reduction, hasIgnore, ignore, denom, (TOut *)out, n, c, inner, errorFlag);
   });
 }
 

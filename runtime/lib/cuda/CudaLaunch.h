@@ -140,6 +140,18 @@ template <typename F> void dispatchLayerNormStats(Elem t, bool wideStats, F f) {
       f(T{}, T{});
   });
 }
+/// Calls f(W{}, N{}) for the float storage type N of `t` and W: N's compute type
+/// (f32 for a 16-bit N) when `wide`, else N (the loss's f32 log-probabilities of
+/// 16-bit scores and its 16-bit gradient of them).
+template <typename F> void dispatchWidened(Elem t, bool wide, F f) {
+  dispatchFloat(t, [&](auto tag) {
+    using N = decltype(tag);
+    if (wide)
+      f(kernels::ComputeType<N>{}, N{});
+    else
+      f(N{}, N{});
+  });
+}
 /// sOff/bOff: device arrays of `inner` offsets of scale/bias (they broadcast).
 /// wideStats: mean and rstd are f32 for a 16-bit x (else x's type).
 void layerNorm(cudaStream_t s, Elem t, bool wideStats, const void *x, const void *scale,
@@ -150,11 +162,13 @@ void layerNormGrad(cudaStream_t s, Elem t, bool wideStats, const void *x, const 
                    const void *acc, void *dx, void *dscale, void *dbias, int64_t outer,
                    int64_t inner); // acc: added to dx, or null
 /// reduction: 0 none, 1 sum, 2 mean. weights may be null; hasIgnore/ignore.
-void crossEntropy(cudaStream_t s, Elem t, const void *scores, const void *labels,
+/// t: the scores' type; wide: loss, log_prob and weights f32 beside 16-bit scores.
+void crossEntropy(cudaStream_t s, Elem t, bool wide, const void *scores, const void *labels,
                   bool labels64, const void *weights, int reduction, bool hasIgnore,
                   int64_t ignore, void *loss, void *logp, int64_t n, int64_t c,
                   int64_t inner, int *errorFlag);
-void crossEntropyGrad(cudaStream_t s, Elem t, const void *logp, const void *labels,
+/// t: the result's type; wide: log_prob, grad and weights f32 beside a 16-bit result.
+void crossEntropyGrad(cudaStream_t s, Elem t, bool wide, const void *logp, const void *labels,
                       bool labels64, const void *grad, const void *weights, int reduction,
                       bool hasIgnore, int64_t ignore, void *out, int64_t n, int64_t c,
                       int64_t inner, int *errorFlag);

@@ -193,7 +193,7 @@ func.func @sce_loss_shape(%s: tensor<8x4xf32>, %l: tensor<8xi64>) {
 // -----
 
 func.func @sce_logp(%s: tensor<8x4xf32>, %l: tensor<8xi64>) {
-  // expected-error@+1 {{log_prob type must equal the scores type}}
+  // expected-error@+1 {{log_prob must have the scores' type, or be f32 for 16-bit scores}}
   %loss, %p = compute.softmax_cross_entropy %s, %l {reduction = "sum"} : tensor<8x4xf32>, tensor<8xi64> -> tensor<f32>, tensor<8x5xf32>
   return
 }
@@ -497,7 +497,7 @@ func.func @sce_grad_weights(%lp: tensor<8x4xf32>, %l: tensor<8xi64>, %g: tensor<
 // -----
 
 func.func @sce_grad_result(%lp: tensor<8x4xf32>, %l: tensor<8xi64>, %g: tensor<f32>) {
-  // expected-error@+1 {{result type must equal the log_prob type}}
+  // expected-error@+1 {{result must have the log_prob's type, or be 16-bit for f32 log_prob}}
   %0 = compute.softmax_cross_entropy_grad %lp, %l, %g {reduction = "sum"} : tensor<8x4xf32>, tensor<8xi64>, tensor<f32> -> tensor<8x5xf32>
   return
 }

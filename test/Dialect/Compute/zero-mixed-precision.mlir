@@ -5,8 +5,9 @@
 // RUN: zero-opt %s --zero-autocast="precision=bf16" --zero-build-training-step --canonicalize --cse --zero-shard="stage=1 world-size=4 bucket-size-mb=0.0001 reduce-dtype=fp32" --canonicalize | FileCheck %s --check-prefix=F32RED
 
 // Autocast: trainable parameters become bf16; matmuls take and give bf16; the
-// scalar constant takes the tensor's type instead of widening it; layer_norm and
-// the loss take f32 operands.
+// scalar constant takes the tensor's type instead of widening it; layer_norm
+// takes f32 operands (its bias is an f32 constant); the loss reads the bf16 logits
+// into f32 log-probabilities.
 // CAST-LABEL: func.func @main(%arg0: tensor<7x3xbf16> {compute.param = "emb"}
 // CAST-SAME: tensor<5xbf16> {compute.param = "g1"}
 // CAST-SAME: compute.precision = "bf16"
@@ -17,17 +18,19 @@
 // CAST: compute.cast {{.+}} : tensor<5xbf16> -> tensor<5xf32>
 // CAST: compute.layer_norm {{.+}} : tensor<2x5xf32>, tensor<5xf32>, tensor<5xf32>
 // CAST: compute.cast {{.+}} : tensor<2x5xf32> -> tensor<2x5xbf16>
-// CAST: compute.cast {{.+}} : tensor<2x7xbf16> -> tensor<2x7xf32>
-// CAST: compute.softmax_cross_entropy {{.+}} : tensor<2x7xf32>
+// CAST-NOT: compute.cast {{.+}} : tensor<2x7xbf16> -> tensor<2x7xf32>
+// CAST: compute.softmax_cross_entropy {{.+}} : tensor<2x7xbf16>, tensor<2xi64> -> tensor<f32>, tensor<2x7xf32>
 
 // The training step: f32 master copies, the loss scale the runtime sets, an
 // overflow count over the 16-bit gradients, the optimizer on the master copy
 // (multiplied by 1 / scale, skipped on overflow), the parameter its f16 rounding, and
-// a step counter that does not count skipped steps.
+// a step counter that does not count skipped steps. The loss's gradient of the f16
+// logits is f16, from the f32 log-probabilities.
 // STEP-LABEL: func.func @main
 // STEP-SAME: tensor<f32> {compute.runtime = "loss_scale"}
 // STEP-SAME: tensor<7x3xf32> {compute.master = "emb"}
 // STEP-SAME: compute.output_names = ["loss", "overflow", "emb", "emb"
+// STEP: compute.softmax_cross_entropy_grad {{.+}} : tensor<2x7xf32>, tensor<2xi64>, tensor<f32> -> tensor<2x7xf16>
 // STEP-COUNT-4: compute.nonfinite_count {{.+}}xf16> -> tensor<f32>
 // STEP: %[[SCALE:.+]] = compute.reciprocal %arg6 : tensor<f32>
 // STEP: compute.adamw %{{.+}} scale %[[SCALE]] skip_if %[[OVF:[0-9]+]] {{.+}} : tensor<7x3xf32>, tensor<7x3xf16>, tensor<i64> -> tensor<7x3xf32>

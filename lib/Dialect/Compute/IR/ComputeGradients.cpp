@@ -193,13 +193,16 @@ LogicalResult crossEntropyGrad(GradBuilder &gb, SoftmaxCrossEntropyOp op,
   if (!need[0])
     return success();
   Value ds;
+  Type scores = op.getScores().getType();
   if (rg[0])
-    ds = SoftmaxCrossEntropyGradOp::create(
-        gb.b, gb.loc, op.getLogProb().getType(), op.getLogProb(), op.getLabels(), rg[0],
-        op.getWeights(), op.getReductionAttr(), op.getIgnoreIndexAttr());
+    ds = SoftmaxCrossEntropyGradOp::create(gb.b, gb.loc, scores, op.getLogProb(),
+                                           op.getLabels(), rg[0], op.getWeights(),
+                                           op.getReductionAttr(), op.getIgnoreIndexAttr());
   if (rg[1]) { // log_prob = log_softmax(scores) along dimension 1
     Value s = gb.reduceSum(rg[1], {1}, /*keepdims=*/true);
     Value d = gb.sub(rg[1], gb.mul(gb.exp(op.getLogProb()), s));
+    if (d.getType() != scores) // f32 log-probabilities of 16-bit scores
+      d = CastOp::create(gb.b, gb.loc, scores, d);
     ds = ds ? gb.add(ds, d) : d;
   }
   grads[0] = ds;

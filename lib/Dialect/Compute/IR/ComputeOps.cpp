@@ -196,8 +196,13 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
   auto loss = shapedOf(getLoss());
   if (r == "none" ? loss.getShape() != labels.getShape() : loss.getRank() != 0)
     return emitOpError("loss shape does not match the reduction");
-  if (getLogProb().getType() != scores)
-    return emitOpError("log_prob type must equal the scores type");
+  // Mixed precision reads 16-bit scores into f32 log-probabilities.
+  auto logp = shapedOf(getLogProb());
+  if (logp.getShape() != scores.getShape() ||
+      (logp.getElementType() != scores.getElementType() &&
+       !(scores.getElementType().getIntOrFloatBitWidth() == 16 &&
+         logp.getElementType().isF32())))
+    return emitOpError("log_prob must have the scores' type, or be f32 for 16-bit scores");
   return success();
 }
 

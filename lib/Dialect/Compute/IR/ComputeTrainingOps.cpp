@@ -58,8 +58,14 @@ LogicalResult SoftmaxCrossEntropyGradOp::verify() {
   if (getWeights() &&
       shapedOf(getWeights()).getShape() != ArrayRef<int64_t>{logp.getDimSize(1)})
     return emitOpError("weights must have shape [C]");
-  if (getResult().getType() != logp)
-    return emitOpError("result type must equal the log_prob type");
+  // Mixed precision: the 16-bit scores' gradient from f32 log-probabilities.
+  auto result = shapedOf(getResult());
+  if (result.getShape() != logp.getShape() ||
+      (result.getElementType() != logp.getElementType() &&
+       !(result.getElementType().getIntOrFloatBitWidth() == 16 &&
+         logp.getElementType().isF32())))
+    return emitOpError("result must have the log_prob's type, or be 16-bit for f32 "
+                       "log_prob");
   return success();
 }
 

@@ -8,7 +8,8 @@
 // log-sum-exp staying f32, as autocast runs SDPA), the ops autocast keeps in
 // f32 (normalization, softmax, the loss, reductions, exp/log/pow) take f32 operands
 // (but a layer norm that only matrix products read runs on 16-bit tensors, its
-// statistics in f32: the same values without the f32 copies),
+// statistics in f32, and the loss reads 16-bit scores into f32 log-probabilities:
+// the same values without the f32 copies),
 // and every other op runs in its operands' type, the wider one when they differ
 // (a scalar does not widen a tensor, as in PyTorch's type promotion). The backward
 // built afterwards follows the types: gradients of 16-bit values are 16-bit, and a
@@ -157,6 +158,15 @@ struct AutocastPass : public zero::impl::AutocastPassBase<AutocastPass> {
       if (policy == Policy::Float32) {
         if (auto ln = dyn_cast<LayerNormOp>(op); ln && runsInHalf(ln)) {
           ln.getResult().setType(tensorType(ln.getResult()).clone(half));
+          continue;
+        }
+        // The loss reads 16-bit scores as they are into its f32 log-probabilities
+        // (widening each row first: autocast's values without an f32 copy of the
+        // logits); its gradient of them is 16-bit.
+        if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op);
+            loss && tensorType(loss.getScores()).getElementType() == half) {
+          if (Value w = loss.getWeights(); w && tensorType(w).getElementType() == half)
+            loss.getWeightsMutable().assign(castTo(b, w, f32));
           continue;
         }
         for (OpOperand *use : floats)
