@@ -24,10 +24,12 @@
 #      3f. an update that makes the weights non-finite (a learning rate of 1e39,
 #          f32 and bf16) stops the run, naming the step and the tensor, before the
 #          weights or a checkpoint are written;
-#   4. the GPT-2 small training step in zero-run and in PyTorch eager, and their ratio;
+#   4. the GPT-2 small training step in zero-run, PyTorch eager and torch.compile,
+#      with tokens/s, model FLOPs utilization and zero-run's time per kernel kind
+#      (utils/bench-gpu.py);
 #      4b. the same in bf16 (PyTorch under torch.autocast);
 #      4c. both again compiled with --no-fusion (a kernel per elementwise op): the
-#          step before fusion;
+#          step before fusion (zero-run and eager only, as 4d);
 #      4d. both again compiled with --no-attention-fusion (attention as its parts:
 #          the T x T scores, softmax, two batched GEMMs): the step before fused
 #          attention;
@@ -291,7 +293,7 @@ PY
     done
   fi
   if want 4; then
-    echo "== 4. GPT-2 small training step: zero-run vs PyTorch eager (fp32, then bf16)"
+    echo "== 4. GPT-2 small training step: zero-run vs PyTorch eager and torch.compile (fp32, then bf16)"
     if [ -n "$rehearse" ]; then
       echo "(rehearsed with a tiny GPT and PyTorch on the CPU)"
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny.zplan" --model tiny \
@@ -300,10 +302,10 @@ PY
         --torch-device cpu --steps 2 --warmup 1 --precision bf16 || failed=1
       echo "-- without fusion (zero-opt --no-fusion)"
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-unfused.zplan" \
-        --model tiny --torch-device cpu --steps 2 --warmup 1 || failed=1
+        --model tiny --torch-device cpu --steps 2 --warmup 1 --no-compile --no-profile || failed=1
       echo "-- attention as its parts (zero-opt --no-attention-fusion)"
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-parts.zplan" \
-        --model tiny --torch-device cpu --steps 2 --warmup 1 || failed=1
+        --model tiny --torch-device cpu --steps 2 --warmup 1 --no-compile --no-profile || failed=1
       echo "-- fused attention alone"
       $PY utils/bench-attention-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny.zplan" \
         --model tiny --torch-device cpu --steps 2 || failed=1
@@ -311,14 +313,18 @@ PY
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step.zplan" || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16.zplan" \
         --precision bf16 || failed=1
+      # The comparisons: zero-run and eager only (torch.compile and the profile
+      # are the main figures').
       echo "-- without fusion (zero-opt --no-fusion): the figures before fusion"
-      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-unfused.zplan" || failed=1
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-unfused.zplan" \
+        --no-compile --no-profile || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16-unfused.zplan" \
-        --precision bf16 || failed=1
+        --precision bf16 --no-compile --no-profile || failed=1
       echo "-- attention as its parts (zero-opt --no-attention-fusion): before fused attention"
-      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-parts.zplan" || failed=1
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-parts.zplan" \
+        --no-compile --no-profile || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16-parts.zplan" \
-        --precision bf16 || failed=1
+        --precision bf16 --no-compile --no-profile || failed=1
       echo "-- fused attention alone: zero-run's kernels against PyTorch's SDPA"
       $PY utils/bench-attention-gpu.py --zero-run "$ZR" --plan "$B/bench/attn.zplan" || failed=1
       $PY utils/bench-attention-gpu.py --zero-run "$ZR" --plan "$B/bench/attn-bf16.zplan" \
