@@ -105,24 +105,22 @@ double ringSeconds(const MachineModel &m, int64_t n, int64_t bytes, int passes) 
   return passes * (alpha * (n - 1) + beta * bytes * (double)(n - 1) / n);
 }
 
-/// The view name of input `i` (`output`: output `i`) of `k`, when its kind
-/// reads or writes operands as views; nullptr otherwise.
-const char *viewName(plan::KernelOp k, size_t i, bool output) {
+/// The view name of input `i` of `k`, when its kind may read it as a view;
+/// nullptr otherwise.
+const char *inputViewName(plan::KernelOp k, size_t i) {
   using K = plan::KernelKind;
   if (k.getKernel() == K::matmul)
-    return output ? (i == 0 ? "out" : nullptr) : i == 0 ? "lhs" : i == 1 ? "rhs" : nullptr;
+    return i == 0 ? "lhs" : i == 1 ? "rhs" : nullptr;
   if (k.getKernel() != K::attention && k.getKernel() != K::attention_grad)
     return nullptr;
-  bool grad = k.getKernel() == K::attention_grad;
-  return output ? ::zplan::attention::outputView(grad, i)
-                : ::zplan::attention::inputView(grad, i);
+  return ::zplan::attention::inputView(k.getKernel() == K::attention_grad, i);
 }
 
 /// The shape `k` reads input `i` as: its view's when it reads a strided view of
 /// the buffer (a head of a QKV projection), else the buffer's.
 SmallVector<int64_t> operandShape(plan::KernelOp k, size_t i) {
   Value buffer = k.getInputs()[i];
-  if (const char *name = viewName(k, i, /*output=*/false))
+  if (const char *name = inputViewName(k, i))
     if (auto view = k.getAttrs().getAs<DenseI64ArrayAttr>((Twine(name) + "_shape").str()))
       return SmallVector<int64_t>(view.asArrayRef());
   return SmallVector<int64_t>(cast<MemRefType>(buffer.getType()).getShape());
