@@ -12,10 +12,11 @@
 #
 # Model FLOPs are llm.c's count: 6 N + 6 L C T per token (N parameters, L layers,
 # C hidden, T sequence; the causal mask halves attention's 12 L C T), over the
-# GPU's dense peak for the precision (fp32 without TF32, as zero-run's GEMMs).
+# GPU's dense peak for the precision (fp32 without TF32, as zero-run's GEMMs by
+# default; with --allow-tf32 both use TF32, and TF32's peak applies).
 #
 #   bench-gpu.py --zero-run BUNDLE/bin/zero-run --plan BUNDLE/bench/step.zplan
-#                [--precision fp32|bf16|fp16] [--no-compile] [--no-profile]
+#                [--precision fp32|bf16|fp16] [--allow-tf32] [--no-compile] [--no-profile]
 import argparse
 import contextlib
 import json
@@ -47,6 +48,8 @@ def main():
     p.add_argument("--torch-device", default="cuda", help="cuda, or cpu in a rehearsal")
     p.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
                    help="the plan's precision; PyTorch autocasts to the same")
+    p.add_argument("--allow-tf32", action="store_true",
+                   help="fp32 GEMMs on TF32 tensor cores, in zero-run and PyTorch alike")
     p.add_argument("--no-compile", dest="compile", action="store_false",
                    help="skip PyTorch's torch.compile figure")
     p.add_argument("--no-profile", dest="profile", action="store_false",
@@ -54,7 +57,7 @@ def main():
     a = p.parse_args()
     CFG = MODELS[a.model]
     dev = torch.device(a.torch_device)
-    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 GEMMs, as zero-run's cuBLAS
+    torch.backends.cuda.matmul.allow_tf32 = a.allow_tf32  # as zero-run's cuBLAS
 
     def sync():
         if dev.type == "cuda":
@@ -65,7 +68,7 @@ def main():
         model, data = zero_models.gpu_bench_inputs(tmp, CFG)
         log = os.path.join(tmp, "log.json")
         run = [a.zero_run, a.plan, "--init", model, "--data", data, "--data-format", "u16",
-               "--device", "cuda"]
+               "--device", "cuda"] + (["--allow-tf32"] if a.allow_tf32 else [])
         subprocess.run(run + ["--steps", str(total), "--log-json", log, "--quiet"], check=True)
         zero_ms = statistics.median(json.loads(l)["ms"] for l in list(open(log))[a.warmup:])
         if a.profile:  # a run of its own: profiling synchronizes after every kernel
@@ -113,7 +116,7 @@ def main():
         print("REHEARSAL, model %s, %s: the figures mean nothing" % (a.model, where))
     step_tokens = CFG["batch"] * CFG["seq"]
     flops_per_token = 6 * parameters + 6 * CFG["layers"] * CFG["hidden"] * CFG["seq"]
-    peak = peak_flops(where, a.precision) if dev.type == "cuda" else None
+    peak = peak_flops(where, a.precision, a.allow_tf32) if dev.type == "cuda" else None
     print("  %d parameters, %.3g model FLOPs per step (6N + 6LCT per token), peak %s" % (
         parameters, flops_per_token * step_tokens,
         "%.1f TFLOP/s" % (peak / 1e12) if peak else "not known for this device"))
@@ -137,16 +140,17 @@ def main():
     return 0
 
 
-def peak_flops(device_name, precision):
+def peak_flops(device_name, precision, tf32=False):
     """The dense peak FLOP/s of a GPU named `device_name` for `precision` (fp32 on
-    the CUDA cores, no TF32), from its datasheet; None when not known."""
+    the CUDA cores, or TF32 on the tensor cores with `tf32`), from its datasheet;
+    None when not known."""
     name = device_name.upper()
-    peaks = [("H100 PCIE", 51.2e12, 756.5e12), ("H100", 66.9e12, 989.4e12),
-             ("H200", 66.9e12, 989.4e12), ("GH200", 66.9e12, 989.4e12),
-             ("A100", 19.5e12, 312e12)]
-    for key, fp32, half in peaks:
+    peaks = [("H100 PCIE", 51.2e12, 378e12, 756.5e12), ("H100", 66.9e12, 494.7e12, 989.4e12),
+             ("H200", 66.9e12, 494.7e12, 989.4e12), ("GH200", 66.9e12, 494.7e12, 989.4e12),
+             ("A100", 19.5e12, 156e12, 312e12)]
+    for key, fp32, tf32_peak, half in peaks:
         if key in name:
-            return fp32 if precision == "fp32" else half
+            return half if precision != "fp32" else tf32_peak if tf32 else fp32
     return None
 
 

@@ -14,12 +14,15 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 using namespace zero_cuda_emulator::detail;
 
 struct cublasContext {
   cudaStream_t stream = nullptr;
+  cublasMath_t math = CUBLAS_DEFAULT_MATH;
 };
 
 cublasStatus_t cublasCreate(cublasHandle_t *handle) {
@@ -39,8 +42,13 @@ cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t) {
-  return handle ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED;
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  if (!handle)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (mode != CUBLAS_DEFAULT_MATH && mode != CUBLAS_TF32_TENSOR_OP_MATH)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  handle->math = mode;
+  return CUBLAS_STATUS_SUCCESS;
 }
 
 namespace {
@@ -64,6 +72,27 @@ bool operandOk(const char *which, const void *p, int rows, int cols, int ld,
                   extent) >= 0;
 }
 
+/// A column-major `rows` x `cols` operand (leading dimension ld) with every
+/// element rounded to TF32 (10 mantissa bits, to nearest, ties away from zero, as
+/// cvt.rna.tf32.f32), into `buffer`; a non-float T is returned as it is.
+template <typename T>
+const T *roundedToTf32(const T *x, int rows, int cols, int ld, std::vector<T> &buffer) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return x;
+  } else {
+    // What the operand spans: the last column ends at its last row.
+    buffer.assign(x, x + (rows && cols ? (size_t)(cols - 1) * ld + rows : 0));
+    for (float &v : buffer) {
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      if ((bits & 0x7f800000u) != 0x7f800000u) // inf and NaN stay
+        bits = (bits + 0x1000u) & ~0x1fffu;
+      std::memcpy(&v, &bits, 4);
+    }
+    return buffer.data();
+  }
+}
+
 template <typename T, typename Blas>
 cublasStatus_t gemm(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m,
                     int n, int k, const T *alpha, const T *a, int lda, long long strideA,
@@ -81,10 +110,18 @@ cublasStatus_t gemm(cublasHandle_t handle, cublasOperation_t ta, cublasOperation
       !operandOk("C", c, m, n, ldc, strideC, batch, sizeof(T)))
     return CUBLAS_STATUS_INVALID_VALUE;
   T al = *alpha, be = *beta; // host pointer mode: read at the call
+  bool tf32 = std::is_same_v<T, float> && handle->math == CUBLAS_TF32_TENSOR_OP_MATH;
   enqueue(handle->stream, [=] {
-    for (int i = 0; i < batch; ++i)
+    std::vector<T> ra, rb;
+    for (int i = 0; i < batch; ++i) {
+      const T *ai = a + i * strideA, *bi = b + i * strideB;
+      if (tf32) { // the tensor cores read the operands rounded to TF32
+        ai = roundedToTf32(ai, na ? m : k, na ? k : m, lda, ra);
+        bi = roundedToTf32(bi, nb ? k : n, nb ? n : k, ldb, rb);
+      }
       blas(CblasColMajor, na ? CblasNoTrans : CblasTrans, nb ? CblasNoTrans : CblasTrans, m,
-           n, k, al, a + i * strideA, lda, b + i * strideB, ldb, be, c + i * strideC, ldc);
+           n, k, al, ai, lda, bi, ldb, be, c + i * strideC, ldc);
+    }
   });
   return CUBLAS_STATUS_SUCCESS;
 }

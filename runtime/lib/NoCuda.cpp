@@ -11,10 +11,10 @@ using namespace zrt;
 
 bool zrt::cudaBackendBuilt() { return false; }
 int zrt::cudaDeviceCount() { return 0; }
-std::unique_ptr<Device> zrt::makeCudaDevice(int, Communicator &) {
+std::unique_ptr<Device> zrt::makeCudaDevice(int, Communicator &, const CudaOptions &) {
   ZRT_FAIL("this zero-run was built without the CUDA backend");
 }
-std::vector<std::unique_ptr<Device>> zrt::makeCudaDevicesForThreads(int) {
+std::vector<std::unique_ptr<Device>> zrt::makeCudaDevicesForThreads(int, const CudaOptions &) {
   ZRT_FAIL("this zero-run was built without the CUDA backend");
 }
 std::string zrt::loadCudaLibraries() {

@@ -70,15 +70,23 @@ int cudaDeviceCount();
 /// Loads the CUDA libraries the backend opens at run time (cuBLAS) and says where
 /// each was found; throws zrt::Error naming what is missing. No GPU needed.
 std::string loadCudaLibraries();
+/// How a GPU runs what the plan leaves open.
+struct CudaOptions {
+  /// fp32 GEMMs may round their operands to TF32 on the tensor cores (PyTorch's
+  /// torch.backends.cuda.matmul.allow_tf32); off: they stay fp32.
+  bool allowTf32 = false;
+};
 /// GPU `ordinal` (cuBLAS GEMM, the project's kernels, a compute and a
 /// communication stream), with an NCCL communicator over the ranks of `host` for the
 /// plan's collectives (its unique id broadcast through `host`). Throws zrt::Error
 /// when the build has no CUDA backend or the GPU is missing.
-std::unique_ptr<Device> makeCudaDevice(int ordinal, Communicator &host);
+std::unique_ptr<Device> makeCudaDevice(int ordinal, Communicator &host,
+                                       const CudaOptions &options = {});
 /// GPUs 0 .. ranks-1 for ranks that are threads of one process, their NCCL
 /// communicators made together by ncclCommInitAll (no launcher). Rank r's thread
 /// binds devices[r] (bindToCallingThread) and releases it.
-std::vector<std::unique_ptr<Device>> makeCudaDevicesForThreads(int ranks);
+std::vector<std::unique_ptr<Device>> makeCudaDevicesForThreads(int ranks,
+                                                               const CudaOptions &options = {});
 
 } // namespace zrt
 

@@ -27,7 +27,8 @@ class CudaDevice final : public Device {
 public:
   /// GPU `ordinal` for rank `rank` with the NCCL communicator `nccl` of `ranks`
   /// ranks (owned).
-  CudaDevice(int ordinal, ncclComm_t nccl, int rank, int ranks) : rank_(rank) {
+  CudaDevice(int ordinal, ncclComm_t nccl, int rank, int ranks, const CudaOptions &options)
+      : rank_(rank) {
     ctx_.ordinal = ordinal;
     ctx_.nccl = nccl;
     ctx_.ranks = ranks;
@@ -37,8 +38,10 @@ public:
     ZERO_CUDA_CHECK(cudaStreamCreate(&ctx_.copy));
     ZERO_CUBLAS_CHECK(cublas().create(&ctx_.blas));
     ZERO_CUBLAS_CHECK(cublas().setStream(ctx_.blas, ctx_.compute));
-    // fp32 GEMMs stay fp32 (no TF32): parity with the CPU backend comes first.
-    ZERO_CUBLAS_CHECK(cublas().setMathMode(ctx_.blas, CUBLAS_DEFAULT_MATH));
+    // fp32 GEMMs stay fp32 (parity with the CPU backend comes first) unless TF32
+    // is allowed.
+    ZERO_CUBLAS_CHECK(cublas().setMathMode(
+        ctx_.blas, options.allowTf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     ZERO_CUDA_CHECK(cudaMalloc(&ctx_.errorFlag, sizeof(int)));
     ZERO_CUDA_CHECK(cudaMemset(ctx_.errorFlag, 0, sizeof(int)));
     ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&ctx_.ready, cudaEventDisableTiming));
@@ -171,7 +174,8 @@ int zrt::cudaDeviceCount() {
   return n;
 }
 
-std::unique_ptr<Device> zrt::makeCudaDevice(int ordinal, Communicator &host) {
+std::unique_ptr<Device> zrt::makeCudaDevice(int ordinal, Communicator &host,
+                                            const CudaOptions &options) {
   ZRT_CHECK(ordinal >= 0, "GPU " << ordinal << " does not exist");
   checkGpus(ordinal + 1);
   // NCCL over the host communicator's ranks: rank 0 makes the unique id and the
@@ -183,12 +187,14 @@ std::unique_ptr<Device> zrt::makeCudaDevice(int ordinal, Communicator &host) {
   ZERO_CUDA_CHECK(cudaSetDevice(ordinal));
   ncclComm_t nccl = nullptr;
   ZERO_NCCL_CHECK(ncclCommInitRank(&nccl, host.size(), id, host.rank()));
-  auto device = std::make_unique<CudaDevice>(ordinal, nccl, host.rank(), host.size());
+  auto device =
+      std::make_unique<CudaDevice>(ordinal, nccl, host.rank(), host.size(), options);
   device->bindToCallingThread();
   return device;
 }
 
-std::vector<std::unique_ptr<Device>> zrt::makeCudaDevicesForThreads(int ranks) {
+std::vector<std::unique_ptr<Device>> zrt::makeCudaDevicesForThreads(int ranks,
+                                                                    const CudaOptions &options) {
   ZRT_CHECK(ranks >= 1, "a process needs at least one rank, not " << ranks);
   checkGpus(ranks);
   // One call makes the communicators of GPUs 0 .. ranks-1 (no unique id to share).
@@ -196,6 +202,6 @@ std::vector<std::unique_ptr<Device>> zrt::makeCudaDevicesForThreads(int ranks) {
   ZERO_NCCL_CHECK(ncclCommInitAll(comms.data(), ranks, nullptr));
   std::vector<std::unique_ptr<Device>> devices;
   for (int r = 0; r < ranks; ++r)
-    devices.push_back(std::make_unique<CudaDevice>(r, comms[r], r, ranks));
+    devices.push_back(std::make_unique<CudaDevice>(r, comms[r], r, ranks, options));
   return devices;
 }

@@ -84,6 +84,8 @@ const char *kUsage =
     "                         Hugging Face checkpoint instead, by PyTorch name\n"
     "  --device cuda|cpu      where to run (default: cuda when this build has it and\n"
     "                         a GPU is present, else cpu)\n"
+    "  --allow-tf32           fp32 GEMMs on the GPU may round their operands to TF32\n"
+    "                         on the tensor cores (PyTorch's allow_tf32; off: fp32)\n"
     "Training (the plan reads tokens and targets [B, T] and returns the loss):\n"
     "  --data FILE            token file; global sample g of step s starts at\n"
     "                         ((s*G + g)*T) mod (L - T - 1), G = ranks * B; rank r\n"
@@ -174,7 +176,8 @@ struct Options {
   RankAtStep testFail, testStall, testOverflow;
   int64_t steps = 1, printEvery = 1, threads = 0;
   bool printEveryGiven = false; // else the plan's steps_per_print, if it has one
-  bool shuffle = false, quiet = false, profile = false, withOptimizerState = false;
+  bool shuffle = false, quiet = false, profile = false, withOptimizerState = false,
+       allowTf32 = false;
   uint64_t seed = 0;
 };
 
@@ -299,6 +302,8 @@ Options parseArgs(int argc, char **argv) {
       o.shuffle = true;
     } else if (a == "--profile") {
       o.profile = true;
+    } else if (a == "--allow-tf32") {
+      o.allowTf32 = true;
     } else if (is("--threads")) {
       o.threads = parseInt("--threads", value("--threads"));
       ZRT_CHECK(o.threads >= 1, "--threads needs at least 1");
@@ -803,6 +808,9 @@ std::string deviceKind(const Options &o) {
     ZRT_CHECK(cudaBackendBuilt(), "--device=cuda: this zero-run was built without CUDA");
     ZRT_CHECK(cudaDeviceCount() > 0, "--device=cuda: no GPU is visible");
   }
+  ZRT_CHECK(!o.allowTf32 || kind == "cuda",
+            "--allow-tf32 is for the GPU's tensor cores; the CPU backend's fp32 GEMMs "
+            "are fp32");
   return kind;
 }
 
@@ -876,7 +884,7 @@ int runInProcess(const Options &o, const zero::zplan::Plan &plan) {
                                     << " ranks and this machine has " << gpus
                                     << " GPU(s), one per rank; launch it with mpirun -np "
                                     << ranks << " across machines");
-    devices = makeCudaDevicesForThreads(ranks);
+    devices = makeCudaDevicesForThreads(ranks, CudaOptions{o.allowTf32});
   } else {
     for (int r = 0; r < ranks; ++r)
       devices.push_back(makeCpuDevice());
@@ -1064,7 +1072,7 @@ int run(const Options &o, Communicator &comm, bool launched) {
   if (kind == "cpu")
     device = makeCpuDevice();
   else
-    device = makeCudaDevice(comm.rank() % cudaDeviceCount(), comm);
+    device = makeCudaDevice(comm.rank() % cudaDeviceCount(), comm, CudaOptions{o.allowTf32});
   return runRank(o, std::move(plan), *device, comm, &model);
 }
 
