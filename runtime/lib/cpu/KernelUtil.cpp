@@ -286,22 +286,10 @@ BoundKernel zrt::bindPlanKernel(const KernelTable &table, const zero::zplan::Pla
   return bindKernelCall(table, planKernelCall(plan, k, arena, hostArena, comm, async));
 }
 
-bool zrt::cpu::layerNormStatsAreWide(const KernelCall &call, const TensorView &x,
-                                     const TensorView &mean, const TensorView &rstd) {
-  bool half = x.dtype == zero::zplan::BF16 || x.dtype == zero::zplan::F16;
-  ZRT_CHECK(mean.dtype == rstd.dtype &&
-                (mean.dtype == x.dtype || (half && mean.dtype == zero::zplan::F32)),
-            call.where() << ": the mean and inv_std_dev must be the input's dtype ("
-                         << dtypeName(x.dtype) << ")" << (half ? " or f32" : "") << ", not "
-                         << dtypeName(mean.dtype) << " and " << dtypeName(rstd.dtype));
-  return mean.dtype != x.dtype;
-}
-
-bool zrt::cpu::crossEntropyIsWide(const KernelCall &call, DType narrow, DType wide) {
+bool zrt::cpu::isWidened(const KernelCall &call, DType narrow, DType wide, const char *what) {
   bool half = narrow == zero::zplan::BF16 || narrow == zero::zplan::F16;
   ZRT_CHECK(wide == narrow || (half && wide == zero::zplan::F32),
-            call.where() << ": the log_prob must be the scores' dtype ("
-                         << dtypeName(narrow) << ")" << (half ? " or f32" : "") << ", not "
-                         << dtypeName(wide));
+            call.where() << ": " << what << " (" << dtypeName(narrow) << ")"
+                         << (half ? " or f32" : "") << ", not " << dtypeName(wide));
   return wide != narrow;
 }

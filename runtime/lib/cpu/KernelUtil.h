@@ -81,35 +81,19 @@ template <typename Fn> auto dispatchFloat(DType t, const KernelCall &call, Fn &&
   }
 }
 
-/// Layer norm's mean and 1/std (its forward's outputs, its gradient's inputs)
-/// are `x`'s dtype, or f32 for a 16-bit `x` (mixed precision keeps them wide);
-/// whether they are the wide kind. Both the same dtype, or an error.
-bool layerNormStatsAreWide(const KernelCall &call, const TensorView &x,
-                           const TensorView &mean, const TensorView &rstd);
+/// Mixed precision keeps some tensors of a 16-bit kernel in f32 (layer norm's
+/// mean and 1/std, the loss's log-probabilities): whether `wide` is f32 beside a
+/// 16-bit `narrow`; an error unless it is that or `narrow` itself. `what` starts
+/// the message ("the log_prob must be the scores' dtype").
+bool isWidened(const KernelCall &call, DType narrow, DType wide, const char *what);
 
-/// Calls fn(T{}, S{}) for layer norm's element type T (`t`) and statistics type S:
-/// T's compute type when `wideStats`, else T.
-template <typename Fn>
-auto dispatchLayerNormStats(DType t, bool wideStats, const KernelCall &call, Fn &&fn) {
-  return dispatchFloat(t, call, [&](auto tag) {
-    using T = decltype(tag);
-    using C = kernels::ComputeType<T>;
-    return wideStats ? fn(T{}, C{}) : fn(T{}, T{});
-  });
-}
-
-/// The loss reads 16-bit scores into f32 log-probabilities (and loss, weights
-/// and gradient seed), or everything in the scores' dtype; whether the former.
-/// `narrow`: the scores' (or their gradient's) dtype, `wide`: the log_prob's.
-bool crossEntropyIsWide(const KernelCall &call, DType narrow, DType wide);
-
-/// Calls fn(W{}, N{}) with N the dtype `t` and W: its compute type (f32 for a
+/// Calls fn(N{}, W{}) with N the dtype `t` and W: N's compute type (f32 for a
 /// 16-bit N) when `wide`, else N.
 template <typename Fn> auto dispatchWidened(DType t, bool wide, const KernelCall &call, Fn &&fn) {
   return dispatchFloat(t, call, [&](auto tag) {
     using N = decltype(tag);
     using W = kernels::ComputeType<N>;
-    return wide ? fn(W{}, N{}) : fn(N{}, N{});
+    return wide ? fn(N{}, W{}) : fn(N{}, N{});
   });
 }
 

@@ -275,7 +275,9 @@ BoundKernel bindLayerNorm(const KernelCall &call) {
   ZRT_CHECK(axis >= 0 && axis < rank, call.where() << ": axis out of range");
   for (const TensorView *t : {&scale, &bias, &y})
     ZRT_CHECK(t->dtype == x.dtype, call.where() << ": dtypes differ");
-  bool wideStats = layerNormStatsAreWide(call, x, mean, rstd);
+  ZRT_CHECK(mean.dtype == rstd.dtype, call.where() << ": the mean and inv_std_dev differ in dtype");
+  bool wideStats =
+      isWidened(call, x.dtype, mean.dtype, "the mean and inv_std_dev must be the input's dtype");
   expectShape(call, y, x.shape, "result");
   Shape stat = x.shape;
   for (int64_t i = axis; i < rank; ++i)
@@ -293,7 +295,7 @@ BoundKernel bindLayerNorm(const KernelCall &call) {
   // Scale and bias broadcast to the normalized shape: their offsets, once.
   std::vector<int64_t> sOff = normOffsets(scale.shape, norm),
                        bOff = normOffsets(bias.shape, norm);
-  return dispatchLayerNormStats(x.dtype, wideStats, call, [=](auto tag, auto statTag) -> BoundKernel {
+  return dispatchWidened(x.dtype, wideStats, call, [=](auto tag, auto statTag) -> BoundKernel {
     using T = decltype(tag);
     using S = decltype(statTag);
     return [=] {
@@ -332,14 +334,14 @@ BoundKernel bindSoftmaxCrossEntropy(const KernelCall &call) {
       crossEntropyGeometry(call, scores, "scores", labels, hasWeights ? &weights : nullptr);
   expectShape(call, logp, scores.shape, "log_prob");
   expectShape(call, loss, geo.lossShape(), "loss");
-  bool wide = crossEntropyIsWide(call, scores.dtype, logp.dtype);
+  bool wide = isWidened(call, scores.dtype, logp.dtype, "the log_prob must be the scores' dtype");
   ZRT_CHECK(loss.dtype == logp.dtype && (!hasWeights || weights.dtype == logp.dtype),
             call.where() << ": loss and weights must have the log_prob's dtype");
   int64_t n = geo.n, c = geo.c, inner = geo.inner, ignore = geo.ignore;
   bool hasIgnore = geo.hasIgnore, labels64 = geo.labels64;
   Reduction reduction = geo.reduction;
   std::string where = call.where();
-  return dispatchWidened(scores.dtype, wide, call, [=](auto tag, auto inTag) -> BoundKernel {
+  return dispatchWidened(scores.dtype, wide, call, [=](auto inTag, auto tag) -> BoundKernel {
     using T = decltype(tag);
     using TIn = decltype(inTag);
     return [=] {

@@ -118,7 +118,9 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
   ZRT_CHECK(axis >= 0 && axis < rank, call.where() << ": axis out of range");
   for (const TensorView *t : {&scale, &gy, &dx, &dscale, &dbias})
     ZRT_CHECK(t->dtype == x.dtype, call.where() << ": dtypes differ");
-  bool wideStats = layerNormStatsAreWide(call, x, mean, rstd);
+  ZRT_CHECK(mean.dtype == rstd.dtype, call.where() << ": the mean and inv_std_dev differ in dtype");
+  bool wideStats =
+      isWidened(call, x.dtype, mean.dtype, "the mean and inv_std_dev must be the input's dtype");
   expectShape(call, gy, x.shape, "grad");
   expectShape(call, dx, x.shape, "input_grad");
   if (accumulates) {
@@ -137,7 +139,7 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
             call.where() << ": scale does not broadcast to " << shapeString(norm));
   int64_t outer = extentProduct(x.shape, 0, axis), inner = extentProduct(norm, 0, norm.size());
   std::vector<int64_t> sOff = normOffsets(scale.shape, norm);
-  return dispatchLayerNormStats(x.dtype, wideStats, call, [=](auto tag, auto statTag) -> BoundKernel {
+  return dispatchWidened(x.dtype, wideStats, call, [=](auto tag, auto statTag) -> BoundKernel {
     using T = decltype(tag);
     using S = decltype(statTag);
     using C = kernels::ComputeType<T>;
@@ -195,14 +197,14 @@ BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
       crossEntropyGeometry(call, logp, "log_prob", labels, hasWeights ? &weights : nullptr);
   expectShape(call, out, logp.shape, "result");
   expectShape(call, g, geo.lossShape(), "grad");
-  bool wide = crossEntropyIsWide(call, out.dtype, logp.dtype);
+  bool wide = isWidened(call, out.dtype, logp.dtype, "the log_prob must be the result's dtype");
   ZRT_CHECK(g.dtype == logp.dtype && (!hasWeights || weights.dtype == logp.dtype),
             call.where() << ": dtypes differ");
   int64_t n = geo.n, c = geo.c, inner = geo.inner, ignore = geo.ignore;
   bool hasIgnore = geo.hasIgnore, labels64 = geo.labels64;
   Reduction reduction = geo.reduction;
   std::string where = call.where();
-  return dispatchWidened(out.dtype, wide, call, [=](auto tag, auto outTag) -> BoundKernel {
+  return dispatchWidened(out.dtype, wide, call, [=](auto outTag, auto tag) -> BoundKernel {
     using T = decltype(tag);
     using TOut = decltype(outTag);
     using C = kernels::ComputeType<T>;

@@ -793,7 +793,7 @@ void softmaxGrad(cudaStream_t s, Elem t, const void *y, const void *g, double sc
 void layerNorm(cudaStream_t s, Elem t, bool wideStats, const void *x, const void *scale,
                const void *bias, const int64_t *sOff, const int64_t *bOff, void *y,
                void *mean, void *rstd, int64_t outer, int64_t inner, double eps) {
-  dispatchLayerNormStats(t, wideStats, [&](auto tag, auto statTag) {
+  dispatchWidened(t, wideStats, [&](auto tag, auto statTag) {
     using T = decltype(tag);
     using S = decltype(statTag);
     launchRows("layerNorm", layerNormKernel<T, S>, outer, s, (const T *)x, (const T *)scale,
@@ -805,7 +805,7 @@ void layerNormGrad(cudaStream_t s, Elem t, bool wideStats, const void *x, const 
                    const int64_t *sOff, const void *mean, const void *rstd, const void *gy,
                    const void *acc, void *dx, void *dscale, void *dbias, int64_t outer,
                    int64_t inner) {
-  dispatchLayerNormStats(t, wideStats, [&](auto tag, auto statTag) {
+  dispatchWidened(t, wideStats, [&](auto tag, auto statTag) {
     using T = decltype(tag);
     using S = decltype(statTag);
     launchRows("layerNormGradRows", layerNormGradRows<T, S>, outer, s, (const T *)x,
@@ -821,7 +821,7 @@ void crossEntropy(cudaStream_t s, Elem t, bool wide, const void *scores, const v
                   bool labels64, const void *weights, int reduction, bool hasIgnore,
                   int64_t ignore, void *loss, void *logp, int64_t n, int64_t c,
                   int64_t inner, int *errorFlag) {
-  dispatchWidened(t, wide, [&](auto tag, auto inTag) {
+  dispatchWidened(t, wide, [&](auto inTag, auto tag) {
     using T = decltype(tag);
     using TIn = decltype(inTag);
     launchSoftmax(s, (const TIn *)scores, (T *)logp, n, c, inner, true);
@@ -835,7 +835,7 @@ void crossEntropyGrad(cudaStream_t s, Elem t, bool wide, const void *logp, const
                       bool labels64, const void *grad, const void *weights, int reduction,
                       bool hasIgnore, int64_t ignore, void *out, int64_t n, int64_t c,
                       int64_t inner, int *errorFlag) {
-  dispatchWidened(t, wide, [&](auto tag, auto outTag) {
+  dispatchWidened(t, wide, [&](auto outTag, auto tag) {
     using T = decltype(tag);
     using TOut = decltype(outTag);
     // The mean's denominator, on the device, in the stream's order.

@@ -129,25 +129,14 @@ void softmax(cudaStream_t s, Elem t, const void *x, void *y, int64_t outer, int6
              const int64_t *biasRowOffsets = nullptr, int64_t biasStep = 0);
 void softmaxGrad(cudaStream_t s, Elem t, const void *y, const void *g, double scale,
                  void *dx, int64_t outer, int64_t dim, int64_t inner);
-/// Calls f(T{}, S{}) for the float storage type T of `t` and layer norm's
-/// statistics type S: T's compute type (f32 for 16-bit T) when `wideStats`, else T.
-template <typename F> void dispatchLayerNormStats(Elem t, bool wideStats, F f) {
-  dispatchFloat(t, [&](auto tag) {
-    using T = decltype(tag);
-    if (wideStats)
-      f(T{}, kernels::ComputeType<T>{});
-    else
-      f(T{}, T{});
-  });
-}
-/// Calls f(W{}, N{}) for the float storage type N of `t` and W: N's compute type
-/// (f32 for a 16-bit N) when `wide`, else N (the loss's f32 log-probabilities of
-/// 16-bit scores and its 16-bit gradient of them).
+/// Calls f(N{}, W{}) for the float storage type N of `t` and W: N's compute type
+/// (f32 for a 16-bit N) when `wide`, else N (mixed precision's f32 tensors beside
+/// 16-bit ones: layer norm's statistics, the loss's log-probabilities).
 template <typename F> void dispatchWidened(Elem t, bool wide, F f) {
   dispatchFloat(t, [&](auto tag) {
     using N = decltype(tag);
     if (wide)
-      f(kernels::ComputeType<N>{}, N{});
+      f(N{}, kernels::ComputeType<N>{});
     else
       f(N{}, N{});
   });
