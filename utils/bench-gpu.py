@@ -57,7 +57,7 @@ def main():
     a = p.parse_args()
     CFG = MODELS[a.model]
     dev = torch.device(a.torch_device)
-    torch.backends.cuda.matmul.allow_tf32 = a.allow_tf32  # as zero-run's cuBLAS
+    torch.backends.cuda.matmul.allow_tf32 = a.allow_tf32  # as zero-run's cuBLASLt
 
     def sync():
         if dev.type == "cuda":
@@ -135,7 +135,7 @@ def main():
     print("  zero-run / PyTorch eager: %.2f%s" % (
         zero_ms / eager_ms,
         "" if compiled_ms is None else ", / torch.compile: %.2f" % (zero_ms / compiled_ms)))
-    if profile:  # over its steps, the first (cuBLAS's start-up) included
+    if profile:  # over its steps, the first (cuBLASLt's start-up) included
         print("zero-run's " + profile.rstrip())
     return 0
 

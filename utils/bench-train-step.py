@@ -7,6 +7,7 @@
 #                       --heads 8 --vocab 256 --seq 128 --batch 8] [--steps 20 --warmup 3]
 #                       [--precision bf16|fp16] [--recompute cheap|blocks] [--offload]
 #                       [--profile] [--repeat R] [--unfused] [--attention-parts]
+#                       [--separate-epilogue]
 #
 # With --precision, zero-run also runs the step compiled with zero-opt --precision
 # (and, for bf16, PyTorch under torch.autocast("cpu", torch.bfloat16)), next to fp32.
@@ -24,6 +25,8 @@
 # With --attention-parts, zero-run also runs the fp32 step compiled with zero-opt
 # --no-attention-fusion (attention as its parts: scores, mask, softmax, values), the
 # two alternating --repeat times (at least 3), and prints both medians.
+# With --separate-epilogue, likewise against the step compiled with zero-opt
+# --no-epilogue-fusion (a product's bias and residual added by kernels of their own).
 # With --profile, zero-run's fp32 run also prints its time per kernel kind (zero-run
 # --profile), a separate run after the timed one so profiling does not slow the figure.
 #
@@ -91,6 +94,9 @@ def main():
                    help="also print zero-run's time per kernel kind for the fp32 step")
     p.add_argument("--unfused", action="store_true",
                    help="also time the fp32 step compiled with --no-fusion")
+    p.add_argument("--separate-epilogue", action="store_true",
+                   help="also time the fp32 step with a product's bias and residual added "
+                        "by kernels of their own (--no-epilogue-fusion), alternating")
     p.add_argument("--attention-parts", action="store_true",
                    help="also time the fp32 step compiled with --no-attention-fusion")
     p.add_argument("--torch-only", action="store_true",
@@ -171,12 +177,21 @@ def main():
                  onnx_path, "--data", data_path, "--steps", str(total), "--quiet",
                  "--profile"], check=True, capture_output=True, text=True).stdout
         zunfused = zero_run("fp32", ["--no-fusion"]) if a.unfused else None
-        attention = None
-        if a.attention_parts:  # alternating: this machine's speed drifts
-            attention = {"fused": [], "parts": []}
+        def alternating(flag):
+            """The default step's times and those with `flag`, alternating (this
+            machine's speed drifts)."""
+            times = ([], [])
             for _ in range(max(3, a.repeat)):
-                attention["fused"].append(zero_run("fp32"))
-                attention["parts"].append(zero_run("fp32", ["--no-attention-fusion"]))
+                times[0].append(zero_run("fp32"))
+                times[1].append(zero_run("fp32", [flag]))
+            return times
+        comparisons = []  # (what the default does, what the flag does, flag, times)
+        if a.attention_parts:
+            comparisons.append(("attention fused", "as its parts", "--no-attention-fusion",
+                                alternating("--no-attention-fusion")))
+        if a.separate_epilogue:
+            comparisons.append(("bias and residual in the product", "added by kernels",
+                                "--no-epilogue-fusion", alternating("--no-epilogue-fusion")))
         zmixed = zero_run(a.precision) if a.precision != "fp32" else None
         zrecompute = report = None
         if a.recompute:
@@ -235,13 +250,12 @@ def main():
     if zunfused is not None:
         print("  zero-run --no-fusion %3.1f ms/step  (the fused step: %.2f x this)" % (
             zunfused, z / zunfused))
-    if attention is not None:
-        fused, parts = (statistics.median(attention[k]) for k in ("fused", "parts"))
-        print("  zero-run, attention fused %.1f ms/step, as its parts (--no-attention-fusion) "
-              "%.1f ms/step: %.2f x (medians of %d alternating runs; fused %s, parts %s)" % (
-                  fused, parts, fused / parts, len(attention["fused"]),
-                  " ".join("%.1f" % x for x in attention["fused"]),
-                  " ".join("%.1f" % x for x in attention["parts"])))
+    for default, other, flag, (mine, theirs) in comparisons:
+        print("  zero-run, %s %.1f ms/step, %s (%s) %.1f ms/step: %.2f x (medians of %d "
+              "alternating runs: %s; %s)" % (
+                  default, statistics.median(mine), other, flag, statistics.median(theirs),
+                  statistics.median(mine) / statistics.median(theirs), len(mine),
+                  " ".join("%.1f" % x for x in mine), " ".join("%.1f" % x for x in theirs)))
     if zmixed is not None:
         print("  zero-run %s    %8.1f ms/step  %8.0f tokens/s  (%.2f x its fp32 step)" % (
             a.precision, zmixed, tokens_per_step / zmixed * 1000, zmixed / z))

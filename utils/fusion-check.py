@@ -12,7 +12,13 @@
 # the Llama-style model (SiLU through sigmoid, RMSNorm through pow, sqrt and div,
 # rotary embeddings); bf16 stage 2 with the optimizer offloaded (host chains).
 # --quick: the f32 GPT and the bf16 one. Each plan must hold fused kernels (counted
-# in its plan IR), else fusion did nothing and the comparison means nothing.
+# in its plan IR), else fusion did nothing and the comparison means nothing. Both
+# sides keep a product's bias and residual out of its epilogue (--no-epilogue-fusion).
+#
+# Then the epilogue (the default) against those adds as kernels of their own, on
+# the GPT in f32 and bf16: the product starts from bias + residual and is rounded
+# once, so the values differ by rounding; the losses must agree within EPILOGUE_RTOL
+# of their dtype, and the plan must hold products with an epilogue.
 # Exit 1 on a mismatch. Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import json
@@ -38,6 +44,9 @@ FULL = [
                                         "--offload-optimizer=cpu"]),
 ]
 QUICK = [FULL[0], FULL[2]]
+# Relative loss differences allowed for the epilogue's rounding: f32's (8 steps of
+# the test GPT agree to the 7 digits printed), bf16's (they differ by about 5e-5).
+EPILOGUE = [("gpt-f32", "gpt", [], 1e-6), ("gpt-bf16", "gpt", ["--precision=bf16"], 1e-3)]
 
 
 def export(work, name):
@@ -73,7 +82,8 @@ def main():
         work = os.path.join(a.work, name)
         os.makedirs(work, exist_ok=True)
         runs, kernels = {}, {}
-        for label, extra in (("fused", []), ("unfused", ["--no-fusion"])):
+        for label, extra in (("fused", ["--no-epilogue-fusion"]),
+                             ("unfused", ["--no-fusion", "--no-epilogue-fusion"])):
             plan = os.path.join(work, label + ".zplan")
             subprocess.run([zero_opt, model, "-o", plan] + flags + extra, check=True)
             ir = subprocess.run([zero_opt, model, "--emit=plan"] + flags + extra, check=True,
@@ -106,6 +116,31 @@ def main():
             "identical" if identical else "worst relative %.2e" % worst,
             "ok" if same and did_fuse else "MISMATCH" if not same else "NOTHING FUSED"))
         ok &= same and did_fuse
+    for name, arch, flags, rtol in EPILOGUE:
+        model, data = export(a.work, arch)
+        work = os.path.join(a.work, name + "-epilogue")
+        os.makedirs(work, exist_ok=True)
+        losses = {}
+        for label, extra in (("epilogue", []), ("adds", ["--no-epilogue-fusion"])):
+            plan = os.path.join(work, label + ".zplan")
+            subprocess.run([zero_opt, model, "-o", plan] + flags + extra, check=True)
+            log = os.path.join(work, label + ".json")
+            subprocess.run([zero_run, plan, "--init", model, "--data", data,
+                            "--device", a.device, "--steps", str(a.steps), "--log-json", log,
+                            "--quiet"], check=True)
+            losses[label] = [json.loads(l)["loss"] for l in open(log)]
+        ir = subprocess.run([zero_opt, model, "--emit=plan"] + flags, check=True,
+                            capture_output=True, text=True).stdout
+        with_epilogue = len(re.findall(r"plan\.kernel matmul .*operand_segments", ir))
+        x, y = losses["adds"], losses["epilogue"]
+        worst = max((abs(p - q) / max(abs(p), 1e-30) for p, q in zip(x, y)),
+                    default=float("inf"))
+        same = len(x) == len(y) == a.steps and worst <= rtol
+        print("%-26s %d products with a bias or residual; losses worst relative %.2e "
+              "(rtol %g): %s" % (name + " epilogue", with_epilogue, worst, rtol,
+                                 "ok" if same and with_epilogue else
+                                 "MISMATCH" if not same else "NOTHING FUSED"))
+        ok &= same and with_epilogue > 0
     return 0 if ok else 1
 
 

@@ -61,7 +61,7 @@ bundle() {
   rm -rf "$B" && mkdir -p "$B/bin" "$B/lib" "$B/gpt" "$B/bench" "$B/div" "$B/mem"
   cp "$BUILD/bin/zero-run" "$B/bin/" && strip "$B/bin/zero-run"
   # The Debian libraries zero-run needs; not the C runtime, not CUDA's (the GPU
-  # image has CUDA 13's cuBLAS and NCCL).
+  # image has CUDA 13's cuBLASLt and NCCL).
   ldd $BUILD/bin/zero-run | awk '/=> \// {print $3}' |
     grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux|libpthread|libdl|librt)[.-]|libcuda|libcublas|libnccl' |
     xargs -I{} cp -L {} "$B/lib/"
@@ -210,7 +210,7 @@ PY
       ldd "$ZR" | grep "not found" >&2
       exit 1
     fi
-    # cuBLAS is opened at run time, not linked: check it loads before any test.
+    # cuBLASLt is opened at run time, not linked: check it loads before any test.
     "$ZR" --check-cuda-libraries || exit 1
     nvidia-smi -L || true
     # What a cuDNN attention path would find here (its graph API differs by version).

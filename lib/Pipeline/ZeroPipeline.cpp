@@ -140,6 +140,10 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
     pm.addPass(createBuildTrainingStepPass(train));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    // The loss and its gradient of the logits in one pass over them, once the
+    // backward exists and before anything schedules it.
+    if (!o.noFusion)
+      pm.addPass(createFuseClassifierPass());
     // Before sharding: a recomputed op that reads a parameter is a backward use,
     // which stage 3 serves from the backward gather.
     if (o.recomputeLevel > 0 && o.mode == "train") {
@@ -173,6 +177,10 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
     }
   }
   if (o.level == "plan" || o.level == "zplan") {
+    // A product's bias and residual adds first: elementwise chains would take
+    // them in otherwise.
+    if (!o.noEpilogueFusion)
+      pm.addPass(createFuseMatMulEpiloguePass());
     if (!o.noFusion)
       pm.addPass(createFuseElementwisePass());
     ConvertComputeToPlanPassOptions opts;

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -153,6 +154,86 @@ TEST(CudaEmulator, BadLaunchesAndCopiesAreErrors) {
             cudaErrorInvalidValue);
   EXPECT_EQ(cudaFree(p + 1), cudaErrorInvalidValue);
   cudaFree(p);
+  cudaStreamDestroy(s);
+}
+
+TEST(CudaEmulator, LtMatmulBiasAddendAndChecks) {
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  cublasLtHandle_t h;
+  ASSERT_EQ(cublasLtCreate(&h), CUBLAS_STATUS_SUCCESS);
+  // Two batches of column-major D (2x1) = A (2x3) B (3x1) + C + bias.
+  std::vector<float> a = {1, 4, 2, 5, 3, 6, 0, 0, 0, 0, 0, 1}, b = {1, 1, 1, 1, 1, 1},
+                     c = {10, 20, 30, 40}, bias = {100, 200}, d(4);
+  float *da = deviceFloats(12), *db = deviceFloats(6), *dc = deviceFloats(4),
+        *dd = deviceFloats(4), *dbias = deviceFloats(2), *work = deviceFloats(1024);
+  cudaMemcpy(da, a.data(), 12 * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(db, b.data(), 6 * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(dc, c.data(), 4 * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(dbias, bias.data(), 2 * sizeof(float), cudaMemcpyHostToDevice);
+  cublasLtMatmulDesc_t desc;
+  ASSERT_EQ(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+            CUBLAS_STATUS_SUCCESS);
+  uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
+  const float *biasPtr = dbias;
+  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPtr,
+                                 sizeof biasPtr);
+  cublasLtMatrixLayout_t la, lb, lc;
+  auto batched = [](cublasLtMatrixLayout_t l, int64_t stride) {
+    int32_t two = 2;
+    cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &two, sizeof two);
+    cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                     sizeof stride);
+  };
+  cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 2, 3, 2);
+  cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 3, 1, 3);
+  cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, 2, 1, 2);
+  batched(la, 6);
+  batched(lb, 3);
+  batched(lc, 2);
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulPreferenceCreate(&pref);
+  uint64_t most = 4096;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &most,
+                                       sizeof most);
+  cublasLtMatmulHeuristicResult_t r;
+  int found = 0;
+  ASSERT_EQ(cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, pref, 1, &r, &found),
+            CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(found, 1);
+  float one = 1;
+  ASSERT_EQ(cublasLtMatmul(h, desc, &one, da, la, db, lb, &one, dc, lc, dd, lc, &r.algo, work,
+                           4096, s),
+            CUBLAS_STATUS_SUCCESS);
+  cudaMemcpy(d.data(), dd, 4 * sizeof(float), cudaMemcpyDeviceToHost);
+  EXPECT_EQ(d, (std::vector<float>{6 + 10 + 100, 15 + 20 + 200, 0 + 30 + 100, 1 + 40 + 200}));
+  // A smaller workspace than the heuristic asked for, or an algorithm it did not
+  // give, is refused; so is a layout that reads past its allocation.
+  EXPECT_EQ(cublasLtMatmul(h, desc, &one, da, la, db, lb, &one, dc, lc, dd, lc, &r.algo, work,
+                           16, s),
+            CUBLAS_STATUS_INVALID_VALUE);
+  cublasLtMatmulAlgo_t other = {};
+  EXPECT_EQ(cublasLtMatmul(h, desc, &one, da, la, db, lb, &one, dc, lc, dd, lc, &other, work,
+                           4096, s),
+            CUBLAS_STATUS_INVALID_VALUE);
+  batched(lb, 6); // the second batch of B starts past its 6 elements
+  EXPECT_EQ(cublasLtMatmul(h, desc, &one, da, la, db, lb, &one, dc, lc, dd, lc, &r.algo, work,
+                           4096, s),
+            CUBLAS_STATUS_INVALID_VALUE);
+  // A product whose shapes do not agree gets no algorithm.
+  cublasLtMatrixLayout_t wrong;
+  cublasLtMatrixLayoutCreate(&wrong, CUDA_R_32F, 4, 1, 4);
+  EXPECT_EQ(cublasLtMatmulAlgoGetHeuristic(h, desc, la, wrong, lc, lc, pref, 1, &r, &found),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(found, 0);
+  for (cublasLtMatrixLayout_t l : {la, lb, lc, wrong})
+    cublasLtMatrixLayoutDestroy(l);
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(h);
+  for (float *p : {da, db, dc, dd, dbias, work})
+    cudaFree(p);
   cudaStreamDestroy(s);
 }
 

@@ -213,6 +213,7 @@ public:
     if (failed(fold()))
       return failure();
     computeLiveness();
+    foldWritesOver();
     if (failed(emitArguments()))
       return failure();
     emitConstants();
@@ -282,7 +283,7 @@ private:
   /// takes for free).
   void foldStridedLayouts() {
     for (Operation &op : entry) {
-      if (isa<compute::MatMulOp>(op))
+      if (isa<compute::MatMulOp, compute::FusedMatMulOp>(op))
         foldMatMulLayouts(op);
       else if (views && isa<compute::AttentionOp, compute::AttentionGradOp>(op))
         foldAttentionLayouts(op);
@@ -326,9 +327,10 @@ private:
         roots.insert(view->root);
       }
     }
-    // The result written straight into the one transpose that reads it.
+    // The result written straight into the one transpose that reads it (not a
+    // fused product's: its addend is read as the result lies).
     Value res = op.getResult(0);
-    if (!views || !res.hasOneUse())
+    if (!views || !res.hasOneUse() || isa<compute::FusedMatMulOp>(op))
       return;
     std::optional<StridedView> into = transposeTarget(res);
     auto shape = cast<RankedTensorType>(res.getType()).getShape();
@@ -381,6 +383,76 @@ private:
         if (use.getOwner() != merge)
           operandView[{use.getOwner(), use.getOperandNumber()}] = *into;
     }
+    if (grad)
+      foldGradientsIntoConcat(op);
+  }
+
+  /// The QKV projection's gradient: dQ, dK and dV, each through its head merge
+  /// (and a reshape) into one concat, are written where the concat puts them, and
+  /// the concat, merges and reshapes run no kernel. Only where the three are alike
+  /// ([B, H, T, D] each, so they tile the concat at evenly spaced offsets, as the
+  /// runtime checks) and the concat joins exactly them.
+  void foldGradientsIntoConcat(Operation &op) {
+    compute::ConcatOp concat;
+    SmallVector<Operation *> chain;       // merges and reshapes the concat replaces
+    SmallVector<unsigned> slot(3);        // the concat operand each gradient becomes
+    for (OpResult res : op.getResults()) {
+      auto it = resultView.find(res);
+      if (it == resultView.end() || res.getType() != op.getResult(0).getType())
+        return;
+      Value merged = it->second.root; // the merge transpose's result
+      if (!merged.hasOneUse())
+        return;
+      Value joined = merged;
+      Operation *user = *merged.getUsers().begin();
+      if (isa<compute::ReshapeOp>(user)) {
+        if (!user->getResult(0).hasOneUse())
+          return;
+        chain.push_back(user);
+        joined = user->getResult(0);
+        user = *joined.getUsers().begin();
+      }
+      auto c = dyn_cast<compute::ConcatOp>(user);
+      if (!c || (concat && c != concat) || c->getNumOperands() != 3)
+        return;
+      concat = c;
+      slot[res.getResultNumber()] = joined.getUses().begin()->getOperandNumber();
+      chain.push_back(merged.getDefiningOp());
+    }
+    Value joinedAll = concat.getResult();
+    if (updateOf.count(joinedAll) || llvm::is_contained(terminator->getOperands(), joinedAll))
+      return;
+    auto shapeOf = [](Value x) { return cast<RankedTensorType>(x.getType()).getShape(); };
+    int64_t axis = concat.getAxis();
+    SmallVector<int64_t> strides = computeStrides(shapeOf(joinedAll));
+    SmallVector<StridedView> views;
+    for (OpResult res : op.getResults()) {
+      unsigned j = slot[res.getResultNumber()];
+      int64_t offset = 0;
+      for (unsigned i = 0; i < j; ++i)
+        offset += shapeOf(concat.getOperand(i))[axis] * strides[axis];
+      // The operand in the concat's buffer; back through its reshape to the
+      // merged heads; back through the merge to the gradient's own dimensions.
+      Value merged = resultView[res].root;
+      std::optional<SmallVector<int64_t>> mergedStrides =
+          reshapedStrides(shapeOf(concat.getOperand(j)), strides, shapeOf(merged));
+      if (!mergedStrides)
+        return;
+      ArrayRef<int64_t> perm = cast<compute::TransposeOp>(merged.getDefiningOp()).getPerm();
+      SmallVector<int64_t> own(perm.size());
+      for (size_t d = 0; d < perm.size(); ++d)
+        own[perm[d]] = (*mergedStrides)[d];
+      if (shapeOf(res)[3] > 1 && own[3] != 1)
+        return; // rows must stay contiguous
+      views.push_back(StridedView{joinedAll, own, offset});
+    }
+    for (OpResult res : op.getResults()) {
+      writtenBy.erase(resultView[res].root);
+      writeInto(res, views[res.getResultNumber()]);
+    }
+    for (Operation *c : chain)
+      dropped.insert(c);
+    dropped.insert(concat);
   }
 
   /// `res` as a view of the result of the transpose `t` that reads it (its one
@@ -504,6 +576,29 @@ private:
       // A started collective reads its input until its wait.
       if (auto w = dyn_cast<zops::WaitOp>(op))
         lastUse[base(w.getToken().getDefiningOp()->getOperand(0))] = &op;
+    }
+  }
+
+  /// The fused classifier writes the scores' gradient over the scores where
+  /// nothing reads them after it (and they are a whole temporary of the same
+  /// size): the B·T×V logits are not kept twice. Its kernels read each row
+  /// before writing it.
+  void foldWritesOver() {
+    for (Operation &op : entry) {
+      auto cls = dyn_cast<compute::SoftmaxCrossEntropyWithGradOp>(op);
+      if (!cls)
+        continue;
+      Value r = cls.getScoresGrad(), scores = resolve(cls.getScores()), root = base(scores);
+      auto view = viewOf.find(scores);
+      bool whole = view == viewOf.end() || view->second.bytes == 0;
+      if (!whole || isa<BlockArgument>(root) || isHost(root) ||
+          isa_and_nonnull<compute::ConstantOp>(root.getDefiningOp()) ||
+          lastUse.lookup(root) != &op || bytesOf(root) != bytesOf(r) || updateOf.count(r) ||
+          resultView.count(r) || resultView.count(root) ||
+          llvm::is_contained(terminator->getOperands(), r))
+        continue;
+      writtenOver[r] = root;
+      handedOver.insert(root);
     }
   }
 
@@ -631,6 +726,10 @@ private:
   /// A view: a buffer over its root's bytes, no kernel.
   void emitView(Value r, const View &v) {
     Value root = bufferOf.lookup(v.root);
+    // A view of a result written over its operand (itself a view at offset 0 of
+    // that operand's buffer) reads the buffer underneath: views are one level.
+    if (Value under = cast<plan::BufferOp>(root.getDefiningOp()).getViewOf())
+      root = under;
     bool host = isHost(v.root);
     auto view = plan::BufferOp::create(
         b, r.getLoc(), bufferTypeOf(r),
@@ -676,6 +775,15 @@ private:
       if (!isa<RankedTensorType>(made.getType()))
         continue; // a collective's token has no buffer
       Value r = writeOf(made);
+      if (Value shared = bufferOf.lookup(r)) { // an earlier result's target too
+        outs.push_back(shared);
+        continue;
+      }
+      if (Value over = writtenOver.lookup(r)) {
+        emitView(r, View{over, 0});
+        outs.push_back(bufferOf[r]);
+        continue;
+      }
       BlockArgument target = updateOf.lookup(r);
       if (target && isInPlaceSafe(op) && lastUse.lookup(target) == &op &&
           llvm::is_contained(op.getOperands(), Value(target))) {
@@ -690,9 +798,12 @@ private:
     FailureOr<DictionaryAttr> attrs = kernelAttrs(op, isCollective, isStart);
     if (failed(attrs))
       return failure();
-    // The op's name is the kind's (compute.matmul runs the matmul kernel).
+    // The op's name is the kind's (compute.matmul runs the matmul kernel); a
+    // fused product is a matmul kernel with its epilogue's operands.
     std::optional<plan::KernelKind> kind =
-        plan::symbolizeKernelKind(op.getName().stripDialect());
+        isa<compute::FusedMatMulOp>(op)
+            ? plan::KernelKind::matmul
+            : plan::symbolizeKernelKind(op.getName().stripDialect());
     if (!kind)
       return op.emitOpError("has no runtime kernel: the plan has no kernel kind '")
              << op.getName().stripDialect() << "'";
@@ -749,7 +860,7 @@ private:
       attrs.append(name.str() + "_strides", b.getDenseI64ArrayAttr(view.strides));
       attrs.append(name.str() + "_offset", b.getI64IntegerAttr(view.offset));
     };
-    bool matmul = isa<compute::MatMulOp>(op);
+    bool matmul = isa<compute::MatMulOp, compute::FusedMatMulOp>(op);
     bool grad = isa<compute::AttentionGradOp>(op);
     if (!matmul && !isa<compute::AttentionOp>(op) && !grad)
       return;
@@ -795,14 +906,15 @@ private:
   /// Results nobody reads die at once; inputs die at their last reader.
   void releaseDead(Operation &op) {
     auto releaseIfDead = [&](Value v, bool isResult) {
-      if (!isTemp(v))
+      if (!isTemp(v) || handedOver.contains(v))
         return;
       Operation *last = lastUse.lookup(v);
       if ((isResult && !last) || last == &op)
         release(v);
     };
+    llvm::SmallDenseSet<Value> written;
     for (Value r : op.getResults())
-      if (isa<RankedTensorType>(r.getType()))
+      if (isa<RankedTensorType>(r.getType()) && written.insert(writeOf(r)).second)
         releaseIfDead(writeOf(r), /*isResult=*/true);
     llvm::SmallDenseSet<Value> seen;
     for (unsigned i = 0; i < op.getNumOperands(); ++i) {
@@ -885,6 +997,8 @@ private:
   DenseMap<Value, Value> bufferOf;
   DenseMap<Value, int64_t> offsetOf; // the arena's id of each value's buffer
   DenseSet<Value> inPlace;           // new values written over their argument
+  DenseMap<Value, Value> writtenOver; // a result -> the dying operand it overwrites
+  DenseSet<Value> handedOver;         // such operands: freed with the result
   DenseSet<Value> copiedEarly;       // new values already copied into their argument
   DenseMap<Operation *, int64_t> requestOf; // started collective -> request id
   // placement

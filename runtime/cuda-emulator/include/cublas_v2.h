@@ -20,8 +20,12 @@ enum cublasStatus_t {
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
 enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
 // library_types.h and cublas_api.h values, for GemmEx.
-enum cudaDataType { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
-enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68 };
+enum cudaDataType { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
+enum cublasComputeType_t {
+  CUBLAS_COMPUTE_32F = 68,
+  CUBLAS_COMPUTE_64F = 70,
+  CUBLAS_COMPUTE_32F_FAST_TF32 = 77,
+};
 enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
 
 struct cublasContext;

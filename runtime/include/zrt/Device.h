@@ -67,7 +67,7 @@ std::unique_ptr<Device> makeCpuDevice();
 /// backend is absent or no driver/GPU is present).
 bool cudaBackendBuilt();
 int cudaDeviceCount();
-/// Loads the CUDA libraries the backend opens at run time (cuBLAS) and says where
+/// Loads the CUDA libraries the backend opens at run time (cuBLASLt) and says where
 /// each was found; throws zrt::Error naming what is missing. No GPU needed.
 std::string loadCudaLibraries();
 /// How a GPU runs what the plan leaves open.
@@ -76,7 +76,7 @@ struct CudaOptions {
   /// torch.backends.cuda.matmul.allow_tf32); off: they stay fp32.
   bool allowTf32 = false;
 };
-/// GPU `ordinal` (cuBLAS GEMM, the project's kernels, a compute and a
+/// GPU `ordinal` (cuBLASLt GEMM, the project's kernels, a compute and a
 /// communication stream), with an NCCL communicator over the ranks of `host` for the
 /// plan's collectives (its unique id broadcast through `host`). Throws zrt::Error
 /// when the build has no CUDA backend or the GPU is missing.

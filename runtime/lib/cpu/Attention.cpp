@@ -24,6 +24,8 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -432,6 +434,49 @@ kernels::HeadLayout headLayout(const KernelCall &call, const char *name, const T
   return {view.offset, view.strides[0], view.strides[1], view.strides[2]};
 }
 
+/// dQ, dK and dV each cover their own tensor once; or, written into one buffer
+/// (the QKV projection's gradient, in place of its concat), they tile it: one
+/// view at evenly spaced offsets, which together cover it once.
+void checkGradientsCover(const KernelCall &call) {
+  std::array<kernels::StridedOperand, 3> views;
+  for (int i = 0; i < 3; ++i)
+    views[i] = kernels::stridedOperandOf(call, ::zplan::attention::outputView(true, i),
+                                         call.outs[i]);
+  std::vector<int> shared;
+  for (int i = 0; i < 3; ++i)
+    if (call.outs[i].data == call.outs[0].data)
+      shared.push_back(i);
+  bool together = shared.size() == 3;
+  ZRT_CHECK(together || shared.size() == 1 || call.outs[0].numel() == 0,
+            call.where() << ": dquery shares its buffer with one other gradient only");
+  if (!together) {
+    for (int i = 0; i < 3; ++i) {
+      const char *name = ::zplan::attention::outputView(true, i);
+      ZRT_CHECK(i == 0 || call.outs[i].data != call.outs[3 - i].data ||
+                    call.outs[i].numel() == 0,
+                call.where() << ": dkey and dvalue share a buffer without dquery");
+      ZRT_CHECK(kernels::coversOnce(views[i], call.outs[i].numel()),
+                call.where() << ": the " << name
+                             << " view does not cover its tensor exactly once");
+    }
+    return;
+  }
+  std::array<int, 3> order = {0, 1, 2};
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return views[a].offset < views[b].offset; });
+  const kernels::StridedOperand &first = views[order[0]];
+  int64_t step = views[order[1]].offset - first.offset;
+  bool alike = step > 0 && views[order[2]].offset - views[order[1]].offset == step;
+  for (const kernels::StridedOperand &v : views)
+    alike = alike && v.shape == first.shape && v.strides == first.strides;
+  kernels::StridedOperand tiled = first;
+  tiled.shape.insert(tiled.shape.begin(), 3);
+  tiled.strides.insert(tiled.strides.begin(), step);
+  ZRT_CHECK(alike && kernels::coversOnce(tiled, call.outs[0].numel()),
+            call.where() << ": dquery, dkey and dvalue share a buffer but do not tile it "
+                            "(alike views at evenly spaced offsets, covering it once)");
+}
+
 /// The log-sum-exp is kept in the compute type: f32, or f64 for f64 queries.
 void checkLse(const KernelCall &call, const TensorView &lse, const TensorView &q,
               const Geometry &g) {
@@ -514,8 +559,9 @@ AttentionGeometry zrt::cpu::attentionGeometry(const KernelCall &call, bool grad)
     const char *name = ::zplan::attention::outputView(true, i);
     ZRT_CHECK(call.outs[i].dtype == of->dtype,
               call.where() << ": the " << name << "'s dtype is not the query's");
-    *layout = headLayout(call, name, call.outs[i], shape, true);
+    *layout = headLayout(call, name, call.outs[i], shape, false);
   }
+  checkGradientsCover(call);
   return g;
 }
 

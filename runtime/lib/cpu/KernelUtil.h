@@ -161,6 +161,11 @@ struct CrossEntropyGeometry {
   Shape lossShape() const { return reduction == Reduction::None ? labelShape : Shape{}; }
   bool hasIgnore = false, labels64 = false;
   int64_t ignore = 0;
+  /// Position `pos`'s label, and whether it is ignored.
+  int64_t labelAt(const TensorView &labels, int64_t pos) const {
+    return labels64 ? labels.as<int64_t>()[pos] : (int64_t)labels.as<int32_t>()[pos];
+  }
+  bool ignored(int64_t label) const { return hasIgnore && label == ignore; }
 };
 /// Checks `scores` (named `scoresName`), `labels` and `weights` (when given) and
 /// reads the attributes.

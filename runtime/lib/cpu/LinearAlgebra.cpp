@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelUtil.h"
+#include "VectorLoops.h"
 #include "../kernels/MatMulGeometry.h"
 #include "zrt/ParallelFor.h"
 
@@ -20,29 +21,66 @@ using namespace zrt::cpu;
 
 namespace {
 
-/// The m x n matrix at `c` (leading dimension ldc) set to zero.
-template <typename T> void clearMatrix(T *c, int64_t ldc, int64_t m, int64_t n) {
-  if (ldc == n)
-    return (void)std::memset(c, 0, sizeof(T) * m * n);
-  for (int64_t i = 0; i < m; ++i)
-    std::memset(c + i * ldc, 0, sizeof(T) * n);
+/// A fused product's epilogue (compute.fused_matmul): `bias` (n values, added to
+/// every row) and `addend` (m x n, leading dimension ld), either may be absent.
+template <typename T> struct Epilogue {
+  const T *bias = nullptr, *addend = nullptr;
+  int64_t ld = 0;
+  /// The same for the rows from `row` on.
+  Epilogue from(int64_t row) const {
+    Epilogue e = *this;
+    if (e.addend)
+      e.addend += row * ld;
+    return e;
+  }
+};
+
+/// One row of C's starting values; a loop per case, so that each vectorizes.
+template <typename S, typename T>
+ZRT_VECTORIZED void startRow(S *c, const T *addend, const T *bias, int64_t n) {
+  if (addend && bias)
+    for (int64_t j = 0; j < n; ++j)
+      c[j] = S(addend[j]) + S(bias[j]);
+  else if (addend)
+    for (int64_t j = 0; j < n; ++j)
+      c[j] = S(addend[j]);
+  else
+    for (int64_t j = 0; j < n; ++j)
+      c[j] = S(bias[j]);
 }
 
-/// C = op(A) op(B), row-major, with leading dimensions lda, ldb, ldc (each
-/// matrix may be a block of a larger one: a view's rows, a block of a product).
-/// C is cleared here and the GEMM called with beta = 1: OpenBLAS does beta = 0 as
-/// a clearing pass of its own (sgemm_beta) followed by the same accumulation onto
-/// zeros, so the result is the same, and memset clears C about three times as
-/// fast (the benchmark GPT's GEMMs at hidden 384: 523 to 511-517 ms per step).
+/// The m x n matrix at `c` (leading dimension ldc) set to where its product's
+/// accumulation starts: addend + bias, summed in S (f32 for 16-bit terms: the
+/// result is rounded once, after the product), or zero.
+template <typename S, typename T>
+void startMatrix(S *c, int64_t ldc, int64_t m, int64_t n, const Epilogue<T> &e) {
+  if (!e.bias && !e.addend) {
+    if (ldc == n)
+      return (void)std::memset(c, 0, sizeof(S) * m * n);
+    for (int64_t i = 0; i < m; ++i)
+      std::memset(c + i * ldc, 0, sizeof(S) * n);
+    return;
+  }
+  for (int64_t i = 0; i < m; ++i)
+    startRow(c + i * ldc, e.addend ? e.addend + i * e.ld : nullptr, e.bias, n);
+}
+
+/// C = op(A) op(B) (+ the epilogue), row-major, with leading dimensions lda,
+/// ldb, ldc (each matrix may be a block of a larger one: a view's rows, a block
+/// of a product). C is set to its starting values here and the GEMM called with
+/// beta = 1: OpenBLAS does beta = 0 as a clearing pass of its own (sgemm_beta)
+/// followed by the same accumulation onto zeros, so the result is the same, and
+/// memset clears C about three times as fast (the benchmark GPT's GEMMs at hidden
+/// 384: 523 to 511-517 ms per step). A bias starts C as addmm starts it.
 void gemm(bool ta, bool tb, const float *a, int64_t lda, const float *b, int64_t ldb,
-          float *c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
-  clearMatrix(c, ldc, m, n);
+          float *c, int64_t ldc, int64_t m, int64_t n, int64_t k, const Epilogue<float> &e) {
+  startMatrix(c, ldc, m, n, e);
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
 }
 void gemm(bool ta, bool tb, const double *a, int64_t lda, const double *b, int64_t ldb,
-          double *c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
-  clearMatrix(c, ldc, m, n);
+          double *c, int64_t ldc, int64_t m, int64_t n, int64_t k, const Epilogue<double> &e) {
+  startMatrix(c, ldc, m, n, e);
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               m, n, k, 1.0, a, lda, b, ldb, 1.0, c, ldc);
 }
@@ -81,29 +119,32 @@ SbgemmFn sbgemm() {
 }
 template <typename H>
 void widenedGemm(bool ta, bool tb, const H *a, int64_t lda, const H *b, int64_t ldb, H *c,
-                 int64_t ldc, int64_t m, int64_t n, int64_t k) {
+                 int64_t ldc, int64_t m, int64_t n, int64_t k, const Epilogue<H> &e) {
   // As stored: A is m x k (k x m when transposed), B k x n (n x k).
   int64_t aRows = ta ? k : m, aCols = ta ? m : k, bRows = tb ? n : k, bCols = tb ? k : n;
   float *af = scratch(0, m * k).data(), *bf = scratch(1, k * n).data(),
         *cf = scratch(2, m * n).data();
   widenInto(a, lda, af, aRows, aCols);
   widenInto(b, ldb, bf, bRows, bCols);
-  gemm(ta, tb, af, aCols, bf, bCols, cf, n, m, n, k);
+  startMatrix(cf, n, m, n, e);
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              m, n, k, 1.0f, af, aCols, bf, bCols, 1.0f, cf, n);
   roundInto(cf, c, m, n, ldc);
 }
 void gemm(bool ta, bool tb, const bf16 *a, int64_t lda, const bf16 *b, int64_t ldb, bf16 *c,
-          int64_t ldc, int64_t m, int64_t n, int64_t k) {
+          int64_t ldc, int64_t m, int64_t n, int64_t k, const Epilogue<bf16> &e) {
   SbgemmFn fn = sbgemm();
   if (!fn)
-    return widenedGemm(ta, tb, a, lda, b, ldb, c, ldc, m, n, k);
+    return widenedGemm(ta, tb, a, lda, b, ldb, c, ldc, m, n, k, e);
   float *cf = scratch(2, m * n).data();
+  startMatrix(cf, n, m, n, e);
   fn(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
-     1.0f, &a->bits, lda, &b->bits, ldb, 0.0f, cf, n);
+     1.0f, &a->bits, lda, &b->bits, ldb, 1.0f, cf, n);
   roundInto(cf, c, m, n, ldc);
 }
 void gemm(bool ta, bool tb, const f16 *a, int64_t lda, const f16 *b, int64_t ldb, f16 *c,
-          int64_t ldc, int64_t m, int64_t n, int64_t k) {
-  widenedGemm(ta, tb, a, lda, b, ldb, c, ldc, m, n, k);
+          int64_t ldc, int64_t m, int64_t n, int64_t k, const Epilogue<f16> &e) {
+  widenedGemm(ta, tb, a, lda, b, ldb, c, ldc, m, n, k, e);
 }
 
 /// Multiply-adds below which a GEMM runs on one thread: splitting a smaller one
@@ -113,19 +154,40 @@ constexpr int64_t kParallelGemmMacs = 1 << 18;
 BoundKernel bindMatMul(const KernelCall &call) {
   kernels::MatMulGeometry g = kernels::matMulGeometry(call);
   const TensorView a = call.ins[g.a.tensor], b = call.ins[g.b.tensor], out = call.outs[0];
+  const TensorView bias = g.bias >= 0 ? call.ins[g.bias] : TensorView{},
+                   addend = g.addend >= 0 ? call.ins[g.addend] : TensorView{};
   return dispatchFloat(a.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=] {
       int64_t m = g.m, n = g.n, k = g.k;
       if (m == 0 || n == 0)
         return;
-      if (k == 0) // the result's view covers it once: all of it is zero
-        return std::fill(out.as<T>(), out.as<T>() + out.numel(), T(0));
       const T *pa = a.as<T>(), *pb = b.as<T>();
       T *pc = out.as<T>();
+      // The epilogue of product i: its addend lies as its result does (no view).
+      auto epilogue = [&](int64_t i) {
+        Epilogue<T> e;
+        e.bias = g.bias >= 0 ? bias.as<T>() : nullptr;
+        e.addend = g.addend >= 0 ? addend.as<T>() + g.c.offsets[i] : nullptr;
+        e.ld = g.c.ld;
+        return e;
+      };
+      if (k == 0) { // the result's view covers it once: all of it is its start
+        if (g.bias < 0 && g.addend < 0)
+          return std::fill(out.as<T>(), out.as<T>() + out.numel(), T(0));
+        using C = ComputeType<T>;
+        for (int64_t i = 0; i < g.batches(); ++i) {
+          Epilogue<T> e = epilogue(i);
+          for (int64_t r = 0; r < m; ++r)
+            for (int64_t j = 0; j < n; ++j)
+              pc[g.c.offsets[i] + r * g.c.ld + j] =
+                  T((e.addend ? C(e.addend[r * e.ld + j]) : C(0)) + (e.bias ? C(e.bias[j]) : C(0)));
+        }
+        return;
+      }
       auto product = [&](int64_t i) {
         gemm(g.a.transpose, g.b.transpose, pa + g.a.offsets[i], g.a.ld, pb + g.b.offsets[i],
-             g.b.ld, pc + g.c.offsets[i], g.c.ld, m, n, k);
+             g.b.ld, pc + g.c.offsets[i], g.c.ld, m, n, k, epilogue(i));
       };
       // OpenBLAS runs on one thread (setCpuThreads): the kernels' threads split
       // the GEMMs, by products when there are several, else by rows of f32/f64
@@ -147,7 +209,7 @@ BoundKernel bindMatMul(const KernelCall &call) {
                       // Rows lo..hi of A: its rows, or with a transpose its columns.
                       gemm(g.a.transpose, g.b.transpose,
                            a0 + (g.a.transpose ? lo : lo * g.a.ld), g.a.ld, b0, g.b.ld,
-                           c0 + lo * g.c.ld, g.c.ld, hi - lo, n, k);
+                           c0 + lo * g.c.ld, g.c.ld, hi - lo, n, k, epilogue(0).from(lo));
                     });
         return;
       }

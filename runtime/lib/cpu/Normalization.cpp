@@ -375,6 +375,107 @@ BoundKernel bindSoftmaxCrossEntropy(const KernelCall &call) {
   });
 }
 
+/// The fused classifier: softmax_cross_entropy and its gradient of the scores at
+/// once, the gradient written over the scores when the plan gives it their
+/// buffer. Each position's row is copied (widened) out first, then computed as
+/// the two kernels do: the same log-probabilities (softmaxRows' arithmetic) and
+/// the same per-score gradient, so the numbers are theirs.
+BoundKernel bindSoftmaxCrossEntropyWithGrad(const KernelCall &call) {
+  ZRT_CHECK((call.ins.size() == 3 || call.ins.size() == 4) && call.outs.size() == 2,
+            call.where() << ": takes 3 or 4 inputs and 2 outputs");
+  const TensorView scores = call.ins[0], labels = call.ins[1], g = call.ins[2];
+  const TensorView loss = call.outs[0], ds = call.outs[1];
+  bool hasWeights = call.ins.size() == 4;
+  TensorView weights = hasWeights ? call.ins[3] : TensorView{};
+  CrossEntropyGeometry geo =
+      crossEntropyGeometry(call, scores, "scores", labels, hasWeights ? &weights : nullptr);
+  expectShape(call, ds, scores.shape, "scores_grad");
+  expectShape(call, loss, geo.lossShape(), "loss");
+  expectShape(call, g, geo.lossShape(), "grad");
+  ZRT_CHECK(ds.dtype == scores.dtype, call.where() << ": scores_grad must have the scores' dtype");
+  bool wide = isWidened(call, scores.dtype, loss.dtype, "the loss must be the scores' dtype");
+  ZRT_CHECK(g.dtype == loss.dtype && (!hasWeights || weights.dtype == loss.dtype),
+            call.where() << ": grad and weights must have the loss's dtype");
+  // Written over the scores, or beside them: never partly over them.
+  const char *sBegin = (const char *)scores.data, *dBegin = (const char *)ds.data;
+  ZRT_CHECK(dBegin == sBegin || dBegin + ds.bytes() <= sBegin ||
+                sBegin + scores.bytes() <= dBegin,
+            call.where() << ": scores_grad partly overlaps the scores");
+  std::string where = call.where();
+  return dispatchWidened(scores.dtype, wide, call, [=](auto inTag, auto tag) -> BoundKernel {
+    using T = decltype(tag);
+    using TIn = decltype(inTag);
+    using C = kernels::ComputeType<T>;
+    return [=] {
+      const TIn *s = scores.as<TIn>();
+      TIn *o = ds.as<TIn>();
+      const T *pg = g.as<T>();
+      T *out = loss.as<T>();
+      int64_t c = geo.c, inner = geo.inner, positions = geo.n * inner;
+      auto weightOf = [&](int64_t label) {
+        return hasWeights ? (double)weights.as<T>()[label] : 1.0;
+      };
+      // Labels first: the mean's denominator scales every gradient.
+      double weightSum = 0;
+      for (int64_t pos = 0; pos < positions; ++pos) {
+        int64_t label = geo.labelAt(labels, pos);
+        if (geo.ignored(label))
+          continue;
+        ZRT_CHECK(label >= 0 && label < c,
+                  where << ": label " << label << " out of range [0, " << c << ")");
+        weightSum += weightOf(label);
+      }
+      std::vector<double> rowLoss(positions);
+      parallelFor(positions, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, c)),
+                  [&](int64_t lo, int64_t hi) {
+                    std::vector<T> x(c), e(c);
+                    for (int64_t pos = lo; pos < hi; ++pos) {
+                      int64_t i = pos / inner, j = pos % inner, first = i * c * inner + j;
+                      for (int64_t k = 0; k < c; ++k)
+                        x[k] = T(s[first + k * inner]);
+                      // softmaxRows: vectorized rows, scalar loops along a strided axis.
+                      T mx;
+                      double sum = 0;
+                      if (inner == 1) {
+                        mx = maxRun(x.data(), c);
+                        shiftedExpRun(x.data(), mx, e.data(), c);
+                        sum = sumRun(e.data(), c);
+                      } else {
+                        mx = -std::numeric_limits<T>::infinity();
+                        for (int64_t k = 0; k < c; ++k)
+                          mx = std::max(mx, x[k]);
+                        for (int64_t k = 0; k < c; ++k)
+                          sum += kernels::shiftedExp(x[k], mx);
+                      }
+                      shiftRun(x.data(), kernels::logSoftmaxShift(mx, sum), x.data(), c);
+                      int64_t label = geo.labelAt(labels, pos);
+                      bool ignored = geo.ignored(label);
+                      double w = ignored ? 0 : weightOf(label);
+                      rowLoss[pos] = ignored ? 0 : -w * (double)x[label];
+                      double gl =
+                          geo.reduction == Reduction::None ? (double)pg[pos] : (double)pg[0];
+                      C coef = C(w * gl / (geo.reduction == Reduction::Mean ? weightSum : 1.0));
+                      for (int64_t k = 0; k < c; ++k)
+                        o[first + k * inner] =
+                            ignored ? TIn(C(0))
+                                    : TIn(kernels::crossEntropyGrad(coef, C(x[k]), k == label));
+                    }
+                  });
+      // In position order, as softmax_cross_entropy sums them.
+      double total = 0;
+      for (int64_t pos = 0; pos < positions; ++pos) {
+        if (geo.reduction == Reduction::None)
+          out[pos] = (T)rowLoss[pos];
+        total += rowLoss[pos];
+      }
+      if (geo.reduction == Reduction::Sum)
+        out[0] = (T)total;
+      else if (geo.reduction == Reduction::Mean)
+        out[0] = (T)(total / weightSum);
+    };
+  });
+}
+
 } // namespace
 
 void zrt::addNormalizationKernels(KernelTable &t) {
@@ -383,4 +484,5 @@ void zrt::addNormalizationKernels(KernelTable &t) {
   t[Kernel::SOFTMAX_GRAD] = bindSoftmaxGrad;
   t[Kernel::LAYER_NORM] = bindLayerNorm;
   t[Kernel::SOFTMAX_CROSS_ENTROPY] = bindSoftmaxCrossEntropy;
+  t[Kernel::SOFTMAX_CROSS_ENTROPY_WITH_GRAD] = bindSoftmaxCrossEntropyWithGrad;
 }

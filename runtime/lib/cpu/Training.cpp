@@ -201,7 +201,7 @@ BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
   ZRT_CHECK(g.dtype == logp.dtype && (!hasWeights || weights.dtype == logp.dtype),
             call.where() << ": dtypes differ");
   int64_t n = geo.n, c = geo.c, inner = geo.inner, ignore = geo.ignore;
-  bool hasIgnore = geo.hasIgnore, labels64 = geo.labels64;
+  bool hasIgnore = geo.hasIgnore;
   Reduction reduction = geo.reduction;
   std::string where = call.where();
   return dispatchWidened(out.dtype, wide, call, [=](auto outTag, auto tag) -> BoundKernel {
@@ -211,9 +211,7 @@ BoundKernel bindSoftmaxCrossEntropyGrad(const KernelCall &call) {
     return [=] {
       const T *lp = logp.as<T>(), *pg = g.as<T>();
       TOut *o = out.as<TOut>();
-      auto labelAt = [&](int64_t pos) {
-        return labels64 ? labels.as<int64_t>()[pos] : (int64_t)labels.as<int32_t>()[pos];
-      };
+      auto labelAt = [&](int64_t pos) { return geo.labelAt(labels, pos); };
       auto weightOf = [&](int64_t label) {
         return hasWeights ? (double)weights.as<T>()[label] : 1.0;
       };

@@ -1,4 +1,4 @@
-//===- CublasLoader.cpp - cuBLAS, loaded when a GPU is used ---------------===//
+//===- CublasLoader.cpp - cuBLASLt, loaded when a GPU is used -------------===//
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
@@ -20,37 +20,52 @@ using namespace zrt::cuda;
 namespace {
 
 #ifdef ZERO_CUDA_EMULATOR
-CublasApi load() {
-  return {&cublasCreate,      &cublasDestroy,
-          &cublasSetStream,   &cublasSetMathMode,
-          &cublasSgemmStridedBatched, &cublasDgemmStridedBatched,
-          &cublasGemmStridedBatchedEx, "linked (emulated)"};
+CublasLtApi load() {
+  return {&cublasLtCreate,
+          &cublasLtDestroy,
+          &cublasLtMatmulDescCreate,
+          &cublasLtMatmulDescDestroy,
+          &cublasLtMatmulDescSetAttribute,
+          &cublasLtMatrixLayoutCreate,
+          &cublasLtMatrixLayoutDestroy,
+          &cublasLtMatrixLayoutSetAttribute,
+          &cublasLtMatmulPreferenceCreate,
+          &cublasLtMatmulPreferenceDestroy,
+          &cublasLtMatmulPreferenceSetAttribute,
+          &cublasLtMatmulAlgoGetHeuristic,
+          &cublasLtMatmul,
+          "linked (emulated)"};
 }
 #else
-/// The soname of the CUDA 13 cuBLAS the backend was built against.
-constexpr const char *kLibrary = "libcublas.so.13";
+/// The soname of the CUDA 13 cuBLASLt the backend was built against.
+constexpr const char *kLibrary = "libcublasLt.so.13";
 
 template <typename F> void resolve(void *handle, const char *name, F &out) {
   out = reinterpret_cast<F>(::dlsym(handle, name));
-  ZRT_CHECK(out, "cuBLAS (" << kLibrary << ") has no function " << name);
+  ZRT_CHECK(out, "cuBLASLt (" << kLibrary << ") has no function " << name);
 }
 
-CublasApi load() {
+CublasLtApi load() {
   // The library search path: LD_LIBRARY_PATH, zero-run's run path (the toolkit it
   // was built with), the system's.
   void *handle = ::dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
-  ZRT_CHECK(handle, "cannot load cuBLAS: " << ::dlerror()
-                                           << " (put CUDA 13's libraries on "
-                                              "LD_LIBRARY_PATH)");
-  CublasApi api;
-  // cublas_v2.h maps the handle functions to their _v2 symbols.
-  resolve(handle, "cublasCreate_v2", api.create);
-  resolve(handle, "cublasDestroy_v2", api.destroy);
-  resolve(handle, "cublasSetStream_v2", api.setStream);
-  resolve(handle, "cublasSetMathMode", api.setMathMode);
-  resolve(handle, "cublasSgemmStridedBatched", api.sgemmStridedBatched);
-  resolve(handle, "cublasDgemmStridedBatched", api.dgemmStridedBatched);
-  resolve(handle, "cublasGemmStridedBatchedEx", api.gemmStridedBatchedEx);
+  ZRT_CHECK(handle, "cannot load cuBLASLt: " << ::dlerror()
+                                             << " (put CUDA 13's libraries on "
+                                                "LD_LIBRARY_PATH)");
+  CublasLtApi api;
+  resolve(handle, "cublasLtCreate", api.create);
+  resolve(handle, "cublasLtDestroy", api.destroy);
+  resolve(handle, "cublasLtMatmulDescCreate", api.descCreate);
+  resolve(handle, "cublasLtMatmulDescDestroy", api.descDestroy);
+  resolve(handle, "cublasLtMatmulDescSetAttribute", api.descSetAttribute);
+  resolve(handle, "cublasLtMatrixLayoutCreate", api.layoutCreate);
+  resolve(handle, "cublasLtMatrixLayoutDestroy", api.layoutDestroy);
+  resolve(handle, "cublasLtMatrixLayoutSetAttribute", api.layoutSetAttribute);
+  resolve(handle, "cublasLtMatmulPreferenceCreate", api.preferenceCreate);
+  resolve(handle, "cublasLtMatmulPreferenceDestroy", api.preferenceDestroy);
+  resolve(handle, "cublasLtMatmulPreferenceSetAttribute", api.preferenceSetAttribute);
+  resolve(handle, "cublasLtMatmulAlgoGetHeuristic", api.algoGetHeuristic);
+  resolve(handle, "cublasLtMatmul", api.matmul);
   Dl_info info;
   api.library = ::dladdr(reinterpret_cast<void *>(api.create), &info) && info.dli_fname
                     ? info.dli_fname
@@ -61,9 +76,9 @@ CublasApi load() {
 
 } // namespace
 
-const CublasApi &zrt::cuda::cublas() {
+const CublasLtApi &zrt::cuda::cublasLt() {
   static std::once_flag once;
-  static CublasApi api;
+  static CublasLtApi api;
   std::call_once(once, [] { api = load(); });
   return api;
 }

@@ -170,37 +170,96 @@ BoundKernel bindFused(const KernelCall &call) {
   return [=] { fusedElementwise(context().compute, args, n); };
 }
 
-/// C_i = A_i B_i (row-major, leading dimensions lda, ldb, ldc) for `batch`
-/// products, each operand's matrices `stride*` elements apart (a stride of 0
-/// broadcasts one matrix), on the compute stream.
-void gemm(bool ta, bool tb, Elem t, const void *a, int64_t lda, int64_t strideA, const void *b,
-          int64_t ldb, int64_t strideB, void *c, int64_t ldc, int64_t strideC, int64_t m,
-          int64_t n, int64_t k, int64_t batch) {
-  // Row-major C = A B is column-major C^T = B^T A^T.
-  cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  if (t == Elem::BF16 || t == Elem::F16) {
-    // 16-bit operands and result, f32 accumulation (tensor cores on a GPU).
-    cudaDataType type = t == Elem::BF16 ? CUDA_R_16BF : CUDA_R_16F;
-    float one = 1, zero = 0;
-    ZERO_CUBLAS_CHECK(cublas().gemmStridedBatchedEx(
-        context().blas, opB, opA, (int)n, (int)m, (int)k, &one, b, type, (int)ldb, strideB, a,
-        type, (int)lda, strideA, &zero, c, type, (int)ldc, strideC, (int)batch,
-        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  } else if (t == Elem::F64) {
-    double one = 1, zero = 0;
-    ZERO_CUBLAS_CHECK(cublas().dgemmStridedBatched(
-        context().blas, opB, opA, (int)n, (int)m, (int)k, &one, (const double *)b, (int)ldb,
-        strideB, (const double *)a, (int)lda, strideA, &zero, (double *)c, (int)ldc, strideC,
-        (int)batch));
-  } else {
-    float one = 1, zero = 0;
-    ZERO_CUBLAS_CHECK(cublas().sgemmStridedBatched(
-        context().blas, opB, opA, (int)n, (int)m, (int)k, &one, (const float *)b, (int)ldb,
-        strideB, (const float *)a, (int)lda, strideA, &zero, (float *)c, (int)ldc, strideC,
-        (int)batch));
+/// One matmul kernel's GEMMs on cuBLASLt, set up once when the plan is bound: the
+/// descriptor (transposes; the bias epilogue), the layouts of one group of
+/// products (strided-batched), and the heuristic's algorithm for them. Row-major
+/// C = A B is column-major C^T = B^T A^T: cuBLASLt's A is our B and its B our A.
+/// 16-bit and f32 data accumulate in f32 (TF32 operands when allowed), f64 in f64.
+class LtGemm {
+public:
+  LtGemm(const kernels::MatMulGeometry &g, const kernels::MatMulGeometry::Groups &groups,
+         Elem t, const void *bias, bool addend, const std::string &where) {
+    const CublasLtApi &lt = cublasLt();
+    cudaDataType type = t == Elem::BF16  ? CUDA_R_16BF
+                        : t == Elem::F16 ? CUDA_R_16F
+                        : t == Elem::F64 ? CUDA_R_64F
+                                         : CUDA_R_32F;
+    f64_ = t == Elem::F64;
+    cublasComputeType_t compute = f64_ ? CUBLAS_COMPUTE_64F
+                                  : t == Elem::F32 && context().allowTf32
+                                      ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                      : CUBLAS_COMPUTE_32F;
+    ZERO_CUBLAS_CHECK(lt.descCreate(&desc_, compute, f64_ ? CUDA_R_64F : CUDA_R_32F));
+    int32_t opA = g.b.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int32_t opB = g.a.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+    ZERO_CUBLAS_CHECK(lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
+    ZERO_CUBLAS_CHECK(lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
+    if (bias) { // one value per row of C^T: per column of our result
+      uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      ZERO_CUBLAS_CHECK(lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                            sizeof epilogue));
+      ZERO_CUBLAS_CHECK(
+          lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
+    auto layout = [&](cublasLtMatrixLayout_t &l, int64_t rows, int64_t cols, int64_t ld,
+                      int64_t stride) {
+      ZERO_CUBLAS_CHECK(lt.layoutCreate(&l, type, rows, cols, ld));
+      int32_t batch = (int32_t)groups.size;
+      ZERO_CUBLAS_CHECK(
+          lt.layoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
+      ZERO_CUBLAS_CHECK(lt.layoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                              &stride, sizeof stride));
+    };
+    // As stored, column-major: our B is n x k (k x n transposed), our A k x m (m x k).
+    layout(a_, g.b.transpose ? g.k : g.n, g.b.transpose ? g.n : g.k, g.b.ld, groups.strideB);
+    layout(b_, g.a.transpose ? g.m : g.k, g.a.transpose ? g.k : g.m, g.a.ld, groups.strideA);
+    layout(c_, g.n, g.m, g.c.ld, groups.strideC);
+    beta_ = addend ? 1 : 0;
+    cublasLtMatmulPreference_t pref;
+    ZERO_CUBLAS_CHECK(lt.preferenceCreate(&pref));
+    uint64_t most = context().gemmWorkspaceBytes;
+    ZERO_CUBLAS_CHECK(lt.preferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &most, sizeof most));
+    cublasLtMatmulHeuristicResult_t result = {};
+    int found = 0;
+    ZERO_CUBLAS_CHECK(lt.algoGetHeuristic(context().blasLt, desc_, a_, b_, c_, c_, pref, 1,
+                                          &result, &found));
+    lt.preferenceDestroy(pref);
+    ZRT_CHECK(found > 0 && result.state == CUBLAS_STATUS_SUCCESS,
+              where << ": cuBLASLt has no algorithm for this product (m " << g.m << ", n "
+                    << g.n << ", k " << g.k << ", " << groups.size << " per call"
+                    << (bias ? ", a bias" : "") << ")");
+    algo_ = result.algo;
   }
-}
+  ~LtGemm() {
+    const CublasLtApi &lt = cublasLt();
+    lt.layoutDestroy(a_);
+    lt.layoutDestroy(b_);
+    lt.layoutDestroy(c_);
+    lt.descDestroy(desc_);
+  }
+  LtGemm(const LtGemm &) = delete;
+  LtGemm &operator=(const LtGemm &) = delete;
+
+  /// One group: our a and b, the addend (or null), the result.
+  void run(const void *a, const void *b, const void *addend, void *out) const {
+    float one = 1, beta = (float)beta_;
+    double oneD = 1, betaD = beta_;
+    const void *alpha = f64_ ? (const void *)&oneD : &one;
+    const void *betaPtr = f64_ ? (const void *)&betaD : &beta;
+    Context &ctx = context();
+    ZERO_CUBLAS_CHECK(cublasLt().matmul(ctx.blasLt, desc_, alpha, b, a_, a, b_, betaPtr,
+                                        addend ? addend : out, c_, out, c_, &algo_,
+                                        ctx.gemmWorkspace, ctx.gemmWorkspaceBytes, ctx.compute));
+  }
+
+private:
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
+  cublasLtMatmulAlgo_t algo_ = {};
+  bool f64_ = false;
+  int beta_ = 0;
+};
 
 BoundKernel bindMatMul(const KernelCall &call) {
   validate(call);
@@ -210,23 +269,33 @@ BoundKernel bindMatMul(const KernelCall &call) {
   int64_t size = dtypeSize(a.dtype);
   // Products in groups whose matrices lie a fixed stride apart (all of them when
   // the operands are whole tensors; a head split's views step by head within a
-  // sample): one strided-batched cuBLAS call per group.
+  // sample): one strided-batched cuBLASLt call per group.
   kernels::MatMulGeometry::Groups groups = g.uniformGroups();
   ZRT_CHECK(std::max({g.m, g.n, g.k, g.a.ld, g.b.ld, g.c.ld, groups.size}) <= INT32_MAX,
-            call.where() << ": a dimension exceeds cuBLAS's int range");
+            call.where() << ": a dimension exceeds cuBLASLt's int range");
+  // The epilogue: cuBLASLt adds the bias after the product and reads the addend as
+  // C (beta 1); the result (no view then) lies as the addend does.
+  const void *bias = g.bias >= 0 ? call.ins[g.bias].data : nullptr;
+  const char *addend = g.addend >= 0 ? call.ins[g.addend].as<char>() : nullptr;
+  int64_t columns = out.shape.empty() ? 1 : out.shape.back();
+  std::shared_ptr<LtGemm> lt;
+  if (g.m > 0 && g.n > 0 && g.k > 0)
+    lt = std::make_shared<LtGemm>(g, groups, t, bias, addend != nullptr, call.where());
   return [=] {
     int64_t m = g.m, n = g.n, k = g.k;
     if (m == 0 || n == 0)
       return;
-    if (k == 0) { // the result's view covers it once: all of it is zero
-      ZERO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, out.bytes(), context().compute));
+    if (k == 0) { // the result's view covers it once: all of it is its start
+      if (bias || addend)
+        matmulStart(context().compute, t, out.data, bias, addend, columns, out.numel());
+      else
+        ZERO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, out.bytes(), context().compute));
       return;
     }
     for (int64_t j = 0; j < g.batches(); j += groups.size)
-      gemm(g.a.transpose, g.b.transpose, t, a.as<char>() + g.a.offsets[j] * size, g.a.ld,
-           groups.strideA, b.as<char>() + g.b.offsets[j] * size, g.b.ld, groups.strideB,
-           out.as<char>() + g.c.offsets[j] * size, g.c.ld, groups.strideC, m, n, k,
-           groups.size);
+      lt->run(a.as<char>() + g.a.offsets[j] * size, b.as<char>() + g.b.offsets[j] * size,
+              addend ? addend + g.c.offsets[j] * size : nullptr,
+              out.as<char>() + g.c.offsets[j] * size);
   };
 }
 
@@ -383,6 +452,27 @@ BoundKernel bindCrossEntropyGrad(const KernelCall &call) {
     crossEntropyGrad(context().compute, t, wide, logp.data, labels.data, geo.labels64, g.data,
                      weights, (int)geo.reduction, geo.hasIgnore, geo.ignore, out.data,
                      geo.n, geo.c, geo.inner, context().errorFlag);
+  };
+}
+
+BoundKernel bindCrossEntropyWithGrad(const KernelCall &call) {
+  validate(call);
+  TensorView scores = call.ins[0], labels = call.ins[1], g = call.ins[2], loss = call.outs[0],
+             ds = call.outs[1];
+  const TensorView *weightsView = call.ins.size() == 4 ? &call.ins[3] : nullptr;
+  const void *weights = weightsView ? weightsView->data : nullptr;
+  CrossEntropyGeometry geo = crossEntropyGeometry(call, scores, "scores", labels, weightsView);
+  Elem t = elemOf(scores.dtype);
+  bool wide = loss.dtype != scores.dtype; // f32 beside 16-bit scores (checked)
+  // The mean's denominator and each position's loss, in the stream's order.
+  double *scratch = nullptr;
+  ZERO_CUDA_CHECK(cudaMalloc(&scratch, (1 + geo.n * geo.inner) * sizeof(double)));
+  std::shared_ptr<double> owned(scratch, [](double *p) { cudaFree(p); });
+  return [=] {
+    crossEntropyWithGrad(context().compute, t, wide, scores.data, ds.data, labels.data,
+                         geo.labels64, g.data, weights, (int)geo.reduction, geo.hasIgnore,
+                         geo.ignore, loss.data, owned.get(), geo.n, geo.c, geo.inner,
+                         context().errorFlag);
   };
 }
 
@@ -784,6 +874,7 @@ const KernelTable &zrt::cuda::cudaKernels() {
     add(Kernel::LAYER_NORM_GRAD, bindLayerNormGrad);
     add(Kernel::SOFTMAX_CROSS_ENTROPY, bindCrossEntropy);
     add(Kernel::SOFTMAX_CROSS_ENTROPY_GRAD, bindCrossEntropyGrad);
+    add(Kernel::SOFTMAX_CROSS_ENTROPY_WITH_GRAD, bindCrossEntropyWithGrad);
     add(Kernel::REDUCE_SUM, [](const KernelCall &c) { return bindReduce(c, false); });
     add(Kernel::REDUCE_MEAN, [](const KernelCall &c) { return bindReduce(c, true); });
     add(Kernel::RESHAPE, bindCopy);

@@ -1,4 +1,4 @@
-//===- CudaContext.h - The process's GPU: streams, cuBLAS, NCCL --*- C++ -*-===//
+//===- CudaContext.h - The process's GPU: streams, cuBLASLt, NCCL -*- C++ -*-===//
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
@@ -10,7 +10,7 @@
 #include "zrt/Error.h"
 #include "zrt/Kernels.h"
 
-#include <cublas_v2.h>
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -18,7 +18,7 @@
 #include <mutex>
 #include <vector>
 
-/// Errors from CUDA, cuBLAS and NCCL name the call, file and line.
+/// Errors from CUDA, cuBLASLt and NCCL name the call, file and line.
 #define ZERO_CUDA_CHECK(call)                                                       \
   do {                                                                              \
     cudaError_t zero_rc_ = (call);                                                  \
@@ -50,7 +50,10 @@ struct Context {
   cudaStream_t compute = nullptr, comm = nullptr;
   cudaStream_t copy = nullptr; // host <-> device copies of an offloaded optimizer
   std::vector<cudaEvent_t> copyEvents; // owned: the copies' and fences' events
-  cublasHandle_t blas = nullptr;
+  cublasLtHandle_t blasLt = nullptr;
+  void *gemmWorkspace = nullptr; // cuBLASLt's, for the compute stream's GEMMs
+  size_t gemmWorkspaceBytes = 0;
+  bool allowTf32 = false; // f32 GEMMs may round their operands to TF32
   ncclComm_t nccl = nullptr;
   // Another rank's thread may abort (and so free) `nccl` while this rank enqueues a
   // collective: both hold ncclMutex, and nothing uses `nccl` once ncclAborted.

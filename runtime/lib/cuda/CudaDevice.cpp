@@ -36,12 +36,13 @@ public:
     ZERO_CUDA_CHECK(cudaStreamCreate(&ctx_.compute));
     ZERO_CUDA_CHECK(cudaStreamCreate(&ctx_.comm));
     ZERO_CUDA_CHECK(cudaStreamCreate(&ctx_.copy));
-    ZERO_CUBLAS_CHECK(cublas().create(&ctx_.blas));
-    ZERO_CUBLAS_CHECK(cublas().setStream(ctx_.blas, ctx_.compute));
+    ZERO_CUBLAS_CHECK(cublasLt().create(&ctx_.blasLt));
+    // 32 MiB: what cuBLASLt's heuristic may ask for on Hopper (llm.c's figure).
+    ctx_.gemmWorkspaceBytes = 32u << 20;
+    ZERO_CUDA_CHECK(cudaMalloc(&ctx_.gemmWorkspace, ctx_.gemmWorkspaceBytes));
     // fp32 GEMMs stay fp32 (parity with the CPU backend comes first) unless TF32
-    // is allowed.
-    ZERO_CUBLAS_CHECK(cublas().setMathMode(
-        ctx_.blas, options.allowTf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    // is allowed (CUBLAS_COMPUTE_32F_FAST_TF32).
+    ctx_.allowTf32 = options.allowTf32;
     ZERO_CUDA_CHECK(cudaMalloc(&ctx_.errorFlag, sizeof(int)));
     ZERO_CUDA_CHECK(cudaMemset(ctx_.errorFlag, 0, sizeof(int)));
     ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&ctx_.ready, cudaEventDisableTiming));
@@ -64,7 +65,8 @@ public:
     cudaEventDestroy(ctx_.doneSync);
     if (ctx_.nccl && !ctx_.ncclAborted)
       ncclCommDestroy(ctx_.nccl);
-    cublas().destroy(ctx_.blas);
+    cublasLt().destroy(ctx_.blasLt);
+    cudaFree(ctx_.gemmWorkspace);
     cudaFree(ctx_.errorFlag);
     cudaStreamDestroy(ctx_.copy);
     cudaStreamDestroy(ctx_.comm);
@@ -162,7 +164,7 @@ Context &zrt::cuda::context() {
 
 bool zrt::cudaBackendBuilt() { return true; }
 
-std::string zrt::loadCudaLibraries() { return "cuBLAS: " + cublas().library; }
+std::string zrt::loadCudaLibraries() { return "cuBLASLt: " + cublasLt().library; }
 
 int zrt::cudaDeviceCount() {
   int n = 0;

@@ -3,7 +3,7 @@
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
 // One thread per output element, or a block per row where a row is reduced;
-// accumulations in double like the CPU kernels (parity first); GEMMs go to cuBLAS.
+// accumulations in double like the CPU kernels (parity first); GEMMs go to cuBLASLt.
 //
 //===----------------------------------------------------------------------===//
 
@@ -499,6 +499,76 @@ __global__ void crossEntropyGradKernel(const T *logp, const void *labels, bool l
   out[e] = TOut(kernels::crossEntropyGrad(C(coef), C(logp[e]), k == label));
 }
 
+/// The fused classifier, one block per position: the row's maximum and sum of
+/// exponentials, then each score's gradient written (possibly over the score).
+/// Every read of the row, the label's score included, comes before the block
+/// reduction's last barrier, and every write after it. The position's loss goes
+/// to `rowLoss` (double), or to `loss` itself for reduction none.
+template <typename T, typename TIn>
+__global__ void crossEntropyWithGradKernel(const TIn *scores, TIn *ds, const void *labels,
+                                           bool labels64, const T *g, const T *weights,
+                                           int reduction, bool hasIgnore, int64_t ignore,
+                                           const double *denom, double *rowLoss, T *loss,
+                                           int64_t c, int64_t inner, int *error) {
+  int64_t pos = blockIdx.x, first = (pos / inner) * c * inner + pos % inner;
+  auto in = [&](int64_t k) { return T(scores[first + k * inner]); };
+  double mx = -INFINITY;
+  for (int64_t k = threadIdx.x; k < c; k += kThreads)
+    mx = fmax(mx, (double)in(k));
+  mx = blockReduce(mx, Max{});
+  T m = (T)mx;
+  double sum = 0;
+  for (int64_t k = threadIdx.x; k < c; k += kThreads)
+    sum += (double)kernels::shiftedExp(in(k), m);
+  int64_t label = indexAt(labels, labels64, pos);
+  bool ignored = hasIgnore && label == ignore;
+  bool counted = !ignored && label >= 0 && label < c;
+  T atLabel = counted ? in(label) : T(0);
+  sum = blockReduce(sum, Add{});
+  T shift = kernels::logSoftmaxShift(m, sum);
+  double w = counted ? (weights ? (double)weights[label] : 1.0) : 0.0;
+  if (threadIdx.x == 0) {
+    if (!ignored && !counted)
+      *error = kIndexOutOfRange;
+    double l = counted ? -w * (double)T(atLabel - shift) : 0.0;
+    rowLoss[pos] = l;
+    if (reduction == 0)
+      loss[pos] = (T)l;
+  }
+  using C = kernels::ComputeType<T>;
+  double gl = reduction == 0 ? (double)g[pos] : (double)g[0];
+  C coef = C(w * gl / (reduction == 2 ? *denom : 1.0));
+  for (int64_t k = threadIdx.x; k < c; k += kThreads)
+    ds[first + k * inner] =
+        counted ? TIn(kernels::crossEntropyGrad(coef, C(T(in(k) - shift)), k == label))
+                : TIn(C(0));
+}
+
+/// The fused classifier's summed (or mean) loss: one block, in the order
+/// crossEntropyKernel sums.
+template <typename T>
+__global__ void crossEntropyTotalKernel(const double *rowLoss, int64_t positions,
+                                        const double *denom, int reduction, T *loss) {
+  double total = 0;
+  for (int64_t pos = threadIdx.x; pos < positions; pos += kThreads)
+    total += rowLoss[pos];
+  total = blockReduce(total, Add{});
+  if (threadIdx.x == 0)
+    loss[0] = (T)(reduction == 2 ? total / *denom : total);
+}
+
+/// A fused product's starting values: addend + bias (either may be null), in
+/// the compute type, over a contiguous result of `n` columns.
+template <typename T>
+__global__ void matmulStartKernel(T *c, const T *bias, const T *addend, int64_t n,
+                                  int64_t total) {
+  int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (e >= total)
+    return;
+  using C = kernels::ComputeType<T>;
+  c[e] = T((addend ? C(addend[e]) : C(0)) + (bias ? C(bias[e % n]) : C(0)));
+}
+
 /// Few values per output: one thread each.
 template <typename T>
 __global__ void reduceKernel(bool mean, const T *in, Strided keep, Strided red,
@@ -847,6 +917,38 @@ void crossEntropyGrad(cudaStream_t s, Elem t, bool wide, const void *logp, const
     launchN("crossEntropyGrad", crossEntropyGradKernel<T, TOut>, n * c * inner, s,
             (const T *)logp, labels, labels64, (const T *)grad, (const T *)weights,
             reduction, hasIgnore, ignore, denom, (TOut *)out, n, c, inner, errorFlag);
+  });
+}
+
+void matmulStart(cudaStream_t s, Elem t, void *c, const void *bias, const void *addend,
+                 int64_t n, int64_t total) {
+  dispatch(t, [&](auto tag) {
+    using T = decltype(tag);
+    launchN("matmulStart", matmulStartKernel<T>, total, s, (T *)c, (const T *)bias,
+            (const T *)addend, n, total);
+  });
+}
+
+void crossEntropyWithGrad(cudaStream_t s, Elem t, bool wide, const void *scores,
+                          void *scoresGrad, const void *labels, bool labels64,
+                          const void *grad, const void *weights, int reduction,
+                          bool hasIgnore, int64_t ignore, void *loss, double *scratch,
+                          int64_t n, int64_t c, int64_t inner, int *errorFlag) {
+  dispatchWidened(t, wide, [&](auto inTag, auto tag) {
+    using T = decltype(tag);
+    using TIn = decltype(inTag);
+    int64_t positions = n * inner;
+    double *denom = scratch, *rowLoss = scratch + 1;
+    launchRows("weightSum", weightSumKernel<T>, 1, s, labels, labels64, (const T *)weights,
+               hasIgnore, ignore, positions, c, denom);
+    launchRows("crossEntropyWithGrad", crossEntropyWithGradKernel<T, TIn>, positions, s,
+               (const TIn *)scores, (TIn *)scoresGrad, labels, labels64, (const T *)grad,
+               (const T *)weights, reduction, hasIgnore, ignore, (const double *)denom, rowLoss,
+               (T *)loss, c, inner, errorFlag);
+    if (reduction != 0)
+      launchRows("crossEntropyTotal", crossEntropyTotalKernel<T>, 1, s,
+                 (const double *)rowLoss, positions, (const double *)denom, reduction,
+                 (T *)loss);
   });
 }
 

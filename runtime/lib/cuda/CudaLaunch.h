@@ -161,6 +161,18 @@ void crossEntropyGrad(cudaStream_t s, Elem t, bool wide, const void *logp, const
                       bool labels64, const void *grad, const void *weights, int reduction,
                       bool hasIgnore, int64_t ignore, void *out, int64_t n, int64_t c,
                       int64_t inner, int *errorFlag);
+/// A fused product's result set to where its GEMM (beta 1) starts: addend +
+/// bias, either may be null; c contiguous, `n` columns, `total` elements.
+void matmulStart(cudaStream_t s, Elem t, void *c, const void *bias, const void *addend,
+                 int64_t n, int64_t total);
+/// The fused classifier: the loss and the scores' gradient (`scoresGrad`, which
+/// may be `scores` itself) in one pass over the rows. t: the scores' type; wide:
+/// loss, grad and weights f32 beside 16-bit scores. scratch: 1 + n inner doubles.
+void crossEntropyWithGrad(cudaStream_t s, Elem t, bool wide, const void *scores,
+                          void *scoresGrad, const void *labels, bool labels64,
+                          const void *grad, const void *weights, int reduction,
+                          bool hasIgnore, int64_t ignore, void *loss, double *scratch,
+                          int64_t n, int64_t c, int64_t inner, int *errorFlag);
 /// out[j] = sum (or mean over `count`) of in[keep(j) + red(r)], r < count.
 void reduce(cudaStream_t s, Elem t, bool mean, const void *in, Strided keep, Strided red,
             int64_t count, void *out, int64_t n);

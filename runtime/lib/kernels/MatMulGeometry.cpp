@@ -78,8 +78,51 @@ kernels::MatMulGeometry::Groups kernels::MatMulGeometry::uniformGroups() const {
   return Groups{};
 }
 
+namespace {
+
+/// The epilogue's inputs as `operand_segments` lists them, checked against the
+/// result `out` of shape `expected`.
+void epilogueInputs(const KernelCall &call, const TensorView &out, const Shape &expected,
+                    kernels::MatMulGeometry &g) {
+  if (!call.hasAttr("operand_segments"))
+    return call.expectArity(2, 1);
+  std::vector<int64_t> seg = call.intsAttr("operand_segments");
+  bool wellFormed = seg.size() == 4 && seg[0] == 1 && seg[1] == 1 &&
+                    (seg[2] == 0 || seg[2] == 1) && (seg[3] == 0 || seg[3] == 1);
+  ZRT_CHECK(wellFormed && (int64_t)call.ins.size() == seg[0] + seg[1] + seg[2] + seg[3] &&
+                call.outs.size() == 1,
+            call.where() << ": its operand_segments do not describe its " << call.ins.size()
+                         << " inputs (lhs, rhs, then an optional bias and addend)");
+  ZRT_CHECK(!call.hasAttr("out_shape"),
+            call.where() << ": a result with a bias or addend cannot be a view");
+  int next = 2;
+  if (seg[2]) {
+    g.bias = next++;
+    const TensorView &bias = call.ins[g.bias];
+    bool columns = !expected.empty() && !bias.shape.empty() &&
+                   bias.shape.size() <= expected.size() && bias.shape.back() == expected.back() &&
+                   std::all_of(bias.shape.begin(), bias.shape.end() - 1,
+                               [](int64_t d) { return d == 1; });
+    ZRT_CHECK(columns, call.where() << ": the bias is " << shapeString(bias.shape)
+                                    << ", not one value per column of the "
+                                    << shapeString(expected) << " result");
+    ZRT_CHECK(bias.dtype == out.dtype, call.where() << ": the bias's dtype is not the result's");
+  }
+  if (seg[3]) {
+    g.addend = next++;
+    const TensorView &addend = call.ins[g.addend];
+    expectShape(call, addend, expected, "addend");
+    ZRT_CHECK(addend.dtype == out.dtype,
+              call.where() << ": the addend's dtype is not the result's");
+  }
+}
+
+} // namespace
+
 kernels::MatMulGeometry kernels::matMulGeometry(const KernelCall &call) {
-  call.expectArity(2, 1);
+  ZRT_CHECK(call.ins.size() >= 2 && call.outs.size() == 1,
+            call.where() << ": takes lhs and rhs (and an optional bias and addend) and "
+                            "gives one result");
   const TensorView &a = call.ins[0], &b = call.ins[1], &out = call.outs[0];
   ZRT_CHECK(a.dtype == b.dtype && a.dtype == out.dtype,
             call.where() << ": operand dtypes differ");
@@ -109,6 +152,7 @@ kernels::MatMulGeometry kernels::matMulGeometry(const KernelCall &call) {
     expected.push_back(g.m);
   if (!bVec)
     expected.push_back(g.n);
+  epilogueInputs(call, out, expected, g);
   StridedOperand C;
   if (call.hasAttr("out_shape")) {
     ZRT_CHECK(!aVec && !bVec, call.where() << ": a result view needs matrix operands");

@@ -3,7 +3,7 @@
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
 // What both backends' matmul binders share: the checks of a matmul call and the
-// GEMMs it is made of. Each backend only runs the GEMMs (OpenBLAS, cuBLAS).
+// GEMMs it is made of. Each backend only runs the GEMMs (OpenBLAS, cuBLASLt).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,10 +27,15 @@ struct GemmOperand {
   std::vector<int64_t> offsets;
 };
 
-/// C_i = op(A_i) op(B_i), row-major, for each product i.
+/// C_i = op(A_i) op(B_i), row-major, for each product i; with an epilogue,
+/// C_i = op(A_i) op(B_i) + bias + addend_i, each product starting its
+/// accumulator from addend + bias.
 struct MatMulGeometry {
   int64_t m = 0, n = 0, k = 0;
   GemmOperand a, b, c;
+  /// The epilogue's inputs (indices into the call's inputs, -1: none): `bias`,
+  /// n values added to every row; `addend`, the result's shape, read as C lies.
+  int bias = -1, addend = -1;
   int64_t batches() const { return (int64_t)c.offsets.size(); }
   /// Whether the offsets step by one fixed amount from the first (a broadcast
   /// one: 0); -1 if not.
@@ -54,6 +59,9 @@ struct MatMulGeometry {
 ///    (a head split or merge, a slice, read or written in place). A view must
 ///    stay inside its tensor, its matrices must be BLAS layouts (one of the last
 ///    two strides 1), and the result's view must cover its tensor once.
+/// With `operand_segments` [1, 1, b, a] the inputs after lhs and rhs are a bias
+/// (b = 1: [n], or ones then n) and an addend (a = 1: the result's shape), of the
+/// result's dtype; then the result is no view.
 /// Consecutive row-major lhs matrices times one rhs become one GEMM of batches *
 /// m rows (a linear layer over [batch, sequence, features] is one product, not
 /// one per sample); a column-major result is computed as C^T = B^T A^T.

@@ -217,3 +217,31 @@ func.func @main(%qkv: tensor<2x4x12xf32> {compute.input = 0 : i64},
   %z = compute.matmul %xt, %w : tensor<4x2x3xf32>, tensor<3x2xf32> -> tensor<4x2x2xf32>
   return %r, %k, %z : tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<4x2x2xf32>
 }
+
+// -----
+
+// The fused classifier writes the logits' gradient over the logits (read through
+// a reshape, nothing reads them after it): a view of their buffer, which lives
+// until the gradient's last reader. A view of that gradient is a view of the
+// same buffer (views are one level).
+// CHECK-LABEL: plan.program @main
+// CHECK: %[[LOGITS:.+]] = plan.buffer temp at [[AT:[0-9]+]] : memref<2x4x8xf32>
+// CHECK: plan.kernel matmul {{.*}} outs(%[[LOGITS]] : memref<2x4x8xf32>)
+// CHECK: %[[FLAT:.+]] = plan.buffer temp at [[AT]] view of %[[LOGITS]] : memref<2x4x8xf32> : memref<8x8xf32>
+// CHECK: %[[DS:.+]] = plan.buffer temp at [[AT]] view of %[[LOGITS]] : memref<2x4x8xf32> : memref<8x8xf32>
+// CHECK: plan.kernel softmax_cross_entropy_with_grad ins(%[[FLAT]], {{.*}}) outs(%{{.+}}, %[[DS]] : memref<f32>, memref<8x8xf32>)
+// CHECK: %[[BACK:.+]] = plan.buffer temp at [[AT]] view of %[[LOGITS]] : memref<2x4x8xf32> : memref<2x4x8xf32>
+// CHECK: plan.kernel matmul ins(%[[BACK]], {{.*}})
+func.func @main(%w: tensor<4x8xf32> {compute.param = "w"},
+                %x: tensor<2x4x4xf32> {compute.input = 0 : i64},
+                %l: tensor<8xi64> {compute.input = 1 : i64})
+    -> (tensor<f32>, tensor<2x4x4xf32>) {
+  %logits = compute.matmul %x, %w : tensor<2x4x4xf32>, tensor<4x8xf32> -> tensor<2x4x8xf32>
+  %flat = compute.reshape %logits : tensor<2x4x8xf32> -> tensor<8x8xf32>
+  %one = compute.constant dense<1.0> : tensor<f32>
+  %loss, %ds = compute.softmax_cross_entropy_with_grad %flat, %l, %one {reduction = "mean"} : tensor<8x8xf32>, tensor<8xi64>, tensor<f32> -> tensor<f32>, tensor<8x8xf32>
+  %back = compute.reshape %ds : tensor<8x8xf32> -> tensor<2x4x8xf32>
+  %wt = compute.transpose %w {perm = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+  %dx = compute.matmul %back, %wt : tensor<2x4x8xf32>, tensor<8x4xf32> -> tensor<2x4x4xf32>
+  return %loss, %dx : tensor<f32>, tensor<2x4x4xf32>
+}

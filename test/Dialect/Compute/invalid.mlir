@@ -597,3 +597,75 @@ func.func @attention_grad_types(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x4x8xf32>
   %dq, %dk, %dv = compute.attention_grad %q, %k, %v, %o, %l, %o {scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>
   return
 }
+
+// -----
+
+func.func @sce_with_grad_loss_type(%s: tensor<8x4xf32>, %l: tensor<8xi64>, %g: tensor<f16>) {
+  // expected-error@+1 {{loss must have the scores' element type, or be f32 for 16-bit scores}}
+  %loss, %ds = compute.softmax_cross_entropy_with_grad %s, %l, %g {reduction = "mean"} : tensor<8x4xf32>, tensor<8xi64>, tensor<f16> -> tensor<f16>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @sce_with_grad_grad_type(%s: tensor<8x4xbf16>, %l: tensor<8xi64>, %g: tensor<bf16>) {
+  // expected-error@+1 {{grad must have the loss's type}}
+  %loss, %ds = compute.softmax_cross_entropy_with_grad %s, %l, %g {reduction = "mean"} : tensor<8x4xbf16>, tensor<8xi64>, tensor<bf16> -> tensor<f32>, tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+func.func @sce_with_grad_none(%s: tensor<8x4xf32>, %l: tensor<8xi64>, %g: tensor<f32>) {
+  // expected-error@+1 {{loss shape does not match the reduction}}
+  %loss, %ds = compute.softmax_cross_entropy_with_grad %s, %l, %g {reduction = "none"} : tensor<8x4xf32>, tensor<8xi64>, tensor<f32> -> tensor<f32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @sce_with_grad_weights(%s: tensor<8x4xbf16>, %l: tensor<8xi64>, %g: tensor<f32>, %w: tensor<4xbf16>) {
+  // expected-error@+1 {{weights must have the loss's element type}}
+  %loss, %ds = compute.softmax_cross_entropy_with_grad %s, %l, %g weights %w {reduction = "sum"} : tensor<8x4xbf16>, tensor<8xi64>, tensor<f32>, tensor<4xbf16> -> tensor<f32>, tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+func.func @sce_with_grad_result(%s: tensor<8x4xbf16>, %l: tensor<8xi64>, %g: tensor<f32>) {
+  // expected-error@+1 {{scores_grad must have the scores' type}}
+  %loss, %ds = compute.softmax_cross_entropy_with_grad %s, %l, %g {reduction = "mean"} : tensor<8x4xbf16>, tensor<8xi64>, tensor<f32> -> tensor<f32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_nothing(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) {
+  // expected-error@+1 {{needs a bias, an addend or both (else it is a compute.matmul)}}
+  %y = compute.fused_matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_row_bias(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<4x1xf32>) {
+  // expected-error@+1 {{bias must be [N] (or ones then N) of the result's element type, N its last dimension}}
+  %y = compute.fused_matmul %x, %w bias(%b : tensor<4x1xf32>) : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_addend(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor<16xf32>) {
+  // expected-error@+1 {{addend must have the result's type}}
+  %y = compute.fused_matmul %x, %w addend(%r : tensor<16xf32>) : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_shape(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) {
+  // expected-error@+1 {{result shape does not match the matrix product}}
+  %y = compute.fused_matmul %x, %w bias(%b : tensor<16xf32>) : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x8xf32>
+  return
+}

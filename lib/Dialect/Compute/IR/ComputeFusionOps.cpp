@@ -97,3 +97,30 @@ LogicalResult FusedOp::verifyRegions() {
   }
   return success();
 }
+
+bool zero::compute::isColumnBias(ShapedType bias, ShapedType result) {
+  if (bias.getRank() < 1 || result.getRank() < 1 ||
+      bias.getElementType() != result.getElementType() ||
+      bias.getShape().back() != result.getShape().back() || bias.getRank() > result.getRank())
+    return false;
+  return llvm::all_of(bias.getShape().drop_back(), [](int64_t d) { return d == 1; });
+}
+
+LogicalResult FusedMatMulOp::verify() {
+  auto lhs = cast<ShapedType>(getLhs().getType()), rhs = cast<ShapedType>(getRhs().getType());
+  auto result = cast<ShapedType>(getResult().getType());
+  auto shape = matmulShape(lhs.getShape(), rhs.getShape());
+  if (failed(shape) || ArrayRef<int64_t>(*shape) != result.getShape())
+    return emitOpError("result shape does not match the matrix product");
+  if (lhs.getElementType() != rhs.getElementType() ||
+      lhs.getElementType() != result.getElementType())
+    return emitOpError("operands and result must have one element type");
+  if (!getBias() && !getAddend())
+    return emitOpError("needs a bias, an addend or both (else it is a compute.matmul)");
+  if (getBias() && !isColumnBias(cast<ShapedType>(getBias().getType()), result))
+    return emitOpError("bias must be [N] (or ones then N) of the result's element type, N "
+                       "its last dimension");
+  if (getAddend() && getAddend().getType() != result)
+    return emitOpError("addend must have the result's type");
+  return success();
+}

@@ -178,24 +178,31 @@ LogicalResult LayerNormOp::verify() {
   return success();
 }
 
-LogicalResult SoftmaxCrossEntropyOp::verify() {
-  auto scores = shapedOf(getScores());
-  auto labels = shapedOf(getLabels());
+LogicalResult zero::compute::verifyCrossEntropy(Operation *op, ShapedType scores,
+                                                StringRef scoresName, Value labels,
+                                                Value weights, StringRef reduction,
+                                                ShapedType perPosition, StringRef name) {
   if (scores.getRank() < 2)
-    return emitOpError("scores must have rank >= 2 ([N, C, ...])");
+    return op->emitOpError() << scoresName << " must have rank >= 2 ([N, C, ...])";
   SmallVector<int64_t> expected(scores.getShape());
   expected.erase(expected.begin() + 1);
-  if (labels.getShape() != ArrayRef<int64_t>(expected))
-    return emitOpError("labels must have the scores' shape without dimension 1");
-  if (getWeights() && shapedOf(getWeights()).getShape() !=
-                          ArrayRef<int64_t>{scores.getDimSize(1)})
-    return emitOpError("weights must have shape [C]");
-  StringRef r = getReduction();
-  if (r != "none" && r != "sum" && r != "mean")
-    return emitOpError("reduction must be none, sum or mean, not '") << r << "'";
-  auto loss = shapedOf(getLoss());
-  if (r == "none" ? loss.getShape() != labels.getShape() : loss.getRank() != 0)
-    return emitOpError("loss shape does not match the reduction");
+  if (shapedOf(labels).getShape() != ArrayRef<int64_t>(expected))
+    return op->emitOpError("labels must have the scores' shape without dimension 1");
+  if (weights && shapedOf(weights).getShape() != ArrayRef<int64_t>{scores.getDimSize(1)})
+    return op->emitOpError("weights must have shape [C]");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean")
+    return op->emitOpError("reduction must be none, sum or mean, not '") << reduction << "'";
+  if (reduction == "none" ? perPosition.getShape() != ArrayRef<int64_t>(expected)
+                          : perPosition.getRank() != 0)
+    return op->emitOpError() << name << " shape does not match the reduction";
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  auto scores = shapedOf(getScores());
+  if (failed(verifyCrossEntropy(*this, scores, "scores", getLabels(), getWeights(),
+                                getReduction(), shapedOf(getLoss()), "loss")))
+    return failure();
   // Mixed precision reads 16-bit scores into f32 log-probabilities.
   auto logp = shapedOf(getLogProb());
   if (logp.getShape() != scores.getShape() ||

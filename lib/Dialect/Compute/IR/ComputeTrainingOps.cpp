@@ -43,21 +43,9 @@ LogicalResult LayerNormGradOp::verify() {
 
 LogicalResult SoftmaxCrossEntropyGradOp::verify() {
   auto logp = shapedOf(getLogProb());
-  if (logp.getRank() < 2)
-    return emitOpError("log_prob must have rank >= 2 ([N, C, ...])");
-  SmallVector<int64_t> labelShape(logp.getShape());
-  labelShape.erase(labelShape.begin() + 1);
-  if (shapedOf(getLabels()).getShape() != ArrayRef<int64_t>(labelShape))
-    return emitOpError("labels must have the scores' shape without dimension 1");
-  StringRef r = getReduction();
-  if (r != "none" && r != "sum" && r != "mean")
-    return emitOpError("reduction must be none, sum or mean, not '") << r << "'";
-  auto g = shapedOf(getGrad());
-  if (r == "none" ? g.getShape() != ArrayRef<int64_t>(labelShape) : g.getRank() != 0)
-    return emitOpError("grad shape does not match the reduction");
-  if (getWeights() &&
-      shapedOf(getWeights()).getShape() != ArrayRef<int64_t>{logp.getDimSize(1)})
-    return emitOpError("weights must have shape [C]");
+  if (failed(verifyCrossEntropy(*this, logp, "log_prob", getLabels(), getWeights(),
+                                getReduction(), shapedOf(getGrad()), "grad")))
+    return failure();
   // Mixed precision: the 16-bit scores' gradient from f32 log-probabilities.
   auto result = shapedOf(getResult());
   if (result.getShape() != logp.getShape() ||
@@ -66,6 +54,26 @@ LogicalResult SoftmaxCrossEntropyGradOp::verify() {
          logp.getElementType().isF32())))
     return emitOpError("result must have the log_prob's type, or be 16-bit for f32 "
                        "log_prob");
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyWithGradOp::verify() {
+  auto scores = shapedOf(getScores());
+  auto loss = shapedOf(getLoss());
+  if (failed(verifyCrossEntropy(*this, scores, "scores", getLabels(), getWeights(),
+                                getReduction(), loss, "loss")))
+    return failure();
+  // Mixed precision: the loss of 16-bit scores is f32.
+  Type st = scores.getElementType(), lt = loss.getElementType();
+  if (lt != st && !(st.getIntOrFloatBitWidth() == 16 && lt.isF32()))
+    return emitOpError("loss must have the scores' element type, or be f32 for 16-bit "
+                       "scores");
+  if (getGrad().getType() != loss)
+    return emitOpError("grad must have the loss's type");
+  if (getWeights() && shapedOf(getWeights()).getElementType() != lt)
+    return emitOpError("weights must have the loss's element type");
+  if (getScoresGrad().getType() != scores)
+    return emitOpError("scores_grad must have the scores' type");
   return success();
 }
 

@@ -116,6 +116,16 @@ const char *inputViewName(plan::KernelOp k, size_t i) {
   return ::zplan::attention::inputView(k.getKernel() == K::attention_grad, i);
 }
 
+/// The view name of output `i` of `k`, when its kind may write it as a view.
+const char *outputViewName(plan::KernelOp k, size_t i) {
+  using K = plan::KernelKind;
+  if (k.getKernel() == K::matmul)
+    return i == 0 ? "out" : nullptr;
+  if (k.getKernel() != K::attention && k.getKernel() != K::attention_grad)
+    return nullptr;
+  return ::zplan::attention::outputView(k.getKernel() == K::attention_grad, i);
+}
+
 /// The shape `k` reads input `i` as: its view's when it reads a strided view of
 /// the buffer (a head of a QKV projection), else the buffer's.
 SmallVector<int64_t> operandShape(plan::KernelOp k, size_t i) {
@@ -148,8 +158,20 @@ int64_t zero::kernelBytes(plan::KernelOp k) {
       elements *= e;
     bytes += elements * (bytesOf(v) / std::max<int64_t>(elementsOf(v), 1));
   }
-  for (Value v : k.getOutputs())
-    bytes += bytesOf(v);
+  // Likewise a view written: the QKV projection's gradient is three of them.
+  for (auto [i, v] : llvm::enumerate(k.getOutputs())) {
+    const char *name = outputViewName(k, i);
+    auto view = name ? k.getAttrs().getAs<DenseI64ArrayAttr>((Twine(name) + "_shape").str())
+                     : DenseI64ArrayAttr();
+    if (!view) {
+      bytes += bytesOf(v);
+      continue;
+    }
+    int64_t elements = 1;
+    for (int64_t e : view.asArrayRef())
+      elements *= e;
+    bytes += elements * (bytesOf(v) / std::max<int64_t>(elementsOf(v), 1));
+  }
   return bytes;
 }
 
@@ -218,9 +240,13 @@ double zero::kernelFlops(plan::KernelOp k) {
   case K::softmax:
   case K::softmax_grad:
   case K::log_softmax:
-  case K::softmax_cross_entropy:
   case K::softmax_cross_entropy_grad:
     return 6 * out;
+  // The loss comes first among the outputs: per score instead.
+  case K::softmax_cross_entropy:
+    return 6 * elementsOf(k.getInputs()[0]);
+  case K::softmax_cross_entropy_with_grad: // both of the above
+    return 12 * elementsOf(k.getInputs()[0]);
   case K::layer_norm:
   case K::layer_norm_grad:
     return 8 * out;

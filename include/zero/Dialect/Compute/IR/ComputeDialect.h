@@ -50,6 +50,19 @@ bool isCausalMask(int64_t count, int64_t tq, int64_t tk, bool additive,
 /// "axis A is out of range for rank R".
 mlir::LogicalResult verifyAxis(mlir::Operation *op, int64_t axis, int64_t rank);
 
+/// Whether `bias` adds one value per column of a `result` (a linear layer's):
+/// [N] or ones then N, N the result's last dimension, of its element type.
+bool isColumnBias(mlir::ShapedType bias, mlir::ShapedType result);
+
+/// Checks the operands the cross-entropy ops share: `scores` (named `scoresName`)
+/// of rank >= 2 as [N, C, ...], labels of its shape without dimension 1, weights
+/// of shape [C], a known reduction and `perPosition` (the loss, or its gradient,
+/// named `name`) of the labels' shape for `none` and a scalar otherwise.
+mlir::LogicalResult verifyCrossEntropy(mlir::Operation *op, mlir::ShapedType scores,
+                                       llvm::StringRef scoresName, mlir::Value labels,
+                                       mlir::Value weights, llvm::StringRef reduction,
+                                       mlir::ShapedType perPosition, llvm::StringRef name);
+
 /// Checks, for slice and slice_grad, that `part` taken from `full` at `starts`
 /// with `steps` stays inside `full` (per dimension; an empty one is always inside),
 /// and that no step is zero. `op` reports the error: "dimension D `outside`".

@@ -3,7 +3,8 @@
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
 // What --zero-fuse-elementwise makes of a chain of elementwise ops: one op
-// whose body is the chain. Included from ComputeOps.td.
+// whose body is the chain; what --zero-fuse-matmul-epilogue makes of a matrix
+// product and the adds after it. Included from ComputeOps.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +55,34 @@ def Compute_YieldOp : Compute_Op<"yield", [Pure, Terminator,
   }];
   let arguments = (ins Compute_Tensor:$value);
   let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
+def Compute_FusedMatMulOp : Compute_Op<"fused_matmul", [Pure, AttrSizedOperandSegments]> {
+  let summary = "A matrix product with its epilogue: `lhs rhs + bias + addend`.";
+  let description = [{
+    `compute.matmul` of `lhs` and `rhs`, plus `bias` (`[N]`, or ones then `N`:
+    one value per column of the result, as a linear layer's) and plus `addend`
+    (the result's type: a residual connection), either or both. The sum is formed
+    before the result is rounded to its type, once: the kernel starts its
+    accumulator from `addend + bias` (as `addmm` does), so no kernel reads the
+    product again to add them.
+
+    ```mlir
+    %y = compute.fused_matmul %x, %w bias(%b : tensor<16xbf16>)
+        addend(%r : tensor<2x4x16xbf16>) : tensor<2x4x8xbf16>, tensor<8x16xbf16>
+        -> tensor<2x4x16xbf16>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$lhs, Compute_FloatTensor:$rhs,
+                       Optional<Compute_FloatTensor>:$bias,
+                       Optional<Compute_FloatTensor>:$addend);
+  let results = (outs Compute_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`addend` `(` $addend^ `:` type($addend) `)`)? attr-dict `:` type($lhs) `,`
+    type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // ZERO_DIALECT_COMPUTE_IR_COMPUTEFUSIONOPS_TD

@@ -156,6 +156,35 @@ def Compute_SoftmaxCrossEntropyGradOp
   let hasVerifier = 1;
 }
 
+def Compute_SoftmaxCrossEntropyWithGradOp
+    : Compute_Op<"softmax_cross_entropy_with_grad", [Pure]> {
+  let summary = "The loss and its gradient of the scores in one pass (a fused classifier).";
+  let description = [{
+    `softmax_cross_entropy` and `softmax_cross_entropy_grad` of its loss at once,
+    when the loss gradient `grad` is known before the forward (the training
+    step's seed): each row of `scores` is read once and its gradient written in
+    its place, so no log-probabilities are kept between the forward and the
+    backward (llm.c's fused classifier). `zero-fuse-classifier` makes it. The
+    loss is the scores' type, or f32 for 16-bit scores (then `grad` and `weights`
+    are f32 too); `scores_grad` has the scores' type.
+
+    ```mlir
+    %loss, %ds = compute.softmax_cross_entropy_with_grad %s, %l, %dloss {reduction = "mean"}
+        : tensor<8x16xbf16>, tensor<8xi64>, tensor<f32> -> tensor<f32>, tensor<8x16xbf16>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$scores, Compute_IndexTensor:$labels,
+                       Compute_FloatTensor:$grad, Optional<Compute_FloatTensor>:$weights,
+                       StrAttr:$reduction, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Compute_FloatTensor:$loss, Compute_FloatTensor:$scores_grad);
+  let assemblyFormat = [{
+    $scores `,` $labels `,` $grad (`weights` $weights^)? attr-dict `:`
+    type($scores) `,` type($labels) `,` type($grad) (`,` type($weights)^)? `->`
+    type($loss) `,` type($scores_grad)
+  }];
+  let hasVerifier = 1;
+}
+
 def Compute_GatherGradOp : Compute_Op<"gather_grad", [Pure]> {
   let summary = "Scatter-adds the gradient of a gather back into `data`'s shape.";
   let description = [{

@@ -49,6 +49,61 @@ def FuseAttentionPass : Pass<"zero-fuse-attention", "mlir::ModuleOp"> {
   }];
 }
 
+def FuseClassifierPass : Pass<"zero-fuse-classifier", "mlir::ModuleOp"> {
+  let summary = "The loss and its gradient of the scores become one op.";
+  let description = [{
+    Runs on the training step. A `softmax_cross_entropy` whose log-probabilities
+    only its `softmax_cross_entropy_grad` reads (with the same labels, weights,
+    reduction and ignore index), where that gradient's loss gradient can be
+    computed before the forward (the step's seed: a constant or the loss scale,
+    through ops that read nothing the loss makes), becomes one
+    `softmax_cross_entropy_with_grad` where the forward was: the scores are read
+    once, and no f32 log-probabilities of a B·T×V classifier are kept for the
+    backward. The ops computing the loss gradient move before it. Skipped with
+    `--no-fusion`.
+
+    ```mlir
+    %loss, %logp = compute.softmax_cross_entropy %s, %l {reduction = "mean"}
+        : tensor<8x16xf32>, tensor<8xi64> -> tensor<f32>, tensor<8x16xf32>
+    %one = compute.constant dense<1.0> : tensor<f32>
+    %ds = compute.softmax_cross_entropy_grad %logp, %l, %one {reduction = "mean"}
+        : tensor<8x16xf32>, tensor<8xi64>, tensor<f32> -> tensor<8x16xf32>
+    ```
+    becomes
+    ```mlir
+    %one = compute.constant dense<1.0> : tensor<f32>
+    %loss, %ds = compute.softmax_cross_entropy_with_grad %s, %l, %one {reduction = "mean"}
+        : tensor<8x16xf32>, tensor<8xi64>, tensor<f32> -> tensor<f32>, tensor<8x16xf32>
+    ```
+  }];
+}
+
+def FuseMatMulEpiloguePass : Pass<"zero-fuse-matmul-epilogue", "mlir::ModuleOp"> {
+  let summary = "A matrix product's bias and residual adds join the product.";
+  let description = [{
+    Runs after scheduling, before elementwise fusion. An add of a product that
+    only it reads and a bias (one value per column: `[N]`, or ones then `N`) or a
+    tensor of the product's type (an addend: the residual connection) becomes one
+    `compute.fused_matmul`, whose kernel starts its accumulator from them: a
+    linear layer's bias, and the residual added after the attention projection
+    and the MLP's second layer, are no kernels of their own that read and write
+    the whole activation. A bias first, then an addend; the product moves to the
+    add. Skipped with `--no-epilogue-fusion`.
+
+    ```mlir
+    %p = compute.matmul %x, %w : tensor<8x16xbf16>, tensor<16x32xbf16> -> tensor<8x32xbf16>
+    %h = compute.add %p, %b : tensor<8x32xbf16>, tensor<32xbf16> -> tensor<8x32xbf16>
+    %y = compute.add %r, %h : tensor<8x32xbf16>, tensor<8x32xbf16> -> tensor<8x32xbf16>
+    ```
+    becomes
+    ```mlir
+    %y = compute.fused_matmul %x, %w bias(%b : tensor<32xbf16>)
+        addend(%r : tensor<8x32xbf16>) : tensor<8x16xbf16>, tensor<16x32xbf16>
+        -> tensor<8x32xbf16>
+    ```
+  }];
+}
+
 def RecomposeGeluPass : Pass<"zero-recompose-gelu", "mlir::ModuleOp"> {
   let summary = "The erf chain an exporter writes for GELU becomes one compute.gelu.";
   let description = [{
