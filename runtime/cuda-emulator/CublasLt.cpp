@@ -6,7 +6,8 @@
 // layouts describe one product it can run and hands out its one algorithm and a
 // small workspace; the matmul checks the algorithm, workspace, operands and bias
 // against device memory, then queues the product on the stream: OpenBLAS in f32
-// (16-bit data widened, the result rounded once, after the bias) or f64.
+// (16-bit data and TF32 operands widened or rounded into copies, the result
+// rounded once, after the bias) or f64; f32 and f64 data in place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,18 +134,36 @@ void product(cublasLtMatmulDescOpaque_t d, cublasLtMatrixLayoutOpaque_t la,
   bool tf32 = d.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
   bool na = d.transA == CUBLAS_OP_N, nb = d.transB == CUBLAS_OP_N;
   uint64_t m = ld.rows, n = ld.cols, k = na ? la.cols : la.rows;
+  auto ta = na ? CblasNoTrans : CblasTrans, tb = nb ? CblasNoTrans : CblasTrans;
+  const T *bias = d.epilogue == CUBLASLT_EPILOGUE_BIAS ? static_cast<const T *>(d.bias) : nullptr;
+  T *out = static_cast<T *>(dst);
+  if constexpr (std::is_same_v<T, S>) {
+    if (!tf32) { // f32 and f64 in place: C into D, the product onto it, then the bias
+      if (beta != S(0) && c != dst)
+        for (uint64_t j = 0; j < n; ++j)
+          std::memcpy(out + j * ld.ld, static_cast<const T *>(c) + j * lc.ld, m * sizeof(T));
+      if constexpr (std::is_same_v<S, double>)
+        cblas_dgemm(CblasColMajor, ta, tb, m, n, k, alpha, static_cast<const T *>(a), la.ld,
+                    static_cast<const T *>(b), lb.ld, beta, out, ld.ld);
+      else
+        cblas_sgemm(CblasColMajor, ta, tb, m, n, k, alpha, static_cast<const T *>(a), la.ld,
+                    static_cast<const T *>(b), lb.ld, beta, out, ld.ld);
+      if (bias)
+        for (uint64_t j = 0; j < n; ++j)
+          for (uint64_t i = 0; i < m; ++i)
+            out[j * ld.ld + i] += bias[i];
+      return;
+    }
+  }
   std::vector<S> av = dense<T, S>(a, la.rows, la.cols, la.ld, tf32);
   std::vector<S> bv = dense<T, S>(b, lb.rows, lb.cols, lb.ld, tf32);
   std::vector<S> acc = beta != S(0) ? dense<T, S>(c, m, n, lc.ld, false) : std::vector<S>(m * n);
-  auto ta = na ? CblasNoTrans : CblasTrans, tb = nb ? CblasNoTrans : CblasTrans;
   if constexpr (std::is_same_v<S, double>)
     cblas_dgemm(CblasColMajor, ta, tb, m, n, k, alpha, av.data(), la.rows, bv.data(), lb.rows,
                 beta, acc.data(), m);
   else
     cblas_sgemm(CblasColMajor, ta, tb, m, n, k, alpha, av.data(), la.rows, bv.data(), lb.rows,
                 beta, acc.data(), m);
-  const T *bias = d.epilogue == CUBLASLT_EPILOGUE_BIAS ? static_cast<const T *>(d.bias) : nullptr;
-  T *out = static_cast<T *>(dst);
   for (uint64_t j = 0; j < n; ++j) // only the matrix, not the gaps between columns
     for (uint64_t i = 0; i < m; ++i)
       out[j * ld.ld + i] = T(acc[j * m + i] + (bias ? S(bias[i]) : S(0)));
@@ -205,8 +224,8 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
                                               const void *buf, size_t sizeInBytes) {
   if (!desc)
     return CUBLAS_STATUS_NOT_INITIALIZED;
-  int32_t op;
-  uint32_t epilogue;
+  int32_t op = 0;
+  uint32_t epilogue = 0;
   bool ok = false;
   switch (attr) {
   case CUBLASLT_MATMUL_DESC_TRANSA:
@@ -217,7 +236,8 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
     break;
   case CUBLASLT_MATMUL_DESC_EPILOGUE:
     ok = setValue(epilogue, buf, sizeInBytes);
-    desc->epilogue = (cublasLtEpilogue_t)epilogue;
+    if (ok)
+      desc->epilogue = (cublasLtEpilogue_t)epilogue;
     break;
   case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
     ok = setValue(desc->bias, buf, sizeInBytes);
