@@ -41,6 +41,7 @@ struct cublasLtMatrixLayoutOpaque_t {
 };
 struct cublasLtMatmulPreferenceOpaque_t {
   uint64_t maxWorkspace = 0;
+  uint32_t alignment[4] = {256, 256, 256, 256}; // A, B, C, D
 };
 
 namespace {
@@ -101,6 +102,18 @@ bool inDevice(const char *which, const void *p, cublasLtMatrixLayout_t l) {
   return deviceOf(what.c_str(), p, extent) >= 0 &&
          deviceOf(what.c_str(), (const char *)p + (size_t)(l->batch - 1) * l->stride * size,
                   extent) >= 0;
+}
+
+/// Whether every batch of `l` at `p` lies at a multiple of `bytes`, the alignment
+/// the algorithm was chosen for.
+bool aligned(const char *which, const void *p, cublasLtMatrixLayout_t l, uint64_t bytes) {
+  uint64_t first = reinterpret_cast<uintptr_t>(p), step = (uint64_t)l->stride * sizeOf(l->type);
+  if (first % bytes == 0 && (l->batch == 1 || step % bytes == 0))
+    return true;
+  complain(cudaErrorInvalidValue, std::string("cublasLtMatmul: operand ") + which +
+                                      " is less aligned than the " + std::to_string(bytes) +
+                                      " bytes its algorithm was chosen for");
+  return false;
 }
 
 /// Column-major rows x cols at `p` (leading dimension ld) as S, densely (ld = rows),
@@ -287,8 +300,10 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
                                                     const void *buf, size_t sizeInBytes) {
   if (!pref)
     return CUBLAS_STATUS_NOT_INITIALIZED;
-  bool ok = attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES &&
-            setValue(pref->maxWorkspace, buf, sizeInBytes);
+  int operand = attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES;
+  bool ok = attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+                ? setValue(pref->maxWorkspace, buf, sizeInBytes)
+                : operand >= 0 && operand < 4 && setValue(pref->alignment[operand], buf, sizeInBytes);
   return ok ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
 
@@ -311,6 +326,9 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle,
     return CUBLAS_STATUS_SUCCESS; // no algorithm (cuBLASLt says so the same way)
   cublasLtMatmulHeuristicResult_t r = {};
   r.algo.data[0] = kAlgorithm;
+  // Like cuBLASLt's, the algorithm works only at the alignments it was chosen for.
+  for (int i = 0; i < 4; ++i)
+    r.algo.data[1 + i] = pref->alignment[i];
   r.workspaceSize = std::min<uint64_t>(pref->maxWorkspace, kWorkspace);
   r.state = CUBLAS_STATUS_SUCCESS;
   r.wavesCount = 1;
@@ -344,6 +362,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     return CUBLAS_STATUS_SUCCESS;
   if (!inDevice("A", A, adesc) || !inDevice("B", B, bdesc) || !inDevice("C", C, cdesc) ||
       !inDevice("D", D, ddesc))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (!aligned("A", A, adesc, algo->data[1]) || !aligned("B", B, bdesc, algo->data[2]) ||
+      !aligned("C", C, cdesc, algo->data[3]) || !aligned("D", D, ddesc, algo->data[4]))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (desc->epilogue == CUBLASLT_EPILOGUE_BIAS &&
       deviceOf("cublasLtMatmul bias", desc->bias, ddesc->rows * sizeOf(ddesc->type)) < 0)

@@ -197,6 +197,14 @@ TEST(CudaEmulator, LtMatmulBiasAddendAndChecks) {
   uint64_t most = 4096;
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &most,
                                        sizeof most);
+  // The batches lie 24, 12 and 8 bytes apart: an algorithm for 4-byte alignment.
+  uint32_t four = 4;
+  for (auto operand : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    ASSERT_EQ(cublasLtMatmulPreferenceSetAttribute(pref, operand, &four, sizeof four),
+              CUBLAS_STATUS_SUCCESS);
   cublasLtMatmulHeuristicResult_t r;
   int found = 0;
   ASSERT_EQ(cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, pref, 1, &r, &found),
@@ -217,6 +225,19 @@ TEST(CudaEmulator, LtMatmulBiasAddendAndChecks) {
   EXPECT_EQ(cublasLtMatmul(h, desc, &one, da, la, db, lb, &one, dc, lc, dd, lc, &other, work,
                            4096, s),
             CUBLAS_STATUS_INVALID_VALUE);
+  // One chosen for the default 256 bytes refuses them, as cuBLASLt's may.
+  cublasLtMatmulPreference_t strict;
+  cublasLtMatmulPreferenceCreate(&strict);
+  cublasLtMatmulPreferenceSetAttribute(strict, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &most,
+                                       sizeof most);
+  cublasLtMatmulHeuristicResult_t forAligned;
+  ASSERT_EQ(cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, strict, 1, &forAligned,
+                                           &found),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasLtMatmul(h, desc, &one, da, la, db, lb, &one, dc, lc, dd, lc,
+                           &forAligned.algo, work, 4096, s),
+            CUBLAS_STATUS_INVALID_VALUE);
+  cublasLtMatmulPreferenceDestroy(strict);
   batched(lb, 6); // the second batch of B starts past its 6 elements
   EXPECT_EQ(cublasLtMatmul(h, desc, &one, da, la, db, lb, &one, dc, lc, dd, lc, &r.algo, work,
                            4096, s),

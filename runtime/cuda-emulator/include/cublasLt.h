@@ -54,6 +54,11 @@ enum cublasLtMatrixLayoutAttribute_t {
 };
 enum cublasLtMatmulPreferenceAttributes_t {
   CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1, // uint64_t
+  // uint32_t each, default 256: the algorithm must work at this alignment
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8,
 };
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle);

@@ -177,8 +177,14 @@ BoundKernel bindFused(const KernelCall &call) {
 /// 16-bit and f32 data accumulate in f32 (TF32 operands when allowed), f64 in f64.
 class LtGemm {
 public:
+  /// `align`: the alignment in bytes (at most 256) of every matrix of A, B, the
+  /// addend and the result, as the operands lie: the heuristic picks only
+  /// algorithms that work at these (it assumes 256 when not told).
+  struct Alignments {
+    uint32_t a = 256, b = 256, c = 256, d = 256;
+  };
   LtGemm(const kernels::MatMulGeometry &g, const kernels::MatMulGeometry::Groups &groups,
-         Elem t, const void *bias, bool addend, const std::string &where) {
+         Elem t, const void *bias, bool addend, Alignments align, const std::string &where) {
     const CublasLtApi &lt = cublasLt();
     cudaDataType type = t == Elem::BF16  ? CUDA_R_16BF
                         : t == Elem::F16 ? CUDA_R_16F
@@ -220,6 +226,14 @@ public:
     uint64_t most = context().gemmWorkspaceBytes;
     ZERO_CUBLAS_CHECK(lt.preferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                 &most, sizeof most));
+    // cuBLASLt's A is our B (see above), its B our A; C is the addend (or D).
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align.b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align.a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, addend ? align.c : align.d},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align.d}};
+    for (const auto &[attribute, bytes] : alignments)
+      ZERO_CUBLAS_CHECK(lt.preferenceSetAttribute(pref, attribute, &bytes, sizeof bytes));
     cublasLtMatmulHeuristicResult_t result = {};
     int found = 0;
     ZERO_CUBLAS_CHECK(lt.algoGetHeuristic(context().blasLt, desc_, a_, b_, c_, c_, pref, 1,
@@ -228,7 +242,8 @@ public:
     ZRT_CHECK(found > 0 && result.state == CUBLAS_STATUS_SUCCESS,
               where << ": cuBLASLt has no algorithm for this product (m " << g.m << ", n "
                     << g.n << ", k " << g.k << ", " << groups.size << " per call"
-                    << (bias ? ", a bias" : "") << ")");
+                    << (bias ? ", a bias" : "") << ", operands aligned to " << align.a << "/"
+                    << align.b << "/" << align.d << " bytes)");
     algo_ = result.algo;
   }
   ~LtGemm() {
@@ -278,9 +293,22 @@ BoundKernel bindMatMul(const KernelCall &call) {
   const void *bias = g.bias >= 0 ? call.ins[g.bias].data : nullptr;
   const char *addend = g.addend >= 0 ? call.ins[g.addend].as<char>() : nullptr;
   int64_t columns = out.shape.empty() ? 1 : out.shape.back();
+  // The largest power of two up to 256 that divides every matrix's address.
+  auto alignment = [&](const void *base, const std::vector<int64_t> &offsets, int64_t stride) {
+    uint64_t bits = reinterpret_cast<uintptr_t>(base) | 256;
+    for (int64_t j = 0; j < g.batches(); j += groups.size)
+      bits |= (uint64_t)(offsets[j] * size);
+    if (groups.size > 1)
+      bits |= (uint64_t)(stride * size);
+    return (uint32_t)(bits & -bits);
+  };
+  LtGemm::Alignments align{alignment(a.data, g.a.offsets, groups.strideA),
+                           alignment(b.data, g.b.offsets, groups.strideB),
+                           addend ? alignment(addend, g.c.offsets, groups.strideC) : 256,
+                           alignment(out.data, g.c.offsets, groups.strideC)};
   std::shared_ptr<LtGemm> lt;
   if (g.m > 0 && g.n > 0 && g.k > 0)
-    lt = std::make_shared<LtGemm>(g, groups, t, bias, addend != nullptr, call.where());
+    lt = std::make_shared<LtGemm>(g, groups, t, bias, addend != nullptr, align, call.where());
   return [=] {
     int64_t m = g.m, n = g.n, k = g.k;
     if (m == 0 || n == 0)
