@@ -6,7 +6,7 @@
 #                                 the CPU references, packed as gpu-bundle/bundle.tgz
 #   bash utils/gpu-checks.sh run [CHECK...]
 #                                 on the GPU machine, with gpu-bundle/ copied there:
-#                                 every check, or those named (e.g. run 3e 5)
+#                                 every check, or those named (e.g. run 3e 4 4e 5)
 #
 # run checks, on --device=cuda:
 #   1. the ONNX backend node tests (the same cases and tolerances as on the CPU);
@@ -300,32 +300,44 @@ PY
         --torch-device cpu --steps 2 --warmup 1 || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-bf16.zplan" --model tiny \
         --torch-device cpu --steps 2 --warmup 1 --precision bf16 || failed=1
-      echo "-- without fusion (zero-opt --no-fusion)"
-      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-unfused.zplan" \
-        --model tiny --torch-device cpu --steps 2 --warmup 1 --no-compile --no-profile || failed=1
-      echo "-- attention as its parts (zero-opt --no-attention-fusion)"
-      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-parts.zplan" \
-        --model tiny --torch-device cpu --steps 2 --warmup 1 --no-compile --no-profile || failed=1
-      echo "-- fused attention alone"
-      $PY utils/bench-attention-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny.zplan" \
-        --model tiny --torch-device cpu --steps 2 || failed=1
     else
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step.zplan" || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16.zplan" \
         --precision bf16 || failed=1
-      # The comparisons: zero-run and eager only (torch.compile and the profile
-      # are the main figures').
-      echo "-- without fusion (zero-opt --no-fusion): the figures before fusion"
+    fi
+  fi
+  # The comparisons: zero-run and eager only (torch.compile and the profile are
+  # the main figures').
+  if want 4c; then
+    echo "== 4c. without fusion (zero-opt --no-fusion): the figures before fusion"
+    if [ -n "$rehearse" ]; then
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-unfused.zplan" \
+        --model tiny --torch-device cpu --steps 2 --warmup 1 --no-compile --no-profile || failed=1
+    else
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-unfused.zplan" \
         --no-compile --no-profile || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16-unfused.zplan" \
         --precision bf16 --no-compile --no-profile || failed=1
-      echo "-- attention as its parts (zero-opt --no-attention-fusion): before fused attention"
+    fi
+  fi
+  if want 4d; then
+    echo "== 4d. attention as its parts (zero-opt --no-attention-fusion): before fused attention"
+    if [ -n "$rehearse" ]; then
+      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-parts.zplan" \
+        --model tiny --torch-device cpu --steps 2 --warmup 1 --no-compile --no-profile || failed=1
+    else
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-parts.zplan" \
         --no-compile --no-profile || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16-parts.zplan" \
         --precision bf16 --no-compile --no-profile || failed=1
-      echo "-- fused attention alone: zero-run's kernels against PyTorch's SDPA"
+    fi
+  fi
+  if want 4e; then
+    echo "== 4e. fused attention alone: zero-run's kernels against PyTorch's SDPA"
+    if [ -n "$rehearse" ]; then
+      $PY utils/bench-attention-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny.zplan" \
+        --model tiny --torch-device cpu --steps 2 || failed=1
+    else
       $PY utils/bench-attention-gpu.py --zero-run "$ZR" --plan "$B/bench/attn.zplan" || failed=1
       $PY utils/bench-attention-gpu.py --zero-run "$ZR" --plan "$B/bench/attn-bf16.zplan" \
         --precision bf16 || failed=1
