@@ -5,6 +5,14 @@
 #   (loss(w + h e_i) - loss(w - h e_i)) / 2h   for every element i of every weight.
 #
 #   grad-check.py --bin BUILD/bin --cases CASES.py [--only NAME] [-j N]
+#                 [--device cuda --sample K --reference-device cpu]
+#
+# Every element gets its finite difference unless --sample K: then K elements of
+# each weight, spread over it (first and last included). A finite difference costs
+# two zero-run starts, which take about a second each on a GPU; so there the check
+# samples, and --reference-device also runs the gradient plan on that device (the
+# CPU, whose every element the CPU ctest checks against finite differences) and
+# compares every element of the two.
 #
 # CASES.py defines CASES: a list of dicts with
 #   name    the case name
@@ -80,7 +88,17 @@ def run(cmd):
         raise RuntimeError("%s failed: %s" % (os.path.basename(cmd[0]), r.stderr.strip()))
 
 
-def check_case(bindir, zero_run, case, seed, device="cpu", bundle=None, prebuilt=None):
+def sampled(shape, k):
+    """The indices of a tensor of `shape` to take finite differences at: all of
+    them, or k spread evenly over its elements in row-major order."""
+    indices = list(np.ndindex(shape))
+    if not k or len(indices) <= k:
+        return indices
+    return [indices[int(i)] for i in np.unique(np.linspace(0, len(indices) - 1, k).round())]
+
+
+def check_case(bindir, zero_run, case, seed, device="cpu", bundle=None, prebuilt=None,
+               sample=0, reference_device=None):
     model, params = build_model(case, seed)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "case.onnx")
@@ -102,6 +120,21 @@ def check_case(bindir, zero_run, case, seed, device="cpu", bundle=None, prebuilt
         analytic = {name: zero_testing.read_tensor(
             os.path.join(tmp, "grad", "output_%d.pb" % (k + 1)))
                     for k, name in enumerate(params)}
+        if reference_device:
+            run([zero_run, os.path.join(plans, "grad.zplan"), "--init", path,
+                 "--save-outputs", os.path.join(tmp, "ref"), "--quiet",
+                 "--device", reference_device])
+            for k, name in enumerate(params):
+                ref = zero_testing.read_tensor(os.path.join(tmp, "ref", "output_%d.pb" % (k + 1)))
+                got = analytic[name]
+                if got.shape != ref.shape:
+                    return False, "gradient of %s has shape %s on %s, %s on %s" % (
+                        name, got.shape, device, ref.shape, reference_device)
+                bad = ~(np.abs(got - ref) <= ATOL + RTOL * np.abs(ref))
+                if bad.any():
+                    at = tuple(int(i) for i in np.argwhere(bad)[0])
+                    return False, "d loss / d %s%s: %.10g on %s, %.10g on %s" % (
+                        name, list(at), got[at], device, ref[at], reference_device)
 
         def loss_at(name, index, delta, tag):
             moved = onnx.ModelProto()
@@ -123,14 +156,17 @@ def check_case(bindir, zero_run, case, seed, device="cpu", bundle=None, prebuilt
             got = analytic[name]
             if got.shape != v.shape:
                 return False, "gradient of %s has shape %s, expected %s" % (name, got.shape, v.shape)
-            for i, index in enumerate(np.ndindex(v.shape)):
+            for index in sampled(v.shape, sample):
                 fd = (loss_at(name, index, H, "p") - loss_at(name, index, -H, "m")) / (2 * H)
                 err = abs(got[index] - fd)
                 worst = max(worst, err / max(abs(fd), 1.0))
                 if err > ATOL + RTOL * abs(fd):
                     return False, "d loss / d %s%s: analytic %.10g, finite difference %.10g" % (
                         name, list(index), got[index], fd)
-        return True, "max error %.1e" % worst
+        checked = "" if not sample else ", %d elements per weight" % sample
+        if reference_device:
+            checked += ", every element equal to %s's" % reference_device
+        return True, "max error %.1e%s" % (worst, checked)
 
 
 def main():
@@ -143,6 +179,10 @@ def main():
     p.add_argument("--device", default="cpu", help="zero-run --device (cpu or cuda)")
     p.add_argument("--bundle", help="compile only, into DIR/<case>/")
     p.add_argument("--prebuilt", help="use the plans of DIR/<case>/ (made by --bundle)")
+    p.add_argument("--sample", type=int, default=0,
+                   help="finite differences at K elements per weight (default: all)")
+    p.add_argument("--reference-device",
+                   help="also compare every gradient element with this device's")
     a = p.parse_args()
     zero_run = a.zero_run or os.path.join(a.bin, "zero-run")
     spec = importlib.util.spec_from_file_location("cases", a.cases)
@@ -155,7 +195,7 @@ def main():
         seed, case = item
         try:
             return case, check_case(a.bin, zero_run, case, seed, a.device, a.bundle,
-                                    a.prebuilt)
+                                    a.prebuilt, a.sample, a.reference_device)
         except RuntimeError as e:
             return case, (False, str(e))
 
