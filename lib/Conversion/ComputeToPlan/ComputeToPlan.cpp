@@ -270,7 +270,42 @@ private:
       viewOf[op.getResult(0)] = v;
     }
     foldStridedLayouts();
+    foldParameterCopies();
     return success();
+  }
+
+  /// Mixed precision: AdamW writes its new parameter's 16-bit copy as it writes
+  /// the f32 master, so the cast after it is not a kernel of its own (which would
+  /// read the master again and write the copy to a temporary).
+  void foldParameterCopies() {
+    for (Operation &op : entry) {
+      auto adam = dyn_cast<compute::AdamWOp>(op);
+      if (!adam)
+        continue;
+      auto elementOf = [](Value v) {
+        return cast<RankedTensorType>(v.getType()).getElementType();
+      };
+      if (!elementOf(adam.getNewParam()).isF32())
+        continue;
+      for (Operation *user : adam.getNewParam().getUsers()) {
+        auto c = dyn_cast<compute::CastOp>(user);
+        if (!c || !isa<BFloat16Type, Float16Type>(elementOf(c.getResult())) ||
+            c->hasAttr("zero.host") != op.hasAttr("zero.host") ||
+            viewOf.count(c.getResult()) || resultView.count(c.getResult()))
+          continue;
+        copyOf[&op] = c.getResult();
+        dropped.insert(c);
+        break;
+      }
+    }
+  }
+
+  /// The values a kernel writes: its op's results, then a folded copy.
+  SmallVector<Value> madeBy(Operation &op) {
+    SmallVector<Value> made(op.getResults());
+    if (Value copy = copyOf.lookup(&op))
+      made.push_back(copy);
+    return made;
   }
 
   /// Matmuls and fused attention read their operands, and write their results,
@@ -771,7 +806,7 @@ private:
       ins.push_back(bufferOf.lookup(resolve(readOf(op, i))));
     // Outputs are placed before any input is released, so a kernel never writes
     // over what it reads.
-    for (Value made : op.getResults()) {
+    for (Value made : madeBy(op)) {
       if (!isa<RankedTensorType>(made.getType()))
         continue; // a collective's token has no buffer
       Value r = writeOf(made);
@@ -787,6 +822,13 @@ private:
       BlockArgument target = updateOf.lookup(r);
       if (target && isInPlaceSafe(op) && lastUse.lookup(target) == &op &&
           llvm::is_contained(op.getOperands(), Value(target))) {
+        bufferOf[r] = bufferOf.lookup(target);
+        offsetOf[r] = offsetOf.lookup(target);
+        inPlace.insert(r);
+        outs.push_back(bufferOf[r]);
+        continue;
+      }
+      if (target && !isCollective && writesStraightInto(op, r, target)) {
         bufferOf[r] = bufferOf.lookup(target);
         offsetOf[r] = offsetOf.lookup(target);
         inPlace.insert(r);
@@ -882,11 +924,23 @@ private:
                    r, it->second);
   }
 
+  /// Whether `op` can write `r`, the new value of argument `target`, into the
+  /// argument itself: nothing reads the old value from `op` on (the 16-bit copy
+  /// of an updated master weight, cast after the update), both lie in the same
+  /// memory, and `r` is returned once. Then no temporary and no copy kernel.
+  bool writesStraightInto(Operation &op, Value r, BlockArgument target) {
+    Operation *lastRead = lastUse.lookup(target);
+    if (lastRead && position[lastRead] >= position[&op])
+      return false;
+    return isHost(r) == isHost(target) && r.getType() == target.getType() &&
+           llvm::count(terminator->getOperands(), r) == 1;
+  }
+
   /// A new value whose argument nobody reads any more goes into it at once (not
   /// at the end of the step), so that its temporary dies here: otherwise every
   /// updated parameter of a ZeRO 1-2 step would be alive at once at the end.
   void copyUpdatesEarly(Operation &op) {
-    for (Value r : op.getResults()) {
+    for (Value r : madeBy(op)) {
       BlockArgument target = updateOf.lookup(r);
       if (!target || inPlace.contains(r) || lastUse.lookup(r) != terminator)
         continue;
@@ -913,7 +967,7 @@ private:
         release(v);
     };
     llvm::SmallDenseSet<Value> written;
-    for (Value r : op.getResults())
+    for (Value r : madeBy(op))
       if (isa<RankedTensorType>(r.getType()) && written.insert(writeOf(r)).second)
         releaseIfDead(writeOf(r), /*isResult=*/true);
     llvm::SmallDenseSet<Value> seen;
@@ -984,7 +1038,8 @@ private:
   DenseMap<std::pair<Operation *, unsigned>, StridedView> operandView; // views read
   DenseMap<Value, StridedView> resultView;    // a result -> the transpose it is written into
   DenseMap<Value, Operation *> writtenBy;     // that transpose's result -> the writer
-  DenseSet<Operation *> dropped;              // chain ops no kernel reads
+  DenseSet<Operation *> dropped;              // chain ops no kernel reads, folded casts
+  DenseMap<Operation *, Value> copyOf;        // AdamW -> the 16-bit copy it writes too
   DenseSet<Value> roots;                      // values kernels read through chains
   DenseMap<Value, BlockArgument> updateOf;    // new value -> the argument it replaces
   DenseMap<Value, View> viewOf;

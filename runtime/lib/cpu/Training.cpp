@@ -379,9 +379,11 @@ BoundKernel dispatchOptimizer(const KernelCall &call, const TensorView &p,
 /// them), and ivdep: an output may be its input (an update in place), element i
 /// of one only ever meets element i of the other, so no iteration depends on
 /// another; too many pointers for the compiler to check that at run time.
-template <typename T, typename G>
+/// AdamW also writes the new parameter's 16-bit copy `co` unless C is void.
+template <typename T, typename G, typename C>
 ZRT_VECTORIZED void adamwRun(const kernels::AdamWStep<T> c, T mult, const G *g, const T *p,
-                             const T *m, const T *v, T *po, T *mo, T *vo, int64_t n) {
+                             const T *m, const T *v, T *po, T *mo, T *vo, C *co,
+                             int64_t n) {
 #pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) {
     T pi = p[i], mi = m[i], vi = v[i];
@@ -389,6 +391,8 @@ ZRT_VECTORIZED void adamwRun(const kernels::AdamWStep<T> c, T mult, const G *g, 
     po[i] = pi;
     mo[i] = mi;
     vo[i] = vi;
+    if constexpr (!std::is_void_v<C>)
+      co[i] = C(pi);
   }
 }
 template <typename T, typename G>
@@ -404,8 +408,9 @@ ZRT_VECTORIZED void sgdRun(const kernels::SgdStep<T> c, T mult, const G *g, cons
 }
 
 BoundKernel bindAdamW(const KernelCall &call) {
-  ZRT_CHECK(call.outs.size() == 3 && call.ins.size() >= 5,
-            call.where() << ": takes 5 to 8 inputs and 3 outputs");
+  ZRT_CHECK((call.outs.size() == 3 || call.outs.size() == 4) && call.ins.size() >= 5,
+            call.where() << ": takes 5 to 8 inputs and 3 outputs (4 with the new "
+                            "parameter's 16-bit copy)");
   const TensorView p = call.ins[0], g = call.ins[1], m = call.ins[2], v = call.ins[3],
                    step = call.ins[4];
   const TensorView po = call.outs[0], mo = call.outs[1], vo = call.outs[2];
@@ -416,22 +421,52 @@ BoundKernel bindAdamW(const KernelCall &call) {
   double lrAttr = call.floatAttr("lr"), b1 = call.floatAttr("beta1"),
          b2 = call.floatAttr("beta2"), eps = call.floatAttr("eps"),
          wd = call.floatAttr("weight_decay");
+  std::optional<TensorView> copy;
+  if (call.outs.size() == 4) {
+    copy = call.outs[3];
+    ZRT_CHECK(p.dtype == zero::zplan::F32 &&
+                  (copy->dtype == zero::zplan::BF16 || copy->dtype == zero::zplan::F16),
+              call.where() << ": the parameter's copy is a bf16 or f16 copy of an f32 one");
+    expectShape(call, *copy, p.shape, "the parameter's copy");
+  }
   return dispatchOptimizer(call, p, g, [=](auto pTag, auto gTag) -> BoundKernel {
     using T = decltype(pTag);
     using G = decltype(gTag);
+    // Calls run(C{}) with the copy's element type, or with void when there is none.
+    auto withCopy = [=](auto run) {
+      if (!copy)
+        return run((void *)nullptr);
+      if (copy->dtype == zero::zplan::BF16)
+        return run(copy->as<bf16>());
+      return run(copy->as<f16>());
+    };
     return [=] {
-      if (rt.hasFound && rt.found.as<float>()[0] != 0.0f)
-        return keepInputs({{p, po}, {m, mo}, {v, vo}});
+      const T *pp = p.as<T>(), *pm = m.as<T>(), *pv = v.as<T>();
+      if (rt.hasFound && rt.found.as<float>()[0] != 0.0f) { // skipped: as they were
+        keepInputs({{p, po}, {m, mo}, {v, vo}});
+        withCopy([&](auto *co) {
+          using C = std::remove_pointer_t<decltype(co)>;
+          if constexpr (!std::is_void_v<C>)
+            for (int64_t i = 0; i < p.numel(); ++i)
+              co[i] = C(pp[i]);
+        });
+        return;
+      }
       T mult = rt.hasScale ? T(rt.scale.as<float>()[0]) : T(1);
       double lr = rt.hasLr ? rt.lr.as<double>()[0] : lrAttr;
       auto coefficients =
           kernels::adamwStep<T>(lr, b1, b2, eps, wd, step.as<int64_t>()[0]);
       const G *pg = g.as<G>();
-      const T *pp = p.as<T>(), *pm = m.as<T>(), *pv = v.as<T>();
       T *opp = po.as<T>(), *opm = mo.as<T>(), *opv = vo.as<T>();
-      parallelFor(p.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
-        adamwRun(coefficients, mult, pg + lo, pp + lo, pm + lo, pv + lo, opp + lo, opm + lo,
-                 opv + lo, hi - lo);
+      withCopy([&](auto *co) {
+        using C = std::remove_pointer_t<decltype(co)>;
+        parallelFor(p.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
+          C *at = co;
+          if constexpr (!std::is_void_v<C>)
+            at += lo;
+          adamwRun<T, G, C>(coefficients, mult, pg + lo, pp + lo, pm + lo, pv + lo, opp + lo,
+                            opm + lo, opv + lo, at, hi - lo);
+        });
       });
     };
   });

@@ -712,10 +712,13 @@ BoundKernel bindAdamW(const KernelCall &call) {
   Elem t = elemOf(in[0].dtype), gt = elemOf(in[1].dtype);
   OptimizerRuntime rt = optimizerRuntime(call, 5);
   int64_t n = in[0].numel();
+  // The new parameter's 16-bit copy, when the plan folded its cast in.
+  void *copy = out.size() == 4 ? out[3].data : nullptr;
+  Elem ct = copy ? elemOf(out[3].dtype) : t;
   return [=] {
     adamw(context().compute, t, gt, in[0].data, in[1].data, in[2].data, in[3].data,
           in[4].as<int64_t>(), rt.scale, rt.found, rt.lr, out[0].data, out[1].data,
-          out[2].data, n, lr, b1, b2, eps, wd);
+          out[2].data, ct, copy, n, lr, b1, b2, eps, wd);
   };
 }
 

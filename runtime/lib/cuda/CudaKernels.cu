@@ -652,29 +652,28 @@ __device__ bool gradientOf(const G *g, int64_t i, const float *scale, const floa
   return true;
 }
 
-/// torch.optim.AdamW's arithmetic, element by element, in the parameter's type.
-template <typename T, typename G>
+/// torch.optim.AdamW's arithmetic, element by element, in the parameter's type;
+/// with C not void, also the new parameter's 16-bit copy.
+template <typename T, typename G, typename C>
 __global__ void adamwKernel(const T *p, const G *g, const T *m, const T *v,
                             const int64_t *step, const float *scale, const float *found,
-                            const double *lrValue, T *po, T *mo, T *vo, int64_t n,
+                            const double *lrValue, T *po, T *mo, T *vo, C *copy, int64_t n,
                             double lr, double b1, double b2, double eps, double wd) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i >= n)
     return;
-  T gi;
-  if (!gradientOf(g, i, scale, found, gi)) {
-    po[i] = p[i];
-    mo[i] = m[i];
-    vo[i] = v[i];
-    return;
-  }
-  if (lrValue)
-    lr = *lrValue;
-  T pi = p[i], mi = m[i], vi = v[i];
-  kernels::adamwElement(kernels::adamwStep<T>(lr, b1, b2, eps, wd, *step), gi, pi, mi, vi);
+  T gi, pi = p[i], mi = m[i], vi = v[i];
+  if (gradientOf(g, i, scale, found, gi)) {
+    if (lrValue)
+      lr = *lrValue;
+    kernels::adamwElement(kernels::adamwStep<T>(lr, b1, b2, eps, wd, *step), gi, pi, mi,
+                          vi);
+  } // else skipped: every output keeps its input
   po[i] = pi;
   mo[i] = mi;
   vo[i] = vi;
+  if constexpr (!std::is_void_v<C>)
+    copy[i] = C(pi);
 }
 
 template <typename T, typename G>
@@ -993,14 +992,25 @@ template <typename F> void dispatchOptimizer(Elem t, Elem gt, F f) {
 
 void adamw(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *m,
            const void *v, const int64_t *step, const float *scale, const float *found,
-           const double *lrValue, void *po, void *mo, void *vo, int64_t n, double lr,
-           double beta1, double beta2, double eps, double weightDecay) {
+           const double *lrValue, void *po, void *mo, void *vo, Elem ct, void *copy,
+           int64_t n, double lr, double beta1, double beta2, double eps, double weightDecay) {
   dispatchOptimizer(t, gt, [&](auto pt, auto g16) {
     using T = decltype(pt);
     using G = decltype(g16);
-    launchN("adamw", adamwKernel<T, G>, n, s, (const T *)p, (const G *)g, (const T *)m,
-            (const T *)v, step, scale, found, lrValue, (T *)po, (T *)mo, (T *)vo, n, lr,
-            beta1, beta2, eps, weightDecay);
+    auto launch = [&](auto *out) {
+      using C = std::remove_pointer_t<decltype(out)>;
+      launchN("adamw", adamwKernel<T, G, C>, n, s, (const T *)p, (const G *)g, (const T *)m,
+              (const T *)v, step, scale, found, lrValue, (T *)po, (T *)mo, (T *)vo, out, n,
+              lr, beta1, beta2, eps, weightDecay);
+    };
+    if (!copy)
+      launch((void *)nullptr);
+    else if constexpr (std::is_same_v<T, float>) { // the binder checked: f32 masters only
+      if (ct == Elem::BF16)
+        launch((bf16 *)copy);
+      else
+        launch((f16 *)copy);
+    }
   });
 }
 

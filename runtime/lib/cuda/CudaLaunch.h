@@ -181,11 +181,12 @@ void activationGrad(cudaStream_t s, ActivationGrad op, Elem t, const void *x, co
                     void *out, int64_t n);
 /// The optimizers on parameters (or f32 master copies) of type `t` with gradients
 /// of type `gt`. Optional device scalars (null when absent): `scale` multiplies the
-/// gradient, a non-zero `found` skips the step, `lrValue` replaces `lr`.
+/// gradient, a non-zero `found` skips the step, `lrValue` replaces `lr`. AdamW also
+/// writes the new f32 parameter's 16-bit copy `copy` (of type `ct`) when not null.
 void adamw(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *m,
            const void *v, const int64_t *step, const float *scale, const float *found,
-           const double *lrValue, void *po, void *mo, void *vo, int64_t n, double lr,
-           double beta1, double beta2, double eps, double weightDecay);
+           const double *lrValue, void *po, void *mo, void *vo, Elem ct, void *copy,
+           int64_t n, double lr, double beta1, double beta2, double eps, double weightDecay);
 void sgd(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *buf,
          const float *scale, const float *found, const double *lrValue, void *po, void *bo,
          int64_t n, double lr, double momentum, double weightDecay);

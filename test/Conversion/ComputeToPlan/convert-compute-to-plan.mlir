@@ -80,6 +80,43 @@ func.func @main(%p: tensor<4xf32> {compute.param = "p"}, %g: tensor<4xf32> {comp
 
 // -----
 
+// Mixed precision: AdamW updates the f32 master and also writes the 16-bit
+// parameter's new value (the cast after it folds in), straight into the
+// parameter's buffer, which nothing reads after the update: no cast kernel, no
+// temporary, no copy. A new value whose old one is still read afterwards goes to
+// a temporary and is copied at the end.
+// CHECK-LABEL: plan.program @main
+// CHECK: %[[P:.+]] = plan.buffer param at {{[0-9]+}} {name = "p"} : memref<4xbf16>
+// CHECK: %[[Q:.+]] = plan.buffer param at {{[0-9]+}} {name = "q"} : memref<4xbf16>
+// CHECK: %[[W:.+]] = plan.buffer state at {{[0-9]+}} {name = "p.master"} : memref<4xf32>
+// CHECK: %[[X:.+]] = plan.buffer state at {{[0-9]+}} {name = "q.master"} : memref<4xf32>
+// CHECK: plan.kernel adamw ins(%[[W]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : {{.+}}) outs(%[[W]], %{{.+}}, %{{.+}}, %[[P]] : memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xbf16>)
+// CHECK: %[[N:.+]] = plan.buffer temp at {{[0-9]+}} : memref<4xbf16>
+// CHECK: plan.kernel adamw ins(%[[X]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : {{.+}}) outs(%[[X]], %{{.+}}, %{{.+}}, %[[N]] : memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xbf16>)
+// CHECK-NOT: plan.kernel cast
+// CHECK: plan.kernel reduce_sum ins(%[[Q]] : memref<4xbf16>)
+// CHECK-NOT: plan.kernel cast
+// CHECK: plan.kernel copy ins(%[[N]] : memref<4xbf16>) outs(%[[Q]] : memref<4xbf16>)
+func.func @main(%p: tensor<4xbf16> {compute.param = "p"}, %q: tensor<4xbf16> {compute.param = "q"},
+                %w: tensor<4xf32> {compute.state = "p.master"}, %x: tensor<4xf32> {compute.state = "q.master"},
+                %g: tensor<4xbf16> {compute.input = 0 : i64}, %t: tensor<i64> {compute.input = 1 : i64},
+                %m: tensor<4xf32> {compute.state = "p.exp_avg"}, %v: tensor<4xf32> {compute.state = "p.exp_avg_sq"},
+                %n: tensor<4xf32> {compute.state = "q.exp_avg"}, %u: tensor<4xf32> {compute.state = "q.exp_avg_sq"})
+    -> (tensor<bf16>, tensor<4xf32> {compute.updates = 2 : i64}, tensor<4xbf16> {compute.updates = 0 : i64},
+        tensor<4xf32> {compute.updates = 6 : i64}, tensor<4xf32> {compute.updates = 7 : i64},
+        tensor<4xf32> {compute.updates = 3 : i64}, tensor<4xbf16> {compute.updates = 1 : i64},
+        tensor<4xf32> {compute.updates = 8 : i64}, tensor<4xf32> {compute.updates = 9 : i64})
+    attributes {compute.output_names = ["loss", "p.master", "p", "p.exp_avg", "p.exp_avg_sq", "q.master", "q", "q.exp_avg", "q.exp_avg_sq"]} {
+  %w1, %m1, %v1 = compute.adamw %w, %g, %m, %v, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<4xf32>, tensor<4xbf16>, tensor<i64> -> tensor<4xf32>
+  %p1 = compute.cast %w1 : tensor<4xf32> -> tensor<4xbf16>
+  %x1, %n1, %u1 = compute.adamw %x, %g, %n, %u, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<4xf32>, tensor<4xbf16>, tensor<i64> -> tensor<4xf32>
+  %q1 = compute.cast %x1 : tensor<4xf32> -> tensor<4xbf16>
+  %l = compute.reduce_sum %q {axes = array<i64: 0>, keepdims = false} : tensor<4xbf16> -> tensor<bf16>
+  return %l, %w1, %p1, %m1, %v1, %x1, %q1, %n1, %u1 : tensor<bf16>, tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // Where writing in place is not safe (the old value is read later, or the kernel
 // is not elementwise-in-place), the new value goes to a temporary and is copied
 // into the parameter's buffer at the end of the step.
