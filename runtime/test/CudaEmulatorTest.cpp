@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 
 #include <cublasLt.h>
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -255,33 +254,6 @@ TEST(CudaEmulator, LtMatmulBiasAddendAndChecks) {
   cublasLtDestroy(h);
   for (float *p : {da, db, dc, dd, dbias, work})
     cudaFree(p);
-  cudaStreamDestroy(s);
-}
-
-TEST(CudaEmulator, GemmIsColumnMajor) {
-  cudaStream_t s;
-  cudaStreamCreate(&s);
-  cublasHandle_t h;
-  ASSERT_EQ(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
-  cublasSetStream(h, s);
-  // Column-major A (2x3) and B (3x1): C = A B.
-  std::vector<float> a = {1, 4, 2, 5, 3, 6}, b = {1, 1, 1}, c(2);
-  float *da = deviceFloats(6), *db = deviceFloats(3), *dc = deviceFloats(2);
-  cudaMemcpy(da, a.data(), 6 * sizeof(float), cudaMemcpyHostToDevice);
-  cudaMemcpy(db, b.data(), 3 * sizeof(float), cudaMemcpyHostToDevice);
-  float one = 1, zero = 0;
-  ASSERT_EQ(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 1, 3, &one, da, 2, db, 3, &zero, dc, 2),
-            CUBLAS_STATUS_SUCCESS);
-  cudaMemcpy(c.data(), dc, 2 * sizeof(float), cudaMemcpyDeviceToHost);
-  EXPECT_EQ(c[0], 6.0f);
-  EXPECT_EQ(c[1], 15.0f);
-  // B read as 3x2 runs past its 3 elements.
-  EXPECT_EQ(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 3, &one, da, 2, db, 3, &zero, dc, 2),
-            CUBLAS_STATUS_INVALID_VALUE);
-  cublasDestroy(h);
-  cudaFree(da);
-  cudaFree(db);
-  cudaFree(dc);
   cudaStreamDestroy(s);
 }
 
