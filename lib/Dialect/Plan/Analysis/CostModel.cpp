@@ -105,32 +105,25 @@ double ringSeconds(const MachineModel &m, int64_t n, int64_t bytes, int passes) 
   return passes * (alpha * (n - 1) + beta * bytes * (double)(n - 1) / n);
 }
 
-/// The view name of input `i` of `k`, when its kind may read it as a view;
-/// nullptr otherwise.
-const char *inputViewName(plan::KernelOp k, size_t i) {
+/// The view name of input `i` of `k` (of output `i` with `output`), when its kind
+/// may read (write) it as a view; nullptr otherwise.
+const char *viewName(plan::KernelOp k, size_t i, bool output) {
   using K = plan::KernelKind;
   if (k.getKernel() == K::matmul)
-    return i == 0 ? "lhs" : i == 1 ? "rhs" : nullptr;
+    return output ? (i == 0 ? "out" : nullptr) : i == 0 ? "lhs" : i == 1 ? "rhs" : nullptr;
   if (k.getKernel() != K::attention && k.getKernel() != K::attention_grad)
     return nullptr;
-  return ::zplan::attention::inputView(k.getKernel() == K::attention_grad, i);
+  bool grad = k.getKernel() == K::attention_grad;
+  return output ? ::zplan::attention::outputView(grad, i)
+                : ::zplan::attention::inputView(grad, i);
 }
 
-/// The view name of output `i` of `k`, when its kind may write it as a view.
-const char *outputViewName(plan::KernelOp k, size_t i) {
-  using K = plan::KernelKind;
-  if (k.getKernel() == K::matmul)
-    return i == 0 ? "out" : nullptr;
-  if (k.getKernel() != K::attention && k.getKernel() != K::attention_grad)
-    return nullptr;
-  return ::zplan::attention::outputView(k.getKernel() == K::attention_grad, i);
-}
-
-/// The shape `k` reads input `i` as: its view's when it reads a strided view of
-/// the buffer (a head of a QKV projection), else the buffer's.
-SmallVector<int64_t> operandShape(plan::KernelOp k, size_t i) {
-  Value buffer = k.getInputs()[i];
-  if (const char *name = inputViewName(k, i))
+/// The shape `k` reads input `i` (writes output `i`, with `output`) as: its view's
+/// when it is a strided view of the buffer (a head of a QKV projection, one of
+/// the three gradients written into it), else the buffer's.
+SmallVector<int64_t> accessShape(plan::KernelOp k, size_t i, bool output = false) {
+  Value buffer = output ? k.getOutputs()[i] : k.getInputs()[i];
+  if (const char *name = viewName(k, i, output))
     if (auto view = k.getAttrs().getAs<DenseI64ArrayAttr>((Twine(name) + "_shape").str()))
       return SmallVector<int64_t>(view.asArrayRef());
   return SmallVector<int64_t>(cast<MemRefType>(buffer.getType()).getShape());
@@ -150,28 +143,18 @@ double kernelSeconds(const MachineModel &m, plan::KernelOp k) {
 } // namespace
 
 int64_t zero::kernelBytes(plan::KernelOp k) {
+  // A view is read or written as its own elements, not its whole buffer.
+  auto accessed = [&](Value v, size_t i, bool output) {
+    int64_t elements = 1;
+    for (int64_t e : accessShape(k, i, output))
+      elements *= e;
+    return elements * (bytesOf(v) / std::max<int64_t>(elementsOf(v), 1));
+  };
   int64_t bytes = 0;
-  for (auto [i, v] : llvm::enumerate(k.getInputs())) {
-    // A view reads its own elements, not its whole buffer.
-    int64_t elements = 1;
-    for (int64_t e : operandShape(k, i))
-      elements *= e;
-    bytes += elements * (bytesOf(v) / std::max<int64_t>(elementsOf(v), 1));
-  }
-  // Likewise a view written: the QKV projection's gradient is three of them.
-  for (auto [i, v] : llvm::enumerate(k.getOutputs())) {
-    const char *name = outputViewName(k, i);
-    auto view = name ? k.getAttrs().getAs<DenseI64ArrayAttr>((Twine(name) + "_shape").str())
-                     : DenseI64ArrayAttr();
-    if (!view) {
-      bytes += bytesOf(v);
-      continue;
-    }
-    int64_t elements = 1;
-    for (int64_t e : view.asArrayRef())
-      elements *= e;
-    bytes += elements * (bytesOf(v) / std::max<int64_t>(elementsOf(v), 1));
-  }
+  for (auto [i, v] : llvm::enumerate(k.getInputs()))
+    bytes += accessed(v, i, /*output=*/false);
+  for (auto [i, v] : llvm::enumerate(k.getOutputs()))
+    bytes += accessed(v, i, /*output=*/true);
   return bytes;
 }
 
@@ -185,7 +168,7 @@ double zero::kernelFlops(plan::KernelOp k) {
   double out = elementsOf(k.getOutputs()[0]);
   switch (k.getKernel()) {
   case K::matmul: {
-    SmallVector<int64_t> shape = operandShape(k, 0);
+    SmallVector<int64_t> shape = accessShape(k, 0);
     bool tl = false;
     if (auto a = k.getAttrs().getAs<BoolAttr>("transpose_lhs"))
       tl = a.getValue();
@@ -197,8 +180,8 @@ double zero::kernelFlops(plan::KernelOp k) {
     // Per query-key pair: the score's and the value's products (and for the
     // gradient, the recomputed score, dP, dV, dK and dQ), and the exponential;
     // a causal mask skips half the pairs. No T x T buffer: bytes stay linear.
-    SmallVector<int64_t> q = operandShape(k, 0), key = operandShape(k, 1),
-                         v = operandShape(k, 2);
+    SmallVector<int64_t> q = accessShape(k, 0), key = accessShape(k, 1),
+                         v = accessShape(k, 2);
     double pairs = (double)q[0] * q[1] * q[2] * key[2];
     if (auto causal = k.getAttrs().getAs<BoolAttr>("causal"); causal && causal.getValue())
       pairs /= 2;
