@@ -75,6 +75,9 @@ struct CudaOptions {
   /// fp32 GEMMs may round their operands to TF32 on the tensor cores (PyTorch's
   /// torch.backends.cuda.matmul.allow_tf32); off: they stay fp32.
   bool allowTf32 = false;
+  /// Whether the devices get NCCL communicators. Off only for one rank whose plan
+  /// has no collective: NCCL's start costs a small run more than the rest of it.
+  bool communicator = true;
 };
 /// GPU `ordinal` (cuBLASLt GEMM, the project's kernels, a compute and a
 /// communication stream), with an NCCL communicator over the ranks of `host` for the

@@ -770,6 +770,8 @@ void launchCollective(Kind kind, const TensorView &in, const TensorView &out,
   ZERO_CUDA_CHECK(cudaStreamWaitEvent(ctx.comm, ctx.ready, 0));
   ncclDataType_t t = ncclTypeOf(in.dtype);
   std::lock_guard<std::mutex> lock(ctx.ncclMutex);
+  ZRT_CHECK(ctx.nccl, "cuda:" << ctx.ordinal << " has no NCCL communicator for the plan's "
+                                 "collective (it was made for a plan without any)");
   ZRT_CHECK(!ctx.ncclAborted, "stopped on cuda:" << ctx.ordinal << ": another rank of this "
                                                  << "process failed and its NCCL "
                                                  << "communicator was aborted");

@@ -201,7 +201,10 @@ std::vector<std::unique_ptr<Device>> zrt::makeCudaDevicesForThreads(int ranks,
   checkGpus(ranks);
   // One call makes the communicators of GPUs 0 .. ranks-1 (no unique id to share).
   std::vector<ncclComm_t> comms(ranks, nullptr);
-  ZERO_NCCL_CHECK(ncclCommInitAll(comms.data(), ranks, nullptr));
+  ZRT_CHECK(options.communicator || ranks == 1,
+            "ranks " << ranks << " without NCCL communicators: only one rank runs alone");
+  if (options.communicator)
+    ZERO_NCCL_CHECK(ncclCommInitAll(comms.data(), ranks, nullptr));
   std::vector<std::unique_ptr<Device>> devices;
   for (int r = 0; r < ranks; ++r)
     devices.push_back(std::make_unique<CudaDevice>(r, comms[r], r, ranks, options));

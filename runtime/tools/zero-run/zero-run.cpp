@@ -884,7 +884,17 @@ int runInProcess(const Options &o, const zero::zplan::Plan &plan) {
                                     << " ranks and this machine has " << gpus
                                     << " GPU(s), one per rank; launch it with mpirun -np "
                                     << ranks << " across machines");
-    devices = makeCudaDevicesForThreads(ranks, CudaOptions{o.allowTf32});
+    // One rank without collectives needs no NCCL communicator (its start is most
+    // of a small plan's run: the node tests, the gradient checks).
+    bool collectives = ranks > 1;
+    for (const auto &k : plan.kernels())
+      collectives |= k.kind() == zero::zplan::Kernel::ALL_GATHER ||
+                     k.kind() == zero::zplan::Kernel::REDUCE_SCATTER ||
+                     k.kind() == zero::zplan::Kernel::ALL_REDUCE ||
+                     k.kind() == zero::zplan::Kernel::ALL_GATHER_START ||
+                     k.kind() == zero::zplan::Kernel::REDUCE_SCATTER_START ||
+                     k.kind() == zero::zplan::Kernel::ALL_REDUCE_START;
+    devices = makeCudaDevicesForThreads(ranks, CudaOptions{o.allowTf32, collectives});
   } else {
     for (int r = 0; r < ranks; ++r)
       devices.push_back(makeCpuDevice());
