@@ -175,6 +175,20 @@ sys.exit(0 if len(ref) == len(got) == 20 and worst < limit else 1)
 PY
 }
 
+# Zero-run against PyTorch eager on the bench plans compiled another way (run's
+# variables): step-$1 and step-bf16-$1, or tiny-$1 in a rehearsal.
+compare_variant() {
+  if [ -n "$rehearse" ]; then
+    $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-$1.zplan" \
+      --model tiny --torch-device cpu --steps 2 --warmup 1 --no-compile --no-profile || failed=1
+  else
+    $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-$1.zplan" \
+      --no-compile --no-profile || failed=1
+    $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16-$1.zplan" \
+      --precision bf16 --no-compile --no-profile || failed=1
+  fi
+}
+
 # Whether check $1 is to run: all of them, or those named after run/rehearse.
 want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
@@ -312,27 +326,11 @@ PY
   # the main figures').
   if want 4c; then
     echo "== 4c. without fusion (zero-opt --no-fusion): the figures before fusion"
-    if [ -n "$rehearse" ]; then
-      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-unfused.zplan" \
-        --model tiny --torch-device cpu --steps 2 --warmup 1 --no-compile --no-profile || failed=1
-    else
-      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-unfused.zplan" \
-        --no-compile --no-profile || failed=1
-      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16-unfused.zplan" \
-        --precision bf16 --no-compile --no-profile || failed=1
-    fi
+    compare_variant unfused
   fi
   if want 4d; then
     echo "== 4d. attention as its parts (zero-opt --no-attention-fusion): before fused attention"
-    if [ -n "$rehearse" ]; then
-      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-parts.zplan" \
-        --model tiny --torch-device cpu --steps 2 --warmup 1 --no-compile --no-profile || failed=1
-    else
-      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-parts.zplan" \
-        --no-compile --no-profile || failed=1
-      $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16-parts.zplan" \
-        --precision bf16 --no-compile --no-profile || failed=1
-    fi
+    compare_variant parts
   fi
   if want 4e; then
     echo "== 4e. fused attention alone: zero-run's kernels against PyTorch's SDPA"
