@@ -190,10 +190,12 @@ def main():
     p.add_argument("--warmup-min-lr", type=float, default=0.0)
     p.add_argument("--cos-min-ratio", type=float, default=0.0001)
     p.add_argument("--warmup-min-ratio", type=float, default=0.0)
+    p.add_argument("--seq", type=int, default=16, help="the sequence length")
+    p.add_argument("--batch", type=int, default=4, help="each rank's micro-batch")
     a = p.parse_args()
     zero_run = a.zero_run or os.path.join(a.bin, "zero-run")
     os.makedirs(a.work, exist_ok=True)
-    vocab, seq, batch = 64, 16, 4
+    vocab, seq, batch = 64, a.seq, a.batch
     lr = a.lr if a.lr is not None else (3e-3 if a.optimizer == "adamw" else 0.1)
     wd = a.weight_decay if a.weight_decay is not None else (0.01 if a.optimizer == "adamw" else 0.0)
 

@@ -447,8 +447,9 @@ BoundKernel bindLayerNormGrad(const KernelCall &call) {
   Elem t = elemOf(x.dtype);
   bool wide = mean.dtype != x.dtype; // f32 statistics of a 16-bit input (checked)
   return [=] {
-    layerNormGrad(context().compute, t, wide, x.data, scale.data, sOff.get(), mean.data,
-                  rstd.data, gy.data, acc, dx.data, ds.data, db.data, outer, inner);
+    Context &ctx = context();
+    layerNormGrad(ctx.compute, t, wide, x.data, scale.data, sOff.get(), mean.data, rstd.data,
+                  gy.data, acc, dx.data, ds.data, db.data, outer, inner, ctx.scratch);
   };
 }
 
@@ -521,6 +522,15 @@ BoundKernel bindReduce(const KernelCall &call, bool mean) {
   Strided red = stridedOf(call, redShape, redStrides);
   Elem t = elemOf(x.dtype);
   int64_t n = out.numel();
+  // The leading axes reduced (bias gradients): column sums that read rows whole.
+  bool leading = !axes.empty();
+  for (int64_t d = 0; d < (int64_t)axes.size(); ++d)
+    leading &= std::find(axes.begin(), axes.end(), d) != axes.end();
+  if (leading && n > 1)
+    return [=] {
+      Context &ctx = context();
+      columnSums(ctx.compute, t, mean, x.data, count, n, out.data, ctx.scratch);
+    };
   return [=] { reduce(context().compute, t, mean, x.data, keep, red, count, out.data, n); };
 }
 

@@ -7,6 +7,7 @@
 #ifndef ZRT_LIB_CUDA_CUDACONTEXT_H
 #define ZRT_LIB_CUDA_CUDACONTEXT_H
 
+#include "CudaLaunch.h"
 #include "zrt/Error.h"
 #include "zrt/Kernels.h"
 
@@ -53,6 +54,7 @@ struct Context {
   cublasLtHandle_t blasLt = nullptr;
   void *gemmWorkspace = nullptr; // cuBLASLt's, for the compute stream's GEMMs
   size_t gemmWorkspaceBytes = 0;
+  Scratch scratch; // the compute stream's kernels' (column sums' partial sums)
   bool allowTf32 = false; // f32 GEMMs may round their operands to TF32
   ncclComm_t nccl = nullptr;
   // Another rank's thread may abort (and so free) `nccl` while this rank enqueues a

@@ -40,6 +40,10 @@ public:
     // 32 MiB: what cuBLASLt's heuristic may ask for on Hopper (llm.c's figure).
     ctx_.gemmWorkspaceBytes = 32u << 20;
     ZERO_CUDA_CHECK(cudaMalloc(&ctx_.gemmWorkspace, ctx_.gemmWorkspaceBytes));
+    // 1 MiB: the column sums' chunks for 16K columns of 8 chunks (more columns
+    // take fewer chunks).
+    ctx_.scratch.bytes = 1u << 20;
+    ZERO_CUDA_CHECK(cudaMalloc(&ctx_.scratch.data, ctx_.scratch.bytes));
     // fp32 GEMMs stay fp32 (parity with the CPU backend comes first) unless TF32
     // is allowed (CUBLAS_COMPUTE_32F_FAST_TF32).
     ctx_.allowTf32 = options.allowTf32;
@@ -67,6 +71,7 @@ public:
       ncclCommDestroy(ctx_.nccl);
     cublasLt().destroy(ctx_.blasLt);
     cudaFree(ctx_.gemmWorkspace);
+    cudaFree(ctx_.scratch.data);
     cudaFree(ctx_.errorFlag);
     cudaStreamDestroy(ctx_.copy);
     cudaStreamDestroy(ctx_.comm);

@@ -404,25 +404,115 @@ __global__ void layerNormGradRows(const T *x, const T *scale, const int64_t *sOf
   }
 }
 
-/// dscale and dbias, one block per normalized position summing over the rows.
-template <typename T, typename S>
-__global__ void layerNormGradColumns(const T *x, const S *mean, const S *rstd, const T *gy,
-                                     T *dscale, T *dbias, int64_t outer, int64_t inner) {
-  using C = kernels::ComputeType<T>;
-  int64_t i = blockIdx.x;
-  double ds = 0, db = 0;
-  for (int64_t o = threadIdx.x; o < outer; o += kThreads) {
-    C xhat = kernels::layerNormXhat(C(x[o * inner + i]), C(mean[o]), C(rstd[o]));
-    ds += (double)(C(gy[o * inner + i]) * xhat);
-    db += (double)gy[o * inner + i];
+// Column sums of row-major [rows, n] data: bias gradients, layer norm's dscale and
+// dbias. A block takes kColumns adjacent columns and one chunk of the rows; its
+// threads are kColumns columns by kLanes rows, so a warp reads kColumns adjacent
+// elements of one row (coalesced) and a thread adds every kLanes-th row of its
+// column. A block's sums go to a scratch row of its chunk, and a second kernel
+// adds the chunks in order (one chunk: the block stores its sums itself): the
+// same sums every run, no atomics. Sums accumulate in double, as the row kernels'.
+constexpr int kColumns = 32, kLanes = kThreads / kColumns;
+
+/// F: load(r, j, v[K]) gives row r, column j's K values; store(j, sums[K]).
+template <int K, typename F>
+__global__ void columnPartialsKernel(F f, int64_t rows, int64_t n, int64_t chunkRows,
+                                     int64_t chunks, double *partial) {
+  int col = threadIdx.x % kColumns, lane = threadIdx.x / kColumns;
+  int64_t tiles = (n + kColumns - 1) / kColumns;
+  int64_t tile = blockIdx.x % tiles, chunk = blockIdx.x / tiles;
+  int64_t j = tile * kColumns + col, r0 = chunk * chunkRows;
+  int64_t r1 = r0 + chunkRows < rows ? r0 + chunkRows : rows;
+  double acc[K] = {};
+  if (j < n)
+    for (int64_t r = r0 + lane; r < r1; r += kLanes) {
+      double v[K];
+      f.load(r, j, v);
+      for (int q = 0; q < K; ++q)
+        acc[q] += v[q];
+    }
+  __shared__ double lanes[K][kThreads];
+  for (int q = 0; q < K; ++q)
+    lanes[q][threadIdx.x] = acc[q];
+  __syncthreads();
+  if (lane != 0 || j >= n)
+    return;
+  double sums[K];
+  for (int q = 0; q < K; ++q) {
+    sums[q] = 0;
+    for (int l = 0; l < kLanes; ++l)
+      sums[q] += lanes[q][l * kColumns + col];
   }
-  ds = blockReduce(ds, Add{});
-  db = blockReduce(db, Add{});
-  if (threadIdx.x == 0) {
-    dscale[i] = (T)ds;
-    dbias[i] = (T)db;
+  if (chunks == 1) {
+    f.store(j, sums);
+    return;
   }
+  for (int q = 0; q < K; ++q)
+    partial[(q * chunks + chunk) * n + j] = sums[q];
 }
+
+template <int K, typename F>
+__global__ void columnChunksKernel(F f, int64_t n, int64_t chunks, const double *partial) {
+  int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (j >= n)
+    return;
+  double sums[K];
+  for (int q = 0; q < K; ++q) {
+    sums[q] = 0;
+    for (int64_t c = 0; c < chunks; ++c)
+      sums[q] += partial[(q * chunks + c) * n + j];
+  }
+  f.store(j, sums);
+}
+
+/// Launches the column sums of `f` over [rows, n]: chunks of rows enough for about
+/// kColumnBlocks blocks (each chunk at least kMinChunkRows rows), as many as the
+/// scratch holds.
+template <int K, typename F>
+void launchColumns(const char *name, F f, int64_t rows, int64_t n, Scratch scratch,
+                   cudaStream_t s) {
+  constexpr int64_t kColumnBlocks = 512, kMinChunkRows = 64;
+  if (n <= 0)
+    return;
+  int64_t tiles = (n + kColumns - 1) / kColumns;
+  int64_t chunks = (kColumnBlocks + tiles - 1) / tiles;
+  chunks = std::min(chunks, std::max<int64_t>(1, rows / kMinChunkRows));
+  chunks = std::min<int64_t>(chunks, scratch.bytes / (sizeof(double) * K * n));
+  chunks = std::max<int64_t>(chunks, 1);
+  int64_t chunkRows = (rows + chunks - 1) / chunks;
+  launch<true>(name, columnPartialsKernel<K, F>, tiles * chunks, kThreads, s, f, rows, n,
+               chunkRows, chunks, (double *)scratch.data);
+  if (chunks > 1)
+    launchN(name, columnChunksKernel<K, F>, n, s, f, n, chunks, (const double *)scratch.data);
+}
+
+template <typename T> struct ColumnSum {
+  const T *in;
+  T *out;
+  bool mean;
+  int64_t rows, n;
+  __device__ void load(int64_t r, int64_t j, double *v) const { v[0] = (double)in[r * n + j]; }
+  __device__ void store(int64_t j, const double *s) const {
+    out[j] = (T)(mean ? (rows ? s[0] / rows : 0.0) : s[0]);
+  }
+};
+
+/// dscale (the sum of gy xhat) and dbias (of gy) for every normalized position.
+template <typename T, typename S> struct LayerNormColumns {
+  const T *x, *gy;
+  const S *mean, *rstd;
+  T *dscale, *dbias;
+  int64_t inner;
+  __device__ void load(int64_t o, int64_t i, double *v) const {
+    using C = kernels::ComputeType<T>;
+    C xhat = kernels::layerNormXhat(C(x[o * inner + i]), C(mean[o]), C(rstd[o]));
+    v[0] = (double)(C(gy[o * inner + i]) * xhat);
+    v[1] = (double)gy[o * inner + i];
+  }
+  __device__ void store(int64_t i, const double *s) const {
+    dscale[i] = (T)s[0];
+    dbias[i] = (T)s[1];
+  }
+};
 
 
 /// One block: the mean needs the summed weights of every counted position.
@@ -873,16 +963,16 @@ void layerNorm(cudaStream_t s, Elem t, bool wideStats, const void *x, const void
 void layerNormGrad(cudaStream_t s, Elem t, bool wideStats, const void *x, const void *scale,
                    const int64_t *sOff, const void *mean, const void *rstd, const void *gy,
                    const void *acc, void *dx, void *dscale, void *dbias, int64_t outer,
-                   int64_t inner) {
+                   int64_t inner, Scratch scratch) {
   dispatchWidened(t, wideStats, [&](auto tag, auto statTag) {
     using T = decltype(tag);
     using S = decltype(statTag);
     launchRows("layerNormGradRows", layerNormGradRows<T, S>, outer, s, (const T *)x,
                (const T *)scale, sOff, (const S *)mean, (const S *)rstd, (const T *)gy,
                (const T *)acc, (T *)dx, inner);
-    launchRows("layerNormGradColumns", layerNormGradColumns<T, S>, inner, s, (const T *)x,
-               (const S *)mean, (const S *)rstd, (const T *)gy, (T *)dscale, (T *)dbias,
-               outer, inner);
+    LayerNormColumns<T, S> columns{(const T *)x, (const T *)gy, (const S *)mean,
+                                   (const S *)rstd, (T *)dscale, (T *)dbias, inner};
+    launchColumns<2>("layerNormGradColumns", columns, outer, inner, scratch, s);
   });
 }
 
@@ -948,6 +1038,15 @@ void crossEntropyWithGrad(cudaStream_t s, Elem t, bool wide, const void *scores,
       launchRows("crossEntropyTotal", crossEntropyTotalKernel<T>, 1, s,
                  (const double *)rowLoss, positions, (const double *)denom, reduction,
                  (T *)loss);
+  });
+}
+
+void columnSums(cudaStream_t s, Elem t, bool mean, const void *in, int64_t rows, int64_t n,
+                void *out, Scratch scratch) {
+  dispatch(t, [&](auto tag) {
+    using T = decltype(tag);
+    launchColumns<1>("columnSums", ColumnSum<T>{(const T *)in, (T *)out, mean, rows, n}, rows,
+                     n, scratch, s);
   });
 }
 

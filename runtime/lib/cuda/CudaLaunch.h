@@ -141,6 +141,13 @@ template <typename F> void dispatchWidened(Elem t, bool wide, F f) {
       f(N{}, N{});
   });
 }
+/// Device memory a kernel may use within its own launches on the compute stream
+/// (the device's one scratch: the stream runs one kernel at a time).
+struct Scratch {
+  void *data = nullptr;
+  size_t bytes = 0;
+};
+
 /// sOff/bOff: device arrays of `inner` offsets of scale/bias (they broadcast).
 /// wideStats: mean and rstd are f32 for a 16-bit x (else x's type).
 void layerNorm(cudaStream_t s, Elem t, bool wideStats, const void *x, const void *scale,
@@ -149,7 +156,7 @@ void layerNorm(cudaStream_t s, Elem t, bool wideStats, const void *x, const void
 void layerNormGrad(cudaStream_t s, Elem t, bool wideStats, const void *x, const void *scale,
                    const int64_t *sOff, const void *mean, const void *rstd, const void *gy,
                    const void *acc, void *dx, void *dscale, void *dbias, int64_t outer,
-                   int64_t inner); // acc: added to dx, or null
+                   int64_t inner, Scratch scratch); // acc: added to dx, or null
 /// reduction: 0 none, 1 sum, 2 mean. weights may be null; hasIgnore/ignore.
 /// t: the scores' type; wide: loss, log_prob and weights f32 beside 16-bit scores.
 void crossEntropy(cudaStream_t s, Elem t, bool wide, const void *scores, const void *labels,
@@ -174,6 +181,10 @@ void crossEntropyWithGrad(cudaStream_t s, Elem t, bool wide, const void *scores,
                           bool hasIgnore, int64_t ignore, void *loss, double *scratch,
                           int64_t n, int64_t c, int64_t inner, int *errorFlag);
 /// out[j] = sum (or mean over `count`) of in[keep(j) + red(r)], r < count.
+/// out[j] = sum (or mean) over r < rows of in[r * n + j]: a row-major tensor's
+/// leading axes reduced (bias gradients over the batch), read row by row.
+void columnSums(cudaStream_t s, Elem t, bool mean, const void *in, int64_t rows, int64_t n,
+                void *out, Scratch scratch);
 void reduce(cudaStream_t s, Elem t, bool mean, const void *in, Strided keep, Strided red,
             int64_t count, void *out, int64_t n);
 /// relu_grad or gelu_grad from the forward input and the output's gradient.
