@@ -190,7 +190,12 @@ compare_variant() {
 }
 
 # Whether check $1 is to run: all of them, or those named after run/rehearse.
-want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
+# Each check that runs starts with the seconds since the run began: what each one
+# costs on a GPU, for planning the next run.
+want() {
+  [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]] || return 1
+  echo "[${SECONDS}s] check $1"
+}
 
 # run [rehearse]
 run() {
@@ -352,6 +357,7 @@ PY
       $PY utils/gpu-memory.py --zero-run "$ZR" --dir "$B/mem" || failed=1
     fi
   fi
+  echo "[${SECONDS}s] done"
   [ "$failed" = 0 ] && echo "gpu-checks: all passed" || echo "gpu-checks: FAILED"
   return "$failed"
 }
