@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
@@ -282,14 +283,11 @@ private:
       auto adam = dyn_cast<compute::AdamWOp>(op);
       if (!adam)
         continue;
-      auto elementOf = [](Value v) {
-        return cast<RankedTensorType>(v.getType()).getElementType();
-      };
-      if (!elementOf(adam.getNewParam()).isF32())
+      if (!getElementTypeOrSelf(adam.getNewParam()).isF32())
         continue;
       for (Operation *user : adam.getNewParam().getUsers()) {
         auto c = dyn_cast<compute::CastOp>(user);
-        if (!c || !isa<BFloat16Type, Float16Type>(elementOf(c.getResult())) ||
+        if (!c || !isa<BFloat16Type, Float16Type>(getElementTypeOrSelf(c.getResult())) ||
             c->hasAttr("zero.host") != op.hasAttr("zero.host") ||
             viewOf.count(c.getResult()) || resultView.count(c.getResult()))
           continue;
@@ -820,15 +818,9 @@ private:
         continue;
       }
       BlockArgument target = updateOf.lookup(r);
-      if (target && isInPlaceSafe(op) && lastUse.lookup(target) == &op &&
-          llvm::is_contained(op.getOperands(), Value(target))) {
-        bufferOf[r] = bufferOf.lookup(target);
-        offsetOf[r] = offsetOf.lookup(target);
-        inPlace.insert(r);
-        outs.push_back(bufferOf[r]);
-        continue;
-      }
-      if (target && !isCollective && writesStraightInto(op, r, target)) {
+      if (target && ((isInPlaceSafe(op) && lastUse.lookup(target) == &op &&
+                      llvm::is_contained(op.getOperands(), Value(target))) ||
+                     (!isCollective && writesStraightInto(op, r, target)))) {
         bufferOf[r] = bufferOf.lookup(target);
         offsetOf[r] = offsetOf.lookup(target);
         inPlace.insert(r);

@@ -518,8 +518,6 @@ BoundKernel bindReduce(const KernelCall &call, bool mean) {
     if (reduced)
       count *= x.shape[d];
   }
-  Strided keep = stridedOf(call, keepShape, keepStrides);
-  Strided red = stridedOf(call, redShape, redStrides);
   Elem t = elemOf(x.dtype);
   int64_t n = out.numel();
   // The leading axes reduced (bias gradients): column sums that read rows whole.
@@ -531,6 +529,8 @@ BoundKernel bindReduce(const KernelCall &call, bool mean) {
       Context &ctx = context();
       columnSums(ctx.compute, t, mean, x.data, count, n, out.data, ctx.scratch);
     };
+  Strided keep = stridedOf(call, keepShape, keepStrides);
+  Strided red = stridedOf(call, redShape, redStrides);
   return [=] { reduce(context().compute, t, mean, x.data, keep, red, count, out.data, n); };
 }
 

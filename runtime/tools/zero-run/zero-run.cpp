@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zplan/KernelKind.h"
 #include "zrt/AtomicFile.h"
 #include "zrt/Calibrate.h"
 #include "zrt/Checkpoint.h"
@@ -887,13 +888,12 @@ int runInProcess(const Options &o, const zero::zplan::Plan &plan) {
     // One rank without collectives needs no NCCL communicator (its start is most
     // of a small plan's run: the node tests, the gradient checks).
     bool collectives = ranks > 1;
-    for (const auto &k : plan.kernels())
-      collectives |= k.kind() == zero::zplan::Kernel::ALL_GATHER ||
-                     k.kind() == zero::zplan::Kernel::REDUCE_SCATTER ||
-                     k.kind() == zero::zplan::Kernel::ALL_REDUCE ||
-                     k.kind() == zero::zplan::Kernel::ALL_GATHER_START ||
-                     k.kind() == zero::zplan::Kernel::REDUCE_SCATTER_START ||
-                     k.kind() == zero::zplan::Kernel::ALL_REDUCE_START;
+    for (const auto &k : plan.kernels()) {
+      zero::zplan::Kernel::Kind kind = zero::zplan::synchronousKind(k.kind());
+      collectives |= kind == zero::zplan::Kernel::ALL_GATHER ||
+                     kind == zero::zplan::Kernel::REDUCE_SCATTER ||
+                     kind == zero::zplan::Kernel::ALL_REDUCE;
+    }
     devices = makeCudaDevicesForThreads(ranks, CudaOptions{o.allowTf32, collectives});
   } else {
     for (int r = 0; r < ranks; ++r)
