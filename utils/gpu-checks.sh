@@ -13,6 +13,8 @@
 #   2. the gradient checks: every element against the CPU backend's, and finite
 #      differences at 3 elements per weight, on the GPU (a zero-run start costs
 #      about a second there, and a difference two starts);
+#      2b. fused attention in bf16 and fp16 (the tensor-core kernels): every
+#          gradient element against the CPU's and the f32 plan's (attention-check.py);
 #   3. the GPT trains 20 steps (AdamW, ZeRO stage 2 on one rank, so its collectives
 #      go through NCCL) with per-step losses within 1e-4 of the CPU backend's;
 #      3b. with 2 GPUs or more: ZeRO-3 on 2 ranks, threads of one zero-run;
@@ -75,6 +77,8 @@ bundle() {
   # 2. gradient checks: compiled plans (the models are rebuilt there, same seeds).
   "$BUILD/python-env/bin/python" utils/grad-check.py --bin $BUILD/bin --cases test/Gradients/cases.py \
     --bundle "$B/grad"
+  # 2b. 16-bit attention: compiled plans (the models are rebuilt there, same seed).
+  "$BUILD/python-env/bin/python" utils/attention-check.py --bin $BUILD/bin --bundle "$B/attn"
   # 3. the GPT: model, plan, data, and the CPU run to compare with.
   "$BUILD/python-env/bin/python" utils/make_gpt.py "$B/gpt/gpt.onnx" --layers 2 --hidden 64 --seq 32 2>/dev/null
   $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=2 --world-size=1 -o "$B/gpt/step.zplan"
@@ -248,6 +252,11 @@ PY
     echo "== 2. gradient checks on cuda"
     $PY utils/grad-check.py --bin "$B/bin" --zero-run "$ZR" --cases test/Gradients/cases.py \
       --prebuilt "$B/grad" --device cuda --sample 3 --reference-device cpu || failed=1
+  fi
+  if want 2b; then
+    echo "== 2b. fused attention in bf16 and fp16 on cuda vs cpu"
+    $PY utils/attention-check.py --bin "$B/bin" --zero-run "$ZR" --prebuilt "$B/attn" \
+      --device cuda || failed=1
   fi
   if want 3; then
     echo "== 3. GPT, 20 steps of AdamW, cuda (NCCL from ncclCommInitAll, one rank) vs cpu"

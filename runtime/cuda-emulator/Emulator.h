@@ -39,6 +39,9 @@ namespace zero_cuda_emulator::detail {
 /// Says `why` on stderr and returns `error`: what CUDA reports as an error code.
 cudaError_t complain(cudaError_t error, const std::string &why);
 
+/// Counts the blocks this host thread has run (a new value for every block).
+extern thread_local uint64_t blockSerial;
+
 /// ZERO_CUDA_EMULATOR_DEVICES (default 8, at most 64).
 int deviceCount();
 /// The calling thread's device (cudaSetDevice) and its last launch error.

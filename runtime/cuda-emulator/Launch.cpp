@@ -18,6 +18,7 @@ using namespace zero_cuda_emulator::detail;
 
 thread_local uint3 threadIdx, blockIdx;
 thread_local dim3 blockDim, gridDim;
+thread_local uint64_t zero_cuda_emulator::detail::blockSerial = 0;
 
 void zero_cuda_emulator::setLaunchError(cudaError_t error, const char *why) {
   complain(error, why);
@@ -190,6 +191,7 @@ void launchGrid(cudaStream_t stream, int64_t grid, int block, std::function<void
     blockDim = dim3{(unsigned)block, 1, 1};
     for (int64_t b = 0; b < grid; ++b) {
       blockIdx = uint3{(unsigned)b, 0, 0};
+      ++blockSerial;
       if (barriers) {
         fibers.run(block, thread);
         continue;

@@ -10,6 +10,7 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 #include <nccl.h>
 
 #include <gtest/gtest.h>
@@ -137,6 +138,92 @@ TEST(CudaEmulatorDeathTest, ABarrierSomeThreadsSkipIsFatal) {
         cudaStreamSynchronize(s);
       },
       testing::ExitedWithCode(70), "a barrier some threads skip");
+}
+
+namespace wmma = nvcuda::wmma;
+using RowA = wmma::fragment<wmma::matrix_a, 16, 16, 16, float, wmma::row_major>;
+using RowB = wmma::fragment<wmma::matrix_b, 16, 16, 16, float, wmma::row_major>;
+using ColB = wmma::fragment<wmma::matrix_b, 16, 16, 16, float, wmma::col_major>;
+using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+
+/// out (16 x 16) = a (16 x 16, row-major) b^T (b read column-major), plus 1; in a
+/// block of two warps, each of which makes the product.
+void tileProduct(const float *a, const float *b, float *out) {
+  alignas(32) __shared__ float sa[256], sb[256];
+  for (int e = threadIdx.x; e < 256; e += blockDim.x) {
+    sa[e] = a[e];
+    sb[e] = b[e];
+  }
+  __syncthreads();
+  RowA fa;
+  ColB fb;
+  Acc acc;
+  wmma::fill_fragment(acc, 1.0f);
+  wmma::load_matrix_sync(fa, sa, 16);
+  wmma::load_matrix_sync(fb, sb, 16);
+  wmma::mma_sync(acc, fa, fb, acc);
+  __syncthreads();
+  if (threadIdx.x / 32 == 1)
+    wmma::store_matrix_sync(out, acc, 16, wmma::mem_row_major);
+}
+
+TEST(CudaEmulator, WarpProductsAreMadeOnceAndChecked) {
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  std::vector<float> a(256), b(256), got(256);
+  for (int e = 0; e < 256; ++e) {
+    a[e] = float(e % 7) - 3;
+    b[e] = float(e % 5) * 0.5f;
+  }
+  float *da = deviceFloats(256), *db = deviceFloats(256), *dout = deviceFloats(256);
+  cudaMemcpy(da, a.data(), 256 * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(db, b.data(), 256 * sizeof(float), cudaMemcpyHostToDevice);
+  zero_cuda_emulator::launchWithBarriers(s, 2, 64, [=] { tileProduct(da, db, dout); });
+  cudaMemcpy(got.data(), dout, 256 * sizeof(float), cudaMemcpyDeviceToHost);
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c) {
+      float want = 1;
+      for (int k = 0; k < 16; ++k)
+        want += a[r * 16 + k] * b[c * 16 + k]; // column-major B: (k, c) at c * 16 + k
+      EXPECT_EQ(got[r * 16 + c], want) << r << ", " << c;
+    }
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dout);
+  cudaStreamDestroy(s);
+}
+
+TEST(CudaEmulatorDeathTest, FragmentMisuseIsFatal) {
+  EXPECT_EXIT(
+      {
+        alignas(32) static float tile[512];
+        RowA fa;
+        wmma::load_matrix_sync(fa, tile + 4, 16);
+      },
+      testing::ExitedWithCode(70), "not 256-bit aligned");
+  EXPECT_EXIT(
+      {
+        alignas(32) static float tile[512];
+        RowA fa;
+        wmma::load_matrix_sync(fa, tile, 18);
+      },
+      testing::ExitedWithCode(70), "ldm 18 is not a multiple of 16 bytes");
+  EXPECT_EXIT(
+      {
+        cudaStream_t s;
+        cudaStreamCreate(&s);
+        zero_cuda_emulator::launchWithBarriers(s, 1, 32, [] {
+          RowA fa;
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, float, wmma::row_major> fb;
+          wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+          wmma::fill_fragment(fa, float(threadIdx.x)); // not one fragment across the warp
+          wmma::fill_fragment(fb, 1.0f);
+          wmma::fill_fragment(acc, 0.0f);
+          wmma::mma_sync(acc, fa, fb, acc);
+        });
+        cudaStreamSynchronize(s);
+      },
+      testing::ExitedWithCode(70), "passed different fragments");
 }
 
 TEST(CudaEmulator, BadLaunchesAndCopiesAreErrors) {

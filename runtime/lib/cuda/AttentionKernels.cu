@@ -2,11 +2,12 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-// The project's own fused attention, tiled as FlashAttention-2 is but on the CUDA
-// cores (no tensor cores yet): a block's threads are query rows (forward, query
-// gradient) or keys (key and value gradients), and the other side comes through
-// shared memory a tile at a time, which every thread of the block reads (a
-// broadcast). The forward keeps an online softmax per row; the backward
+// The project's own fused attention for f32, f64 and heads over 128 (16-bit heads
+// of up to 128 go to the tensor-core kernels, TensorCoreAttention.cu), tiled as
+// FlashAttention-2 is but on the CUDA cores: a block's threads are query rows
+// (forward, query gradient) or keys (key and value gradients), and the other side
+// comes through shared memory a tile at a time, which every thread of the block
+// reads (a broadcast). The forward keeps an online softmax per row; the backward
 // recomputes probabilities from the saved log-sum-exp, each key's gradients
 // summed over the queries of every head that shares it, so no two threads write
 // one element. Rows and tiles are padded with zeros to the head size's bucket
@@ -15,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionDevice.h"
 #include "CudaLaunch.h"
 
 #include "zrt/Float16.h"
@@ -29,6 +31,8 @@
 namespace zrt::cuda {
 namespace {
 
+using namespace attention_device;
+
 /// Block shapes for a head-size bucket and compute type C: the forward's and the
 /// query gradient's rows per block (threads) and keys per shared tile (K and V
 /// tiles 32 KiB together); the key gradients' keys per block (threads: their own
@@ -40,37 +44,6 @@ template <int Head, typename C> struct Tiles {
   static constexpr int kGradKeys = 8192 / (Head * (int)sizeof(C));
   static constexpr int kGradRows = 8192 / (Head * (int)sizeof(C));
 };
-
-template <bool Barriers, typename... P, typename... A>
-void launchBlocks(const char *name, void (*kernel)(P...), int64_t blocks, int threads,
-                  cudaStream_t s, A... args) {
-  if (blocks <= 0)
-    return;
-  detail::startKernel<Barriers>(name, kernel, blocks, threads, s, args...);
-  cudaError_t rc = cudaGetLastError();
-  if (rc != cudaSuccess)
-    checkCuda(rc, (std::string("launching the kernel ") + name).c_str());
-}
-
-/// The compute type: f32 for 16-bit and f32 storage, f64 for f64.
-template <typename T> struct Acc { using type = float; };
-template <> struct Acc<double> { using type = double; };
-
-template <typename C> __device__ C negInf() { return -INFINITY; }
-
-/// The explicit mask applied to score s of query row i of head h against key j:
-/// -inf where a boolean mask hides the key, plus an additive mask's value.
-template <typename T, typename C>
-__device__ C masked(const AttentionShape &a, const void *mask, C s, int64_t b, int64_t h,
-                    int64_t i, int64_t j) {
-  if (!a.mask)
-    return s;
-  int64_t off = b * a.maskStride[0] + h * a.maskStride[1] + i * a.maskStride[2] +
-                j * a.maskStride[3];
-  if (a.mask == 1)
-    return static_cast<const uint8_t *>(mask)[off] ? s : negInf<C>();
-  return s + (C) static_cast<const T *>(mask)[off];
-}
 
 /// `n` rows of `width` elements from `src` (row stride `stride`) into the shared
 /// tile `tile` (row stride Stride), zeros past `width` up to Head; every thread of
@@ -318,6 +291,8 @@ template <typename F> void dispatchHead(const AttentionShape &a, F &&f) {
 
 void attention(cudaStream_t s, Elem t, const AttentionShape &a, const void *q, const void *k,
                const void *v, const void *mask, void *out, void *lse) {
+  if (tensorCoreAttentionFits(t, a))
+    return tensorCoreAttention(s, t, a, q, k, v, mask, out, lse);
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Acc<T>::type;
@@ -333,6 +308,8 @@ void attention(cudaStream_t s, Elem t, const AttentionShape &a, const void *q, c
 void attentionGrad(cudaStream_t s, Elem t, const AttentionShape &a, const void *q,
                    const void *k, const void *v, const void *out, const void *lse,
                    const void *dout, const void *mask, void *dq, void *dk, void *dv) {
+  if (tensorCoreAttentionFits(t, a))
+    return tensorCoreAttentionGrad(s, t, a, q, k, v, out, lse, dout, mask, dq, dk, dv);
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Acc<T>::type;

@@ -77,6 +77,17 @@ void attentionGrad(cudaStream_t s, Elem t, const AttentionShape &a, const void *
                    const void *k, const void *v, const void *out, const void *lse,
                    const void *dout, const void *mask, void *dq, void *dk, void *dv);
 
+/// Whether the tensor-core kernels (TensorCoreAttention.cu) take this attention:
+/// bf16 or f16, heads of up to 128; attention and attentionGrad then call them.
+bool tensorCoreAttentionFits(Elem t, const AttentionShape &a);
+void tensorCoreAttention(cudaStream_t s, Elem t, const AttentionShape &a, const void *q,
+                         const void *k, const void *v, const void *mask, void *out,
+                         void *lse);
+void tensorCoreAttentionGrad(cudaStream_t s, Elem t, const AttentionShape &a, const void *q,
+                             const void *k, const void *v, const void *out, const void *lse,
+                             const void *dout, const void *mask, void *dq, void *dk,
+                             void *dv);
+
 /// Throws zrt::Error naming `what` unless `rc` is cudaSuccess (defined with the
 /// binders: the kernels' file stays free of the runtime's headers).
 void checkCuda(cudaError_t rc, const char *what);

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+# Fused attention in 16 bits on a device against the CPU: for each case, an f32
+# model (ONNX Attention on weights Q, K, V; loss = ReduceSum(Y * R)) compiled with
+# `zero-opt --mode=gradients --precision=bf16|fp16`, run on --device and on the
+# CPU; the loss and every gradient element must agree within the precision's
+# tolerance (relative to the largest gradient: the tensor-core kernels round P
+# and dS to 16 bits before their products, as FlashAttention does, the CPU keeps
+# them in f32). Both are also held to the f32 plan's gradients on the CPU, so a
+# wrong kernel cannot pass by agreeing with a wrong reference.
+#
+#   attention-check.py --bin BUILD/bin --zero-run ZERO_RUN --device cuda
+#                      [--precision bf16,fp16] [--only NAME] [--bundle DIR | --prebuilt DIR]
+#
+# The cases reach every path of the tensor-core kernels: head sizes in both
+# buckets (64 and 128) and padded ones, lengths that are not a multiple of any
+# tile, queries and keys of different lengths, causal, boolean and additive
+# masks, grouped query heads. --bundle writes the plans and models for a machine
+# without zero-opt; --prebuilt runs them there.
+# Run with build/python-env/bin/python (the tests' environment).
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnx.helper as oh
+import onnx.numpy_helper as nh
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zero_testing  # noqa: E402
+
+# name, batch, query heads, key/value heads, query length, key length, head size,
+# value head size, causal, mask ("", "bool" or "add")
+CASES = [
+    ("causal_head64_t100", 2, 2, 2, 100, 100, 64, 64, True, ""),
+    ("grouped_head40_t70", 1, 4, 2, 70, 70, 40, 40, True, ""),
+    ("padding_mask_head16", 2, 2, 2, 48, 48, 16, 16, True, "bool"),
+    ("additive_mask_head128_t33_s50", 1, 2, 2, 33, 50, 128, 128, False, "add"),
+    ("causal_head96_value80_t130", 1, 1, 1, 130, 130, 96, 80, True, ""),
+]
+TOLERANCE = {"bf16": 3e-2, "fp16": 5e-3}  # of the largest |gradient|
+TOLERANCE_F32 = {"bf16": 6e-2, "fp16": 1e-2}
+
+
+def build_model(case, seed):
+    name, b, hq, hkv, t, s, d, dv, causal, mask = case
+    rng = np.random.RandomState(seed)
+    params = {
+        "Q": rng.uniform(-1, 1, (b, hq, t, d)).astype(np.float32),
+        "K": rng.uniform(-1, 1, (b, hkv, s, d)).astype(np.float32),
+        "V": rng.uniform(-1, 1, (b, hkv, s, dv)).astype(np.float32),
+    }
+    nodes, inputs = [], ["Q", "K", "V"]
+    if mask == "bool":  # a padding mask: each sample hides its last keys
+        m = np.ones((b, 1, 1, s), dtype=bool)
+        for k in range(b):
+            m[k, 0, 0, s - 5 * (k + 1):] = False
+        nodes.append(oh.make_node("Constant", [], ["M"], value=nh.from_array(m, "M")))
+        inputs.append("M")
+    elif mask == "add":
+        m = rng.uniform(-2, 1, (t, s)).astype(np.float32)
+        nodes.append(oh.make_node("Constant", [], ["M"], value=nh.from_array(m, "M")))
+        inputs.append("M")
+    nodes.append(oh.make_node("Attention", inputs, ["Y"], is_causal=int(causal)))
+    r = rng.uniform(-1, 1, (b, hq, t, dv)).astype(np.float32)
+    nodes += [oh.make_node("Constant", [], ["R"], value=nh.from_array(r, "R")),
+              oh.make_node("Mul", ["Y", "R"], ["YR"]),
+              oh.make_node("ReduceSum", ["YR"], ["loss"], keepdims=0)]
+    graph = oh.make_graph(nodes, name, [], [oh.make_tensor_value_info(
+        "loss", onnx.TensorProto.FLOAT, [])],
+        initializer=[nh.from_array(v, k) for k, v in params.items()])
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 23)], ir_version=10), params
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError("%s failed: %s" % (os.path.basename(cmd[0]), r.stderr.strip()))
+
+
+def gradients(zero_run, plan, model, device, out):
+    run([zero_run, plan, "--init", model, "--save-outputs", out, "--quiet", "--device", device])
+    return [zero_testing.read_tensor(os.path.join(out, "output_%d.pb" % k)) for k in range(4)]
+
+
+def worst(got, ref):
+    """The largest difference relative to the largest |ref|, and where."""
+    scale = max(float(np.abs(ref).max()), 1e-30)
+    diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
+    at = np.unravel_index(int(diff.argmax()), diff.shape)
+    return float(diff.max()) / scale, tuple(int(i) for i in at)
+
+
+def check(a, case, precisions, tmp):
+    name = case[0]
+    model, params = build_model(case, 7)
+    path = os.path.join(tmp, name + ".onnx")
+    onnx.save(model, path)
+    plans = os.path.join(a.prebuilt, name) if a.prebuilt else os.path.join(tmp, name)
+    if not a.prebuilt:
+        os.makedirs(plans, exist_ok=True)
+        for p in ["fp32"] + precisions:
+            run([os.path.join(a.bin, "zero-opt"), path, "--mode=gradients",
+                 "--precision=" + p, "-o", os.path.join(plans, p + ".zplan")])
+    if a.bundle:
+        zero_testing.bundle_files(a.bundle, name, plans, [p + ".zplan" for p in ["fp32"] + precisions])
+        return True, "bundled"
+    cpu = a.cpu_zero_run or os.path.join(a.bin, "zero-run")
+    f32 = gradients(cpu, os.path.join(plans, "fp32.zplan"), path, "cpu", os.path.join(tmp, name + "-f32"))
+    lines = []
+    for p in precisions:
+        plan = os.path.join(plans, p + ".zplan")
+        ref = gradients(cpu, plan, path, "cpu", os.path.join(tmp, "%s-%s-cpu" % (name, p)))
+        got = gradients(a.zero_run, plan, path, a.device, os.path.join(tmp, "%s-%s-dev" % (name, p)))
+        errs = []
+        for k, weight in enumerate(["the loss", "d loss / d Q", "d loss / d K", "d loss / d V"]):
+            if got[k].shape != ref[k].shape:
+                return False, "%s %s: shape %s on %s, %s on the CPU" % (
+                    p, weight, got[k].shape, a.device, ref[k].shape)
+            err, at = worst(got[k], ref[k])
+            err32, _ = worst(got[k], f32[k])
+            errs.append(err)
+            if not err <= TOLERANCE[p] or not err32 <= TOLERANCE_F32[p]:
+                return False, ("%s %s%s: %.6g on %s, %.6g on the CPU (worst %.3g of the "
+                               "largest, tolerance %g; %.3g against f32, tolerance %g)" % (
+                                   p, weight, list(at), got[k][at], a.device, ref[k][at], err,
+                                   TOLERANCE[p], err32, TOLERANCE_F32[p]))
+        lines.append("%s worst %.2g" % (p, max(errs)))
+    return True, ", ".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--zero-run", help="the device's zero-run (default BIN/zero-run)")
+    ap.add_argument("--cpu-zero-run", help="the reference's zero-run (default BIN/zero-run)")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--precision", default="bf16,fp16")
+    ap.add_argument("--only")
+    ap.add_argument("--bundle", help="write the plans into DIR/CASE/ and run nothing")
+    ap.add_argument("--prebuilt", help="run the plans from DIR/CASE/ (no zero-opt)")
+    a = ap.parse_args()
+    a.zero_run = a.zero_run or os.path.join(a.bin, "zero-run")
+    precisions = a.precision.split(",")
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in CASES:
+            if a.only and case[0] != a.only:
+                continue
+            try:
+                ok, why = check(a, case, precisions, tmp)
+            except RuntimeError as e:
+                ok, why = False, str(e)
+            failed += not ok
+            print("%-34s %s  %s" % (case[0], "ok" if ok else "FAIL", why), flush=True)
+    if failed:
+        print("%d case(s) failed" % failed)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
