@@ -32,13 +32,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_testing  # noqa: E402
 
 # name, batch, query heads, key/value heads, query length, key length, head size,
-# value head size, causal, mask ("", "bool" or "add")
+# value head size, causal, mask ("", "bool" or "add"; "qkv": the heads read where
+# one [batch, length, 3 heads size] projection wrote them and the result written
+# where the head merge wants it, as in a GPT: the kernels' strided views)
 CASES = [
     ("causal_head64_t100", 2, 2, 2, 100, 100, 64, 64, True, ""),
     ("grouped_head40_t70", 1, 4, 2, 70, 70, 40, 40, True, ""),
     ("padding_mask_head16", 2, 2, 2, 48, 48, 16, 16, True, "bool"),
     ("additive_mask_head128_t33_s50", 1, 2, 2, 33, 50, 128, 128, False, "add"),
     ("causal_head96_value80_t130", 1, 1, 1, 130, 130, 96, 80, True, ""),
+    ("qkv_views_head64_t90", 2, 2, 2, 90, 90, 64, 64, True, "qkv"),
 ]
 TOLERANCE = {"bf16": 3e-2, "fp16": 5e-3}  # of the largest |gradient|
 TOLERANCE_F32 = {"bf16": 6e-2, "fp16": 1e-2}
@@ -47,6 +50,8 @@ TOLERANCE_F32 = {"bf16": 6e-2, "fp16": 1e-2}
 def build_model(case, seed):
     name, b, hq, hkv, t, s, d, dv, causal, mask = case
     rng = np.random.RandomState(seed)
+    if mask == "qkv":
+        return build_qkv_model(case, rng)
     params = {
         "Q": rng.uniform(-1, 1, (b, hq, t, d)).astype(np.float32),
         "K": rng.uniform(-1, 1, (b, hkv, s, d)).astype(np.float32),
@@ -74,15 +79,42 @@ def build_model(case, seed):
     return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 23)], ir_version=10), params
 
 
+def build_qkv_model(case, rng):
+    name, b, h, _, t, _, d, _, causal, _ = case
+    width = h * d
+    a = rng.uniform(-1, 1, (b, t, 3 * width)).astype(np.float32)
+    r = rng.uniform(-1, 1, (b, t, width)).astype(np.float32)
+
+    def const(name, values):
+        return oh.make_node("Constant", [], [name],
+                            value=nh.from_array(np.array(values, dtype=np.int64), name))
+    nodes = [const("n", [width] * 3), const("hs", [b, t, h, d]), const("os", [b, t, width]),
+             oh.make_node("Split", ["A", "n"], ["q", "k", "v"], axis=2)]
+    for x in "qkv":
+        nodes += [oh.make_node("Reshape", [x, "hs"], [x + "4"]),
+                  oh.make_node("Transpose", [x + "4"], [x + "h"], perm=[0, 2, 1, 3])]
+    nodes += [oh.make_node("Attention", ["qh", "kh", "vh"], ["o"], is_causal=int(causal)),
+              oh.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+              oh.make_node("Reshape", ["ot", "os"], ["Y"]),
+              oh.make_node("Constant", [], ["R"], value=nh.from_array(r, "R")),
+              oh.make_node("Mul", ["Y", "R"], ["YR"]),
+              oh.make_node("ReduceSum", ["YR"], ["loss"], keepdims=0)]
+    graph = oh.make_graph(nodes, name, [], [oh.make_tensor_value_info(
+        "loss", onnx.TensorProto.FLOAT, [])], initializer=[nh.from_array(a, "A")])
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 23)], ir_version=10), {"A": a}
+
+
 def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError("%s failed: %s" % (os.path.basename(cmd[0]), r.stderr.strip()))
 
 
-def gradients(zero_run, plan, model, device, out):
+def gradients(zero_run, plan, model, device, out, count):
+    """The loss and the `count` weights' gradients."""
     run([zero_run, plan, "--init", model, "--save-outputs", out, "--quiet", "--device", device])
-    return [zero_testing.read_tensor(os.path.join(out, "output_%d.pb" % k)) for k in range(4)]
+    return [zero_testing.read_tensor(os.path.join(out, "output_%d.pb" % k))
+            for k in range(count + 1)]
 
 
 def worst(got, ref):
@@ -108,14 +140,16 @@ def check(a, case, precisions, tmp):
         zero_testing.bundle_files(a.bundle, name, plans, [p + ".zplan" for p in ["fp32"] + precisions])
         return True, "bundled"
     cpu = a.cpu_zero_run or os.path.join(a.bin, "zero-run")
-    f32 = gradients(cpu, os.path.join(plans, "fp32.zplan"), path, "cpu", os.path.join(tmp, name + "-f32"))
+    n = len(params)
+    f32 = gradients(cpu, os.path.join(plans, "fp32.zplan"), path, "cpu", os.path.join(tmp, name + "-f32"), n)
     lines = []
     for p in precisions:
         plan = os.path.join(plans, p + ".zplan")
-        ref = gradients(cpu, plan, path, "cpu", os.path.join(tmp, "%s-%s-cpu" % (name, p)))
-        got = gradients(a.zero_run, plan, path, a.device, os.path.join(tmp, "%s-%s-dev" % (name, p)))
+        ref = gradients(cpu, plan, path, "cpu", os.path.join(tmp, "%s-%s-cpu" % (name, p)), n)
+        got = gradients(a.zero_run, plan, path, a.device,
+                        os.path.join(tmp, "%s-%s-dev" % (name, p)), n)
         errs = []
-        for k, weight in enumerate(["the loss", "d loss / d Q", "d loss / d K", "d loss / d V"]):
+        for k, weight in enumerate(["the loss"] + ["d loss / d " + w for w in params]):
             if got[k].shape != ref[k].shape:
                 return False, "%s %s: shape %s on %s, %s on the CPU" % (
                     p, weight, got[k].shape, a.device, ref[k].shape)

@@ -74,11 +74,29 @@ constexpr int kRows = 64, kGradRows = 32;
 /// Keys per tile: a K or V tile of Head-wide rows is 8 KiB.
 template <int Head> constexpr int kKeys = 4096 / Head;
 
+/// Eight 16-bit elements: one 128-bit load or store.
+struct alignas(16) Pack {
+  uint32_t word[4];
+};
+
 /// `rows` rows of the Head-wide tile `tile` from `src` (row stride `stride`):
-/// the first `n` rows' first `width` elements, zeros elsewhere.
+/// the first `n` rows' first `width` elements, zeros elsewhere. Full-width rows
+/// whose starts are 16-byte aligned (a head of 64 or 128 in a QKV projection)
+/// move 128 bits per thread; others an element at a time.
 template <int Head, typename T>
 __device__ void stage(T *tile, const T *src, int64_t n, int64_t width, int64_t stride,
                       int rows) {
+  constexpr int kPacks = Head / 8;
+  if (width == Head && stride % 8 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0) {
+    for (int e = threadIdx.x; e < rows * kPacks; e += blockDim.x) {
+      int r = e / kPacks, c = e % kPacks;
+      Pack p = {};
+      if (r < n)
+        p = reinterpret_cast<const Pack *>(src + r * stride)[c];
+      reinterpret_cast<Pack *>(tile + r * Head)[c] = p;
+    }
+    return;
+  }
   for (int e = threadIdx.x; e < rows * Head; e += blockDim.x) {
     int r = e / Head, d = e % Head;
     tile[e] = r < n && d < width ? src[r * stride + d] : T(0.0f);
@@ -86,23 +104,29 @@ __device__ void stage(T *tile, const T *src, int64_t n, int64_t width, int64_t s
 }
 
 /// The log-sum-exp and delta = dO . O of the tile's query rows (-inf and 0 past
-/// the last row), by the block's first kGradRows threads.
+/// the last row): four threads per row, each summing every fourth element (so a
+/// warp reads 32 adjacent ones), then the first kGradRows threads add the four.
+/// Ends with a barrier.
 template <typename T>
 __device__ void rowStatistics(const AttentionShape &a, const T *out, const T *dout,
                               const float *lse, int64_t b, int64_t h, int64_t i0,
-                              int64_t rows, float *rowLse, float *rowDelta) {
-  int r = threadIdx.x;
-  if (r >= kGradRows)
-    return;
-  float delta = 0, l = negInf<float>();
+                              int64_t rows, float *partial, float *rowLse, float *rowDelta) {
+  static_assert(kThreads == 4 * kGradRows, "four threads per query row");
+  int r = threadIdx.x / 4, quarter = threadIdx.x % 4;
+  float delta = 0;
   if (r < rows) {
     const T *o = out + a.out.at(b, h, i0 + r), *g = dout + a.dout.at(b, h, i0 + r);
-    for (int64_t d = 0; d < a.vSize; ++d)
+    for (int64_t d = quarter; d < a.vSize; d += 4)
       delta += (float)o[d] * (float)g[d];
-    l = lse[(b * a.qHeads + h) * a.qLen + i0 + r];
   }
-  rowDelta[r] = delta;
-  rowLse[r] = l;
+  partial[threadIdx.x] = delta;
+  __syncthreads();
+  if (threadIdx.x < kGradRows) {
+    int row = threadIdx.x;
+    const float *p = partial + 4 * row;
+    rowDelta[row] = (p[0] + p[1]) + (p[2] + p[3]);
+    rowLse[row] = row < rows ? lse[(b * a.qHeads + h) * a.qLen + i0 + row] : negInf<float>();
+  }
 }
 
 /// Writes the warp's 16x16 tile `sum` (times `factor`) at rows r0 and columns c0
@@ -147,7 +171,9 @@ __global__ void tensorCoreAttentionKernel(AttentionShape a, const T *q, const T 
   constexpr int kK = kKeys<Head>, kHalf = kK / 2, kGroups = Head / 64;
   __shared__ ForwardShared<T, Head> sm;
   int64_t blocks = (a.qLen + kRows - 1) / kRows;
-  int64_t bh = blockIdx.x / blocks, i0 = (blockIdx.x % blocks) * kRows;
+  // The last rows first: under a causal mask they meet the most keys, and the
+  // GPU starts blocks roughly in order, so the longest ones do not trail.
+  int64_t bh = blockIdx.x / blocks, i0 = (blocks - 1 - blockIdx.x % blocks) * kRows;
   int64_t b = bh / a.qHeads, h = bh % a.qHeads, kvh = h / (a.qHeads / a.kvHeads);
   int64_t rows = a.qLen - i0 < kRows ? a.qLen - i0 : kRows;
   int64_t keyEnd = a.causal && i0 + rows < a.kvLen ? i0 + rows : a.kvLen;
@@ -264,7 +290,7 @@ template <typename T, int Head> struct alignas(32) BackwardShared {
   /// S, then P (T); dP, then dS (T): [kGradRows, kKeys].
   float scores[kGradRows * kKeys<Head>];
   float scoreGrads[kGradRows * kKeys<Head>];
-  float stage[kWarps * 256];
+  float stage[kWarps * 256]; // also the row statistics' partial sums
   float rowLse[kGradRows], rowDelta[kGradRows];
   __device__ T *queries() { return reinterpret_cast<T *>(queryBits); }
   __device__ T *grads() { return reinterpret_cast<T *>(gradBits); }
@@ -337,14 +363,14 @@ __global__ void tensorCoreQueryGradKernel(AttentionShape a, const T *q, const T 
   constexpr int kOut = (kGradRows / 16) * kCols / kWarps; // dQ tiles per warp
   __shared__ BackwardShared<T, Head> sm;
   int64_t blocks = (a.qLen + kGradRows - 1) / kGradRows;
-  int64_t bh = blockIdx.x / blocks, i0 = (blockIdx.x % blocks) * kGradRows;
+  int64_t bh = blockIdx.x / blocks, i0 = (blocks - 1 - blockIdx.x % blocks) * kGradRows;
   int64_t b = bh / a.qHeads, h = bh % a.qHeads, kvh = h / (a.qHeads / a.kvHeads);
   int64_t rows = a.qLen - i0 < kGradRows ? a.qLen - i0 : kGradRows;
   int64_t keyEnd = a.causal && i0 + rows < a.kvLen ? i0 + rows : a.kvLen;
   int warp = threadIdx.x / 32;
   stage<Head>(sm.queries(), q + a.query.at(b, h, i0), rows, a.size, a.query.row, kGradRows);
   stage<Head>(sm.grads(), dout + a.dout.at(b, h, i0), rows, a.vSize, a.dout.row, kGradRows);
-  rowStatistics(a, out, dout, lse, b, h, i0, rows, sm.rowLse, sm.rowDelta);
+  rowStatistics(a, out, dout, lse, b, h, i0, rows, sm.stage, sm.rowLse, sm.rowDelta);
   Sum acc[kOut];
   for (Sum &s : acc)
     wmma::fill_fragment(s, 0.0f);
@@ -409,7 +435,7 @@ __global__ void tensorCoreKeyValueGradKernel(AttentionShape a, const T *q, const
                   kGradRows);
       stage<Head>(sm.grads(), dout + a.dout.at(b, h, i0), rows, a.vSize, a.dout.row,
                   kGradRows);
-      rowStatistics(a, out, dout, lse, b, h, i0, rows, sm.rowLse, sm.rowDelta);
+      rowStatistics(a, out, dout, lse, b, h, i0, rows, sm.stage, sm.rowLse, sm.rowDelta);
       __syncthreads();
       scoresAndGrads(sm);
       __syncthreads();
