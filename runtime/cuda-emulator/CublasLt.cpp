@@ -86,10 +86,13 @@ bool describesProduct(cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a,
       return no("a leading dimension below its rows, or a bad batch");
   if (a->batch != dd->batch || b->batch != dd->batch || c->batch != dd->batch)
     return no("the layouts differ in batch count");
-  if (d->epilogue != CUBLASLT_EPILOGUE_DEFAULT && d->epilogue != CUBLASLT_EPILOGUE_BIAS)
+  if (d->epilogue != CUBLASLT_EPILOGUE_DEFAULT && d->epilogue != CUBLASLT_EPILOGUE_BIAS &&
+      d->epilogue != CUBLASLT_EPILOGUE_BGRADB)
     return no("an epilogue the emulator does not have");
-  if (d->epilogue == CUBLASLT_EPILOGUE_BIAS && d->biasType != -1 && d->biasType != (int32_t)t)
+  if (d->epilogue != CUBLASLT_EPILOGUE_DEFAULT && d->biasType != -1 && d->biasType != (int32_t)t)
     return no("a bias of another type than D");
+  if (d->epilogue == CUBLASLT_EPILOGUE_BGRADB && (dd->batch != 1 || nb))
+    return no("a bias gradient of B for more than one product, or of a B not transposed");
   return true;
 }
 
@@ -150,6 +153,16 @@ void product(cublasLtMatmulDescOpaque_t d, cublasLtMatrixLayoutOpaque_t la,
   auto ta = na ? CblasNoTrans : CblasTrans, tb = nb ? CblasNoTrans : CblasTrans;
   const T *bias = d.epilogue == CUBLASLT_EPILOGUE_BIAS ? static_cast<const T *>(d.bias) : nullptr;
   T *out = static_cast<T *>(dst);
+  if (d.epilogue == CUBLASLT_EPILOGUE_BGRADB) { // op(B) = B^T: B is n x k as stored
+    T *grad = static_cast<T *>(const_cast<void *>(d.bias));
+    const T *bt = static_cast<const T *>(b);
+    for (uint64_t j = 0; j < n; ++j) {
+      S sum = 0;
+      for (uint64_t kk = 0; kk < k; ++kk)
+        sum += S(bt[kk * lb.ld + j]);
+      grad[j] = T(sum);
+    }
+  }
   if constexpr (std::is_same_v<T, S>) {
     if (!tf32) { // f32 and f64 in place: C into D, the product onto it, then the bias
       if (beta != S(0) && c != dst)
@@ -368,6 +381,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     return CUBLAS_STATUS_INVALID_VALUE;
   if (desc->epilogue == CUBLASLT_EPILOGUE_BIAS &&
       deviceOf("cublasLtMatmul bias", desc->bias, ddesc->rows * sizeOf(ddesc->type)) < 0)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (desc->epilogue == CUBLASLT_EPILOGUE_BGRADB &&
+      deviceOf("cublasLtMatmul bias gradient", desc->bias, ddesc->cols * sizeOf(ddesc->type)) < 0)
     return CUBLAS_STATUS_INVALID_VALUE;
   switch (ddesc->type) {
   case CUDA_R_64F:

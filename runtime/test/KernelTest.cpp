@@ -358,6 +358,37 @@ TEST(Kernels, MatMulReadsAndWritesStridedViews) {
   }
 }
 
+// A weight gradient Gᵀ X with its bias gradient (lhs_sums: G's column sums), G
+// read transposed in place; and lhs_sums of an untransposed lhs (its row sums).
+// A batched product or sums of the wrong length are refused.
+TEST(Kernels, MatMulLhsSums) {
+  std::vector<float> g = {1, 2, 3, 4, 5, 6, 7, 8}, x = {1, 0, 0, 1, 2, 2, 1, 1};
+  std::vector<float> dw(4), db(2);
+  google::protobuf::Map<std::string, zero::zplan::Attr> attrs;
+  for (int64_t e : {1, 1, 0, 0})
+    attrs["operand_segments"].mutable_ints()->add_values(e);
+  auto transposed = attrs;
+  transposed["transpose_lhs"].set_i(1); // booleans are integers in a plan
+  // G is [4 rows, 2 columns]; Gᵀ X is [2, 2].
+  cpuKernels().at(Kernel::MATMUL)(callOf(Kernel::MATMUL, {view(g, {4, 2}), view(x, {4, 2})},
+                                         {view(dw, {2, 2}), view(db, {2})}, &transposed))();
+  EXPECT_EQ(db, (std::vector<float>{1 + 3 + 5 + 7, 2 + 4 + 6 + 8}));
+  EXPECT_EQ(dw, (std::vector<float>{1 + 10 + 7, 3 + 10 + 7, 2 + 12 + 8, 4 + 12 + 8}));
+  std::vector<float> y(16), rows(4);
+  cpuKernels().at(Kernel::MATMUL)(callOf(Kernel::MATMUL, {view(g, {4, 2}), view(x, {2, 4})},
+                                         {view(y, {4, 4}), view(rows, {4})}, &attrs))();
+  EXPECT_EQ(rows, (std::vector<float>{3, 7, 11, 15}));
+  std::vector<float> wrong(3), batched(16);
+  EXPECT_THROW(cpuKernels().at(Kernel::MATMUL)(callOf(
+                   Kernel::MATMUL, {view(g, {4, 2}), view(x, {4, 2})},
+                   {view(dw, {2, 2}), view(wrong, {3})}, &transposed)),
+               Error);
+  EXPECT_THROW(cpuKernels().at(Kernel::MATMUL)(callOf(
+                   Kernel::MATMUL, {view(g, {2, 2, 2}), view(x, {2, 4})},
+                   {view(batched, {2, 2, 4}), view(wrong, {2})}, &attrs)),
+               Error);
+}
+
 TEST(Kernels, BroadcastAdd) {
   std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {10, 20, 30}, c(6);
   cpuKernels().at(Kernel::ADD)(

@@ -47,6 +47,11 @@ enum cublasLtMatmulDescAttributes_t {
 enum cublasLtEpilogue_t {
   CUBLASLT_EPILOGUE_DEFAULT = 1,
   CUBLASLT_EPILOGUE_BIAS = 4, // adds the bias vector to every column of D
+  // Writes to the bias vector op(B) summed over k, one value per column of D (a
+  // weight gradient's bias gradient). The emulator takes it for one product
+  // (batch count 1) with B transposed, as Transformer Engine's weight gradients
+  // use it; other layouts are not known to have algorithms.
+  CUBLASLT_EPILOGUE_BGRADB = 512,
 };
 enum cublasLtMatrixLayoutAttribute_t {
   CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,          // int32_t
@@ -97,7 +102,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle,
                                               int requestedAlgoCount,
                                               cublasLtMatmulHeuristicResult_t results[],
                                               int *returnAlgoCount);
-/// D = alpha op(A) op(B) + beta C (+ the bias epilogue), per batch, with host
+/// D = alpha op(A) op(B) + beta C (+ the bias epilogue; or the bias gradient
+/// written: op(B) summed over k, of the bias type), per batch, with host
 /// alpha and beta of the scale type; the sum formed in the compute type and D
 /// rounded once. C may be D; the algorithm must be the heuristic's and the
 /// workspace at least what it asked for, inside device memory.

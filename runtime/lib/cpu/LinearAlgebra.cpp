@@ -151,15 +151,41 @@ void gemm(bool ta, bool tb, const f16 *a, int64_t lda, const f16 *b, int64_t ldb
 /// costs more in packing and waking than it saves.
 constexpr int64_t kParallelGemmMacs = 1 << 18;
 
+/// lhs_sums: each of the m rows of op(A) (one product, A at `a` with leading
+/// dimension ld) summed over k in double, in the order of k, as reduce_sum sums
+/// a column (a transposed A is a column-major matrix: its rows are G's columns).
+template <typename T>
+void rowSumsOf(const T *a, bool transpose, int64_t ld, int64_t m, int64_t k, T *sums) {
+  if (transpose) {
+    int64_t grain = std::max<int64_t>(64, kParallelGrain / std::max<int64_t>(1, k));
+    parallelFor(m, grain, [&](int64_t lo, int64_t hi) {
+      std::vector<double> acc(hi - lo, 0.0);
+      for (int64_t r = 0; r < k; ++r)
+        accumulateRun(a + r * ld + lo, acc.data(), hi - lo);
+      for (int64_t i = lo; i < hi; ++i)
+        sums[i] = (T)acc[i - lo];
+    });
+    return;
+  }
+  int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, k));
+  parallelFor(m, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      sums[i] = (T)(k ? sumRun(a + i * ld, k) : 0.0);
+  });
+}
+
 BoundKernel bindMatMul(const KernelCall &call) {
   kernels::MatMulGeometry g = kernels::matMulGeometry(call);
   const TensorView a = call.ins[g.a.tensor], b = call.ins[g.b.tensor], out = call.outs[0];
   const TensorView bias = g.bias >= 0 ? call.ins[g.bias] : TensorView{},
-                   addend = g.addend >= 0 ? call.ins[g.addend] : TensorView{};
+                   addend = g.addend >= 0 ? call.ins[g.addend] : TensorView{},
+                   sums = g.lhsSums >= 0 ? call.outs[g.lhsSums] : TensorView{};
   return dispatchFloat(a.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
     return [=] {
       int64_t m = g.m, n = g.n, k = g.k;
+      if (g.lhsSums >= 0) // a 2-D product (matMulGeometry): one A
+        rowSumsOf(a.as<T>() + g.a.offsets[0], g.a.transpose, g.a.ld, m, k, sums.as<T>());
       if (m == 0 || n == 0)
         return;
       const T *pa = a.as<T>(), *pb = b.as<T>();

@@ -19,7 +19,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iostream>
 #include <memory>
+#include <mutex>
 
 using namespace zrt;
 using namespace zrt::cpu;
@@ -183,8 +185,13 @@ public:
   struct Alignments {
     uint32_t a = 256, b = 256, c = 256, d = 256;
   };
+  /// `lhsSums` (one product only): cuBLASLt's bias-gradient epilogue writes there
+  /// the rows of our op(A) summed over k (its B's columns: BGRADB). When the
+  /// heuristic has no algorithm with it, found() is false (the caller sums them
+  /// itself); without it, that is an error.
   LtGemm(const kernels::MatMulGeometry &g, const kernels::MatMulGeometry::Groups &groups,
-         Elem t, const void *bias, bool addend, Alignments align, const std::string &where) {
+         Elem t, const void *bias, bool addend, Alignments align, const std::string &where,
+         void *lhsSums = nullptr) {
     const CublasLtApi &lt = cublasLt();
     cudaDataType type = t == Elem::BF16  ? CUDA_R_16BF
                         : t == Elem::F16 ? CUDA_R_16F
@@ -200,12 +207,14 @@ public:
     int32_t opB = g.a.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
     ZERO_CUBLAS_CHECK(lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
     ZERO_CUBLAS_CHECK(lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
-    if (bias) { // one value per row of C^T: per column of our result
-      uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    ZRT_CHECK(!(bias && lhsSums), where << ": a bias and lhs_sums are two epilogues");
+    if (bias || lhsSums) { // bias: one value per row of C^T, per column of our result
+      uint32_t epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_BGRADB;
+      const void *vector = bias ? bias : lhsSums;
       ZERO_CUBLAS_CHECK(lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                             sizeof epilogue));
-      ZERO_CUBLAS_CHECK(
-          lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+      ZERO_CUBLAS_CHECK(lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector,
+                                            sizeof vector));
     }
     auto layout = [&](cublasLtMatrixLayout_t &l, int64_t rows, int64_t cols, int64_t ld,
                       int64_t stride) {
@@ -239,7 +248,10 @@ public:
     ZERO_CUBLAS_CHECK(lt.algoGetHeuristic(context().blasLt, desc_, a_, b_, c_, c_, pref, 1,
                                           &result, &found));
     lt.preferenceDestroy(pref);
-    ZRT_CHECK(found > 0 && result.state == CUBLAS_STATUS_SUCCESS,
+    found_ = found > 0 && result.state == CUBLAS_STATUS_SUCCESS;
+    if (!found_ && lhsSums)
+      return;
+    ZRT_CHECK(found_,
               where << ": cuBLASLt has no algorithm for this product (m " << g.m << ", n "
                     << g.n << ", k " << g.k << ", " << groups.size << " per call"
                     << (bias ? ", a bias" : "") << ", operands aligned to " << align.a << "/"
@@ -255,6 +267,7 @@ public:
   }
   LtGemm(const LtGemm &) = delete;
   LtGemm &operator=(const LtGemm &) = delete;
+  bool found() const { return found_; }
 
   /// One group: our a and b, the addend (or null), the result.
   void run(const void *a, const void *b, const void *addend, void *out) const {
@@ -272,7 +285,7 @@ private:
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
   cublasLtMatmulAlgo_t algo_ = {};
-  bool f64_ = false;
+  bool f64_ = false, found_ = false;
   int beta_ = 0;
 };
 
@@ -306,11 +319,36 @@ BoundKernel bindMatMul(const KernelCall &call) {
                            alignment(b.data, g.b.offsets, groups.strideB),
                            addend ? alignment(addend, g.c.offsets, groups.strideC) : 256,
                            alignment(out.data, g.c.offsets, groups.strideC)};
+  // lhs_sums (a weight gradient's bias gradient): cuBLASLt's bias-gradient
+  // epilogue, as it reads A; where it has no algorithm for the product (or there
+  // is no product to run), the column-sum kernel, said once.
+  void *sums = g.lhsSums >= 0 ? call.outs[g.lhsSums].data : nullptr;
   std::shared_ptr<LtGemm> lt;
-  if (g.m > 0 && g.n > 0 && g.k > 0)
-    lt = std::make_shared<LtGemm>(g, groups, t, bias, addend != nullptr, align, call.where());
+  if (g.m > 0 && g.n > 0 && g.k > 0) {
+    lt = std::make_shared<LtGemm>(g, groups, t, bias, addend != nullptr, align, call.where(),
+                                  sums);
+    if (!lt->found()) {
+      static std::once_flag said;
+      std::call_once(said, [&] {
+        std::cerr << "zero-run: cuBLASLt has no bias-gradient epilogue for " << call.where()
+                  << " (m " << g.m << ", n " << g.n << ", k " << g.k
+                  << "): such sums run as a kernel of their own\n";
+      });
+      lt = std::make_shared<LtGemm>(g, groups, t, bias, addend != nullptr, align, call.where());
+    }
+  }
+  bool sumsApart = sums && g.m > 0 && g.k > 0 && !(lt && lt->found() && g.n > 0);
+  ZRT_CHECK(!sumsApart || (g.a.transpose && g.a.ld == g.m),
+            call.where() << ": lhs_sums without cuBLASLt's epilogue need the lhs to be a whole "
+                            "transposed matrix");
+  const char *sumsOf = a.as<char>() + (g.batches() ? g.a.offsets[0] * size : 0);
   return [=] {
     int64_t m = g.m, n = g.n, k = g.k;
+    Context &ctx = context();
+    if (sums && k == 0)
+      ZERO_CUDA_CHECK(cudaMemsetAsync(sums, 0, m * size, ctx.compute));
+    if (sumsApart)
+      columnSums(ctx.compute, t, false, sumsOf, k, m, sums, ctx.scratch);
     if (m == 0 || n == 0)
       return;
     if (k == 0) { // the result's view covers it once: all of it is its start

@@ -89,10 +89,19 @@ void epilogueInputs(const KernelCall &call, const TensorView &out, const Shape &
   std::vector<int64_t> seg = call.intsAttr("operand_segments");
   bool wellFormed = seg.size() == 4 && seg[0] == 1 && seg[1] == 1 &&
                     (seg[2] == 0 || seg[2] == 1) && (seg[3] == 0 || seg[3] == 1);
-  ZRT_CHECK(wellFormed && (int64_t)call.ins.size() == seg[0] + seg[1] + seg[2] + seg[3] &&
-                call.outs.size() == 1,
+  ZRT_CHECK(wellFormed && (int64_t)call.ins.size() == seg[0] + seg[1] + seg[2] + seg[3],
             call.where() << ": its operand_segments do not describe its " << call.ins.size()
                          << " inputs (lhs, rhs, then an optional bias and addend)");
+  if (call.outs.size() == 2) {
+    const TensorView &sums = call.outs[1];
+    ZRT_CHECK(expected.size() == 2 && call.ins[0].shape.size() == 2 &&
+                  call.ins[1].shape.size() == 2,
+              call.where() << ": lhs_sums need 2-D operands and result");
+    expectShape(call, sums, Shape{expected[0]}, "lhs_sums");
+    ZRT_CHECK(sums.dtype == out.dtype,
+              call.where() << ": the lhs_sums' dtype is not the result's");
+    g.lhsSums = 1;
+  }
   ZRT_CHECK(!call.hasAttr("out_shape"),
             call.where() << ": a result with a bias or addend cannot be a view");
   int next = 2;
@@ -120,9 +129,10 @@ void epilogueInputs(const KernelCall &call, const TensorView &out, const Shape &
 } // namespace
 
 kernels::MatMulGeometry kernels::matMulGeometry(const KernelCall &call) {
-  ZRT_CHECK(call.ins.size() >= 2 && call.outs.size() == 1,
+  ZRT_CHECK(call.ins.size() >= 2 &&
+                (call.outs.size() == 1 || (call.outs.size() == 2 && call.hasAttr("operand_segments"))),
             call.where() << ": takes lhs and rhs (and an optional bias and addend) and "
-                            "gives one result");
+                            "gives one result (and optionally lhs_sums)");
   const TensorView &a = call.ins[0], &b = call.ins[1], &out = call.outs[0];
   ZRT_CHECK(a.dtype == b.dtype && a.dtype == out.dtype,
             call.where() << ": operand dtypes differ");

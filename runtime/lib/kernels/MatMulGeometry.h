@@ -36,6 +36,9 @@ struct MatMulGeometry {
   /// The epilogue's inputs (indices into the call's inputs, -1: none): `bias`,
   /// n values added to every row; `addend`, the result's shape, read as C lies.
   int bias = -1, addend = -1;
+  /// Output 1 when the call also gives lhs_sums (a 2-D product, no result view:
+  /// m values, each row of op(A) summed over k); -1 when not.
+  int lhsSums = -1;
   int64_t batches() const { return (int64_t)c.offsets.size(); }
   /// Whether the offsets step by one fixed amount from the first (a broadcast
   /// one: 0); -1 if not.
@@ -61,7 +64,8 @@ struct MatMulGeometry {
 ///    two strides 1), and the result's view must cover its tensor once.
 /// With `operand_segments` [1, 1, b, a] the inputs after lhs and rhs are a bias
 /// (b = 1: [n], or ones then n) and an addend (a = 1: the result's shape), of the
-/// result's dtype; then the result is no view.
+/// result's dtype; then the result is no view. A second output then is lhs_sums
+/// ([m], of 2-D operands: a bias gradient beside its weight gradient).
 /// Consecutive row-major lhs matrices times one rhs become one GEMM of batches *
 /// m rows (a linear layer over [batch, sequence, features] is one product, not
 /// one per sample); a column-major result is computed as C^T = B^T A^T.

@@ -282,3 +282,22 @@ func.func @main(%w: tensor<4x8xf32> {compute.param = "w"},
   %dx = compute.matmul %back, %wt : tensor<2x4x8xf32>, tensor<8x4xf32> -> tensor<2x4x4xf32>
   return %loss, %dx : tensor<f32>, tensor<2x4x4xf32>
 }
+
+// -----
+
+// A weight gradient with its bias gradient: one matmul kernel that reads G
+// transposed in place (a flag) and writes both results.
+// CHECK-LABEL: plan.program @main
+// CHECK: %[[G:.+]] = plan.buffer input at {{[0-9]+}} {index = 0 : i64} : memref<8x16xbf16>
+// CHECK: %[[X:.+]] = plan.buffer input at {{[0-9]+}} {index = 1 : i64} : memref<8x4xbf16>
+// CHECK: %[[DW:.+]] = plan.buffer temp at {{[0-9]+}} : memref<16x4xbf16>
+// CHECK: %[[DB:.+]] = plan.buffer temp at {{[0-9]+}} : memref<16xbf16>
+// CHECK: plan.kernel matmul ins(%[[G]], %[[X]] : memref<8x16xbf16>, memref<8x4xbf16>) outs(%[[DW]], %[[DB]] : memref<16x4xbf16>, memref<16xbf16>) attrs {operand_segments = array<i64: 1, 1, 0, 0>, transpose_lhs = true}
+// CHECK-NOT: plan.kernel
+// CHECK: plan.return %[[DW]], %[[DB]]
+func.func @main(%g: tensor<8x16xbf16> {compute.input = 0 : i64}, %x: tensor<8x4xbf16> {compute.input = 1 : i64})
+    -> (tensor<16x4xbf16>, tensor<16xbf16>) {
+  %gt = compute.transpose %g {perm = array<i64: 1, 0>} : tensor<8x16xbf16> -> tensor<16x8xbf16>
+  %dw, %db = compute.fused_matmul %gt, %x : tensor<16x8xbf16>, tensor<8x4xbf16> -> tensor<16x4xbf16>, tensor<16xbf16>
+  return %dw, %db : tensor<16x4xbf16>, tensor<16xbf16>
+}

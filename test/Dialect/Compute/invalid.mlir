@@ -641,7 +641,7 @@ func.func @sce_with_grad_result(%s: tensor<8x4xbf16>, %l: tensor<8xi64>, %g: ten
 // -----
 
 func.func @fused_matmul_nothing(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) {
-  // expected-error@+1 {{needs a bias, an addend or both (else it is a compute.matmul)}}
+  // expected-error@+1 {{needs a bias, an addend or lhs_sums (else it is a compute.matmul)}}
   %y = compute.fused_matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
   return
 }
@@ -659,6 +659,22 @@ func.func @fused_matmul_row_bias(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: 
 func.func @fused_matmul_addend(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor<16xf32>) {
   // expected-error@+1 {{addend must have the result's type}}
   %y = compute.fused_matmul %x, %w addend(%r : tensor<16xf32>) : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_batched_lhs_sums(%x: tensor<2x4x8xf32>, %w: tensor<8x16xf32>) {
+  // expected-error@+1 {{lhs_sums need a 2-D product and are [M] of the result's element type, M the rows of lhs}}
+  %y, %s = compute.fused_matmul %x, %w : tensor<2x4x8xf32>, tensor<8x16xf32> -> tensor<2x4x16xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_lhs_sums_length(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) {
+  // expected-error@+1 {{lhs_sums need a 2-D product and are [M] of the result's element type, M the rows of lhs}}
+  %y, %s = compute.fused_matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>, tensor<8xf32>
   return
 }
 

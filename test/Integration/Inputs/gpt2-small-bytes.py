@@ -30,7 +30,7 @@ print("gradient over the logits: %s" % (
 # The figure before the issue (the report's step.bytes.other for this model at the
 # commit that added it, 7dd49a9) and the issue's goal, a third of it. The bound
 # checked is the last figure reached; it comes down as the work does.
-before, goal, bound = 30.99e9, 30.99e9 / 3, 12.0e9
+before, goal, bound = 30.99e9, 30.99e9 / 3, 10.6e9
 other = report["step"]["bytes"]["other"]
 print("bytes.other %.2f GB (before %.2f, goal %.2f): %.2f of before, %s %.1f GB" % (
     other / 1e9, before / 1e9, goal / 1e9, other / before,

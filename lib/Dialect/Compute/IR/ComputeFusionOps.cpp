@@ -115,8 +115,16 @@ LogicalResult FusedMatMulOp::verify() {
   if (lhs.getElementType() != rhs.getElementType() ||
       lhs.getElementType() != result.getElementType())
     return emitOpError("operands and result must have one element type");
-  if (!getBias() && !getAddend())
-    return emitOpError("needs a bias, an addend or both (else it is a compute.matmul)");
+  if (!getBias() && !getAddend() && !getLhsSums())
+    return emitOpError("needs a bias, an addend or lhs_sums (else it is a compute.matmul)");
+  if (Value sums = getLhsSums()) {
+    auto type = cast<ShapedType>(sums.getType());
+    if (lhs.getRank() != 2 || rhs.getRank() != 2 || type.getRank() != 1 ||
+        type.getDimSize(0) != lhs.getDimSize(0) ||
+        type.getElementType() != result.getElementType())
+      return emitOpError("lhs_sums need a 2-D product and are [M] of the result's element "
+                         "type, M the rows of lhs");
+  }
   if (getBias() && !isColumnBias(cast<ShapedType>(getBias().getType()), result))
     return emitOpError("bias must be [N] (or ones then N) of the result's element type, N "
                        "its last dimension");

@@ -173,7 +173,7 @@ double zero::kernelFlops(plan::KernelOp k) {
     if (auto a = k.getAttrs().getAs<BoolAttr>("transpose_lhs"))
       tl = a.getValue();
     int64_t kdim = shape.size() < 2 ? shape.back() : tl ? shape[shape.size() - 2] : shape.back();
-    return 2.0 * out * kdim;
+    return 2.0 * out * kdim; // lhs_sums' adds aside: a GEMM's FLOPs, as MFU counts them
   }
   case K::attention:
   case K::attention_grad: {

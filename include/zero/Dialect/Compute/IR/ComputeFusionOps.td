@@ -58,7 +58,7 @@ def Compute_YieldOp : Compute_Op<"yield", [Pure, Terminator,
 }
 
 def Compute_FusedMatMulOp : Compute_Op<"fused_matmul", [Pure, AttrSizedOperandSegments]> {
-  let summary = "A matrix product with its epilogue: `lhs rhs + bias + addend`.";
+  let summary = "A matrix product with its epilogue: `lhs rhs + bias + addend`, and `lhs`'s sums.";
   let description = [{
     `compute.matmul` of `lhs` and `rhs`, plus `bias` (`[N]`, or ones then `N`:
     one value per column of the result, as a linear layer's) and plus `addend`
@@ -67,20 +67,29 @@ def Compute_FusedMatMulOp : Compute_Op<"fused_matmul", [Pure, AttrSizedOperandSe
     accumulator from `addend + bias` (as `addmm` does), so no kernel reads the
     product again to add them.
 
+    With a second result type, the op also gives `lhs_sums`: for a 2-D product,
+    each row of `lhs` summed over the product's inner dimension (`[M]`, the
+    result's element type). A weight gradient `Gᵀ X` then gives its bias gradient
+    (G's column sums) as it reads G, as cuBLASLt's bias-gradient epilogue does,
+    and no kernel reads G again for it.
+
     ```mlir
     %y = compute.fused_matmul %x, %w bias(%b : tensor<16xbf16>)
         addend(%r : tensor<2x4x16xbf16>) : tensor<2x4x8xbf16>, tensor<8x16xbf16>
         -> tensor<2x4x16xbf16>
+    %dw, %db = compute.fused_matmul %gt, %h : tensor<16x8xbf16>, tensor<8x32xbf16>
+        -> tensor<16x32xbf16>, tensor<16xbf16>
     ```
   }];
   let arguments = (ins Compute_FloatTensor:$lhs, Compute_FloatTensor:$rhs,
                        Optional<Compute_FloatTensor>:$bias,
                        Optional<Compute_FloatTensor>:$addend);
-  let results = (outs Compute_FloatTensor:$result);
+  let results = (outs Compute_FloatTensor:$result,
+                      Optional<Compute_FloatTensor>:$lhs_sums);
   let assemblyFormat = [{
     $lhs `,` $rhs (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`addend` `(` $addend^ `:` type($addend) `)`)? attr-dict `:` type($lhs) `,`
-    type($rhs) `->` type($result)
+    type($rhs) `->` type($result) (`,` type($lhs_sums)^)?
   }];
   let hasVerifier = 1;
 }

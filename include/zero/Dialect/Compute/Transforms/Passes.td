@@ -88,7 +88,11 @@ def FuseMatMulEpiloguePass : Pass<"zero-fuse-matmul-epilogue", "mlir::ModuleOp">
     linear layer's bias, and the residual added after the attention projection
     and the MLP's second layer, are no kernels of their own that read and write
     the whole activation. A bias first, then an addend; the product moves to the
-    add. Skipped with `--no-epilogue-fusion`.
+    add. Then a bias gradient, the column sums of G (a `reduce_sum` over all but
+    the last axis, every reader of which comes after the product), becomes the
+    `lhs_sums` of the 2-D product that reads G's rows transposed (the weight
+    gradient `Gᵀ X`), so that G is read once (cuBLASLt's bias-gradient epilogue).
+    Skipped with `--no-epilogue-fusion`.
 
     ```mlir
     %p = compute.matmul %x, %w : tensor<8x16xbf16>, tensor<16x32xbf16> -> tensor<8x32xbf16>
