@@ -156,17 +156,8 @@ constexpr int64_t kParallelGemmMacs = 1 << 18;
 /// a column (a transposed A is a column-major matrix: its rows are G's columns).
 template <typename T>
 void rowSumsOf(const T *a, bool transpose, int64_t ld, int64_t m, int64_t k, T *sums) {
-  if (transpose) {
-    int64_t grain = std::max<int64_t>(64, kParallelGrain / std::max<int64_t>(1, k));
-    parallelFor(m, grain, [&](int64_t lo, int64_t hi) {
-      std::vector<double> acc(hi - lo, 0.0);
-      for (int64_t r = 0; r < k; ++r)
-        accumulateRun(a + r * ld + lo, acc.data(), hi - lo);
-      for (int64_t i = lo; i < hi; ++i)
-        sums[i] = (T)acc[i - lo];
-    });
-    return;
-  }
+  if (transpose)
+    return columnSumsInDouble(a, k, ld, m, [&](int64_t i, double s) { sums[i] = (T)s; });
   int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, k));
   parallelFor(m, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i)

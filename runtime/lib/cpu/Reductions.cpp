@@ -80,16 +80,8 @@ template <bool Mean> BoundKernel bindReduce(const KernelCall &call) {
           });
           return;
         }
-        if (leading) { // column sums: each thread its own columns
-          int64_t rows = groups[0];
-          int64_t grain = std::max<int64_t>(64, kParallelGrain / std::max<int64_t>(1, rows));
-          parallelFor(n, grain, [&](int64_t lo, int64_t hi) {
-            std::vector<double> acc(hi - lo, 0.0);
-            for (int64_t r = 0; r < rows; ++r)
-              accumulateRun(in + r * n + lo, acc.data(), hi - lo);
-            for (int64_t i = lo; i < hi; ++i)
-              finish(i, acc[i - lo]);
-          });
+        if (leading) { // column sums
+          columnSumsInDouble(in, groups[0], n, n, finish);
           return;
         }
       }

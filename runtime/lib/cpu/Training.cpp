@@ -257,7 +257,7 @@ BoundKernel bindGatherGrad(const KernelCall &call) {
     return [=] {
       T *o = out.as<T>();
       const T *pg = g.as<T>();
-      std::memset(o, 0, out.bytes());
+      std::memset(static_cast<void *>(o), 0, out.bytes()); // all-zero bits are 0 in every T
       int64_t n = idx.numel();
       for (int64_t i = 0; i < outer; ++i)
         for (int64_t j = 0; j < n; ++j) {

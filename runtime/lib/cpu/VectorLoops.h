@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ZRT_VECTORIZED                                                                 \
@@ -189,6 +190,21 @@ template <typename C> ZRT_VECTORIZED C sumRunInPlace(const C *x, int64_t n) {
 template <typename T> ZRT_VECTORIZED void accumulateRun(const T *x, double *acc, int64_t n) {
   for (int64_t j = 0; j < n; ++j)
     acc[j] += (double)x[j];
+}
+
+/// finish(j, sum) for each column j < n of the rows x n matrix at `in` (row
+/// stride ld): its elements summed in double, row after row (each thread takes
+/// columns of its own). reduce_sum over leading axes, and a matmul's lhs_sums.
+template <typename T, typename F>
+void columnSumsInDouble(const T *in, int64_t rows, int64_t ld, int64_t n, F &&finish) {
+  int64_t grain = std::max<int64_t>(64, kParallelGrain / std::max<int64_t>(1, rows));
+  parallelFor(n, grain, [&](int64_t lo, int64_t hi) {
+    std::vector<double> acc(hi - lo, 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      accumulateRun(in + r * ld + lo, acc.data(), hi - lo);
+    for (int64_t j = lo; j < hi; ++j)
+      finish(j, acc[j - lo]);
+  });
 }
 
 } // namespace zrt::cpu

@@ -129,6 +129,25 @@ __device__ void rowStatistics(const AttentionShape &a, const T *out, const T *do
   }
 }
 
+/// The query rows of a block (the forward's and the query gradient's): `tileRows`
+/// rows from i0 of head h (its key/value head kvh), `rows` of them inside the
+/// sequence, meeting the keys before keyEnd (all, or up to the last row's when
+/// causal). The last tiles first: under a causal mask they meet the most keys,
+/// and the GPU starts blocks roughly in order, so the longest ones do not trail.
+struct QueryTile {
+  int64_t bh, i0, b, h, kvh, rows, keyEnd;
+  __device__ QueryTile(const AttentionShape &a, int tileRows) {
+    int64_t blocks = (a.qLen + tileRows - 1) / tileRows;
+    bh = blockIdx.x / blocks;
+    i0 = (blocks - 1 - blockIdx.x % blocks) * tileRows;
+    b = bh / a.qHeads;
+    h = bh % a.qHeads;
+    kvh = h / (a.qHeads / a.kvHeads);
+    rows = a.qLen - i0 < tileRows ? a.qLen - i0 : tileRows;
+    keyEnd = a.causal && i0 + rows < a.kvLen ? i0 + rows : a.kvLen;
+  }
+};
+
 /// Writes the warp's 16x16 tile `sum` (times `factor`) at rows r0 and columns c0
 /// of a [rows, width] operand laid out by `layout`, through the warp's 256 floats
 /// of `stage`; every thread of the block calls it the same number of times.
@@ -170,13 +189,9 @@ __global__ void tensorCoreAttentionKernel(AttentionShape a, const T *q, const T 
                                           const T *v, const void *mask, T *out, float *lse) {
   constexpr int kK = kKeys<Head>, kHalf = kK / 2, kGroups = Head / 64;
   __shared__ ForwardShared<T, Head> sm;
-  int64_t blocks = (a.qLen + kRows - 1) / kRows;
-  // The last rows first: under a causal mask they meet the most keys, and the
-  // GPU starts blocks roughly in order, so the longest ones do not trail.
-  int64_t bh = blockIdx.x / blocks, i0 = (blocks - 1 - blockIdx.x % blocks) * kRows;
-  int64_t b = bh / a.qHeads, h = bh % a.qHeads, kvh = h / (a.qHeads / a.kvHeads);
-  int64_t rows = a.qLen - i0 < kRows ? a.qLen - i0 : kRows;
-  int64_t keyEnd = a.causal && i0 + rows < a.kvLen ? i0 + rows : a.kvLen;
+  QueryTile tile(a, kRows);
+  int64_t bh = tile.bh, i0 = tile.i0, b = tile.b, h = tile.h, kvh = tile.kvh;
+  int64_t rows = tile.rows, keyEnd = tile.keyEnd;
   int warp = threadIdx.x / 32, r = threadIdx.x / 2, half = threadIdx.x % 2;
   int64_t i = i0 + r;
   bool active = r < rows;
@@ -362,11 +377,9 @@ __global__ void tensorCoreQueryGradKernel(AttentionShape a, const T *q, const T 
   constexpr int kK = kKeys<Head>, kCols = Head / 16;
   constexpr int kOut = (kGradRows / 16) * kCols / kWarps; // dQ tiles per warp
   __shared__ BackwardShared<T, Head> sm;
-  int64_t blocks = (a.qLen + kGradRows - 1) / kGradRows;
-  int64_t bh = blockIdx.x / blocks, i0 = (blocks - 1 - blockIdx.x % blocks) * kGradRows;
-  int64_t b = bh / a.qHeads, h = bh % a.qHeads, kvh = h / (a.qHeads / a.kvHeads);
-  int64_t rows = a.qLen - i0 < kGradRows ? a.qLen - i0 : kGradRows;
-  int64_t keyEnd = a.causal && i0 + rows < a.kvLen ? i0 + rows : a.kvLen;
+  QueryTile tile(a, kGradRows);
+  int64_t i0 = tile.i0, b = tile.b, h = tile.h, kvh = tile.kvh;
+  int64_t rows = tile.rows, keyEnd = tile.keyEnd;
   int warp = threadIdx.x / 32;
   stage<Head>(sm.queries(), q + a.query.at(b, h, i0), rows, a.size, a.query.row, kGradRows);
   stage<Head>(sm.grads(), dout + a.dout.at(b, h, i0), rows, a.vSize, a.dout.row, kGradRows);
