@@ -389,6 +389,26 @@ TEST(Kernels, MatMulLhsSums) {
                Error);
 }
 
+// The overflow count over several tensors of different float dtypes: inf and NaN
+// counted from the bits, finite extremes not.
+TEST(Kernels, NonfiniteCountOverTensors) {
+  float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  std::vector<float> a = {inf, 1, nan, std::numeric_limits<float>::max()};
+  std::vector<bf16> b = {bf16(1.0f), bf16(-inf), bf16(3.0e38f)};
+  std::vector<f16> c = {f16(65504.0f), f16(nan)};
+  std::vector<double> d = {1e300, -std::numeric_limits<double>::infinity()};
+  std::vector<float> count(1, -1);
+  cpuKernels().at(Kernel::NONFINITE_COUNT)(callOf(
+      Kernel::NONFINITE_COUNT,
+      {view(a, {4}), zrt::test::view(b, zero::zplan::BF16, {3}),
+       zrt::test::view(c, zero::zplan::F16, {2}), zrt::test::view(d, zero::zplan::F64, {2})},
+      {view(count, {})}, nullptr))();
+  EXPECT_EQ(count[0], 5.0f);
+  EXPECT_THROW(cpuKernels().at(Kernel::NONFINITE_COUNT)(
+                   callOf(Kernel::NONFINITE_COUNT, {}, {view(count, {})}, nullptr)),
+               Error);
+}
+
 TEST(Kernels, BroadcastAdd) {
   std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {10, 20, 30}, c(6);
   cpuKernels().at(Kernel::ADD)(

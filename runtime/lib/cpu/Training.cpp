@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -547,30 +548,41 @@ ZRT_VECTORIZED int64_t nonfiniteRun(const U *bits, int64_t n, U mask) {
   return count;
 }
 
-/// The number of elements that are inf or NaN, as one f32: the overflow check of
-/// mixed-precision training (gradients of any float dtype) and zero-run's check of
-/// the weights after each update.
+/// The number of elements of the inputs that are inf or NaN, as one f32: the
+/// overflow check of mixed-precision training (every gradient of a rank, of any
+/// float dtypes, in one kernel) and zero-run's check of the weights after each
+/// update.
 BoundKernel bindNonfiniteCount(const KernelCall &call) {
-  call.expectArity(1, 1);
-  const TensorView x = call.ins[0], out = call.outs[0];
+  ZRT_CHECK(!call.ins.empty() && call.outs.size() == 1,
+            call.where() << ": takes one or more tensors and gives one count");
+  const TensorView out = call.outs[0];
   ZRT_CHECK(out.dtype == zero::zplan::F32 && out.numel() == 1,
             call.where() << ": the result must be one f32");
-  return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    using U = std::conditional_t<sizeof(T) == 8, uint64_t,
-                                 std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>>;
-    U mask = std::is_same_v<T, double>  ? U(0x7ff0000000000000ull)
-             : std::is_same_v<T, float> ? U(0x7f800000u)
-             : std::is_same_v<T, f16>   ? U(0x7c00u)
-                                        : U(0x7f80u); // bf16
-    return [=] {
-      std::atomic<int64_t> count{0};
-      parallelFor(x.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
-        count += nonfiniteRun(x.as<U>() + lo, hi - lo, mask);
-      });
-      out.as<float>()[0] = (float)count.load();
-    };
-  });
+  // Each input's count, from its bits: every exponent bit set.
+  std::vector<std::function<int64_t()>> counts;
+  for (const TensorView &x : call.ins)
+    counts.push_back(dispatchFloat(x.dtype, call, [=](auto tag) -> std::function<int64_t()> {
+      using T = decltype(tag);
+      using U = std::conditional_t<sizeof(T) == 8, uint64_t,
+                                   std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>>;
+      U mask = std::is_same_v<T, double>  ? U(0x7ff0000000000000ull)
+               : std::is_same_v<T, float> ? U(0x7f800000u)
+               : std::is_same_v<T, f16>   ? U(0x7c00u)
+                                          : U(0x7f80u); // bf16
+      return [=] {
+        std::atomic<int64_t> count{0};
+        parallelFor(x.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
+          count += nonfiniteRun(x.as<U>() + lo, hi - lo, mask);
+        });
+        return count.load();
+      };
+    }));
+  return [=] {
+    int64_t total = 0;
+    for (const auto &count : counts)
+      total += count();
+    out.as<float>()[0] = (float)total;
+  };
 }
 
 } // namespace

@@ -702,12 +702,42 @@ BoundKernel bindActivationGrad(const KernelCall &call, ActivationGrad op) {
   return [=] { activationGrad(context().compute, op, t, x.data, g.data, out.data, n); };
 }
 
+/// One launch over every input (a rank's gradients): a table of spans in device
+/// memory, made once at bind.
 BoundKernel bindNonfiniteCount(const KernelCall &call) {
   validate(call);
-  TensorView x = call.ins[0], out = call.outs[0];
-  Elem t = elemOf(x.dtype);
-  int64_t n = x.numel();
-  return [=] { nonfiniteCount(context().compute, t, x.data, out.as<float>(), n); };
+  TensorView out = call.outs[0];
+  std::vector<CountSpan> spans;
+  int64_t blocks = 0;
+  for (const TensorView &x : call.ins) {
+    if (x.numel() == 0)
+      continue;
+    CountSpan span;
+    span.data = x.data;
+    span.n = x.numel();
+    span.firstBlock = blocks;
+    span.bytes = (int)dtypeSize(x.dtype);
+    span.mask = span.bytes == 8   ? 0x7ff0000000000000ull
+                : span.bytes == 4 ? 0x7f800000ull
+                : x.dtype == zero::zplan::F16 ? 0x7c00ull
+                                              : 0x7f80ull; // bf16
+    spans.push_back(span);
+    blocks += countBlocks(span.n);
+  }
+  ZRT_CHECK(blocks <= INT32_MAX, call.where() << ": too many elements for one launch");
+  CountSpan *table = nullptr;
+  ZERO_CUDA_CHECK(cudaMalloc(&table, std::max<size_t>(1, spans.size()) * sizeof(CountSpan)));
+  std::shared_ptr<CountSpan> owned(table, [](CountSpan *p) { cudaFree(p); });
+  ZERO_CUDA_CHECK(cudaMemcpy(table, spans.data(), spans.size() * sizeof(CountSpan),
+                             cudaMemcpyHostToDevice));
+  int count = (int)spans.size();
+  return [=] {
+    Context &ctx = context();
+    if (count)
+      nonfiniteCountSpans(ctx.compute, owned.get(), count, blocks, out.as<float>());
+    else
+      ZERO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, sizeof(float), ctx.compute));
+  };
 }
 
 /// An optimizer's optional runtime operands (after its `own` inputs, as the plan's

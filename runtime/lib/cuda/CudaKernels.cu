@@ -806,15 +806,38 @@ __global__ void clipGradScaleKernel(const float *sumSq, const float *scale, floa
   *norm = c.norm;
 }
 
-/// Adds the number of inf/NaN elements to *count (zeroed before the launch).
-template <typename T>
-__global__ void nonfiniteCountKernel(const T *x, float *count, int64_t n) {
-  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i < n && !(x[i] - x[i] == T(0))) // inf - inf and NaN - NaN are NaN
-    atomicAdd(count, 1.0f);
+/// One thread per element of every span: a block finds its span (the last whose
+/// first block is at most its own) and tests one element's exponent bits.
+__global__ void nonfiniteCountSpansKernel(const CountSpan *spans, int count, float *total) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (spans[mid].firstBlock <= (int64_t)blockIdx.x)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  const CountSpan &span = spans[lo];
+  int64_t i = ((int64_t)blockIdx.x - span.firstBlock) * blockDim.x + threadIdx.x;
+  if (i >= span.n)
+    return;
+  uint64_t bits = span.bytes == 2   ? static_cast<const uint16_t *>(span.data)[i]
+                  : span.bytes == 4 ? static_cast<const uint32_t *>(span.data)[i]
+                                    : static_cast<const uint64_t *>(span.data)[i];
+  if ((bits & span.mask) == span.mask)
+    atomicAdd(total, 1.0f);
 }
 
 } // namespace
+
+int64_t countBlocks(int64_t n) { return (n + kThreads - 1) / kThreads; }
+
+void nonfiniteCountSpans(cudaStream_t s, const CountSpan *spans, int count, int64_t blocks,
+                         float *total) {
+  checkCuda(cudaMemsetAsync(total, 0, sizeof(float), s), "cudaMemsetAsync");
+  launch("nonfiniteCountSpans", nonfiniteCountSpansKernel, blocks, kThreads, s, spans, count,
+         total);
+}
 
 void binary(cudaStream_t s, BinaryOp op, Elem t, const void *a, Strided sa, const void *b,
             Strided sb, void *out, int64_t n, int *errorFlag) {
@@ -1110,14 +1133,6 @@ void adamw(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const 
       else
         launch((f16 *)copy);
     }
-  });
-}
-
-void nonfiniteCount(cudaStream_t s, Elem t, const void *x, float *count, int64_t n) {
-  checkCuda(cudaMemsetAsync(count, 0, sizeof(float), s), "cudaMemsetAsync");
-  dispatchFloat(t, [&](auto tag) {
-    using T = decltype(tag);
-    launchN("nonfiniteCount", nonfiniteCountKernel<T>, n, s, (const T *)x, count, n);
   });
 }
 

@@ -218,7 +218,21 @@ void sumSquares(cudaStream_t s, Elem t, const void *x, float *out, int64_t n);
 void clipGradScale(cudaStream_t s, const float *sumSq, const float *scale, float *out,
                    float *norm, double maxNorm);
 /// *count = the number of inf/NaN elements of x.
-void nonfiniteCount(cudaStream_t s, Elem t, const void *x, float *count, int64_t n);
+/// One tensor of a multi-tensor count: its `n` elements of `bytes` each (2, 4 or
+/// 8), `mask` their exponent bits (all set: inf or NaN), and the first of its
+/// blocks in the launch.
+struct CountSpan {
+  const void *data = nullptr;
+  int64_t n = 0, firstBlock = 0;
+  uint64_t mask = 0;
+  int bytes = 0;
+};
+/// The blocks a span of n elements takes in nonfiniteCountSpans.
+int64_t countBlocks(int64_t n);
+/// *count = the inf and NaN elements of `spans` (`count` of them, in device
+/// memory, their blocks `blocks` in all): one launch over every tensor.
+void nonfiniteCountSpans(cudaStream_t s, const CountSpan *spans, int count, int64_t blocks,
+                         float *total);
 
 } // namespace zrt::cuda
 

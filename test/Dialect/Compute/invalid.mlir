@@ -685,3 +685,11 @@ func.func @fused_matmul_shape(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: ten
   %y = compute.fused_matmul %x, %w bias(%b : tensor<16xf32>) : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x8xf32>
   return
 }
+
+// -----
+
+func.func @nonfinite_count_nothing() {
+  // expected-error@+1 {{counts at least one tensor}}
+  %n = "compute.nonfinite_count"() : () -> tensor<f32>
+  return
+}

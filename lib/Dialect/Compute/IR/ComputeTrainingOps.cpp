@@ -11,6 +11,12 @@ using namespace zero::compute;
 
 static ShapedType shapedOf(Value v) { return cast<ShapedType>(v.getType()); }
 
+LogicalResult NonfiniteCountOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("counts at least one tensor");
+  return success();
+}
+
 LogicalResult SoftmaxGradOp::verify() {
   return verifyAxis(*this, getAxis(), shapedOf(getOutput()).getRank());
 }

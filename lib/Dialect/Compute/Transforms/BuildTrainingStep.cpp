@@ -270,14 +270,15 @@ struct BuildTrainingStepPass
     SmallVector<Value> results = {lossValue};
     SmallVector<Attribute> resultNames = {b.getStringAttr(names[*lossIndex])};
     if (mixed) {
-      // The overflow check: inf/NaN gradient elements, counted over every tensor.
+      // The overflow check: inf/NaN gradient elements, counted over every tensor
+      // by one op (one launch over all of them).
       auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
-      for (Value g : grads) {
-        if (!g)
-          continue;
-        Value n = NonfiniteCountOp::create(b, loc, scalarF32, g);
-        overflow = overflow ? AddOp::create(b, loc, scalarF32, overflow, n).getResult() : n;
-      }
+      SmallVector<Value> counted;
+      for (Value g : grads)
+        if (g)
+          counted.push_back(g);
+      if (!counted.empty())
+        overflow = NonfiniteCountOp::create(b, loc, scalarF32, counted);
       results.push_back(overflow);
       resultNames.push_back(b.getStringAttr("overflow"));
       gradScale = ReciprocalOp::create(b, loc, scalarF32, lossScale);

@@ -528,9 +528,13 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       OpBuilder fb(first);
       Location loc = first->getLoc();
       auto scalarF32 = RankedTensorType::get({}, fb.getF32Type());
+      // A count per reduced bucket (a bucket holds many tensors), as soon as it is
+      // reduced: with optimizer offload a bucket's device copy then dies once it
+      // has crossed to the host, where one count over all of them would keep every
+      // bucket on the device until the last.
       Value overflow;
       for (Value r : s.reduced) {
-        Value n = NonfiniteCountOp::create(fb, loc, scalarF32, r);
+        Value n = NonfiniteCountOp::create(fb, loc, scalarF32, ValueRange{r});
         overflow = overflow ? AddOp::create(fb, loc, scalarF32, overflow, n).getResult() : n;
       }
       if (worldSize > 1) {

@@ -370,18 +370,21 @@ def Compute_ClipGradScaleOp : Compute_Op<"clip_grad_scale", [Pure]> {
 }
 
 def Compute_NonfiniteCountOp : Compute_Op<"nonfinite_count", [Pure]> {
-  let summary = "How many elements are inf or NaN, as one f32.";
+  let summary = "How many elements of the inputs are inf or NaN, as one f32.";
   let description = [{
     The overflow check of mixed-precision training: the optimizer skips a step
-    whose gradients (summed over the tensors and the ranks) hold any.
+    whose gradients (summed over the tensors and the ranks) hold any. One op
+    counts every gradient of a rank, so that its kernel is one launch over all of
+    them; the inputs may differ in shape and float type.
 
     ```mlir
-    %n = compute.nonfinite_count %g : tensor<64xbf16> -> tensor<f32>
+    %n = compute.nonfinite_count %g, %h : tensor<64xbf16>, tensor<8x8xf32> -> tensor<f32>
     ```
   }];
-  let arguments = (ins Compute_FloatTensor:$input);
+  let arguments = (ins Variadic<Compute_FloatTensor>:$inputs);
   let results = (outs 0DTensorOf<[F32]>:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
