@@ -423,9 +423,15 @@ Executor::NonFinite Executor::findNonFinite() {
           isFloatDtype(b.dtype()) && b.bytes() > 0 && written.count(i))
         checked.push_back(i);
     }
-    nonfiniteCounts_ =
-        static_cast<float *>(device_.allocate(std::max<size_t>(checked.size(), 1) * 4));
+    nonfiniteCounts_ = static_cast<float *>(device_.allocate((checked.size() + 1) * 4));
     hostCounts_.assign(checked.size(), 0.0f);
+    KernelCall deviceAll, hostAll;
+    for (KernelCall *all : {&deviceAll, &hostAll}) {
+      all->kind = Kernel::NONFINITE_COUNT;
+      all->loc = "the check of the weights";
+    }
+    deviceAll.outs = {TensorView{nonfiniteCounts_ + checked.size(), zero::zplan::F32, {1}}};
+    hostAll.outs = {TensorView{&hostTotalCount_, zero::zplan::F32, {1}}};
     for (size_t j = 0; j < checked.size(); ++j) {
       int i = checked[j];
       bool host = plan_.buffers(i).host();
@@ -433,21 +439,37 @@ Executor::NonFinite Executor::findNonFinite() {
       call.kind = Kernel::NONFINITE_COUNT;
       call.loc = "the check of '" + plan_.buffers(i).name() + "'";
       call.ins = {buffer(i)};
+      (host ? hostAll : deviceAll).ins.push_back(buffer(i));
       call.outs = {TensorView{host ? &hostCounts_[j] : nonfiniteCounts_ + j,
                               zero::zplan::F32, {1}}};
       finiteChecks_.push_back(
           {i, bindKernelCall(host ? cpuKernels() : device_.kernels(), call), host});
     }
+    if (!deviceAll.ins.empty())
+      deviceTotal_ = bindKernelCall(device_.kernels(), deviceAll);
+    if (!hostAll.ins.empty())
+      hostTotal_ = bindKernelCall(cpuKernels(), hostAll);
   }
   if (hostWorker_)
     hostWorker_->drain(); // the offloaded optimizer's last writes
+  NonFinite found;
+  float deviceTotal = 0;
+  hostTotalCount_ = 0;
+  if (deviceTotal_) {
+    deviceTotal_();
+    device_.synchronize();
+    device_.download(&deviceTotal, nonfiniteCounts_ + finiteChecks_.size(), sizeof(float));
+  }
+  if (hostTotal_)
+    hostTotal_();
+  if (deviceTotal == 0 && hostTotalCount_ == 0)
+    return found; // every value finite: one launch (the usual case, every step)
   for (const FiniteCheck &c : finiteChecks_)
     c.count();
   device_.synchronize();
   std::vector<float> counts(finiteChecks_.size());
   if (!counts.empty())
     device_.download(counts.data(), nonfiniteCounts_, counts.size() * sizeof(float));
-  NonFinite found;
   for (size_t j = 0; j < finiteChecks_.size(); ++j) {
     float n = finiteChecks_[j].host ? hostCounts_[j] : counts[j];
     if (n == 0)

@@ -105,8 +105,9 @@ public:
   /// parameters, master copies, optimizer state; not frozen initializers) holds
   /// inf or NaN: the first such buffer, the first such element of it and how
   /// many there are; buffer -1 when every value is finite. Counted by
-  /// the device's own nonfinite_count kernel where the values live (one read of
-  /// each buffer; the element is looked for on the host only when there is one).
+  /// the device's own nonfinite_count kernel where the values live: one launch
+  /// over every buffer, and one per buffer only when that finds any (the element
+  /// is looked for on the host then).
   struct NonFinite {
     int buffer = -1;
     int64_t element = -1, count = 0;
@@ -160,8 +161,13 @@ private:
     bool host;
   };
   std::vector<FiniteCheck> finiteChecks_;
+  /// The same over all device buffers at once (one launch, into the f32 after
+  /// the per-buffer counts) and over all host buffers: each step runs these, and
+  /// the per-buffer counts only when one finds something, to name it.
+  BoundKernel deviceTotal_, hostTotal_;
   float *nonfiniteCounts_ = nullptr;
   std::vector<float> hostCounts_;
+  float hostTotalCount_ = 0;
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
   // Gathered bytes that become alive at kernel k, and die after it.
   std::vector<int64_t> gatheredFrom_, gatheredUntil_;
