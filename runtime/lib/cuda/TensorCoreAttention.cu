@@ -449,8 +449,7 @@ __global__ void tensorCoreKeyValueGradKernel(AttentionShape a, const T *q, const
       stage<Head>(sm.grads(), dout + a.dout.at(b, h, i0), rows, a.vSize, a.dout.row,
                   kGradRows);
       rowStatistics(a, out, dout, lse, b, h, i0, rows, sm.stage, sm.rowLse, sm.rowDelta);
-      __syncthreads();
-      scoresAndGrads(sm);
+      scoresAndGrads(sm); // the tiles are staged: rowStatistics ends with a barrier
       __syncthreads();
       probabilitiesAndScoreGrads(a, mask, sm, b, h, i0, rows, j0, n);
       for (int o = 0; o < kOut; ++o) {
