@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -50,6 +52,11 @@ int deviceCount() {
 struct CUevent_st {
   const CUstream_st *stream = nullptr; // null until first recorded
   uint64_t ticket = 0;
+  /// With timing: a marker item queued at each record sets this (host
+  /// milliseconds) when the stream reaches it; shared, as the item may outlive
+  /// the event.
+  bool timing = false;
+  std::shared_ptr<double> at;
 };
 
 namespace {
@@ -171,6 +178,8 @@ const char *cudaGetErrorString(cudaError_t error) {
     return "invalid device ordinal";
   case cudaErrorInvalidResourceHandle:
     return "invalid resource handle";
+  case cudaErrorNotReady:
+    return "device not ready";
   case cudaErrorIllegalAddress:
     return "an illegal memory access was encountered";
   }
@@ -214,8 +223,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned) {
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags) {
   *event = new CUevent_st;
+  (*event)->timing = !(flags & cudaEventDisableTiming);
   return cudaSuccess;
 }
 
@@ -228,10 +238,29 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!event || !stream)
     return complain(cudaErrorInvalidResourceHandle,
                     "cudaEventRecord: a null event, or the legacy default stream");
+  if (event->timing) { // a marker that takes the time when the stream reaches it
+    auto at = std::make_shared<double>(-1);
+    event->at = at;
+    enqueue(stream, [at] {
+      *at = std::chrono::duration<double, std::milli>(
+                std::chrono::steady_clock::now().time_since_epoch())
+                .count();
+    });
+  }
   DeviceState &d = deviceState(stream->device);
   std::lock_guard<std::mutex> lock(d.mutex);
   event->stream = stream;
   event->ticket = stream->enqueued;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!ms || !start || !end || !start->timing || !end->timing || !start->at || !end->at)
+    return complain(cudaErrorInvalidResourceHandle,
+                    "cudaEventElapsedTime: a null or unrecorded event, or one without timing");
+  if (*start->at < 0 || *end->at < 0)
+    return cudaErrorNotReady; // the streams have not reached them yet
+  *ms = (float)(*end->at - *start->at);
   return cudaSuccess;
 }
 

@@ -371,6 +371,30 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
   auto us = [&](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::micro>(t - epoch_).count();
   };
+  // A profile alone, on a device with a clock of its own (a GPU's events), runs
+  // the kernels as without one: each kernel's span is the time between the marks
+  // before and after it on the compute stream, read once the step is done. A trace
+  // (the host's timeline) or host kernels (an offloaded optimizer, run by a worker
+  // thread that the stream does not see) time each kernel on the host, waiting
+  // for the device after each.
+  if (msByKernel && !options_.trace && !hostWorker_) {
+    if (!clock_)
+      clock_ = device_.makeKernelClock(kernels_.size());
+    if (clock_) {
+      clock_->begin();
+      for (size_t k = 0; k < kernels_.size(); ++k) {
+        live += gatheredFrom_[k];
+        gatheredPeak_ = std::max(gatheredPeak_, live);
+        kernels_[k]();
+        clock_->mark(k);
+        live -= gatheredUntil_[k];
+      }
+      device_.synchronize();
+      for (size_t k = 0; k < kernels_.size(); ++k)
+        (*msByKernel)[kernelNames_[k]] += clock_->spanMs(k);
+      return;
+    }
+  }
   bool timed = options_.trace || msByKernel;
   for (size_t k = 0; k < kernels_.size(); ++k) {
     live += gatheredFrom_[k];

@@ -54,6 +54,32 @@ TEST(CudaEmulator, WorkRunsWhenTheHostWaits) {
   cudaStreamDestroy(s);
 }
 
+// Timing events: their times exist once the stream has reached them (work runs
+// when the host waits), not before; events without timing have none.
+TEST(CudaEmulator, TimingEventsMeasureQueuedWork) {
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  cudaEvent_t start, end, untimed;
+  cudaEventCreateWithFlags(&start, cudaEventDefault);
+  cudaEventCreateWithFlags(&end, cudaEventDefault);
+  cudaEventCreateWithFlags(&untimed, cudaEventDisableTiming);
+  float *x = deviceFloats(1 << 16);
+  cudaEventRecord(start, s);
+  cudaMemsetAsync(x, 0, (1 << 16) * sizeof(float), s);
+  cudaEventRecord(end, s);
+  cudaEventRecord(untimed, s);
+  float ms = -1;
+  EXPECT_EQ(cudaEventElapsedTime(&ms, start, end), cudaErrorNotReady);
+  cudaStreamSynchronize(s);
+  ASSERT_EQ(cudaEventElapsedTime(&ms, start, end), cudaSuccess);
+  EXPECT_GE(ms, 0.0f);
+  EXPECT_EQ(cudaEventElapsedTime(&ms, start, untimed), cudaErrorInvalidResourceHandle);
+  for (cudaEvent_t e : {start, end, untimed})
+    cudaEventDestroy(e);
+  cudaFree(x);
+  cudaStreamDestroy(s);
+}
+
 TEST(CudaEmulator, FreshMemoryIsNaN) {
   float *p = deviceFloats(4);
   EXPECT_TRUE(std::isnan(read(p + 3)));

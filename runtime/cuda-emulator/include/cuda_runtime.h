@@ -45,6 +45,7 @@ enum cudaError_t {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorNotReady = 600,
   cudaErrorIllegalAddress = 700,
 };
 enum cudaMemcpyKind {
@@ -53,6 +54,7 @@ enum cudaMemcpyKind {
   cudaMemcpyDeviceToHost = 2,
   cudaMemcpyDeviceToDevice = 3,
 };
+constexpr unsigned cudaEventDefault = 0;
 constexpr unsigned cudaEventDisableTiming = 2;
 
 struct CUstream_st;
@@ -85,6 +87,10 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
+/// Milliseconds between two recorded timing events, once the stream work before
+/// each has run (cudaErrorNotReady before): on the emulator, the host's clock when
+/// the emulated streams reached them.
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaDeviceSynchronize();
 
 /// Only in kernels launched with launchWithBarriers.

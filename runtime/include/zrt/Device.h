@@ -18,6 +18,18 @@
 
 namespace zrt {
 
+/// Timestamps taken on a device's compute stream as it runs (a GPU's events), for
+/// a profile that does not stop the device between kernels: begin(), then mark(i)
+/// after queuing kernel i; once the device is synchronized, spanMs(i) is the time
+/// from mark i - 1 (or begin) to mark i.
+class KernelClock {
+public:
+  virtual ~KernelClock() = default;
+  virtual void begin() = 0;
+  virtual void mark(size_t kernel) = 0;
+  virtual double spanMs(size_t kernel) = 0;
+};
+
 /// A device owns memory the host cannot touch directly (in general) and a kernel
 /// table that works on it. The host reaches device memory only through
 /// upload/download.
@@ -58,6 +70,9 @@ public:
   /// is allocated once, so its use now is its peak).
   virtual int64_t memoryInUse() const { return 0; }
   virtual int64_t peakMemoryInUse() const { return memoryInUse(); }
+  /// A clock for `kernels` kernels per run; null where a kernel is done when the
+  /// call that runs it returns (the CPU: the host's clock times it).
+  virtual std::unique_ptr<KernelClock> makeKernelClock(size_t kernels) { return nullptr; }
 };
 
 /// The host: OpenBLAS GEMM and plain loops.

@@ -95,8 +95,10 @@ public:
 
   /// Runs every kernel once, in plan order.
   void run();
-  /// Same, adding each kernel's wall time in milliseconds to `msByKernel` under
-  /// its name.
+  /// Same, adding each kernel's time in milliseconds to `msByKernel` under its
+  /// name: on a GPU between events on its compute stream, without waiting between
+  /// kernels; on the CPU (and with a trace or host kernels) the host's clock
+  /// around each kernel, the device synchronized after it.
   void runProfiled(std::map<std::string, double> &msByKernel);
   /// Each kernel's name (its kind; runProfiled's keys), in plan order.
   const std::vector<std::string> &kernelNames() const { return kernelNames_; }
@@ -161,6 +163,9 @@ private:
     bool host;
   };
   std::vector<FiniteCheck> finiteChecks_;
+  /// The device's clock for profiles (made at the first profiled run; null on the
+  /// CPU, whose kernels the host's clock times).
+  std::unique_ptr<KernelClock> clock_;
   /// The same over all device buffers at once (one launch, into the f32 after
   /// the per-buffer counts) and over all host buffers: each step runs these, and
   /// the per-buffer counts only when one finds something, to name it.

@@ -137,6 +137,34 @@ public:
     }
   }
   const KernelTable &kernels() const override { return cudaKernels(); }
+  /// Events with timing on the compute stream, one per mark and one to begin.
+  class EventClock final : public KernelClock {
+  public:
+    EventClock(Context &ctx, size_t kernels) : ctx_(ctx), events_(kernels + 1) {
+      for (cudaEvent_t &e : events_)
+        ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDefault));
+    }
+    ~EventClock() override {
+      for (cudaEvent_t e : events_)
+        cudaEventDestroy(e);
+    }
+    void begin() override { ZERO_CUDA_CHECK(cudaEventRecord(events_[0], ctx_.compute)); }
+    void mark(size_t kernel) override {
+      ZERO_CUDA_CHECK(cudaEventRecord(events_[kernel + 1], ctx_.compute));
+    }
+    double spanMs(size_t kernel) override {
+      float ms = 0;
+      ZERO_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[kernel], events_[kernel + 1]));
+      return ms;
+    }
+
+  private:
+    Context &ctx_;
+    std::vector<cudaEvent_t> events_;
+  };
+  std::unique_ptr<KernelClock> makeKernelClock(size_t kernels) override {
+    return std::make_unique<EventClock>(ctx_, kernels);
+  }
   int64_t memoryInUse() const override {
     size_t free = 0, total = 0;
     ZERO_CUDA_CHECK(cudaSetDevice(ctx_.ordinal));
