@@ -71,7 +71,7 @@ def main():
                "--device", "cuda"] + (["--allow-tf32"] if a.allow_tf32 else [])
         subprocess.run(run + ["--steps", str(total), "--log-json", log, "--quiet"], check=True)
         zero_ms = statistics.median(json.loads(l)["ms"] for l in list(open(log))[a.warmup:])
-        if a.profile:  # a run of its own: profiling synchronizes after every kernel
+        if a.profile:  # a run of its own: the profile reads its events after each step
             out = subprocess.run(run + ["--steps", str(a.steps), "--profile"], check=True,
                                  capture_output=True, text=True).stdout
             profile = out[out.index("time per step by kernel kind:"):]
