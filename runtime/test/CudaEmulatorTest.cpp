@@ -269,6 +269,23 @@ TEST(CudaEmulator, BadLaunchesAndCopiesAreErrors) {
   cudaStreamDestroy(s);
 }
 
+/// A preference for a 4 KiB workspace whose algorithms work at `alignment` bytes
+/// for every operand.
+cublasLtMatmulPreference_t preferenceFor(uint32_t alignment) {
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulPreferenceCreate(&pref);
+  uint64_t most = 4096;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &most,
+                                       sizeof most);
+  for (auto operand : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    EXPECT_EQ(cublasLtMatmulPreferenceSetAttribute(pref, operand, &alignment, sizeof alignment),
+              CUBLAS_STATUS_SUCCESS);
+  return pref;
+}
+
 TEST(CudaEmulator, LtMatmulBiasAddendAndChecks) {
   cudaStream_t s;
   cudaStreamCreate(&s);
@@ -304,19 +321,9 @@ TEST(CudaEmulator, LtMatmulBiasAddendAndChecks) {
   batched(la, 6);
   batched(lb, 3);
   batched(lc, 2);
-  cublasLtMatmulPreference_t pref;
-  cublasLtMatmulPreferenceCreate(&pref);
-  uint64_t most = 4096;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &most,
-                                       sizeof most);
   // The batches lie 24, 12 and 8 bytes apart: an algorithm for 4-byte alignment.
-  uint32_t four = 4;
-  for (auto operand : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-    ASSERT_EQ(cublasLtMatmulPreferenceSetAttribute(pref, operand, &four, sizeof four),
-              CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulPreference_t pref = preferenceFor(4);
+  uint64_t most = 4096;
   cublasLtMatmulHeuristicResult_t r;
   int found = 0;
   ASSERT_EQ(cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, pref, 1, &r, &found),
@@ -396,17 +403,7 @@ TEST(CudaEmulator, LtMatmulBiasGradient) {
   cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 2, 4, 2);
   cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 3, 4, 3);
   cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, 2, 3, 2);
-  cublasLtMatmulPreference_t pref;
-  cublasLtMatmulPreferenceCreate(&pref);
-  uint64_t most = 4096;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &most,
-                                       sizeof most);
-  uint32_t four = 4;
-  for (auto operand : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-    cublasLtMatmulPreferenceSetAttribute(pref, operand, &four, sizeof four);
+  cublasLtMatmulPreference_t pref = preferenceFor(4);
   cublasLtMatmulHeuristicResult_t r;
   int found = 0;
   ASSERT_EQ(cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, ld, ld, pref, 1, &r, &found),
