@@ -14,7 +14,12 @@
 # The cases reach every path of the tensor-core kernels: head sizes in both
 # buckets (64 and 128) and padded ones, lengths that are not a multiple of any
 # tile, queries and keys of different lengths, causal, boolean and additive
-# masks, grouped query heads. --bundle writes the plans and models for a machine
+# masks, grouped query heads. On a GPU each case runs twice: `--attention cudnn`
+# (cuDNN's fused kernels where its graph takes the case: heads of as many keys as
+# queries, no mask or a causal one; zero-run says on stderr when it falls back,
+# and the line printed names the path taken) and `--attention own` (the
+# project's kernels). --expect-cudnn (the emulator's ctest) fails a case whose path
+# is not the one expected. --bundle writes the plans and models for a machine
 # without zero-opt; --prebuilt runs them there.
 # Run with build/python-env/bin/python (the tests' environment).
 import argparse
@@ -105,16 +110,25 @@ def build_qkv_model(case, rng):
 
 
 def run(cmd):
+    """Runs cmd; its stderr."""
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError("%s failed: %s" % (os.path.basename(cmd[0]), r.stderr.strip()))
+    return r.stderr
 
 
-def gradients(zero_run, plan, model, device, out, count):
-    """The loss and the `count` weights' gradients."""
-    run([zero_run, plan, "--init", model, "--save-outputs", out, "--quiet", "--device", device])
+def gradients(zero_run, plan, model, device, out, count, extra=()):
+    """The loss and the `count` weights' gradients, and zero-run's stderr."""
+    err = run([zero_run, plan, "--init", model, "--save-outputs", out, "--quiet",
+               "--device", device] + list(extra))
     return [zero_testing.read_tensor(os.path.join(out, "output_%d.pb" % k))
-            for k in range(count + 1)]
+            for k in range(count + 1)], err
+
+
+def cudnn_takes(case):
+    """Whether the CUDA backend's cuDNN graph takes the case (CudnnAttention.h)."""
+    _, _, hq, hkv, _, _, d, dv, _, mask = case
+    return hq == hkv and mask in ("", "qkv") and d % 8 == 0 and dv % 8 == 0 and max(d, dv) <= 128
 
 
 def worst(got, ref):
@@ -141,13 +155,23 @@ def check(a, case, precisions, tmp):
         return True, "bundled"
     cpu = a.cpu_zero_run or os.path.join(a.bin, "zero-run")
     n = len(params)
-    f32 = gradients(cpu, os.path.join(plans, "fp32.zplan"), path, "cpu", os.path.join(tmp, name + "-f32"), n)
+    f32, _ = gradients(cpu, os.path.join(plans, "fp32.zplan"), path, "cpu",
+                       os.path.join(tmp, name + "-f32"), n)
     lines = []
-    for p in precisions:
+    for p, kernels in [(p, k) for p in precisions
+                       for k in (["cudnn", "own"] if a.device == "cuda" else [""])]:
         plan = os.path.join(plans, p + ".zplan")
-        ref = gradients(cpu, plan, path, "cpu", os.path.join(tmp, "%s-%s-cpu" % (name, p)), n)
-        got = gradients(a.zero_run, plan, path, a.device,
-                        os.path.join(tmp, "%s-%s-dev" % (name, p)), n)
+        ref, _ = gradients(cpu, plan, path, "cpu", os.path.join(tmp, "%s-%s-cpu" % (name, p)), n)
+        got, err = gradients(a.zero_run, plan, path, a.device,
+                             os.path.join(tmp, "%s-%s-dev-%s" % (name, p, kernels)), n,
+                             ["--attention", kernels] if kernels else [])
+        took = kernels
+        if kernels == "cudnn":
+            fell_back = [l for l in err.splitlines() if "not cuDNN:" in l]
+            took = "own (" + fell_back[0].split("not cuDNN: ", 1)[1] + ")" if fell_back else "cudnn"
+            if a.expect_cudnn and (took == "cudnn") != cudnn_takes(case):
+                return False, "%s --attention cudnn ran on %s; expected %s" % (
+                    p, took, "cudnn" if cudnn_takes(case) else "the project's kernels")
         errs = []
         for k, weight in enumerate(["the loss"] + ["d loss / d " + w for w in params]):
             if got[k].shape != ref[k].shape:
@@ -161,7 +185,7 @@ def check(a, case, precisions, tmp):
                                "largest, tolerance %g; %.3g against f32, tolerance %g)" % (
                                    p, weight, list(at), got[k][at], a.device, ref[k][at], err,
                                    TOLERANCE[p], err32, TOLERANCE_F32[p]))
-        lines.append("%s worst %.2g" % (p, max(errs)))
+        lines.append("%s%s worst %.2g" % (p, " " + took if took else "", max(errs)))
     return True, ", ".join(lines)
 
 
@@ -173,6 +197,8 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--precision", default="bf16,fp16")
     ap.add_argument("--only")
+    ap.add_argument("--expect-cudnn", action="store_true",
+                    help="fail a case whose --attention cudnn run is not on the expected path")
     ap.add_argument("--bundle", help="write the plans into DIR/CASE/ and run nothing")
     ap.add_argument("--prebuilt", help="run the plans from DIR/CASE/ (no zero-opt)")
     a = ap.parse_args()

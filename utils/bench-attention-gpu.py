@@ -3,7 +3,9 @@
 # (compute.attention and compute.attention_grad, as `zero-run --profile` measures
 # them in a one-layer GPT's step: batch 8, 12 heads of 64, sequence 1024, causal)
 # against PyTorch's scaled_dot_product_attention and its backward on the same
-# shape, dtype and GPU. A benchmark, not a test. Runs on the GPU machine with its
+# shape, dtype and GPU. In bf16 zero-run runs twice: on cuDNN's fused kernels
+# (--attention cudnn; the line says so when cuDNN did not take the graph and the
+# project's kernels ran instead) and on the project's tensor-core kernels. A benchmark, not a test. Runs on the GPU machine with its
 # python3 (PyTorch, onnx, numpy); the plan comes compiled (utils/gpu-checks.sh
 # bundle), the weights are made here.
 #
@@ -40,14 +42,21 @@ def main():
     cfg = zero_models.GPU_BENCH_MODELS[a.model]
     dev = torch.device(a.torch_device)
 
+    kernels = ["cudnn", "own"] if a.precision != "fp32" else ["own"]
+    zero = {}  # kernels -> (forward ms, total ms, what ran)
     with tempfile.TemporaryDirectory() as tmp:
         model, data = zero_models.gpu_bench_inputs(tmp, cfg)
-        out = subprocess.run(
-            [a.zero_run, a.plan, "--init", model, "--data", data, "--data-format", "u16",
-             "--steps", str(a.steps), "--device", "cuda", "--quiet", "--profile"],
-            check=True, capture_output=True, text=True).stdout
-    zero = zero_testing.attention_profile_ms(out)
-    zero_fwd, zero_total = zero["forward"], zero["total"]
+        for k in kernels:
+            r = subprocess.run(
+                [a.zero_run, a.plan, "--init", model, "--data", data, "--data-format", "u16",
+                 "--steps", str(a.steps), "--device", "cuda", "--quiet", "--profile",
+                 "--attention", k], check=True, capture_output=True, text=True)
+            fell_back = [l for l in r.stderr.splitlines() if "not cuDNN:" in l]
+            ran = "cuDNN" if k == "cudnn" and not fell_back else "zero-opt's kernels"
+            if fell_back:
+                ran += " (cuDNN refused: " + fell_back[0].split("not cuDNN: ", 1)[1] + ")"
+            ms = zero_testing.attention_profile_ms(r.stdout)
+            zero[k] = (ms["forward"], ms["total"], ran)
 
     def sync():
         if dev.type == "cuda":
@@ -77,10 +86,13 @@ def main():
         print("REHEARSAL, model tiny, %s: the figures mean nothing" % where)
     print("attention forward + backward, causal, %s: batch %d, %d heads of %d, sequence "
           "%d, %s" % (a.precision, shape[0], shape[1], shape[3], shape[2], where))
-    print("  zero-run's kernels %8.2f ms (forward %.2f), per step under --profile" % (
-        zero_total, zero_fwd))
-    print("  PyTorch SDPA       %8.2f ms (forward %.2f)" % (torch_total, torch_fwd))
-    print("  zero-run / PyTorch: %.2f" % (zero_total / torch_total))
+    for k in kernels:
+        zero_fwd, zero_total, ran = zero[k]
+        print("  zero-run --attention %-5s %8.2f ms (forward %.2f), per step under --profile:"
+              " %s" % (k, zero_total, zero_fwd, ran))
+    print("  PyTorch SDPA               %8.2f ms (forward %.2f)" % (torch_total, torch_fwd))
+    for k in kernels:
+        print("  zero-run --attention %s / PyTorch: %.2f" % (k, zero[k][1] / torch_total))
     return 0
 
 

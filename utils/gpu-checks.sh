@@ -13,8 +13,10 @@
 #   2. the gradient checks: every element against the CPU backend's, and finite
 #      differences at 3 elements per weight, on the GPU (a zero-run start costs
 #      about a second there, and a difference two starts);
-#      2b. fused attention in bf16 and fp16 (the tensor-core kernels): every
-#          gradient element against the CPU's and the f32 plan's (attention-check.py);
+#      2b. fused attention in bf16 and fp16, on cuDNN's fused kernels (where its
+#          graph takes the case; the line says which path ran) and on the
+#          tensor-core kernels: every gradient element against the CPU's and the
+#          f32 plan's (attention-check.py);
 #   3. the GPT trains 20 steps (AdamW, ZeRO stage 2 on one rank, so its collectives
 #      go through NCCL) with per-step losses within 1e-4 of the CPU backend's;
 #      3b. with 2 GPUs or more: ZeRO-3 on 2 ranks, threads of one zero-run;
@@ -213,12 +215,14 @@ run() {
     [ -x "$ZR" ] || { echo "gpu-checks: no $ZR (build first)" >&2; exit 1; }
     echo "gpu-checks: REHEARSAL with $ZR: the CUDA backend over emulated CUDA, no GPU"
   else
-    # CUDA 13's cuDART, cuBLAS and NCCL: the image's toolkit, or its Python packages
-    # (nvidia/cu13/lib in the CUDA 13 wheels, nvidia/<name>/lib in older ones).
+    # CUDA 13's cuDART, cuBLAS and NCCL, and cuDNN 9 (optional): the image's
+    # toolkit, or its Python packages (nvidia/cu13/lib in the CUDA 13 wheels,
+    # nvidia/<name>/lib in older ones, nvidia/cudnn/lib).
     libs=$(python3 - <<'PY'
 import glob, os, site, sys
 roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
-wanted = ("libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libnccl.so.2")
+wanted = ("libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libnccl.so.2",
+          "libcudnn.so.9")
 dirs = []
 for d in ["/usr/local/cuda/lib64", "/usr/local/cuda/lib",
           "/usr/local/cuda/targets/x86_64-linux/lib"] + [
@@ -238,7 +242,7 @@ PY
     # cuBLASLt is opened at run time, not linked: check it loads before any test.
     "$ZR" --check-cuda-libraries || exit 1
     nvidia-smi -L || true
-    # What a cuDNN attention path would find here (its graph API differs by version).
+    # PyTorch's cuDNN, beside the one zero-run loaded (--check-cuda-libraries above).
     python3 -c "import torch; print('PyTorch', torch.__version__, 'cuDNN', torch.backends.cudnn.version())" || true
   fi
   export OPENBLAS_NUM_THREADS=4
@@ -256,7 +260,7 @@ PY
   if want 2b; then
     echo "== 2b. fused attention in bf16 and fp16 on cuda vs cpu"
     $PY utils/attention-check.py --bin "$B/bin" --zero-run "$ZR" --prebuilt "$B/attn" \
-      --device cuda || failed=1
+      --device cuda ${rehearse:+--expect-cudnn} || failed=1
   fi
   if want 3; then
     echo "== 3. GPT, 20 steps of AdamW, cuda (NCCL from ncclCommInitAll, one rank) vs cpu"

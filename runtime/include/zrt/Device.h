@@ -82,8 +82,9 @@ std::unique_ptr<Device> makeCpuDevice();
 /// backend is absent or no driver/GPU is present).
 bool cudaBackendBuilt();
 int cudaDeviceCount();
-/// Loads the CUDA libraries the backend opens at run time (cuBLASLt) and says where
-/// each was found; throws zrt::Error naming what is missing. No GPU needed.
+/// Loads the CUDA libraries the backend opens at run time (cuBLASLt; cuDNN, which
+/// is optional) and says where each was found, or why cuDNN was not; throws
+/// zrt::Error naming what is missing when cuBLASLt is. No GPU needed.
 std::string loadCudaLibraries();
 /// How a GPU runs what the plan leaves open.
 struct CudaOptions {
@@ -93,6 +94,9 @@ struct CudaOptions {
   /// Whether the devices get NCCL communicators. Off only for one rank whose plan
   /// has no collective: NCCL's start costs a small run more than the rest of it.
   bool communicator = true;
+  /// bf16/fp16 fused attention on cuDNN's fused kernels where cuDNN is found and
+  /// takes it (the rest, and everything when off, on the project's kernels).
+  bool cudnnAttention = true;
 };
 /// GPU `ordinal` (cuBLASLt GEMM, the project's kernels, a compute and a
 /// communication stream), with an NCCL communicator over the ranks of `host` for the

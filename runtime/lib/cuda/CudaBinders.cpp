@@ -12,6 +12,8 @@
 #include "CublasLoader.h"
 #include "CudaContext.h"
 #include "CudaLaunch.h"
+#include "CudnnAttention.h"
+#include "CudnnLoader.h"
 
 #include "../cpu/KernelUtil.h"
 #include "../kernels/MatMulGeometry.h"
@@ -22,6 +24,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <set>
 
 using namespace zrt;
 using namespace zrt::cpu;
@@ -421,6 +424,49 @@ AttentionShape attentionShapeOf(const KernelCall &call, bool grad) {
   return a;
 }
 
+/// The cuDNN plan for a 16-bit attention, or null when the project's kernels run
+/// it: f32 and f64 always; 16-bit with --attention=own, or (after one line per
+/// reason) where cuDNN is missing or its graph cannot take the attention.
+std::shared_ptr<CudnnAttention> cudnnAttentionFor(const KernelCall &call, Elem t,
+                                                  const AttentionShape &a, bool grad,
+                                                  const std::vector<const void *> &operands) {
+  Context &ctx = context();
+  if ((t != Elem::BF16 && t != Elem::F16) || !ctx.cudnnAttention)
+    return nullptr;
+  std::string why = CudnnAttention::unsupported(t, a, operands);
+  std::unique_ptr<CudnnAttention> plan;
+  if (why.empty() && !ctx.dnn) {
+    if (const CudnnApi *api = cudnn(why)) {
+      cudnnStatus_t rc = api->create(&ctx.dnn);
+      if (rc == CUDNN_STATUS_SUCCESS)
+        rc = api->setStream(ctx.dnn, ctx.compute);
+      if (rc != CUDNN_STATUS_SUCCESS)
+        why = std::string("cudnnCreate: ") + api->getErrorString(rc);
+    }
+  }
+  if (why.empty())
+    plan = CudnnAttention::make(ctx.dnn, t, a, grad, operands, why);
+  if (!plan) {
+    static std::mutex mutex;
+    static std::set<std::string> said;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (said.insert(why).second)
+      std::cerr << "zero-run: " << call.where() << " runs on zero-opt's attention kernels, "
+                << "not cuDNN: " << why << "\n";
+    return nullptr;
+  }
+  if (plan->workspaceBytes() > ctx.attentionWorkspaceBytes) {
+    // Binding precedes running, but a kernel bound later (a lazily bound check)
+    // must not free a workspace in use: wait for the stream first.
+    ZERO_CUDA_CHECK(cudaStreamSynchronize(ctx.compute));
+    ZERO_CUDA_CHECK(cudaFree(ctx.attentionWorkspace));
+    ctx.attentionWorkspace = nullptr;
+    ZERO_CUDA_CHECK(cudaMalloc(&ctx.attentionWorkspace, plan->workspaceBytes()));
+    ctx.attentionWorkspaceBytes = plan->workspaceBytes();
+  }
+  return std::shared_ptr<CudnnAttention>(std::move(plan));
+}
+
 BoundKernel bindAttention(const KernelCall &call) {
   validate(call);
   AttentionShape a = attentionShapeOf(call, /*grad=*/false);
@@ -428,6 +474,9 @@ BoundKernel bindAttention(const KernelCall &call) {
              lse = call.outs[1];
   const void *m = call.ins.size() == 4 ? call.ins[3].data : nullptr;
   Elem t = elemOf(q.dtype);
+  if (auto dnn = cudnnAttentionFor(call, t, a, /*grad=*/false,
+                                   {q.data, k.data, v.data, out.data, lse.data}))
+    return [=] { dnn->run(context().dnn, context().attentionWorkspace); };
   return [=] {
     attention(context().compute, t, a, q.data, k.data, v.data, m, out.data, lse.data);
   };
@@ -441,6 +490,10 @@ BoundKernel bindAttentionGrad(const KernelCall &call) {
   TensorView dq = call.outs[0], dk = call.outs[1], dv = call.outs[2];
   const void *m = call.ins.size() == 7 ? call.ins[6].data : nullptr;
   Elem t = elemOf(q.dtype);
+  if (auto dnn = cudnnAttentionFor(call, t, a, /*grad=*/true,
+                                   {q.data, k.data, v.data, out.data, lse.data, dout.data,
+                                    dq.data, dk.data, dv.data}))
+    return [=] { dnn->run(context().dnn, context().attentionWorkspace); };
   return [=] {
     attentionGrad(context().compute, t, a, q.data, k.data, v.data, out.data, lse.data,
                   dout.data, m, dq.data, dk.data, dv.data);

@@ -12,6 +12,7 @@
 #include "zrt/Kernels.h"
 
 #include <cublasLt.h>
+#include <cudnn.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -56,6 +57,10 @@ struct Context {
   size_t gemmWorkspaceBytes = 0;
   Scratch scratch; // the compute stream's kernels' (column sums' partial sums)
   bool allowTf32 = false; // f32 GEMMs may round their operands to TF32
+  bool cudnnAttention = true; // 16-bit attention on cuDNN where it takes it
+  cudnnHandle_t dnn = nullptr; // made by the first attention planned on cuDNN
+  void *attentionWorkspace = nullptr; // cuDNN attention's, grown when one is bound
+  size_t attentionWorkspaceBytes = 0;
   ncclComm_t nccl = nullptr;
   // Another rank's thread may abort (and so free) `nccl` while this rank enqueues a
   // collective: both hold ncclMutex, and nothing uses `nccl` once ncclAborted.

@@ -7,6 +7,7 @@
 #include "CublasLoader.h"
 #include "CudaContext.h"
 #include "CudaLaunch.h"
+#include "CudnnLoader.h"
 
 #include "zrt/Communicator.h"
 #include "zrt/Device.h"
@@ -47,6 +48,7 @@ public:
     // fp32 GEMMs stay fp32 (parity with the CPU backend comes first) unless TF32
     // is allowed (CUBLAS_COMPUTE_32F_FAST_TF32).
     ctx_.allowTf32 = options.allowTf32;
+    ctx_.cudnnAttention = options.cudnnAttention;
     ZERO_CUDA_CHECK(cudaMalloc(&ctx_.errorFlag, sizeof(int)));
     ZERO_CUDA_CHECK(cudaMemset(ctx_.errorFlag, 0, sizeof(int)));
     ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&ctx_.ready, cudaEventDisableTiming));
@@ -70,6 +72,10 @@ public:
     if (ctx_.nccl && !ctx_.ncclAborted)
       ncclCommDestroy(ctx_.nccl);
     cublasLt().destroy(ctx_.blasLt);
+    std::string noCudnn;
+    if (ctx_.dnn && cudnn(noCudnn))
+      cudnn(noCudnn)->destroy(ctx_.dnn);
+    cudaFree(ctx_.attentionWorkspace);
     cudaFree(ctx_.gemmWorkspace);
     cudaFree(ctx_.scratch.data);
     cudaFree(ctx_.errorFlag);
@@ -197,7 +203,13 @@ Context &zrt::cuda::context() {
 
 bool zrt::cudaBackendBuilt() { return true; }
 
-std::string zrt::loadCudaLibraries() { return "cuBLASLt: " + cublasLt().library; }
+std::string zrt::loadCudaLibraries() {
+  std::string report = "cuBLASLt: " + cublasLt().library, why;
+  const CudnnApi *dnn = cudnn(why);
+  return report + "\ncuDNN: " +
+         (dnn ? std::to_string(dnn->getVersion()) + " " + dnn->library
+              : why + " (16-bit attention runs on zero-opt's kernels)");
+}
 
 int zrt::cudaDeviceCount() {
   int n = 0;

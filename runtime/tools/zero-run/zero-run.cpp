@@ -71,7 +71,8 @@ const char *kUsage =
     "                                           (a checkpoint's weights in one file)\n"
     "       zero-run --list-devices              (cpu, and cuda:N for each GPU)\n"
     "       zero-run --check-cuda-libraries      (loads the CUDA libraries opened at\n"
-    "                                           run time, cuBLAS, and says where)\n"
+    "                                           run time, cuBLAS and cuDNN, and says\n"
+    "                                           where)\n"
     "       zero-run --calibrate MACHINE.json   (measures this machine for\n"
     "                                           zero-opt --machine; under mpirun\n"
     "                                           the network too)\n"
@@ -87,6 +88,8 @@ const char *kUsage =
     "                         a GPU is present, else cpu)\n"
     "  --allow-tf32           fp32 GEMMs on the GPU may round their operands to TF32\n"
     "                         on the tensor cores (PyTorch's allow_tf32; off: fp32)\n"
+    "  --attention cudnn|own  bf16/fp16 fused attention on the GPU: cuDNN's fused\n"
+    "                         kernels where it takes it (default), or zero-opt's own\n"
     "Training (the plan reads tokens and targets [B, T] and returns the loss):\n"
     "  --data FILE            token file; global sample g of step s starts at\n"
     "                         ((s*G + g)*T) mod (L - T - 1), G = ranks * B; rank r\n"
@@ -178,7 +181,7 @@ struct Options {
   int64_t steps = 1, printEvery = 1, threads = 0;
   bool printEveryGiven = false; // else the plan's steps_per_print, if it has one
   bool shuffle = false, quiet = false, profile = false, withOptimizerState = false,
-       allowTf32 = false;
+       allowTf32 = false, cudnnAttention = true;
   uint64_t seed = 0;
 };
 
@@ -305,6 +308,11 @@ Options parseArgs(int argc, char **argv) {
       o.profile = true;
     } else if (a == "--allow-tf32") {
       o.allowTf32 = true;
+    } else if (is("--attention")) {
+      std::string v = value("--attention");
+      ZRT_CHECK(v == "cudnn" || v == "own",
+                "--attention takes cudnn or own, not '" << v << "'");
+      o.cudnnAttention = v == "cudnn";
     } else if (is("--threads")) {
       o.threads = parseInt("--threads", value("--threads"));
       ZRT_CHECK(o.threads >= 1, "--threads needs at least 1");
@@ -809,6 +817,8 @@ std::string deviceKind(const Options &o) {
     ZRT_CHECK(cudaBackendBuilt(), "--device=cuda: this zero-run was built without CUDA");
     ZRT_CHECK(cudaDeviceCount() > 0, "--device=cuda: no GPU is visible");
   }
+  ZRT_CHECK(o.cudnnAttention || kind == "cuda",
+            "--attention chooses the GPU's attention kernels; the CPU backend has one");
   ZRT_CHECK(!o.allowTf32 || kind == "cuda",
             "--allow-tf32 is for the GPU's tensor cores; the CPU backend's fp32 GEMMs "
             "are fp32");
@@ -894,7 +904,7 @@ int runInProcess(const Options &o, const zero::zplan::Plan &plan) {
                      kind == zero::zplan::Kernel::REDUCE_SCATTER ||
                      kind == zero::zplan::Kernel::ALL_REDUCE;
     }
-    devices = makeCudaDevicesForThreads(ranks, CudaOptions{o.allowTf32, collectives});
+    devices = makeCudaDevicesForThreads(ranks, CudaOptions{o.allowTf32, collectives, o.cudnnAttention});
   } else {
     for (int r = 0; r < ranks; ++r)
       devices.push_back(makeCpuDevice());
@@ -1082,7 +1092,7 @@ int run(const Options &o, Communicator &comm, bool launched) {
   if (kind == "cpu")
     device = makeCpuDevice();
   else
-    device = makeCudaDevice(comm.rank() % cudaDeviceCount(), comm, CudaOptions{o.allowTf32});
+    device = makeCudaDevice(comm.rank() % cudaDeviceCount(), comm, CudaOptions{o.allowTf32, true, o.cudnnAttention});
   return runRank(o, std::move(plan), *device, comm, &model);
 }
 
