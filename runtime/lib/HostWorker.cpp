@@ -108,6 +108,10 @@ void HostWorker::runChunks(std::vector<BoundKernel> &chunks) {
 std::vector<KernelCall> zrt::splitElementwise(const KernelCall &call, int parts) {
   bool elementwise = call.kind == Kernel::ADAMW || call.kind == Kernel::SGD ||
                      call.kind == Kernel::CAST || call.kind == Kernel::COPY;
+  // An optimizer over several tensors (the plan joins device updates only) is
+  // left whole: its operands are not one length.
+  if (call.hasAttr("operand_segments") && call.intsAttr("operand_segments")[0] > 1)
+    elementwise = false;
   bool split = parts > 1 && !call.outs.empty() && elementwise;
   int64_t n = split ? call.outs[0].numel() : 0;
   // Below this many elements a thread costs more than it saves.

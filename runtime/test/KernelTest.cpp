@@ -358,6 +358,62 @@ TEST(Kernels, MatMulReadsAndWritesStridedViews) {
   }
 }
 
+// The plan joins a step's optimizer updates into one kernel (operand_segments
+// [N, N, N, N, scalars...], outputs N per result): it updates each tensor exactly
+// as a kernel of its own would. Segments that do not describe the operands are
+// refused.
+TEST(Kernels, OptimizerOverSeveralTensors) {
+  auto attrsOf = [](std::vector<int64_t> segments, double lr) {
+    zrt::test::Attrs a;
+    for (int64_t e : segments)
+      a["operand_segments"].mutable_ints()->add_values(e);
+    for (const char *name : {"beta1", "beta2", "eps", "weight_decay", "momentum"})
+      a[name].set_f(0.5);
+    a["lr"].set_f(lr);
+    return a;
+  };
+  std::vector<int64_t> step = {3};
+  std::vector<float> g1 = {0.5f, -1, 2}, g2 = {3, -0.25f, 1, 0, -2};
+  // Separately, then joined: p, m and v of each tensor start alike.
+  std::vector<std::vector<float>> apart = {{1, 2, 3}, {0.1f, 0.2f, 0.3f}, {1, 1, 1},
+                                           {4, 5, 6, 7, 8}, {0, 0, 1, 1, 0}, {2, 2, 2, 2, 2}};
+  std::vector<std::vector<float>> joined = apart;
+  zrt::test::Attrs one = attrsOf({1, 1, 1, 1, 1, 0, 0, 0}, 0.1), two = attrsOf({2, 2, 2, 2, 1, 0, 0, 0}, 0.1);
+  auto v = [](std::vector<float> &x) { return view(x, {(int64_t)x.size()}); };
+  TensorView t = zrt::test::view(step, zero::zplan::I64, {});
+  for (int k = 0; k < 2; ++k) {
+    auto &a = apart;
+    std::vector<float> &g = k ? g2 : g1;
+    cpuKernels().at(Kernel::ADAMW)(callOf(Kernel::ADAMW, {v(a[3 * k]), v(g), v(a[3 * k + 1]), v(a[3 * k + 2]), t},
+                                          {v(a[3 * k]), v(a[3 * k + 1]), v(a[3 * k + 2])}, &one))();
+  }
+  auto &j = joined;
+  cpuKernels().at(Kernel::ADAMW)(callOf(
+      Kernel::ADAMW, {v(j[0]), v(j[3]), v(g1), v(g2), v(j[1]), v(j[4]), v(j[2]), v(j[5]), t},
+      {v(j[0]), v(j[3]), v(j[1]), v(j[4]), v(j[2]), v(j[5])}, &two))();
+  EXPECT_EQ(joined, apart);
+  EXPECT_NE(apart[0], (std::vector<float>{1, 2, 3})); // it did update
+  // SGD: p and its momentum buffer.
+  std::vector<std::vector<float>> sApart = {{1, 2, 3}, {1, 0, 1}, {4, 5, 6, 7, 8}, {0, 1, 0, 1, 0}};
+  std::vector<std::vector<float>> sJoined = sApart;
+  zrt::test::Attrs sOne = attrsOf({1, 1, 1, 0, 0, 0}, 0.1), sTwo = attrsOf({2, 2, 2, 0, 0, 0}, 0.1);
+  for (int k = 0; k < 2; ++k) {
+    auto &a = sApart;
+    std::vector<float> &g = k ? g2 : g1;
+    cpuKernels().at(Kernel::SGD)(callOf(Kernel::SGD, {v(a[2 * k]), v(g), v(a[2 * k + 1])},
+                                        {v(a[2 * k]), v(a[2 * k + 1])}, &sOne))();
+  }
+  auto &s = sJoined;
+  cpuKernels().at(Kernel::SGD)(callOf(Kernel::SGD, {v(s[0]), v(s[2]), v(g1), v(g2), v(s[1]), v(s[3])},
+                                      {v(s[0]), v(s[2]), v(s[1]), v(s[3])}, &sTwo))();
+  EXPECT_EQ(sJoined, sApart);
+  // Two tensors' segments over one tensor's operands.
+  EXPECT_THROW(cpuKernels().at(Kernel::ADAMW)(callOf(
+                   Kernel::ADAMW, {v(j[0]), v(g1), v(j[1]), v(j[2]), t},
+                   {v(j[0]), v(j[1]), v(j[2])}, &two)),
+               Error);
+}
+
 // A weight gradient Gᵀ X with its bias gradient (lhs_sums: G's column sums), G
 // read transposed in place; and lhs_sums of an untransposed lhs (its row sums).
 // A batched product or sums of the wrong length are refused.

@@ -804,6 +804,7 @@ private:
       ins.push_back(bufferOf.lookup(resolve(readOf(op, i))));
     // Outputs are placed before any input is released, so a kernel never writes
     // over what it reads.
+    bool newBuffers = false; // whether an output took arena memory of its own
     for (Value made : madeBy(op)) {
       if (!isa<RankedTensorType>(made.getType()))
         continue; // a collective's token has no buffer
@@ -815,6 +816,7 @@ private:
       if (Value over = writtenOver.lookup(r)) {
         emitView(r, View{over, 0});
         outs.push_back(bufferOf[r]);
+        newBuffers = true;
         continue;
       }
       BlockArgument target = updateOf.lookup(r);
@@ -828,10 +830,16 @@ private:
         continue;
       }
       outs.push_back(makeBuffer(r, plan::BufferRole::temp, {}));
+      newBuffers = true;
     }
     FailureOr<DictionaryAttr> attrs = kernelAttrs(op, isCollective, isStart);
     if (failed(attrs))
       return failure();
+    if (!newBuffers && joinOptimizerGroup(op, ins, outs, *attrs)) {
+      copyUpdatesEarly(op);
+      releaseDead(op);
+      return success();
+    }
     // The op's name is the kind's (compute.matmul runs the matmul kernel); a
     // fused product is a matmul kernel with its epilogue's operands.
     std::optional<plan::KernelKind> kind =
@@ -842,6 +850,8 @@ private:
       return op.emitOpError("has no runtime kernel: the plan has no kernel kind '")
              << op.getName().stripDialect() << "'";
     auto k = plan::KernelOp::create(b, op.getLoc(), *kind, ins, outs, *attrs);
+    openGroup = pendingGroup ? k : nullptr; // a device update: later ones may join it
+    pendingGroup = false;
     // For the report (not the runtime): work done again by activation
     // checkpointing.
     if (op.hasAttr("zero.recompute"))
@@ -849,6 +859,77 @@ private:
     copyUpdatesEarly(op);
     releaseDead(op);
     return success();
+  }
+
+  /// The optimizer in one kernel: an update (AdamW or SGD, on the device) right
+  /// after another of the same kind, hyperparameters, runtime scalars and types
+  /// joins its kernel, whose operand_segments then count N tensors per operand
+  /// (params, grads, states..., then the step's scalars once) and whose outputs are
+  /// N per result. It is safe because nothing is placed between the two: the
+  /// update writes in place (no output of its own in the arena), so no memory the
+  /// earlier members free is taken before the joined kernel has run; and every
+  /// input of the later member exists already (no kernel ran in between).
+  bool joinOptimizerGroup(Operation &op, ArrayRef<Value> ins, ArrayRef<Value> outs,
+                          DictionaryAttr attrs) {
+    if (!isa<compute::AdamWOp, compute::SgdOp>(op) || op.hasAttr("zero.host")) {
+      openGroup = nullptr;
+      return false;
+    }
+    size_t own = isa<compute::AdamWOp>(op) ? 4 : 3; // tensor operands before the scalars
+    size_t results = own - 1 + (outs.size() > own - 1 ? 1 : 0); // (+ the 16-bit copy)
+    auto segmentsOf = [](DictionaryAttr a) {
+      return SmallVector<int64_t>(a.getAs<DenseI64ArrayAttr>("operand_segments").asArrayRef());
+    };
+    auto without = [](DictionaryAttr a) {
+      NamedAttrList l(a);
+      l.erase("operand_segments");
+      return l.getDictionary(a.getContext());
+    };
+    plan::KernelOp group = openGroup;
+    bool joins = group && !b.getInsertionBlock()->empty() &&
+                 &b.getInsertionBlock()->back() == group.getOperation() &&
+                 group.getKernel() == *plan::symbolizeKernelKind(op.getName().stripDialect()) &&
+                 without(group.getAttrs()) == without(attrs) &&
+                 outs.size() == results;
+    SmallVector<int64_t> seg = joins ? segmentsOf(group.getAttrs()) : SmallVector<int64_t>();
+    size_t n = joins ? seg[0] : 0;
+    if (joins) {
+      ValueRange gins = group.getInputs(), gouts = group.getOutputs();
+      // The same scalars (step, scale, overflow count, learning rate)...
+      joins = gouts.size() == results * n &&
+              llvm::equal(gins.drop_front(own * n), ArrayRef<Value>(ins).drop_front(own));
+      // ...and the same element types per operand and result.
+      for (size_t i = 0; joins && i < own; ++i)
+        joins = getElementTypeOrSelf(gins[i * n].getType()) ==
+                getElementTypeOrSelf(ins[i].getType());
+      for (size_t i = 0; joins && i < results; ++i)
+        joins = getElementTypeOrSelf(gouts[i * n].getType()) ==
+                getElementTypeOrSelf(outs[i].getType());
+    }
+    if (!joins) {
+      openGroup = nullptr; // the caller makes this update's kernel, which opens one
+      pendingGroup = true;
+      return false;
+    }
+    ValueRange gins = group.getInputs(), gouts = group.getOutputs();
+    SmallVector<Value> newIns, newOuts;
+    for (size_t i = 0; i < own; ++i) {
+      llvm::append_range(newIns, gins.slice(i * n, n));
+      newIns.push_back(ins[i]);
+    }
+    llvm::append_range(newIns, gins.drop_front(own * n));
+    for (size_t i = 0; i < results; ++i) {
+      llvm::append_range(newOuts, gouts.slice(i * n, n));
+      newOuts.push_back(outs[i]);
+    }
+    for (size_t i = 0; i < own; ++i)
+      seg[i] = (int64_t)n + 1;
+    NamedAttrList merged(group.getAttrs());
+    merged.set("operand_segments", b.getDenseI64ArrayAttr(seg));
+    openGroup = plan::KernelOp::create(b, group.getLoc(), group.getKernel(), newIns, newOuts,
+                                       merged.getDictionary(b.getContext()));
+    group.erase();
+    return true;
   }
 
   /// The kernel's attributes: the op's own, but for the passes' marks; which
@@ -1032,6 +1113,8 @@ private:
   DenseMap<Value, Operation *> writtenBy;     // that transpose's result -> the writer
   DenseSet<Operation *> dropped;              // chain ops no kernel reads, folded casts
   DenseMap<Operation *, Value> copyOf;        // AdamW -> the 16-bit copy it writes too
+  plan::KernelOp openGroup;  // the optimizer kernel later updates may join
+  bool pendingGroup = false; // the kernel being made may open a group
   DenseSet<Value> roots;                      // values kernels read through chains
   DenseMap<Value, BlockArgument> updateOf;    // new value -> the argument it replaces
   DenseMap<Value, View> viewOf;

@@ -293,3 +293,43 @@ bool zrt::cpu::isWidened(const KernelCall &call, DType narrow, DType wide, const
                          << (half ? " or f32" : "") << ", not " << dtypeName(wide));
   return wide != narrow;
 }
+
+std::shared_ptr<OptimizerMembers> zrt::cpu::optimizerMembers(const KernelCall &call,
+                                                            size_t own) {
+  auto m = std::make_shared<OptimizerMembers>();
+  std::vector<int64_t> seg(own, 1);
+  if (call.hasAttr("operand_segments"))
+    seg = call.intsAttr("operand_segments");
+  ZRT_CHECK(seg.size() >= own && seg[0] >= 1, call.where() << ": bad operand_segments");
+  int64_t n = seg[0];
+  size_t scalars = 0;
+  for (size_t i = own; i < seg.size(); ++i)
+    scalars += (size_t)seg[i];
+  bool wellFormed = call.ins.size() == own * n + scalars && call.outs.size() % n == 0;
+  for (size_t i = 1; i < own; ++i)
+    wellFormed = wellFormed && seg[i] == n;
+  ZRT_CHECK(wellFormed, call.where() << ": its operand_segments do not describe its "
+                                     << call.ins.size() << " inputs and "
+                                     << call.outs.size() << " outputs");
+  if (call.attrs)
+    m->attrs = *call.attrs;
+  if (call.hasAttr("operand_segments")) {
+    auto *ints = m->attrs["operand_segments"].mutable_ints();
+    for (size_t i = 0; i < own; ++i)
+      ints->set_values((int)i, 1);
+  }
+  size_t results = call.outs.size() / n;
+  for (int64_t j = 0; j < n; ++j) {
+    KernelCall c = call;
+    c.attrs = &m->attrs;
+    c.ins.clear();
+    c.outs.clear();
+    for (size_t i = 0; i < own; ++i)
+      c.ins.push_back(call.ins[i * n + j]);
+    c.ins.insert(c.ins.end(), call.ins.end() - scalars, call.ins.end());
+    for (size_t i = 0; i < results; ++i)
+      c.outs.push_back(call.outs[i * n + j]);
+    m->calls.push_back(std::move(c));
+  }
+  return m;
+}

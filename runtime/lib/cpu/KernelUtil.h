@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -192,6 +193,18 @@ struct AttentionGeometry {
 /// The geometry of attention (`grad`: attention_grad) call `call`, every operand
 /// and result checked.
 AttentionGeometry attentionGeometry(const KernelCall &call, bool grad);
+
+/// An optimizer kernel (adamw: `own` 4 tensor operands, param, grad and two
+/// moments; sgd: 3) over N tensors, its operand_segments [N, .., N, scalars...],
+/// its outputs N per result, as N calls of one tensor each (segments [1, .., 1,
+/// scalars...]) that share its scalars and other attributes. The calls point at
+/// `attrs`, so they live as long as this.
+struct OptimizerMembers {
+  google::protobuf::Map<std::string, zero::zplan::Attr> attrs;
+  std::vector<KernelCall> calls;
+};
+/// Throws zrt::Error naming the call when its segments and operands disagree.
+std::shared_ptr<OptimizerMembers> optimizerMembers(const KernelCall &call, size_t own);
 
 /// Iterates the output of a broadcast of N inputs, calling f(outIndex, offsets)
 /// with each input's element offset. The innermost dimension is a tight loop.

@@ -408,7 +408,8 @@ ZRT_VECTORIZED void sgdRun(const kernels::SgdStep<T> c, T mult, const G *g, cons
   }
 }
 
-BoundKernel bindAdamW(const KernelCall &call) {
+/// AdamW on one tensor (its operand_segments [1, 1, 1, 1, scalars...]).
+BoundKernel bindAdamWTensor(const KernelCall &call) {
   ZRT_CHECK((call.outs.size() == 3 || call.outs.size() == 4) && call.ins.size() >= 5,
             call.where() << ": takes 5 to 8 inputs and 3 outputs (4 with the new "
                             "parameter's 16-bit copy)");
@@ -473,7 +474,26 @@ BoundKernel bindAdamW(const KernelCall &call) {
   });
 }
 
-BoundKernel bindSgd(const KernelCall &call) {
+/// An optimizer over N tensors (one kernel of the plan: the step's updates joined)
+/// as its one-tensor updates in turn.
+BoundKernel bindOptimizerGroup(const KernelCall &call, size_t own,
+                               BoundKernel (*bindTensor)(const KernelCall &)) {
+  std::shared_ptr<OptimizerMembers> members = optimizerMembers(call, own);
+  if (members->calls.size() == 1)
+    return bindTensor(call);
+  std::vector<BoundKernel> each;
+  for (const KernelCall &c : members->calls)
+    each.push_back(bindTensor(c));
+  return [members, each] {
+    for (const BoundKernel &k : each)
+      k();
+  };
+}
+
+BoundKernel bindAdamW(const KernelCall &call) { return bindOptimizerGroup(call, 4, bindAdamWTensor); }
+
+/// SGD on one tensor (its operand_segments [1, 1, 1, scalars...]).
+BoundKernel bindSgdTensor(const KernelCall &call) {
   ZRT_CHECK(call.outs.size() == 2 && call.ins.size() >= 3,
             call.where() << ": takes 3 to 6 inputs and 2 outputs");
   const TensorView p = call.ins[0], g = call.ins[1], buf = call.ins[2];
@@ -500,6 +520,8 @@ BoundKernel bindSgd(const KernelCall &call) {
     };
   });
 }
+
+BoundKernel bindSgd(const KernelCall &call) { return bindOptimizerGroup(call, 3, bindSgdTensor); }
 
 /// Gradient clipping: the sum of squares of a tensor (in f64), as one f32.
 BoundKernel bindSumSquares(const KernelCall &call) {

@@ -80,12 +80,11 @@ Strided stridedOf(const KernelCall &call, const Shape &shape, const Shape &strid
 }
 
 /// A device copy of a host array, freed with the closure that uses it.
-std::shared_ptr<int64_t> deviceArray(const std::vector<int64_t> &host) {
-  int64_t *p = nullptr;
-  ZERO_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(1, host.size()) * sizeof(int64_t)));
-  ZERO_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * sizeof(int64_t),
-                             cudaMemcpyHostToDevice));
-  return std::shared_ptr<int64_t>(p, [](int64_t *q) { cudaFree(q); });
+template <typename T> std::shared_ptr<T> deviceArray(const std::vector<T> &host) {
+  T *p = nullptr;
+  ZERO_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(1, host.size()) * sizeof(T)));
+  ZERO_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return std::shared_ptr<T>(p, [](T *q) { cudaFree(q); });
 }
 
 BoundKernel bindBinary(const KernelCall &call, BinaryOp op) {
@@ -778,11 +777,7 @@ BoundKernel bindNonfiniteCount(const KernelCall &call) {
     blocks += countBlocks(span.n);
   }
   ZRT_CHECK(blocks <= INT32_MAX, call.where() << ": too many elements for one launch");
-  CountSpan *table = nullptr;
-  ZERO_CUDA_CHECK(cudaMalloc(&table, std::max<size_t>(1, spans.size()) * sizeof(CountSpan)));
-  std::shared_ptr<CountSpan> owned(table, [](CountSpan *p) { cudaFree(p); });
-  ZERO_CUDA_CHECK(cudaMemcpy(table, spans.data(), spans.size() * sizeof(CountSpan),
-                             cudaMemcpyHostToDevice));
+  std::shared_ptr<CountSpan> owned = deviceArray(spans);
   int count = (int)spans.size();
   return [=] {
     Context &ctx = context();
@@ -834,38 +829,65 @@ BoundKernel bindClipGradScale(const KernelCall &call) {
   };
 }
 
-BoundKernel bindAdamW(const KernelCall &call) {
-  validate(call);
-  std::vector<TensorView> in = call.ins, out = call.outs;
-  double lr = call.floatAttr("lr"), b1 = call.floatAttr("beta1"),
-         b2 = call.floatAttr("beta2"), eps = call.floatAttr("eps"),
-         wd = call.floatAttr("weight_decay");
-  Elem t = elemOf(in[0].dtype), gt = elemOf(in[1].dtype);
-  OptimizerRuntime rt = optimizerRuntime(call, 5);
-  int64_t n = in[0].numel();
-  // The new parameter's 16-bit copy, when the plan folded its cast in.
-  void *copy = out.size() == 4 ? out[3].data : nullptr;
-  Elem ct = copy ? elemOf(out[3].dtype) : t;
+/// AdamW (`adam`) or SGD over the N tensors of the kernel (N = 1 unless the plan
+/// joined the step's updates): one launch over a table of spans, made when bound.
+BoundKernel bindOptimizer(const KernelCall &call, bool adam) {
+  validate(call); // the CPU binder checks each tensor's operands
+  size_t own = adam ? 4 : 3;
+  std::shared_ptr<OptimizerMembers> members = optimizerMembers(call, own);
+  const KernelCall &first = members->calls[0];
+  Elem t = elemOf(first.ins[0].dtype), gt = elemOf(first.ins[1].dtype);
+  bool copies = adam && first.outs.size() == 4; // the plan folded the 16-bit casts in
+  Elem ct = copies ? elemOf(first.outs[3].dtype) : t;
+  std::vector<OptimizerSpan> spans;
+  int64_t blocks = 0;
+  for (const KernelCall &c : members->calls) {
+    ZRT_CHECK(elemOf(c.ins[0].dtype) == t && elemOf(c.ins[1].dtype) == gt &&
+                  (!copies || elemOf(c.outs[3].dtype) == ct),
+              call.where() << ": its tensors' types differ");
+    OptimizerSpan sp;
+    sp.p = c.ins[0].data;
+    sp.g = c.ins[1].data;
+    sp.m = c.ins[2].data;
+    sp.po = c.outs[0].data;
+    sp.mo = c.outs[1].data;
+    if (adam) {
+      sp.v = c.ins[3].data;
+      sp.vo = c.outs[2].data;
+    }
+    sp.copy = copies ? c.outs[3].data : nullptr;
+    sp.n = c.ins[0].numel();
+    if (!sp.n)
+      continue;
+    sp.firstBlock = blocks;
+    blocks += countBlocks(sp.n);
+    spans.push_back(sp);
+  }
+  ZRT_CHECK(blocks <= INT32_MAX, call.where() << ": too many elements for one launch");
+  std::shared_ptr<OptimizerSpan> table = deviceArray(spans);
+  int count = (int)spans.size();
+  OptimizerRuntime rt = optimizerRuntime(first, adam ? 5 : 3);
+  const int64_t *step = adam ? first.ins[4].as<int64_t>() : nullptr;
+  double lr = call.floatAttr("lr"), wd = call.floatAttr("weight_decay");
+  if (adam) {
+    double b1 = call.floatAttr("beta1"), b2 = call.floatAttr("beta2"),
+           eps = call.floatAttr("eps");
+    return [=] {
+      if (count)
+        adamw(context().compute, t, gt, ct, copies, table.get(), count, blocks, step, rt.scale,
+              rt.found, rt.lr, lr, b1, b2, eps, wd);
+    };
+  }
+  double mom = call.floatAttr("momentum");
   return [=] {
-    adamw(context().compute, t, gt, in[0].data, in[1].data, in[2].data, in[3].data,
-          in[4].as<int64_t>(), rt.scale, rt.found, rt.lr, out[0].data, out[1].data,
-          out[2].data, ct, copy, n, lr, b1, b2, eps, wd);
+    if (count)
+      sgd(context().compute, t, gt, table.get(), count, blocks, rt.scale, rt.found, rt.lr, lr,
+          mom, wd);
   };
 }
 
-BoundKernel bindSgd(const KernelCall &call) {
-  validate(call);
-  std::vector<TensorView> in = call.ins, out = call.outs;
-  double lr = call.floatAttr("lr"), mom = call.floatAttr("momentum"),
-         wd = call.floatAttr("weight_decay");
-  Elem t = elemOf(in[0].dtype), gt = elemOf(in[1].dtype);
-  OptimizerRuntime rt = optimizerRuntime(call, 3);
-  int64_t n = in[0].numel();
-  return [=] {
-    sgd(context().compute, t, gt, in[0].data, in[1].data, in[2].data, rt.scale, rt.found,
-        rt.lr, out[0].data, out[1].data, n, lr, mom, wd);
-  };
-}
+BoundKernel bindAdamW(const KernelCall &call) { return bindOptimizer(call, true); }
+BoundKernel bindSgd(const KernelCall &call) { return bindOptimizer(call, false); }
 
 //===----------------------------------------------------------------------===//
 // Collectives: NCCL on the communication stream, ordered by events

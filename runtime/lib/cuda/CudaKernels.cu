@@ -742,39 +742,60 @@ __device__ bool gradientOf(const G *g, int64_t i, const float *scale, const floa
   return true;
 }
 
-/// torch.optim.AdamW's arithmetic, element by element, in the parameter's type;
-/// with C not void, also the new parameter's 16-bit copy.
+/// The span of a multi-tensor launch that block blockIdx.x works on: the last
+/// whose first block is at most its own (spans in order of firstBlock).
+template <typename Span> __device__ const Span &spanOfBlock(const Span *spans, int count) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (spans[mid].firstBlock <= (int64_t)blockIdx.x)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return spans[lo];
+}
+
+/// torch.optim.AdamW's arithmetic, element by element, in the parameter's type,
+/// over every span (tensor) of the launch; with C not void, also the new
+/// parameter's 16-bit copy.
 template <typename T, typename G, typename C>
-__global__ void adamwKernel(const T *p, const G *g, const T *m, const T *v,
-                            const int64_t *step, const float *scale, const float *found,
-                            const double *lrValue, T *po, T *mo, T *vo, C *copy, int64_t n,
+__global__ void adamwKernel(const OptimizerSpan *spans, int count, const int64_t *step,
+                            const float *scale, const float *found, const double *lrValue,
                             double lr, double b1, double b2, double eps, double wd) {
-  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i >= n)
+  const OptimizerSpan &sp = spanOfBlock(spans, count);
+  int64_t i = ((int64_t)blockIdx.x - sp.firstBlock) * blockDim.x + threadIdx.x;
+  if (i >= sp.n)
     return;
-  T gi, pi = p[i], mi = m[i], vi = v[i];
+  const G *g = static_cast<const G *>(sp.g);
+  T gi, pi = static_cast<const T *>(sp.p)[i], mi = static_cast<const T *>(sp.m)[i],
+        vi = static_cast<const T *>(sp.v)[i];
   if (gradientOf(g, i, scale, found, gi)) {
     if (lrValue)
       lr = *lrValue;
     kernels::adamwElement(kernels::adamwStep<T>(lr, b1, b2, eps, wd, *step), gi, pi, mi,
                           vi);
   } // else skipped: every output keeps its input
-  po[i] = pi;
-  mo[i] = mi;
-  vo[i] = vi;
+  static_cast<T *>(sp.po)[i] = pi;
+  static_cast<T *>(sp.mo)[i] = mi;
+  static_cast<T *>(sp.vo)[i] = vi;
   if constexpr (!std::is_void_v<C>)
-    copy[i] = C(pi);
+    static_cast<C *>(sp.copy)[i] = C(pi);
 }
 
+/// SGD with momentum over every span (m: the momentum buffer).
 template <typename T, typename G>
-__global__ void sgdKernel(const T *p, const G *g, const T *buf, const float *scale,
-                          const float *found, const double *lrValue, T *po, T *bo,
-                          int64_t n, double lr, double mom, double wd) {
-  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i >= n)
+__global__ void sgdKernel(const OptimizerSpan *spans, int count, const float *scale,
+                          const float *found, const double *lrValue, double lr, double mom,
+                          double wd) {
+  const OptimizerSpan &sp = spanOfBlock(spans, count);
+  int64_t i = ((int64_t)blockIdx.x - sp.firstBlock) * blockDim.x + threadIdx.x;
+  if (i >= sp.n)
     return;
+  const T *p = static_cast<const T *>(sp.p), *buf = static_cast<const T *>(sp.m);
+  T *po = static_cast<T *>(sp.po), *bo = static_cast<T *>(sp.mo);
   T gi;
-  if (!gradientOf(g, i, scale, found, gi)) {
+  if (!gradientOf(static_cast<const G *>(sp.g), i, scale, found, gi)) {
     po[i] = p[i];
     bo[i] = buf[i];
     return;
@@ -809,15 +830,7 @@ __global__ void clipGradScaleKernel(const float *sumSq, const float *scale, floa
 /// One thread per element of every span: a block finds its span (the last whose
 /// first block is at most its own) and tests one element's exponent bits.
 __global__ void nonfiniteCountSpansKernel(const CountSpan *spans, int count, float *total) {
-  int lo = 0, hi = count - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) / 2;
-    if (spans[mid].firstBlock <= (int64_t)blockIdx.x)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  const CountSpan &span = spans[lo];
+  const CountSpan &span = spanOfBlock(spans, count);
   int64_t i = ((int64_t)blockIdx.x - span.firstBlock) * blockDim.x + threadIdx.x;
   if (i >= span.n)
     return;
@@ -1112,38 +1125,37 @@ template <typename F> void dispatchOptimizer(Elem t, Elem gt, F f) {
     withGrad(float{});
 }
 
-void adamw(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *m,
-           const void *v, const int64_t *step, const float *scale, const float *found,
-           const double *lrValue, void *po, void *mo, void *vo, Elem ct, void *copy,
-           int64_t n, double lr, double beta1, double beta2, double eps, double weightDecay) {
+void adamw(cudaStream_t s, Elem t, Elem gt, Elem ct, bool copies, const OptimizerSpan *spans,
+           int count, int64_t blocks, const int64_t *step, const float *scale,
+           const float *found, const double *lrValue, double lr, double beta1, double beta2,
+           double eps, double weightDecay) {
   dispatchOptimizer(t, gt, [&](auto pt, auto g16) {
     using T = decltype(pt);
     using G = decltype(g16);
-    auto launch = [&](auto *out) {
-      using C = std::remove_pointer_t<decltype(out)>;
-      launchN("adamw", adamwKernel<T, G, C>, n, s, (const T *)p, (const G *)g, (const T *)m,
-              (const T *)v, step, scale, found, lrValue, (T *)po, (T *)mo, (T *)vo, out, n,
-              lr, beta1, beta2, eps, weightDecay);
+    auto go = [&](auto *copyTag) {
+      using C = std::remove_pointer_t<decltype(copyTag)>;
+      launch("adamw", adamwKernel<T, G, C>, blocks, kThreads, s, spans, count, step, scale,
+             found, lrValue, lr, beta1, beta2, eps, weightDecay);
     };
-    if (!copy)
-      launch((void *)nullptr);
+    if (!copies)
+      go((void *)nullptr);
     else if constexpr (std::is_same_v<T, float>) { // the binder checked: f32 masters only
       if (ct == Elem::BF16)
-        launch((bf16 *)copy);
+        go((bf16 *)nullptr);
       else
-        launch((f16 *)copy);
+        go((f16 *)nullptr);
     }
   });
 }
 
-void sgd(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *buf,
-         const float *scale, const float *found, const double *lrValue, void *po, void *bo,
-         int64_t n, double lr, double momentum, double weightDecay) {
+void sgd(cudaStream_t s, Elem t, Elem gt, const OptimizerSpan *spans, int count,
+         int64_t blocks, const float *scale, const float *found, const double *lrValue,
+         double lr, double momentum, double weightDecay) {
   dispatchOptimizer(t, gt, [&](auto pt, auto g16) {
     using T = decltype(pt);
     using G = decltype(g16);
-    launchN("sgd", sgdKernel<T, G>, n, s, (const T *)p, (const G *)g, (const T *)buf, scale,
-            found, lrValue, (T *)po, (T *)bo, n, lr, momentum, weightDecay);
+    launch("sgd", sgdKernel<T, G>, blocks, kThreads, s, spans, count, scale, found, lrValue,
+           lr, momentum, weightDecay);
   });
 }
 

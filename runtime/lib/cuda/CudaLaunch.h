@@ -201,17 +201,27 @@ void reduce(cudaStream_t s, Elem t, bool mean, const void *in, Strided keep, Str
 /// relu_grad or gelu_grad from the forward input and the output's gradient.
 void activationGrad(cudaStream_t s, ActivationGrad op, Elem t, const void *x, const void *g,
                     void *out, int64_t n);
-/// The optimizers on parameters (or f32 master copies) of type `t` with gradients
-/// of type `gt`. Optional device scalars (null when absent): `scale` multiplies the
-/// gradient, a non-zero `found` skips the step, `lrValue` replaces `lr`. AdamW also
-/// writes the new f32 parameter's 16-bit copy `copy` (of type `ct`) when not null.
-void adamw(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *m,
-           const void *v, const int64_t *step, const float *scale, const float *found,
-           const double *lrValue, void *po, void *mo, void *vo, Elem ct, void *copy,
-           int64_t n, double lr, double beta1, double beta2, double eps, double weightDecay);
-void sgd(cudaStream_t s, Elem t, Elem gt, const void *p, const void *g, const void *buf,
-         const float *scale, const float *found, const double *lrValue, void *po, void *bo,
-         int64_t n, double lr, double momentum, double weightDecay);
+/// One tensor of a multi-tensor optimizer launch: parameter, gradient and states
+/// (SGD: m is the momentum buffer, v unused), their new values, the new
+/// parameter's 16-bit copy (AdamW, or null), its `n` elements and the first of its
+/// blocks (countBlocks each) in the launch.
+struct OptimizerSpan {
+  const void *p = nullptr, *g = nullptr, *m = nullptr, *v = nullptr;
+  void *po = nullptr, *mo = nullptr, *vo = nullptr, *copy = nullptr;
+  int64_t n = 0, firstBlock = 0;
+};
+/// The optimizers, one launch over every span (in device memory, `blocks` blocks in
+/// all), on parameters (or f32 master copies) of type `t` with gradients of type
+/// `gt`. Optional device scalars (null when absent): `scale` multiplies the
+/// gradient, a non-zero `found` skips the step, `lrValue` replaces `lr`. AdamW with
+/// `copies` also writes each new f32 parameter's 16-bit copy (of type `ct`).
+void adamw(cudaStream_t s, Elem t, Elem gt, Elem ct, bool copies, const OptimizerSpan *spans,
+           int count, int64_t blocks, const int64_t *step, const float *scale,
+           const float *found, const double *lrValue, double lr, double beta1, double beta2,
+           double eps, double weightDecay);
+void sgd(cudaStream_t s, Elem t, Elem gt, const OptimizerSpan *spans, int count,
+         int64_t blocks, const float *scale, const float *found, const double *lrValue,
+         double lr, double momentum, double weightDecay);
 /// *out = the sum of squares of x (f64 accumulation).
 void sumSquares(cudaStream_t s, Elem t, const void *x, float *out, int64_t n);
 /// Gradient clipping's scale and norm from the summed squares and the scale.
@@ -227,7 +237,8 @@ struct CountSpan {
   uint64_t mask = 0;
   int bytes = 0;
 };
-/// The blocks a span of n elements takes in nonfiniteCountSpans.
+/// The blocks a span of n elements takes in a multi-tensor launch (nonfiniteCountSpans,
+/// adamw, sgd).
 int64_t countBlocks(int64_t n);
 /// *count = the inf and NaN elements of `spans` (`count` of them, in device
 /// memory, their blocks `blocks` in all): one launch over every tensor.

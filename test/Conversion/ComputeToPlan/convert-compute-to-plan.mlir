@@ -80,6 +80,39 @@ func.func @main(%p: tensor<4xf32> {compute.param = "p"}, %g: tensor<4xf32> {comp
 
 // -----
 
+// The optimizer in one kernel: device updates one after another, with the same
+// hyperparameters, scalars and types, join one adamw kernel whose
+// operand_segments count the tensors per operand (params, grads, moments, then
+// the step once); outputs come N per result. An update with another learning
+// rate starts a kernel of its own.
+// CHECK-LABEL: plan.program @main
+// CHECK: %[[P:.+]] = plan.buffer param at {{[0-9]+}} {name = "p"} : memref<4xf32>
+// CHECK: %[[Q:.+]] = plan.buffer param at {{[0-9]+}} {name = "q"} : memref<2xf32>
+// CHECK: %[[R:.+]] = plan.buffer param at {{[0-9]+}} {name = "r"} : memref<3xf32>
+// CHECK: plan.kernel adamw ins(%[[P]], %[[Q]], %[[G:[0-9]+]], %[[H:[0-9]+]], %[[M:[0-9]+]], %[[N:[0-9]+]], %[[V:[0-9]+]], %[[W:[0-9]+]], %[[T:[0-9]+]] : memref<4xf32>, memref<2xf32>, memref<4xf32>, memref<2xf32>, {{.+}}) outs(%[[P]], %[[Q]], %[[M]], %[[N]], %[[V]], %[[W]] : {{.+}}) attrs {{.*}}operand_segments = array<i64: 2, 2, 2, 2, 1, 0, 0, 0>
+// CHECK-NEXT: plan.kernel adamw ins(%[[R]], {{.+}}) attrs {{.*}}lr = 2.000000e-03 : f64, operand_segments = array<i64: 1, 1, 1, 1, 1, 0, 0, 0>
+// CHECK-NOT: plan.kernel adamw
+func.func @main(%p: tensor<4xf32> {compute.param = "p"}, %q: tensor<2xf32> {compute.param = "q"},
+                %r: tensor<3xf32> {compute.param = "r"},
+                %g: tensor<4xf32> {compute.input = 0 : i64}, %h: tensor<2xf32> {compute.input = 1 : i64},
+                %k: tensor<3xf32> {compute.input = 2 : i64}, %t: tensor<i64> {compute.input = 3 : i64},
+                %m: tensor<4xf32> {compute.state = "p.exp_avg"}, %v: tensor<4xf32> {compute.state = "p.exp_avg_sq"},
+                %n: tensor<2xf32> {compute.state = "q.exp_avg"}, %w: tensor<2xf32> {compute.state = "q.exp_avg_sq"},
+                %o: tensor<3xf32> {compute.state = "r.exp_avg"}, %x: tensor<3xf32> {compute.state = "r.exp_avg_sq"})
+    -> (tensor<4xf32> {compute.updates = 0 : i64}, tensor<4xf32> {compute.updates = 7 : i64},
+        tensor<4xf32> {compute.updates = 8 : i64}, tensor<2xf32> {compute.updates = 1 : i64},
+        tensor<2xf32> {compute.updates = 9 : i64}, tensor<2xf32> {compute.updates = 10 : i64},
+        tensor<3xf32> {compute.updates = 2 : i64}, tensor<3xf32> {compute.updates = 11 : i64},
+        tensor<3xf32> {compute.updates = 12 : i64})
+    attributes {compute.output_names = ["p", "p.exp_avg", "p.exp_avg_sq", "q", "q.exp_avg", "q.exp_avg_sq", "r", "r.exp_avg", "r.exp_avg_sq"]} {
+  %p1, %m1, %v1 = compute.adamw %p, %g, %m, %v, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<4xf32>, tensor<4xf32>, tensor<i64> -> tensor<4xf32>
+  %q1, %n1, %w1 = compute.adamw %q, %h, %n, %w, %t {lr = 1.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<2xf32>, tensor<2xf32>, tensor<i64> -> tensor<2xf32>
+  %r1, %o1, %x1 = compute.adamw %r, %k, %o, %x, %t {lr = 2.0e-3 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<3xf32>, tensor<3xf32>, tensor<i64> -> tensor<3xf32>
+  return %p1, %m1, %v1, %q1, %n1, %w1, %r1, %o1, %x1 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+}
+
+// -----
+
 // Mixed precision: AdamW updates the f32 master and also writes the 16-bit
 // parameter's new value (the cast after it folds in), straight into the
 // parameter's buffer, which nothing reads after the update: no cast kernel, no

@@ -35,3 +35,8 @@ other = report["step"]["bytes"]["other"]
 print("bytes.other %.2f GB (before %.2f, goal %.2f): %.2f of before, %s %.1f GB" % (
     other / 1e9, before / 1e9, goal / 1e9, other / before,
     "within" if other <= bound else "above", bound / 1e9))
+
+# Launches per step: at most 400 (406 with an AdamW kernel per parameter, 259 with
+# the optimizer in one kernel).
+kernels, bound = report["step"]["kernels"], 400
+print("kernels %d (bound %d): %s" % (kernels, bound, "within" if kernels <= bound else "above"))

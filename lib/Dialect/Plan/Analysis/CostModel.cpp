@@ -142,6 +142,19 @@ double kernelSeconds(const MachineModel &m, plan::KernelOp k) {
 
 } // namespace
 
+int64_t zero::optimizerTensors(plan::KernelOp k) {
+  if (auto seg = k.getAttrs().getAs<DenseI64ArrayAttr>("operand_segments"))
+    return seg.asArrayRef().empty() ? 1 : std::max<int64_t>(seg[0], 1);
+  return 1;
+}
+
+int64_t zero::optimizerElements(plan::KernelOp k, unsigned operand) {
+  int64_t n = optimizerTensors(k), elements = 0;
+  for (Value v : k.getInputs().slice(operand * n, n))
+    elements += elementsOf(v);
+  return elements;
+}
+
 int64_t zero::kernelBytes(plan::KernelOp k) {
   // A view is read or written as its own elements, not its whole buffer.
   auto accessed = [&](Value v, size_t i, bool output) {
@@ -234,9 +247,9 @@ double zero::kernelFlops(plan::KernelOp k) {
   case K::layer_norm_grad:
     return 8 * out;
   case K::adamw:
-    return 12 * out;
+    return 12 * optimizerElements(k);
   case K::sgd:
-    return 4 * out;
+    return 4 * optimizerElements(k);
   case K::reshape:
   case K::copy:
   case K::transpose:

@@ -105,8 +105,10 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
         else
           r.grads += bytesOf(k.getInputs()[0]);
       } else if (kind == K::adamw || kind == K::sgd) {
-        optimizerGrads += bytesOf(k.getInputs()[1]);
-        optimizerElements += elementsOf(k.getInputs()[0]);
+        int64_t n = optimizerTensors(k);
+        for (Value g : k.getInputs().slice(n, n))
+          optimizerGrads += bytesOf(g);
+        optimizerElements += zero::optimizerElements(k);
       }
     }
   // One rank, stage 0: no collective; the optimizer reads the full gradients.

@@ -53,6 +53,12 @@ double kernelFlops(plan::KernelOp k);
 /// Bytes one compute kernel reads and writes: each input once (a view: its own
 /// elements, not its buffer's), each output once.
 int64_t kernelBytes(plan::KernelOp k);
+/// The tensors an optimizer kernel (adamw, sgd) updates: the plan joins a step's
+/// updates into one kernel, its operand_segments then counting N per operand.
+int64_t optimizerTensors(plan::KernelOp k);
+/// The elements of its `operand`-th operand (0: the parameters, 1: the gradients)
+/// over its tensors.
+int64_t optimizerElements(plan::KernelOp k, unsigned operand = 0);
 
 mlir::FailureOr<StepPrediction> predictStep(mlir::ModuleOp module,
                                             const MachineModel &machine);
