@@ -215,14 +215,14 @@ run() {
     [ -x "$ZR" ] || { echo "gpu-checks: no $ZR (build first)" >&2; exit 1; }
     echo "gpu-checks: REHEARSAL with $ZR: the CUDA backend over emulated CUDA, no GPU"
   else
-    # CUDA 13's cuDART, cuBLAS and NCCL, and cuDNN 9 (optional): the image's
+    # CUDA 13's cuDART, cuBLAS and NCCL, and cuDNN 9 with NVRTC (optional): the image's
     # toolkit, or its Python packages (nvidia/cu13/lib in the CUDA 13 wheels,
     # nvidia/<name>/lib in older ones, nvidia/cudnn/lib).
     libs=$(python3 - <<'PY'
 import glob, os, site, sys
 roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
 wanted = ("libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libnccl.so.2",
-          "libcudnn.so.9")
+          "libcudnn.so.9", "libnvrtc.so.13")  # NVRTC: cuDNN's runtime-compiled engines
 dirs = []
 for d in ["/usr/local/cuda/lib64", "/usr/local/cuda/lib",
           "/usr/local/cuda/targets/x86_64-linux/lib"] + [

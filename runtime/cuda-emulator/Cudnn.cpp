@@ -321,7 +321,10 @@ cudnnStatus_t finalizeOperation(Desc &d) {
     op.mode = red->redOp;
     op.ins = {*x};
     op.out = *y;
-    if (!broadcasts(*y, *x))
+    bool grouped = y->dims.size() == x->dims.size();
+    for (size_t i = 0; grouped && i < y->dims.size(); ++i)
+      grouped = x->dims[i] % y->dims[i] == 0;
+    if (!grouped) // each of y's dimensions x's, 1, or a divisor (sums over groups)
       return bad("reduction of " + describe(*x) + " to " + describe(*y));
   } else {
     op.kind = OpKind::Reshape;
@@ -563,6 +566,17 @@ int64_t offsetOf(const Tensor &t, const std::vector<int64_t> &idx) {
   return off;
 }
 
+/// The offset in `t` of index `idx` of `space`, each of whose dimensions is a
+/// multiple of t's: consecutive groups of space's indices meet at one of t's (a
+/// reduction over grouped heads).
+int64_t groupedOffsetOf(const Tensor &t, const std::vector<int64_t> &space,
+                        const std::vector<int64_t> &idx) {
+  int64_t off = 0;
+  for (size_t i = 0; i < t.dims.size(); ++i)
+    off += idx[i] / (space[i] / t.dims[i]) * t.strides[i];
+  return off;
+}
+
 /// Calls f(idx) for every index of `dims`, the last fastest.
 template <typename F> void forEachIndex(const std::vector<int64_t> &dims, F f) {
   std::vector<int64_t> idx(dims.size(), 0);
@@ -630,7 +644,7 @@ void run(const Graph &g, std::map<int64_t, Storage> storages) {
       std::map<int64_t, double> acc;
       forEachIndex(in[0]->tensor.dims, [&](const std::vector<int64_t> &idx) {
         double x = readAt(*in[0], offsetOf(in[0]->tensor, idx));
-        auto [it, fresh] = acc.emplace(offsetOf(op.out, idx), x);
+        auto [it, fresh] = acc.emplace(groupedOffsetOf(op.out, in[0]->tensor.dims, idx), x);
         if (!fresh)
           it->second = isMax ? std::max(it->second, x) : it->second + x;
       });

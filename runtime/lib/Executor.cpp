@@ -371,16 +371,19 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
   auto us = [&](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::micro>(t - epoch_).count();
   };
-  // A profile alone, on a device with a clock of its own (a GPU's events), runs
+  // A profile or trace, on a device with a clock of its own (a GPU's events), runs
   // the kernels as without one: each kernel's span is the time between the marks
-  // before and after it on the compute stream, read once the step is done. A trace
-  // (the host's timeline) or host kernels (an offloaded optimizer, run by a worker
-  // thread that the stream does not see) time each kernel on the host, waiting
-  // for the device after each.
-  if (msByKernel && !options_.trace && !hostWorker_) {
+  // before and after it on the compute stream, read once the step is done; the
+  // trace's compute track is then the GPU's timeline, placed at the host time the
+  // step was queued (its communication track stays on the host's clock). On the
+  // CPU, or with host kernels (an offloaded optimizer, run by a worker thread that
+  // the stream does not see), each kernel is timed on the host, waiting for the
+  // device after each.
+  if ((msByKernel || options_.trace) && !hostWorker_) {
     if (!clock_)
       clock_ = device_.makeKernelClock(kernels_.size());
     if (clock_) {
+      double queued = us(std::chrono::steady_clock::now());
       clock_->begin();
       for (size_t k = 0; k < kernels_.size(); ++k) {
         live += gatheredFrom_[k];
@@ -390,8 +393,18 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
         live -= gatheredUntil_[k];
       }
       device_.synchronize();
-      for (size_t k = 0; k < kernels_.size(); ++k)
-        (*msByKernel)[kernelNames_[k]] += clock_->spanMs(k);
+      for (size_t k = 0; k < kernels_.size(); ++k) {
+        double ms = clock_->spanMs(k);
+        if (msByKernel)
+          (*msByKernel)[kernelNames_[k]] += ms;
+        if (options_.trace) { // from one origin, so spans meet exactly
+          double start = clock_->startMs(k), end = clock_->startMs(k + 1);
+          trace_.push_back({kernelNames_[k], 0, queued + 1e3 * start, 1e3 * (end - start)});
+        }
+      }
+      if (options_.trace && async_)
+        for (auto &e : async_->takeEvents())
+          trace_.push_back({e.name, 1, us(e.begin), us(e.end) - us(e.begin)});
       return;
     }
   }
@@ -466,8 +479,7 @@ Executor::NonFinite Executor::findNonFinite() {
       (host ? hostAll : deviceAll).ins.push_back(buffer(i));
       call.outs = {TensorView{host ? &hostCounts_[j] : nonfiniteCounts_ + j,
                               zero::zplan::F32, {1}}};
-      finiteChecks_.push_back(
-          {i, bindKernelCall(host ? cpuKernels() : device_.kernels(), call), host});
+      finiteChecks_.push_back({i, call, host, nullptr});
     }
     if (!deviceAll.ins.empty())
       deviceTotal_ = bindKernelCall(device_.kernels(), deviceAll);
@@ -488,8 +500,11 @@ Executor::NonFinite Executor::findNonFinite() {
     hostTotal_();
   if (deviceTotal == 0 && hostTotalCount_ == 0)
     return found; // every value finite: one launch (the usual case, every step)
-  for (const FiniteCheck &c : finiteChecks_)
+  for (FiniteCheck &c : finiteChecks_) {
+    if (!c.count)
+      c.count = bindKernelCall(c.host ? cpuKernels() : device_.kernels(), c.call);
     c.count();
+  }
   device_.synchronize();
   std::vector<float> counts(finiteChecks_.size());
   if (!counts.empty())

@@ -19,15 +19,18 @@
 namespace zrt {
 
 /// Timestamps taken on a device's compute stream as it runs (a GPU's events), for
-/// a profile that does not stop the device between kernels: begin(), then mark(i)
-/// after queuing kernel i; once the device is synchronized, spanMs(i) is the time
-/// from mark i - 1 (or begin) to mark i.
+/// a profile or trace that does not stop the device between kernels: begin(), then
+/// mark(i) after queuing kernel i; once the device is synchronized, spanMs(i) is
+/// the time from mark i - 1 (or begin) to mark i, and startMs(i) the time from
+/// begin to mark i - 1 (where kernel i's span starts; i may be the kernel count:
+/// where the last one's ends).
 class KernelClock {
 public:
   virtual ~KernelClock() = default;
   virtual void begin() = 0;
   virtual void mark(size_t kernel) = 0;
   virtual double spanMs(size_t kernel) = 0;
+  virtual double startMs(size_t kernel) = 0;
 };
 
 /// A device owns memory the host cannot touch directly (in general) and a kernel

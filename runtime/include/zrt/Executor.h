@@ -155,12 +155,14 @@ private:
   std::unique_ptr<AsyncCollectives> async_;
   ExecutorOptions options_;
   std::vector<TraceEvent> trace_;
-  /// findNonFinite's kernels (bound at its first call), each counting into one f32
-  /// of `nonfiniteCounts_` (device memory) or of `hostCounts_` (host buffers').
+  /// findNonFinite's per-buffer counts, each into one f32 of `nonfiniteCounts_`
+  /// (device memory) or of `hostCounts_` (host buffers'): bound only when the
+  /// one-launch total finds something (the run then stops), not every run.
   struct FiniteCheck {
     int buffer;
-    BoundKernel count;
+    KernelCall call;
     bool host;
+    BoundKernel count; // bound at first use
   };
   std::vector<FiniteCheck> finiteChecks_;
   /// The device's clock for profiles (made at the first profiled run; null on the

@@ -163,6 +163,12 @@ public:
       ZERO_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[kernel], events_[kernel + 1]));
       return ms;
     }
+    double startMs(size_t kernel) override {
+      float ms = 0;
+      if (kernel)
+        ZERO_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[0], events_[kernel]));
+      return ms;
+    }
 
   private:
     Context &ctx_;

@@ -157,7 +157,8 @@ public:
     finalize(op, "matmul operation");
     ops_.push_back(op);
   }
-  /// Reduces x over the last axis into a virtual f32 [.., .., .., 1].
+  /// Reduces x into y (each of its dimensions x's, 1, or x's / g: sums over groups
+  /// of g), by default over the last axis into a virtual f32 [.., .., .., 1].
   T reduction(cudnnReduceTensorOp_t mode, const T &x, const T *y = nullptr) {
     Dims d = {x.dims[0], x.dims[1], x.dims[2], 1};
     T out = y ? *y : virt(CUDNN_DATA_FLOAT, d);
@@ -234,10 +235,11 @@ Dims stridesOf(const kernels::HeadLayout &l, bool transposed) {
 
 void buildForward(Builder &g, Elem t, const AttentionShape &a) {
   cudnnDataType_t io = ioType(t);
-  int64_t B = a.batch, H = a.qHeads, S = a.qLen, S2 = a.kvLen;
+  int64_t B = a.batch, H = a.qHeads, Hk = a.kvHeads, S = a.qLen, S2 = a.kvLen;
   T q = g.tensor(kQ, io, dimsOf(B, H, S, a.size, false), stridesOf(a.query, false));
-  T kt = g.tensor(kK, io, dimsOf(B, H, S2, a.size, true), stridesOf(a.key, true));
-  T v = g.tensor(kV, io, dimsOf(B, H, S2, a.vSize, false), stridesOf(a.value, false));
+  // Grouped heads: the products broadcast K and V's Hk heads over Q's H.
+  T kt = g.tensor(kK, io, dimsOf(B, Hk, S2, a.size, true), stridesOf(a.key, true));
+  T v = g.tensor(kV, io, dimsOf(B, Hk, S2, a.vSize, false), stridesOf(a.value, false));
   T o = g.tensor(kO, io, dimsOf(B, H, S, a.vSize, false), stridesOf(a.out, false));
   T stats = g.tensor(kStats, CUDNN_DATA_FLOAT, {B, H, S, 1}, {H * S, S, 1, 1});
   T scale = g.scalar(kScale);
@@ -259,16 +261,17 @@ void buildForward(Builder &g, Elem t, const AttentionShape &a) {
 
 void buildBackward(Builder &g, Elem t, const AttentionShape &a) {
   cudnnDataType_t io = ioType(t), f32 = CUDNN_DATA_FLOAT;
-  int64_t B = a.batch, H = a.qHeads, S = a.qLen, S2 = a.kvLen, D = a.size, Dv = a.vSize;
+  int64_t B = a.batch, H = a.qHeads, Hk = a.kvHeads, S = a.qLen, S2 = a.kvLen, D = a.size,
+          Dv = a.vSize;
   T q = g.tensor(kQ, io, dimsOf(B, H, S, D, false), stridesOf(a.query, false));
-  T kt = g.tensor(kK, io, dimsOf(B, H, S2, D, true), stridesOf(a.key, true));
-  T vt = g.tensor(kV, io, dimsOf(B, H, S2, Dv, true), stridesOf(a.value, true));
+  T kt = g.tensor(kK, io, dimsOf(B, Hk, S2, D, true), stridesOf(a.key, true));
+  T vt = g.tensor(kV, io, dimsOf(B, Hk, S2, Dv, true), stridesOf(a.value, true));
   T o = g.tensor(kO, io, dimsOf(B, H, S, Dv, false), stridesOf(a.out, false));
   T stats = g.tensor(kStats, f32, {B, H, S, 1}, {H * S, S, 1, 1});
   T dO = g.tensor(kDO, io, dimsOf(B, H, S, Dv, false), stridesOf(a.dout, false));
   T dQ = g.tensor(kDQ, io, dimsOf(B, H, S, D, false), stridesOf(a.dquery, false));
-  T dK = g.tensor(kDK, io, dimsOf(B, H, S2, D, false), stridesOf(a.dkey, false));
-  T dV = g.tensor(kDV, io, dimsOf(B, H, S2, Dv, false), stridesOf(a.dvalue, false));
+  T dK = g.tensor(kDK, io, dimsOf(B, Hk, S2, D, false), stridesOf(a.dkey, false));
+  T dV = g.tensor(kDV, io, dimsOf(B, Hk, S2, Dv, false), stridesOf(a.dvalue, false));
   T scale = g.scalar(kScale);
   T negInf = a.causal ? g.scalar(kNegInf) : T{};
   T one = g.scalar(kOne);
@@ -287,7 +290,15 @@ void buildBackward(Builder &g, Elem t, const AttentionShape &a) {
   Dims transposed = {H * S * S2, S * S2, 1, S2};
   T pT = g.virt(io, {B, H, S2, S}, &transposed);
   g.reshape(p, pT);
-  g.matmul(pT, dO, dV);
+  // Grouped heads: each query head's part, then the sum over its key/value head's
+  // group (consecutive query heads), as cudnn-frontend's dV_fullhead.
+  auto perKeyHead = [&](const T &full, const T &grouped) {
+    if (Hk != H)
+      g.reduction(CUDNN_REDUCE_TENSOR_ADD, full, &grouped);
+  };
+  T dVFull = Hk == H ? dV : g.virt(io, {B, H, S2, Dv});
+  g.matmul(pT, dO, dVFull);
+  perKeyHead(dVFull, dV);
   // dS = P * (dO·Vᵀ - rowSums) * scale.
   T dP = g.virt(f32, {B, H, S, S2});
   g.matmul(dO, vt, dP);
@@ -297,8 +308,10 @@ void buildBackward(Builder &g, Elem t, const AttentionShape &a) {
       &scale);
   T dST = g.virt(io, {B, H, S2, S}, &transposed);
   g.reshape(dS, dST);
-  g.matmul(dST, q, dK);
-  Dims kDims = dimsOf(B, H, S2, D, false), kStrides = stridesOf(a.key, false);
+  T dKFull = Hk == H ? dK : g.virt(io, {B, H, S2, D});
+  g.matmul(dST, q, dKFull);
+  perKeyHead(dKFull, dK);
+  Dims kDims = dimsOf(B, Hk, S2, D, false), kStrides = stridesOf(a.key, false);
   T k = g.virt(io, kDims, &kStrides);
   g.reshape(kt, k);
   g.matmul(dS, k, dQAccum);
@@ -427,8 +440,8 @@ std::string CudnnAttention::unsupported(Elem t, const AttentionShape &a,
     return "cuDNN's fused attention is for bf16 and fp16";
   if (a.mask != 0)
     return "a boolean or additive mask (the cuDNN graph takes no mask or a causal one)";
-  if (a.qHeads != a.kvHeads)
-    return "grouped key/value heads (the cuDNN graph takes as many as query heads)";
+  if (a.kvHeads < 1 || a.qHeads % a.kvHeads)
+    return "query heads that are not a multiple of the key/value heads";
   if (a.size % 8 || a.vSize % 8 || a.size > 128 || a.vSize > 128) {
     os << "heads of " << a.size << "/" << a.vSize
        << " (the cuDNN graph takes multiples of 8 up to 128)";

@@ -10,9 +10,9 @@
 // project's kernels keep) and backward (dQ, dK, dV), over the plan's tensors
 // where they are: strided heads, K and V read transposed by strides alone.
 //
-// It takes bf16 and fp16 attention with heads of 8..128 (multiples of 8) and as
-// many key heads as query heads, with no mask or a causal one, and 16-byte
-// aligned operands. Everything else, and any graph that no engine accepts, is
+// It takes bf16 and fp16 attention with heads of 8..128 (multiples of 8), grouped
+// key/value heads or not, with no mask or a causal one, and 16-byte aligned
+// operands. Everything else, and any graph that no engine accepts, is
 // refused with the reason, and the caller runs the project's own kernels.
 //
 //===----------------------------------------------------------------------===//
@@ -39,7 +39,7 @@ public:
   static constexpr int kForwardOperands = 5, kBackwardOperands = 9;
 
   /// Why cuDNN's graph cannot express this attention ("" when it can): the
-  /// element type, mask, grouped heads, head size or alignment.
+  /// element type, mask, head size or alignment.
   static std::string unsupported(Elem t, const AttentionShape &a,
                                  const std::vector<const void *> &operands);
   /// Builds and plans the graph; null with the reason (cuDNN missing, or no
