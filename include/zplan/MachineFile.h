@@ -18,6 +18,9 @@ namespace zplan::machine {
 inline constexpr const char *kName = "name";
 /// FLOP/s of a large f32 GEMM, over all the threads a rank uses.
 inline constexpr const char *kMatmulFlops = "matmul_flops";
+/// FLOP/s of a large bf16 GEMM (f32 accumulation): the products and fused
+/// attention of 16-bit plans. Absent: matmul_flops.
+inline constexpr const char *kMatmulFlops16 = "matmul_flops_16bit";
 /// FLOP/s of elementwise arithmetic (every kernel but the GEMMs).
 inline constexpr const char *kVectorFlops = "vector_flops";
 /// Bytes/s of memory (bytes read plus bytes written).

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/Calibrate.h"
+#include "zrt/Float16.h"
+#include "zrt/Kernels.h"
 #include "zrt/ParallelFor.h"
 #include "zplan/MachineFile.h"
 
@@ -35,9 +37,72 @@ double bestSeconds(int repeats, const std::function<void()> &fn) {
   return best;
 }
 
+/// The device's kernel figures, measured through its kernel table.
+struct DeviceFigures {
+  double matmulFlops = 0, matmulFlops16 = 0, vectorFlops = 0, bandwidth = 0, overhead = 0;
+};
+
+/// `small`: sizes for a test on an emulated GPU (the figures mean nothing).
+DeviceFigures measureDevice(Device &device, bool small) {
+  std::vector<void *> owned;
+  auto tensor = [&](DType t, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    owned.push_back(device.allocate((size_t)n * dtypeSize(t)));
+    return TensorView{owned.back(), t, std::move(shape)};
+  };
+  auto kernel = [&](KernelKind kind, std::vector<TensorView> ins,
+                    std::vector<TensorView> outs) {
+    KernelCall call;
+    call.kind = kind;
+    call.loc = "the calibration";
+    call.ins = std::move(ins);
+    call.outs = std::move(outs);
+    return bindKernelCall(device.kernels(), call);
+  };
+  // Seconds per run of `k`: one warm-up, then the best of 3 batches of `runs`,
+  // each between two synchronizations (their cost spread over the batch).
+  auto perRun = [&](const BoundKernel &k, int runs) {
+    k();
+    device.synchronize();
+    return bestSeconds(3, [&] {
+             for (int i = 0; i < runs; ++i)
+               k();
+             device.synchronize();
+           }) /
+           runs;
+  };
+  DeviceFigures f;
+  // GEMMs large enough for the tensor cores' steady state (2 n^3 each).
+  const int64_t n = small ? 128 : 4096;
+  for (DType t : {zero::zplan::F32, zero::zplan::BF16}) {
+    BoundKernel mm = kernel(Kernel::MATMUL, {tensor(t, {n, n}), tensor(t, {n, n})},
+                            {tensor(t, {n, n})});
+    double flops = 2.0 * n * n * n / perRun(mm, small ? 2 : 10);
+    (t == zero::zplan::F32 ? f.matmulFlops : f.matmulFlops16) = flops;
+  }
+  // Bandwidth: a copy far larger than the caches (bytes read + written).
+  const int64_t big = small ? 1 << 16 : 64 << 20; // f32 elements: 256 MB
+  TensorView src = tensor(zero::zplan::F32, {big}), dst = tensor(zero::zplan::F32, {big});
+  f.bandwidth = 2.0 * big * 4 / perRun(kernel(Kernel::COPY, {src}, {dst}), small ? 2 : 10);
+  // Elementwise arithmetic: tanh, 10 FLOPs an element as the cost model counts a
+  // transcendental function, over data that stays in the caches.
+  const int64_t cached = small ? 1 << 12 : 1 << 20;
+  TensorView in = tensor(zero::zplan::F32, {cached}), out = tensor(zero::zplan::F32, {cached});
+  f.vectorFlops = 10.0 * cached / perRun(kernel(Kernel::TANH, {in}, {out}), small ? 10 : 100);
+  // What a kernel costs besides its work: a one-element copy, launched back to back.
+  TensorView one = tensor(zero::zplan::F32, {1}), other = tensor(zero::zplan::F32, {1});
+  f.overhead = perRun(kernel(Kernel::COPY, {one}, {other}), small ? 100 : 2000);
+  device.synchronize();
+  for (void *p : owned)
+    device.release(p);
+  return f;
+}
+
 } // namespace
 
-std::string zrt::calibrateMachine(Communicator &comm) {
+std::string zrt::calibrateMachine(Communicator &comm, Device *device, bool small) {
   // GEMM: a square product big enough to reach the BLAS's steady state, split
   // into row blocks over the kernels' threads as the matmul kernel splits it.
   const int n = 768;
@@ -90,14 +155,27 @@ std::string zrt::calibrateMachine(Communicator &comm) {
     comm.allGatherElements = 0; // calibration traffic is not the plan's
   }
 
+  double matmulFlops16 = 0;
+  if (device) {
+    DeviceFigures f = measureDevice(*device, small);
+    matmulFlops = f.matmulFlops;
+    matmulFlops16 = f.matmulFlops16;
+    vectorFlops = f.vectorFlops;
+    bandwidth = f.bandwidth;
+    overhead = f.overhead;
+  }
+
   std::ostringstream os;
   os.precision(6);
   namespace key = zplan::machine;
   auto field = [&](const char *name, double value, bool last = false) {
     os << "  \"" << name << "\": " << value << (last ? "\n" : ",\n");
   };
-  os << "{\n  \"" << key::kName << "\": \"calibrated (" << comm.name() << ")\",\n";
+  os << "{\n  \"" << key::kName << "\": \"calibrated (" << comm.name()
+     << (device ? ", " + device->name() : std::string()) << ")\",\n";
   field(key::kMatmulFlops, matmulFlops);
+  if (device)
+    field(key::kMatmulFlops16, matmulFlops16);
   field(key::kVectorFlops, vectorFlops);
   field(key::kMemoryBandwidth, bandwidth);
   field(key::kKernelOverheadS, overhead);

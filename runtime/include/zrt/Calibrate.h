@@ -8,6 +8,7 @@
 #define ZRT_CALIBRATE_H
 
 #include "zrt/Communicator.h"
+#include "zrt/Device.h"
 
 #include <string>
 
@@ -16,7 +17,13 @@ namespace zrt {
 /// Measures GEMM and vector FLOP/s, memory bandwidth, per-kernel overhead and, on
 /// several ranks, the ring alpha and beta of the communicator. Returns the JSON
 /// object that `zero-opt --machine=FILE` reads. Every rank must call it.
-std::string calibrateMachine(Communicator &comm);
+/// With `device` (a GPU), the kernel figures are the device's, measured through
+/// its own kernels (f32 and bf16 GEMMs, a copy, tanh, a one-element kernel), a
+/// batch of launches timed between two synchronizations; alpha and beta stay the
+/// host communicator's. `small`: tiny sizes, for testing the path on an emulated
+/// GPU.
+std::string calibrateMachine(Communicator &comm, Device *device = nullptr,
+                             bool small = false);
 
 } // namespace zrt
 

@@ -75,7 +75,8 @@ const char *kUsage =
     "                                           where)\n"
     "       zero-run --calibrate MACHINE.json   (measures this machine for\n"
     "                                           zero-opt --machine; under mpirun\n"
-    "                                           the network too)\n"
+    "                                           the network too; --device cuda:\n"
+    "                                           the GPU's kernels)\n"
     "\n"
     "Runs a plan compiled by zero-opt. A plan compiled for N ranks runs as N\n"
     "threads of this process (GPUs 0..N-1 with --device cuda, NCCL communicators\n"
@@ -123,6 +124,8 @@ const char *kUsage =
     "  --collective-timeout S  a rank that waits for the others longer than S seconds\n"
     "                         (a collective, the GPU's NCCL work) names the wait and\n"
     "                         stops the job (default 600; 0: never)\n"
+    "  --test-calibrate-small   test only: --calibrate --device cuda with tiny sizes\n"
+    "                         (an emulated GPU; the figures mean nothing)\n"
     "  --test-comm-delay-ns-per-byte D\n"
     "                         test only: slow every started collective by D ns per\n"
     "                         byte, to measure how much communication is hidden\n"
@@ -182,7 +185,7 @@ struct Options {
   int64_t steps = 1, printEvery = 1, threads = 0;
   bool printEveryGiven = false; // else the plan's steps_per_print, if it has one
   bool shuffle = false, quiet = false, profile = false, withOptimizerState = false,
-       allowTf32 = false, cudnnAttention = true;
+       allowTf32 = false, cudnnAttention = true, calibrateSmall = false;
   uint64_t seed = 0;
 };
 
@@ -260,6 +263,8 @@ Options parseArgs(int argc, char **argv) {
       o.calibrate = value("--calibrate");
     } else if (is("--trace")) {
       o.trace = value("--trace");
+    } else if (a == "--test-calibrate-small") {
+      o.calibrateSmall = true;
     } else if (is("--test-comm-delay-ns-per-byte")) {
       std::string v = value("--test-comm-delay-ns-per-byte");
       char *end = nullptr;
@@ -1056,7 +1061,12 @@ int run(const Options &o, Communicator &comm, bool launched) {
   if (!o.calibrate.empty()) {
     if (comm.rank() == 0)
       checkWritable(o.calibrate, "--calibrate");
-    std::string json = calibrateMachine(comm);
+    // On a GPU (--device cuda) the kernel figures are its own; the CPU's otherwise.
+    std::unique_ptr<Device> gpu;
+    if (deviceKind(o) == "cuda")
+      gpu = makeCudaDevice(comm.rank() % cudaDeviceCount(), comm,
+                           CudaOptions{o.allowTf32, false, o.cudnnAttention});
+    std::string json = calibrateMachine(comm, gpu.get(), o.calibrateSmall);
     if (comm.rank() == 0) {
       writeFileAtomically(o.calibrate, json);
       if (!o.quiet)

@@ -25,12 +25,14 @@ FailureOr<MachineModel> zero::loadMachineModel(StringRef nameOrPath,
                                                std::string &error) {
   MachineModel m;
   if (nameOrPath == "h100-nvlink") {
-    // Published H100 SXM figures: TF32 tensor-core GEMM 495 TFLOP/s (dense),
+    // Published H100 SXM figures: TF32 tensor-core GEMM 495 TFLOP/s and BF16 989
+    // (dense),
     // FP32 67 TFLOP/s, HBM3 3.35 TB/s. NCCL rings reach ~360 GB/s of NVLink 4's
     // 450 GB/s per direction inside a node of 8; between nodes one InfiniBand NDR
     // port (400 Gb/s = 50 GB/s) per GPU.
     m.name = "h100-nvlink";
     m.matmulFlops = 495e12;
+    m.matmulFlops16 = 989e12; // dense BF16 tensor cores
     m.vectorFlops = 67e12;
     m.memoryBandwidth = 3.35e12;
     m.kernelOverheadS = 4e-6;
@@ -73,6 +75,7 @@ FailureOr<MachineModel> zero::loadMachineModel(StringRef nameOrPath,
       field = *v;
   };
   read(key::kMatmulFlops, m.matmulFlops);
+  read(key::kMatmulFlops16, m.matmulFlops16);
   read(key::kVectorFlops, m.vectorFlops);
   read(key::kMemoryBandwidth, m.memoryBandwidth);
   read(key::kKernelOverheadS, m.kernelOverheadS);
@@ -80,7 +83,8 @@ FailureOr<MachineModel> zero::loadMachineModel(StringRef nameOrPath,
   read(key::kBetaSPerByte, m.betaSPerByte);
   m.interAlphaS = m.alphaS;
   m.interBetaSPerByte = m.betaSPerByte;
-  if (m.matmulFlops <= 0 || m.vectorFlops <= 0 || m.memoryBandwidth <= 0 ||
+  if (m.matmulFlops <= 0 || m.matmulFlops16 < 0 || m.vectorFlops <= 0 ||
+      m.memoryBandwidth <= 0 ||
       m.kernelOverheadS < 0 || m.alphaS < 0 || m.betaSPerByte < 0) {
     error = "'" + nameOrPath.str() + "' has a non-positive rate or a negative time";
     return failure();
@@ -136,7 +140,12 @@ double kernelSeconds(const MachineModel &m, plan::KernelOp k) {
   bool products = k.getKernel() == plan::KernelKind::matmul ||
                   k.getKernel() == plan::KernelKind::attention ||
                   k.getKernel() == plan::KernelKind::attention_grad;
-  double peak = products ? m.matmulFlops : m.vectorFlops;
+  // 16-bit products (the output's type) run at the 16-bit GEMM rate.
+  bool narrow = products &&
+                cast<MemRefType>(k.getOutputs()[0].getType()).getElementTypeBitWidth() == 16;
+  double peak = !products ? m.vectorFlops
+                : narrow && m.matmulFlops16 > 0 ? m.matmulFlops16
+                                                : m.matmulFlops;
   return m.kernelOverheadS + std::max(kernelFlops(k) / peak, bytes / m.memoryBandwidth);
 }
 

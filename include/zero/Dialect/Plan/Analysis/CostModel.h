@@ -23,6 +23,7 @@ namespace zero {
 struct MachineModel {
   std::string name;
   double matmulFlops = 1e11;       // FLOP/s of GEMM
+  double matmulFlops16 = 0;        // of 16-bit GEMM (0: matmulFlops)
   double vectorFlops = 1e10;       // FLOP/s of everything else
   double memoryBandwidth = 1e10;   // bytes/s
   double kernelOverheadS = 1e-6;   // per kernel launch
