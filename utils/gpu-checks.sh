@@ -30,6 +30,8 @@
 #      3f. an update that makes the weights non-finite (a learning rate of 1e39,
 #          f32 and bf16) stops the run, naming the step and the tensor, before the
 #          weights or a checkpoint are written;
+#      3g. the step as one CUDA graph: 20 steps replayed against 20 with every
+#          kernel launched (--no-cuda-graph), fp32 equal, bf16 within 1e-3;
 #   4. the GPT-2 small training step in zero-run, PyTorch eager and torch.compile,
 #      with tokens/s, model FLOPs utilization and zero-run's time per kernel kind
 #      (utils/bench-gpu.py);
@@ -48,7 +50,7 @@
 # The GPU machine has no zero-opt (no MLIR there): plans are compiled by `bundle`.
 #
 #   utils/gpu-checks.sh bundle rehearsal; utils/gpu-checks.sh rehearse
-#                                 here, no GPU: checks 1-3f as `run` does them,
+#                                 here, no GPU: checks 1-3g as `run` does them,
 #                                 with zero-run-cuda-emulated (the CUDA backend over
 #                                 emulated CUDA) and 8 emulated GPUs; checks 4 and 5's
 #                                 scripts on a tiny GPT, PyTorch on the CPU
@@ -324,6 +326,30 @@ PY
           echo "$p: something was written from the non-finite weights"; failed=1
         fi
       fi
+    done
+  fi
+  if want 3g; then
+    echo "== 3g. the step as one CUDA graph: replay against each kernel launched, 20 steps"
+    for p in fp32 bf16; do
+      plan="$B/gpt/step.zplan" tol=0
+      [ $p = bf16 ] && plan="$B/gpt/step-bf16.zplan" tol=1e-3 # cuDNN's backward may add in any order
+      for g in graph direct; do
+        "$ZR" "$plan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" --steps 20 --device cuda \
+          --quiet --log-json "$B/gpt/cuda-$p-$g.json" $([ $g = direct ] && echo --no-cuda-graph) \
+          2> "$B/gpt/cuda-$p-$g.err" || failed=1
+      done
+      if grep -q "not as one CUDA graph" "$B/gpt/cuda-$p-graph.err"; then
+        cat "$B/gpt/cuda-$p-graph.err"; failed=1
+      fi
+      $PY - "$B/gpt/cuda-$p-graph.json" "$B/gpt/cuda-$p-direct.json" $tol $p <<'PY' || failed=1
+import json, sys
+loss = lambda f: [json.loads(x)["loss"] for x in open(f)]
+g, d, tol = loss(sys.argv[1]), loss(sys.argv[2]), float(sys.argv[3])
+worst = max(abs(a - b) / abs(b) for a, b in zip(g, d)) if len(g) == len(d) > 0 else float("inf")
+print("%s: graph replay against direct launches, %d steps, worst relative difference %.2e "
+      "(limit %g)" % (sys.argv[4], len(g), worst, tol))
+sys.exit(0 if worst <= tol else 1)
+PY
     done
   fi
   if want 4; then

@@ -30,7 +30,10 @@
 
 #include <deque>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace zero_cuda_emulator::detail {
 
@@ -68,10 +71,23 @@ struct Item {
 
 } // namespace zero_cuda_emulator::detail
 
+namespace zero_cuda_emulator::detail {
+/// A capture in progress (cudaStreamBeginCapture), then a graph: per stream, the
+/// work recorded; a wait names its stream and a ticket counted within the capture.
+struct Capture {
+  CUstream_st *origin = nullptr;
+  std::vector<CUstream_st *> streams; // the origin, then the streams that joined
+  std::map<const CUstream_st *, std::vector<Item>> items;
+  std::string invalid; // why the capture can no longer end (empty: it can)
+  bool ended = false;
+};
+} // namespace zero_cuda_emulator::detail
+
 struct CUstream_st {
   int device = 0;
   std::deque<zero_cuda_emulator::detail::Item> items;
   uint64_t enqueued = 0, completed = 0;
+  std::shared_ptr<zero_cuda_emulator::detail::Capture> capture; // while capturing
 };
 
 #endif // ZERO_CUDA_EMULATOR_EMULATOR_H

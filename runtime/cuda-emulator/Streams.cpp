@@ -52,6 +52,8 @@ int deviceCount() {
 struct CUevent_st {
   const CUstream_st *stream = nullptr; // null until first recorded
   uint64_t ticket = 0;
+  /// Recorded in a capture: its ticket counts within the capture's work.
+  std::weak_ptr<zero_cuda_emulator::detail::Capture> capture;
   /// With timing: a marker item queued at each record sets this (host
   /// milliseconds) when the stream reaches it; shared, as the item may outlive
   /// the event.
@@ -121,9 +123,23 @@ template <typename Done> void runUntil(DeviceState &d, Done done) {
 
 } // namespace
 
+namespace {
+/// A synchronization while `s` captures: on a GPU an error that invalidates the
+/// capture (the host would wait for work that is only being recorded).
+void invalidateCapture(CUstream_st *s, const char *why) {
+  if (s->capture && s->capture->invalid.empty())
+    s->capture->invalid = why;
+}
+void invalidateCaptures(DeviceState &d, const char *why) {
+  for (CUstream_st *s : d.streams)
+    invalidateCapture(s, why);
+}
+} // namespace
+
 void zero_cuda_emulator::detail::drainDevice(int device) {
   DeviceState &d = deviceState(device);
   std::lock_guard<std::mutex> lock(d.mutex);
+  invalidateCaptures(d, "the device was synchronized during the capture");
   runUntil(d, [&] { return idle(d); });
 }
 
@@ -135,6 +151,10 @@ void zero_cuda_emulator::detail::enqueue(cudaStream_t s, std::function<void()> r
   }
   DeviceState &d = deviceState(s->device);
   std::lock_guard<std::mutex> lock(d.mutex);
+  if (s->capture) { // recorded, not run
+    s->capture->items[s].push_back(Item{std::move(run), nullptr, 0});
+    return;
+  }
   s->items.push_back(Item{std::move(run), nullptr, 0});
   ++s->enqueued;
 }
@@ -182,6 +202,12 @@ const char *cudaGetErrorString(cudaError_t error) {
     return "device not ready";
   case cudaErrorIllegalAddress:
     return "an illegal memory access was encountered";
+  case cudaErrorStreamCaptureUnsupported:
+    return "operation not permitted when stream is capturing";
+  case cudaErrorStreamCaptureInvalidated:
+    return "operation failed due to a previous error during capture";
+  case cudaErrorStreamCaptureUnjoined:
+    return "capture was not joined";
   }
   return "unknown error";
 }
@@ -203,6 +229,11 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   }
   DeviceState &d = deviceState(stream->device);
   std::lock_guard<std::mutex> lock(d.mutex);
+  if (stream->capture) {
+    invalidateCapture(stream, "a capturing stream was synchronized");
+    return complain(cudaErrorStreamCaptureUnsupported,
+                    "cudaStreamSynchronize: the stream is capturing");
+  }
   runUntil(d, [&] { return stream->items.empty(); });
   return cudaSuccess;
 }
@@ -250,7 +281,8 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   DeviceState &d = deviceState(stream->device);
   std::lock_guard<std::mutex> lock(d.mutex);
   event->stream = stream;
-  event->ticket = stream->enqueued;
+  event->capture = stream->capture;
+  event->ticket = stream->capture ? stream->capture->items[stream].size() : stream->enqueued;
   return cudaSuccess;
 }
 
@@ -274,6 +306,26 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     fatal("cudaStreamWaitEvent across devices is not emulated");
   DeviceState &d = deviceState(stream->device);
   std::lock_guard<std::mutex> lock(d.mutex);
+  std::shared_ptr<Capture> recordedIn = event->capture.lock();
+  if (recordedIn && recordedIn->ended)
+    return complain(cudaErrorInvalidValue, "cudaStreamWaitEvent: the event was recorded in "
+                                           "a capture that has ended");
+  if (recordedIn) { // a wait within the capture: the waiting stream joins it
+    if (!stream->capture) {
+      stream->capture = recordedIn;
+      recordedIn->streams.push_back(stream);
+    }
+    if (stream->capture != recordedIn)
+      return complain(cudaErrorStreamCaptureInvalidated,
+                      "cudaStreamWaitEvent: an event of another capture");
+    recordedIn->items[stream].push_back(Item{nullptr, event->stream, event->ticket});
+    return cudaSuccess;
+  }
+  if (stream->capture) {
+    invalidateCapture(stream, "a capturing stream waited for an event recorded outside it");
+    return complain(cudaErrorStreamCaptureInvalidated,
+                    "cudaStreamWaitEvent: a capturing stream waits for outside work");
+  }
   stream->items.push_back(Item{nullptr, event->stream, event->ticket});
   ++stream->enqueued;
   return cudaSuccess;
@@ -284,6 +336,9 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
     return complain(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: a null event");
   if (!event->stream) // never recorded: complete
     return cudaSuccess;
+  if (!event->capture.expired())
+    return complain(cudaErrorStreamCaptureUnsupported,
+                    "cudaEventSynchronize: the event was recorded in a capture");
   const CUstream_st *stream = event->stream;
   uint64_t ticket = event->ticket;
   DeviceState &d = deviceState(stream->device);
@@ -297,3 +352,118 @@ cudaError_t cudaDeviceSynchronize() {
   return cudaSuccess;
 }
 
+
+struct CUgraph_st {
+  std::shared_ptr<Capture> capture;
+};
+struct CUgraphExec_st {
+  std::shared_ptr<const Capture> capture;
+};
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+  if (!stream)
+    return complain(cudaErrorStreamCaptureUnsupported,
+                    "cudaStreamBeginCapture: the legacy default stream");
+  DeviceState &d = deviceState(stream->device);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  if (stream->capture)
+    return complain(cudaErrorStreamCaptureInvalidated,
+                    "cudaStreamBeginCapture: the stream is capturing already");
+  stream->capture = std::make_shared<Capture>();
+  stream->capture->origin = stream;
+  stream->capture->streams.push_back(stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
+  if (!stream || !graph || !stream->capture || stream->capture->origin != stream)
+    return complain(cudaErrorInvalidValue,
+                    "cudaStreamEndCapture: not the stream that began a capture");
+  DeviceState &d = deviceState(stream->device);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  std::shared_ptr<Capture> c = stream->capture;
+  for (CUstream_st *s : c->streams)
+    s->capture = nullptr;
+  c->ended = true;
+  *graph = nullptr;
+  if (!c->invalid.empty())
+    return complain(cudaErrorStreamCaptureInvalidated,
+                    "cudaStreamEndCapture: the capture was invalidated: " + c->invalid);
+  // Every stream that joined is joined back: the origin waits for all its work.
+  const std::vector<Item> &origin = c->items[stream];
+  for (CUstream_st *s : c->streams) {
+    if (s == stream)
+      continue;
+    uint64_t last = c->items[s].size();
+    bool joined = std::any_of(origin.begin(), origin.end(), [&](const Item &i) {
+      return i.waitStream == s && i.waitTicket >= last;
+    });
+    if (!joined)
+      return complain(cudaErrorStreamCaptureUnjoined,
+                      "cudaStreamEndCapture: a stream's captured work is not waited for by "
+                      "the capturing stream");
+  }
+  *graph = new CUgraph_st{c};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                 unsigned long long) {
+  if (!exec || !graph)
+    return complain(cudaErrorInvalidValue, "cudaGraphInstantiate: no graph");
+  *exec = new CUgraphExec_st{graph->capture};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (!exec || !stream)
+    return complain(cudaErrorInvalidValue,
+                    "cudaGraphLaunch: no graph, or the legacy default stream");
+  const Capture &c = *exec->capture;
+  DeviceState &d = deviceState(stream->device);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  if (stream->capture)
+    return complain(cudaErrorStreamCaptureUnsupported,
+                    "cudaGraphLaunch: into a capturing stream (not emulated)");
+  // Where each stream's recorded work goes: the origin's on the launch stream.
+  auto target = [&](const CUstream_st *s) {
+    return s == c.origin ? stream : const_cast<CUstream_st *>(s);
+  };
+  // The other streams start after the launch stream's earlier work.
+  uint64_t launchTicket = stream->enqueued;
+  std::map<const CUstream_st *, uint64_t> base;
+  for (CUstream_st *s : c.streams) {
+    CUstream_st *t = target(s);
+    if (t != stream) {
+      t->items.push_back(Item{nullptr, stream, launchTicket});
+      ++t->enqueued;
+    }
+    base[s] = t->enqueued;
+  }
+  for (CUstream_st *s : c.streams) {
+    CUstream_st *t = target(s);
+    auto it = c.items.find(s);
+    if (it == c.items.end())
+      continue;
+    for (const Item &i : it->second) {
+      Item copy = i;
+      if (i.waitStream) { // a ticket within the capture, made absolute
+        copy.waitStream = target(i.waitStream);
+        copy.waitTicket = base.at(i.waitStream) + i.waitTicket;
+      }
+      t->items.push_back(std::move(copy));
+      ++t->enqueued;
+    }
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -405,6 +406,55 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
       if (options_.trace && async_)
         for (auto &e : async_->takeEvents())
           trace_.push_back({e.name, 1, us(e.begin), us(e.end) - us(e.begin)});
+      return;
+    }
+  }
+  // Unprofiled on a GPU: the step is one CUDA graph, captured at the first run
+  // (which is then replayed as every later one) when nothing needs the host
+  // between kernels. Host kernels (an offloaded optimizer) keep the whole step
+  // kernel by kernel, said once.
+  if (hostWorker_ && options_.graph && device_.hasGraphs() &&
+      graphState_ == GraphState::untried) {
+    graphState_ = GraphState::direct;
+    std::fprintf(stderr, "zero-run: %s: the step runs kernel by kernel, not as one CUDA "
+                         "graph: it has host kernels (an offloaded optimizer)\n",
+                 device_.name().c_str());
+  }
+  if (!msByKernel && !options_.trace && !hostWorker_ && options_.graph &&
+      graphState_ != GraphState::direct) {
+    if (graphState_ == GraphState::untried) {
+      std::string why;
+      // The collectives count their traffic when queued: what the capture queued
+      // is what every replay moves.
+      int64_t gathered = comm_.allGatherElements, scattered = comm_.reduceScatterElements,
+              reduced = comm_.allReduceElements;
+      bool captured = device_.captureGraph(
+          [&] {
+            for (const BoundKernel &k : kernels_)
+              k();
+          },
+          why);
+      graphState_ = captured ? GraphState::captured : GraphState::direct;
+      graphTraffic_ = {comm_.allGatherElements - gathered, comm_.reduceScatterElements - scattered,
+                       comm_.allReduceElements - reduced};
+      comm_.allGatherElements = gathered; // counted again below, as each replay's
+      comm_.reduceScatterElements = scattered;
+      comm_.allReduceElements = reduced;
+      if (!captured && !why.empty())
+        std::fprintf(stderr, "zero-run: %s: the step runs kernel by kernel, not as one "
+                             "CUDA graph: %s\n", device_.name().c_str(), why.c_str());
+    }
+    if (graphState_ == GraphState::captured) {
+      for (size_t k = 0; k < kernels_.size(); ++k) {
+        live += gatheredFrom_[k];
+        gatheredPeak_ = std::max(gatheredPeak_, live);
+        live -= gatheredUntil_[k];
+      }
+      device_.replayGraph();
+      comm_.allGatherElements += graphTraffic_[0];
+      comm_.reduceScatterElements += graphTraffic_[1];
+      comm_.allReduceElements += graphTraffic_[2];
+      device_.synchronize();
       return;
     }
   }

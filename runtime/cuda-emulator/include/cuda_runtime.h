@@ -47,6 +47,14 @@ enum cudaError_t {
   cudaErrorInvalidResourceHandle = 400,
   cudaErrorNotReady = 600,
   cudaErrorIllegalAddress = 700,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureUnjoined = 904,
+};
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
 };
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
@@ -61,6 +69,10 @@ struct CUstream_st;
 struct CUevent_st;
 using cudaStream_t = CUstream_st *;
 using cudaEvent_t = CUevent_st *;
+struct CUgraph_st;
+struct CUgraphExec_st;
+using cudaGraph_t = CUgraph_st *;
+using cudaGraphExec_t = CUgraphExec_st *;
 
 cudaError_t cudaGetDeviceCount(int *count);
 cudaError_t cudaSetDevice(int device);
@@ -92,6 +104,19 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event);
 /// the emulated streams reached them.
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaDeviceSynchronize();
+/// Stream capture: work queued on the stream, and on every stream that waits for
+/// an event recorded in the capture (which joins it), is recorded instead of
+/// queued. End capture needs every joined stream waited for by the origin; a
+/// synchronization of a capturing stream or device invalidates the capture. A
+/// launch queues the recorded work again on the same streams (the origin's on the
+/// launch stream), after the launch stream's earlier work, with its waits.
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                 unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 
 /// Only in kernels launched with launchWithBarriers.
 void __syncthreads();

@@ -76,6 +76,18 @@ public:
   /// A clock for `kernels` kernels per run; null where a kernel is done when the
   /// call that runs it returns (the CPU: the host's clock times it).
   virtual std::unique_ptr<KernelClock> makeKernelClock(size_t kernels) { return nullptr; }
+  /// Records what `enqueue` queues as one graph to replay (a GPU's CUDA graph):
+  /// true when captured (nothing has run: replay() runs it); false, with why in
+  /// `why` (empty where the device has no graphs, the CPU), when it was not: then
+  /// nothing it queued ran or will run, and the caller runs the work directly.
+  virtual bool captureGraph(const std::function<void()> &enqueue, std::string &why) {
+    why.clear();
+    return false;
+  }
+  /// Queues one run of the captured graph.
+  virtual void replayGraph() {}
+  /// Whether captureGraph can capture at all (a GPU).
+  virtual bool hasGraphs() const { return false; }
 };
 
 /// The host: OpenBLAS GEMM and plain loops.

@@ -15,6 +15,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -34,6 +35,9 @@ struct ExecutorOptions {
   /// Threads that share each host kernel of an offloaded optimizer (0: the
   /// machine's hardware threads).
   int hostThreads = 0;
+  /// On a GPU, capture the step's kernels as one CUDA graph at the first run and
+  /// replay it (not with a profile, a trace or host kernels).
+  bool graph = true;
 };
 
 /// One span of a traced run: `track` 0 is compute, 1 communication.
@@ -165,6 +169,12 @@ private:
     BoundKernel count; // bound at first use
   };
   std::vector<FiniteCheck> finiteChecks_;
+  /// The step as a device graph: not tried yet, captured (replayed from then on),
+  /// or not possible (run directly).
+  enum class GraphState { untried, captured, direct } graphState_ = GraphState::untried;
+  /// What one replay moves (all-gather, reduce-scatter, all-reduce elements): the
+  /// collectives the capture queued.
+  std::array<int64_t, 3> graphTraffic_{};
   /// The device's clock for profiles (made at the first profiled run; null on the
   /// CPU, whose kernels the host's clock times).
   std::unique_ptr<KernelClock> clock_;

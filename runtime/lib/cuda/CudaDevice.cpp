@@ -67,6 +67,8 @@ public:
       cudaEventDestroy(e);
     for (cudaEvent_t e : ctx_.copyEvents)
       cudaEventDestroy(e);
+    if (graph_)
+      cudaGraphExecDestroy(graph_);
     cudaEventDestroy(ctx_.ready);
     cudaEventDestroy(ctx_.doneSync);
     if (ctx_.nccl && !ctx_.ncclAborted)
@@ -177,6 +179,35 @@ public:
   std::unique_ptr<KernelClock> makeKernelClock(size_t kernels) override {
     return std::make_unique<EventClock>(ctx_, kernels);
   }
+  bool captureGraph(const std::function<void()> &enqueue, std::string &why) override {
+    // Thread-local: ranks that are threads of one process capture their own GPUs.
+    cudaError_t rc = cudaStreamBeginCapture(ctx_.compute, cudaStreamCaptureModeThreadLocal);
+    if (rc == cudaSuccess) {
+      try {
+        enqueue();
+      } catch (...) {
+        cudaGraph_t partial = nullptr;
+        if (cudaStreamEndCapture(ctx_.compute, &partial) == cudaSuccess && partial)
+          cudaGraphDestroy(partial);
+        cudaGetLastError();
+        throw;
+      }
+      cudaGraph_t graph = nullptr;
+      rc = cudaStreamEndCapture(ctx_.compute, &graph);
+      if (rc == cudaSuccess) {
+        rc = cudaGraphInstantiate(&graph_, graph, 0);
+        cudaGraphDestroy(graph);
+      }
+    }
+    if (rc != cudaSuccess) {
+      why = std::string("capture failed: ") + cudaGetErrorString(rc);
+      cudaGetLastError(); // not an error of the step's: it runs directly
+      graph_ = nullptr;
+    }
+    return rc == cudaSuccess;
+  }
+  void replayGraph() override { ZERO_CUDA_CHECK(cudaGraphLaunch(graph_, ctx_.compute)); }
+  bool hasGraphs() const override { return true; }
   int64_t memoryInUse() const override {
     size_t free = 0, total = 0;
     ZERO_CUDA_CHECK(cudaSetDevice(ctx_.ordinal));
@@ -193,6 +224,7 @@ private:
   Context ctx_;
   std::string name_;
   int rank_;
+  cudaGraphExec_t graph_ = nullptr; // the step, once captured
 };
 
 void checkGpus(int needed) {

@@ -89,6 +89,8 @@ const char *kUsage =
     "                         a GPU is present, else cpu)\n"
     "  --allow-tf32           fp32 GEMMs on the GPU may round their operands to TF32\n"
     "                         on the tensor cores (PyTorch's allow_tf32; off: fp32)\n"
+    "  --no-cuda-graph        on the GPU, launch each kernel every step (default: the\n"
+    "                         step is captured once as a CUDA graph and replayed)\n"
     "  --attention cudnn|own  bf16/fp16 fused attention on the GPU: cuDNN's fused\n"
     "                         kernels where it takes it (default), or zero-opt's own\n"
     "Training (the plan reads tokens and targets [B, T] and returns the loss):\n"
@@ -185,7 +187,7 @@ struct Options {
   int64_t steps = 1, printEvery = 1, threads = 0;
   bool printEveryGiven = false; // else the plan's steps_per_print, if it has one
   bool shuffle = false, quiet = false, profile = false, withOptimizerState = false,
-       allowTf32 = false, cudnnAttention = true, calibrateSmall = false;
+       allowTf32 = false, cudnnAttention = true, calibrateSmall = false, cudaGraph = true;
   uint64_t seed = 0;
 };
 
@@ -314,6 +316,8 @@ Options parseArgs(int argc, char **argv) {
       o.profile = true;
     } else if (a == "--allow-tf32") {
       o.allowTf32 = true;
+    } else if (a == "--no-cuda-graph") {
+      o.cudaGraph = false;
     } else if (is("--attention")) {
       std::string v = value("--attention");
       ZRT_CHECK(v == "cudnn" || v == "own",
@@ -862,6 +866,7 @@ int runRank(const Options &o, zero::zplan::Plan plan, Device &device, Communicat
   ExecutorOptions eopts;
   eopts.commDelayNsPerByte = o.commDelayNsPerByte;
   eopts.trace = !o.trace.empty();
+  eopts.graph = o.cudaGraph;
   Executor exec(std::move(plan), device, comm, eopts);
   bool needsParams = false;
   for (const auto &b : exec.plan().buffers())
