@@ -372,6 +372,12 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
   auto us = [&](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::micro>(t - epoch_).count();
   };
+  // Gathered parameter buckets live from their gather to their last reader.
+  auto gatheredBefore = [&](size_t k) {
+    live += gatheredFrom_[k];
+    gatheredPeak_ = std::max(gatheredPeak_, live);
+  };
+  auto gatheredAfter = [&](size_t k) { live -= gatheredUntil_[k]; };
   // A profile or trace, on a device with a clock of its own (a GPU's events), runs
   // the kernels as without one: each kernel's span is the time between the marks
   // before and after it on the compute stream, read once the step is done; the
@@ -387,11 +393,10 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
       double queued = us(std::chrono::steady_clock::now());
       clock_->begin();
       for (size_t k = 0; k < kernels_.size(); ++k) {
-        live += gatheredFrom_[k];
-        gatheredPeak_ = std::max(gatheredPeak_, live);
+        gatheredBefore(k);
         kernels_[k]();
         clock_->mark(k);
-        live -= gatheredUntil_[k];
+        gatheredAfter(k);
       }
       device_.synchronize();
       for (size_t k = 0; k < kernels_.size(); ++k) {
@@ -435,7 +440,8 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
           },
           why);
       graphState_ = captured ? GraphState::captured : GraphState::direct;
-      graphTraffic_ = {comm_.allGatherElements - gathered, comm_.reduceScatterElements - scattered,
+      graphTraffic_ = {comm_.allGatherElements - gathered,
+                       comm_.reduceScatterElements - scattered,
                        comm_.allReduceElements - reduced};
       comm_.allGatherElements = gathered; // counted again below, as each replay's
       comm_.reduceScatterElements = scattered;
@@ -446,9 +452,8 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
     }
     if (graphState_ == GraphState::captured) {
       for (size_t k = 0; k < kernels_.size(); ++k) {
-        live += gatheredFrom_[k];
-        gatheredPeak_ = std::max(gatheredPeak_, live);
-        live -= gatheredUntil_[k];
+        gatheredBefore(k);
+        gatheredAfter(k);
       }
       device_.replayGraph();
       comm_.allGatherElements += graphTraffic_[0];
@@ -460,8 +465,7 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
   }
   bool timed = options_.trace || msByKernel;
   for (size_t k = 0; k < kernels_.size(); ++k) {
-    live += gatheredFrom_[k];
-    gatheredPeak_ = std::max(gatheredPeak_, live);
+    gatheredBefore(k);
     if (timed) {
       auto begin = std::chrono::steady_clock::now();
       kernels_[k]();
@@ -478,7 +482,7 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
     } else {
       kernels_[k]();
     }
-    live -= gatheredUntil_[k];
+    gatheredAfter(k);
   }
   if (hostWorker_)
     hostWorker_->drain();

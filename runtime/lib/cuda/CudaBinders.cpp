@@ -455,10 +455,10 @@ std::shared_ptr<CudnnAttention> cudnnAttentionFor(const KernelCall &call, Elem t
     return nullptr;
   }
   if (plan->workspaceBytes() > ctx.attentionWorkspaceBytes) {
-    // Binding precedes running, but a kernel bound later (a lazily bound check)
-    // must not free a workspace in use: wait for the stream first.
-    ZERO_CUDA_CHECK(cudaStreamSynchronize(ctx.compute));
-    ZERO_CUDA_CHECK(cudaFree(ctx.attentionWorkspace));
+    // A larger one for this plan; the old one stays allocated until the device
+    // goes, as queued work or a captured graph may still use it.
+    if (ctx.attentionWorkspace)
+      ctx.retiredWorkspaces.push_back(ctx.attentionWorkspace);
     ctx.attentionWorkspace = nullptr;
     ZERO_CUDA_CHECK(cudaMalloc(&ctx.attentionWorkspace, plan->workspaceBytes()));
     ctx.attentionWorkspaceBytes = plan->workspaceBytes();

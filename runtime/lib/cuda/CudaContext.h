@@ -61,6 +61,7 @@ struct Context {
   cudnnHandle_t dnn = nullptr; // made by the first attention planned on cuDNN
   void *attentionWorkspace = nullptr; // cuDNN attention's, grown when one is bound
   size_t attentionWorkspaceBytes = 0;
+  std::vector<void *> retiredWorkspaces; // outgrown, freed with the device
   ncclComm_t nccl = nullptr;
   // Another rank's thread may abort (and so free) `nccl` while this rank enqueues a
   // collective: both hold ncclMutex, and nothing uses `nccl` once ncclAborted.

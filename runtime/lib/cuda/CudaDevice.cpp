@@ -78,6 +78,8 @@ public:
     if (ctx_.dnn && cudnn(noCudnn))
       cudnn(noCudnn)->destroy(ctx_.dnn);
     cudaFree(ctx_.attentionWorkspace);
+    for (void *p : ctx_.retiredWorkspaces)
+      cudaFree(p);
     cudaFree(ctx_.gemmWorkspace);
     cudaFree(ctx_.scratch.data);
     cudaFree(ctx_.errorFlag);

@@ -341,8 +341,8 @@ namespace {
 std::string planKey(cudnnHandle_t handle, Elem t, const AttentionShape &a, bool grad) {
   std::ostringstream os;
   os << (const void *)handle << ' ' << (int)t << ' ' << grad << ' ' << a.causal << ' '
-     << a.batch << ' ' << a.qHeads << ' ' << a.qLen << ' ' << a.kvLen << ' ' << a.size << ' '
-     << a.vSize;
+     << a.batch << ' ' << a.qHeads << ' ' << a.kvHeads << ' ' << a.qLen << ' ' << a.kvLen
+     << ' ' << a.size << ' ' << a.vSize;
   for (const kernels::HeadLayout *l :
        {&a.query, &a.key, &a.value, &a.out, &a.dout, &a.dquery, &a.dkey, &a.dvalue})
     os << ' ' << l->batch << ' ' << l->head << ' ' << l->row;
