@@ -167,8 +167,8 @@ def check(a, case, precisions, tmp):
                              ["--attention", kernels] if kernels else [])
         took = kernels
         if kernels == "cudnn":
-            fell_back = [l for l in err.splitlines() if "not cuDNN:" in l]
-            took = "own (" + fell_back[0].split("not cuDNN: ", 1)[1] + ")" if fell_back else "cudnn"
+            refused = zero_testing.cudnn_refusal(err)
+            took = "own (%s)" % refused if refused else "cudnn"
             if a.expect_cudnn and (took == "cudnn") != cudnn_takes(case):
                 return False, "%s --attention cudnn ran on %s; expected %s" % (
                     p, took, "cudnn" if cudnn_takes(case) else "the project's kernels")

@@ -51,10 +51,10 @@ def main():
                 [a.zero_run, a.plan, "--init", model, "--data", data, "--data-format", "u16",
                  "--steps", str(a.steps), "--device", "cuda", "--quiet", "--profile",
                  "--attention", k], check=True, capture_output=True, text=True)
-            fell_back = [l for l in r.stderr.splitlines() if "not cuDNN:" in l]
-            ran = "cuDNN" if k == "cudnn" and not fell_back else "zero-opt's kernels"
-            if fell_back:
-                ran += " (cuDNN refused: " + fell_back[0].split("not cuDNN: ", 1)[1] + ")"
+            refused = zero_testing.cudnn_refusal(r.stderr)
+            ran = "cuDNN" if k == "cudnn" and not refused else "zero-opt's kernels"
+            if refused:
+                ran += " (cuDNN refused: " + refused + ")"
             ms = zero_testing.attention_profile_ms(r.stdout)
             zero[k] = (ms["forward"], ms["total"], ran)
 

@@ -62,6 +62,15 @@ def int_list(text):
     return [int(v) for v in text.split(",")]
 
 
+def cudnn_refusal(stderr):
+    """Why zero-run's 16-bit attention ran on its own kernels rather than cuDNN's (the
+    reason of its first "... not cuDNN: REASON" line), or None when it did not say."""
+    for line in stderr.splitlines():
+        if "not cuDNN: " in line:
+            return line.split("not cuDNN: ", 1)[1]
+    return None
+
+
 def attention_profile_ms(profile):
     """The fused attention kernels' time per step in `zero-run --profile` output:
     {"forward": attention, "total": attention + attention_grad} in ms. Exits naming

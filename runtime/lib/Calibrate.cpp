@@ -100,9 +100,9 @@ DeviceFigures measureDevice(Device &device, bool small) {
   return f;
 }
 
-} // namespace
-
-std::string zrt::calibrateMachine(Communicator &comm, Device *device, bool small) {
+/// This host's kernel figures (the CPU backend's).
+DeviceFigures measureHost() {
+  DeviceFigures f;
   // GEMM: a square product big enough to reach the BLAS's steady state, split
   // into row blocks over the kernels' threads as the matmul kernel splits it.
   const int n = 768;
@@ -113,13 +113,13 @@ std::string zrt::calibrateMachine(Communicator &comm, Device *device, bool small
                   a.data() + lo * n, n, b.data(), n, 0.0f, c.data() + lo * n, n);
     });
   });
-  double matmulFlops = 2.0 * n * n * n / gemm;
+  f.matmulFlops = 2.0 * n * n * n / gemm;
 
   // Memory bandwidth: a copy larger than the caches (bytes read + written).
   const size_t bytes = 64 << 20;
   std::vector<char> src(bytes, 1), dst(bytes);
   double copy = bestSeconds(5, [&] { std::memcpy(dst.data(), src.data(), bytes); });
-  double bandwidth = 2.0 * bytes / copy;
+  f.bandwidth = 2.0 * bytes / copy;
 
   // Vector FLOP/s: a transcendental loop in cache, as the elementwise kernels do.
   std::vector<float> v(1 << 16, 0.5f);
@@ -127,24 +127,31 @@ std::string zrt::calibrateMachine(Communicator &comm, Device *device, bool small
     for (float &x : v)
       x = std::tanh(x) * 0.5f + 0.25f;
   });
-  double vectorFlops = 10.0 * v.size() / vec;
+  f.vectorFlops = 10.0 * v.size() / vec;
 
   // Kernel overhead: a tiny kernel, dominated by its fixed cost.
   std::vector<float> tiny(16, 1.0f);
-  double overhead = bestSeconds(1000, [&] {
+  f.overhead = bestSeconds(1000, [&] {
     for (float &x : tiny)
       x = x * 0.999f;
   });
+  return f;
+}
+
+} // namespace
+
+std::string zrt::calibrateMachine(Communicator &comm, Device *device, bool small) {
+  DeviceFigures f = device ? measureDevice(*device, small) : measureHost();
 
   // Ring alpha and beta: all-gathers of a tiny and of a large buffer. With one
   // rank nothing crosses a wire.
   double alpha = 0, beta = 0;
   int ranks = comm.size();
   if (ranks > 1) {
-    const int64_t small = 1, large = 1 << 22;
+    const int64_t one = 1, large = 1 << 22;
     std::vector<float> in(large), out(large * ranks);
     double ts = bestSeconds(20, [&] {
-      comm.allGather(in.data(), out.data(), small, zero::zplan::F32);
+      comm.allGather(in.data(), out.data(), one, zero::zplan::F32);
     });
     double tl = bestSeconds(5, [&] {
       comm.allGather(in.data(), out.data(), large, zero::zplan::F32);
@@ -155,16 +162,6 @@ std::string zrt::calibrateMachine(Communicator &comm, Device *device, bool small
     comm.allGatherElements = 0; // calibration traffic is not the plan's
   }
 
-  double matmulFlops16 = 0;
-  if (device) {
-    DeviceFigures f = measureDevice(*device, small);
-    matmulFlops = f.matmulFlops;
-    matmulFlops16 = f.matmulFlops16;
-    vectorFlops = f.vectorFlops;
-    bandwidth = f.bandwidth;
-    overhead = f.overhead;
-  }
-
   std::ostringstream os;
   os.precision(6);
   namespace key = zplan::machine;
@@ -173,12 +170,12 @@ std::string zrt::calibrateMachine(Communicator &comm, Device *device, bool small
   };
   os << "{\n  \"" << key::kName << "\": \"calibrated (" << comm.name()
      << (device ? ", " + device->name() : std::string()) << ")\",\n";
-  field(key::kMatmulFlops, matmulFlops);
+  field(key::kMatmulFlops, f.matmulFlops);
   if (device)
-    field(key::kMatmulFlops16, matmulFlops16);
-  field(key::kVectorFlops, vectorFlops);
-  field(key::kMemoryBandwidth, bandwidth);
-  field(key::kKernelOverheadS, overhead);
+    field(key::kMatmulFlops16, f.matmulFlops16);
+  field(key::kVectorFlops, f.vectorFlops);
+  field(key::kMemoryBandwidth, f.bandwidth);
+  field(key::kKernelOverheadS, f.overhead);
   field(key::kAlphaS, alpha);
   field(key::kBetaSPerByte, beta, true);
   os << "}\n";

@@ -320,6 +320,12 @@ void buildBackward(Builder &g, Elem t, const AttentionShape &a) {
 
 size_t alignUp(size_t n) { return (n + 255) / 256 * 256; }
 
+/// Each operand's layout, in the operands' order (the log-sum-exp is dense: none).
+std::array<const kernels::HeadLayout *, CudnnAttention::kBackwardOperands>
+operandLayouts(const AttentionShape &a) {
+  return {&a.query, &a.key, &a.value, &a.out, nullptr, &a.dout, &a.dquery, &a.dkey, &a.dvalue};
+}
+
 } // namespace
 
 /// A finalized execution plan and the descriptors it was made from; shared by
@@ -449,8 +455,8 @@ std::string CudnnAttention::unsupported(Elem t, const AttentionShape &a,
   }
   if (a.qLen == 1 && a.kvLen == 1)
     return "one query and one key (cuDNN refuses s_q = s_kv = 1)";
-  const kernels::HeadLayout *layouts[] = {&a.query, &a.key,  &a.value,  &a.out,  nullptr,
-                                          &a.dout,  &a.dquery, &a.dkey, &a.dvalue};
+  std::array<const kernels::HeadLayout *, CudnnAttention::kBackwardOperands> layouts =
+      operandLayouts(a);
   for (size_t i = 0; i < operands.size(); ++i) {
     const kernels::HeadLayout *l = layouts[i];
     auto at = (uintptr_t)operands[i] + (l ? (uintptr_t)l->offset * 2 : 0);
@@ -482,8 +488,8 @@ std::unique_ptr<CudnnAttention> CudnnAttention::make(cudnnHandle_t handle, Elem 
   r->plan_ = plan;
   r->scale_ = (float)a.scale;
   r->negInf_ = -std::numeric_limits<float>::infinity();
-  const kernels::HeadLayout *layouts[] = {&a.query, &a.key,  &a.value,  &a.out,  nullptr,
-                                          &a.dout,  &a.dquery, &a.dkey, &a.dvalue};
+  std::array<const kernels::HeadLayout *, CudnnAttention::kBackwardOperands> layouts =
+      operandLayouts(a);
   for (size_t i = 0; i < operands.size(); ++i) {
     r->uids_.push_back(kQ + (int64_t)i);
     r->pointers_.push_back((char *)operands[i] + (layouts[i] ? layouts[i]->offset * 2 : 0));
