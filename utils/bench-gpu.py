@@ -78,7 +78,7 @@ def main():
 
     torch.manual_seed(0)
     gpt = zero_models.GPT(CFG["layers"], CFG["hidden"], CFG["heads"], CFG["vocab"],
-                          CFG["seq"]).to(dev).train()
+                          CFG["seq"], gelu=CFG.get("gelu", "none")).to(dev).train()
     parameters = sum(p_.numel() for p_ in gpt.parameters())  # the tied weight once
     tokens = torch.randint(0, CFG["vocab"], (CFG["batch"], CFG["seq"]), device=dev)
     targets = torch.randint(0, CFG["vocab"], (CFG["batch"], CFG["seq"]), device=dev)

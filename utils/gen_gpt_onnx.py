@@ -5,7 +5,7 @@
 # [batch, seq] (int64), output the loss.
 #
 #   gen_gpt_onnx.py OUT.onnx --layers 48 --hidden 1600 --heads 25 --vocab 50257
-#                   --seq 1024 --batch 1 [--weights none|random]
+#                   --seq 1024 --batch 1 [--weights none|random] [--gelu erf|tanh]
 #
 # --weights none (the default) declares every initializer as external data in
 # OUT.onnx.data without writing it: enough for zero-opt, which reads only shapes
@@ -109,6 +109,9 @@ def build(a):
     scale = g.const(f32(1.0 / math.sqrt(D)))
     neg = g.const(f32(-1e9))
     sqrt2, one, half = g.const(f32(math.sqrt(2.0))), g.const(f32(1.0)), g.const(f32(0.5))
+    if a.gelu == "tanh":
+        beta, kappa = g.const(f32(math.sqrt(2.0 / math.pi))), g.const(f32(0.044715))
+        three = g.const(f32(3.0))
     for l in range(a.layers):
         p = "blocks.%d." % l
         h = g.layer_norm(x, p + "ln1", C)
@@ -123,7 +126,12 @@ def build(a):
         y = g.op("Reshape", [g.op("Transpose", [g.op("MatMul", [att, v])], perm=[0, 2, 1, 3]), shape_btc])
         x = g.op("Add", [x, g.linear(y, p + "proj", C, C)])
         f = g.linear(g.layer_norm(x, p + "ln2", C), p + "fc", C, 4 * C)
-        gelu = g.op("Mul", [g.op("Mul", [f, g.op("Add", [g.op("Erf", [g.op("Div", [f, sqrt2])]), one])]), half])
+        if a.gelu == "tanh":  # GPT-2's own (Hugging Face's gelu_new), as it writes it
+            inner = g.op("Add", [f, g.op("Mul", [kappa, g.op("Pow", [f, three])])])
+            t = g.op("Tanh", [g.op("Mul", [beta, inner])])
+            gelu = g.op("Mul", [g.op("Mul", [half, f]), g.op("Add", [one, t])])
+        else:
+            gelu = g.op("Mul", [g.op("Mul", [f, g.op("Add", [g.op("Erf", [g.op("Div", [f, sqrt2])]), one])]), half])
         x = g.op("Add", [x, g.linear(gelu, p + "fc_out", 4 * C, C)])
     logits = g.op("MatMul", [g.layer_norm(x, "ln_f", C), g.op("Transpose", [wte], perm=[1, 0])])
     logits = g.op("Reshape", [logits, g.const(i64(B * T, V))])
@@ -151,6 +159,8 @@ def main():
     p.add_argument("--vocab", type=int, default=50257)
     p.add_argument("--seq", type=int, default=1024)
     p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--gelu", choices=["erf", "tanh"], default="erf",
+                   help="GELU's exact form, or its tanh form (GPT-2's, llm.c's)")
     p.add_argument("--weights", choices=["none", "random"], default="none")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--shape-operands", choices=["constants", "initializers"],

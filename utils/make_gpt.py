@@ -31,6 +31,8 @@ def main():
     p.add_argument("--seq", type=int, default=32)
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--gelu", choices=["none", "tanh"], default="none",
+                   help="nn.GELU's approximate: the exact form, or GPT-2's tanh form")
     p.add_argument("--save-batch", metavar="DIR",
                    help="also write a random batch as input_0.pb/input_1.pb and the "
                         "PyTorch loss as output_0.pb, in the ONNX backend-test layout")
@@ -41,7 +43,8 @@ def main():
                         "do for training: for tests of the importer's warning)")
     args = p.parse_args()
     torch.manual_seed(args.seed)
-    model = zero_models.GPT(args.layers, args.hidden, args.heads, args.vocab, args.seq)
+    model = zero_models.GPT(args.layers, args.hidden, args.heads, args.vocab, args.seq,
+                            gelu=args.gelu)
     zero_models.export(model, args.out, args.batch, args.seq, args.vocab,
                        constant_folding=args.constant_folding)
     if args.external_data:

@@ -59,8 +59,9 @@ class Round(torch.autograd.Function):
 class Recipe:
     """The forward of zero_models.GPT as zero-opt's autocast compiles it."""
 
-    def __init__(self, dtype):
+    def __init__(self, dtype, gelu="none"):
         self.dtype = dtype
+        self.approximate = gelu
 
     def r(self, x):
         return Round.apply(x, self.dtype)
@@ -76,6 +77,8 @@ class Recipe:
         return F.layer_norm(x16, x16.shape[-1:], w16, b16, 1e-5)
 
     def gelu(self, x16):  # nn.GELU as exported: x * (1 + erf(x / sqrt 2)) * 0.5
+        if self.approximate == "tanh":  # one op (compute.gelu_tanh), rounded once
+            return self.r(F.gelu(x16, approximate="tanh"))
         t = self.r(x16 / self.const(math.sqrt(2.0)))
         t = self.r(torch.erf(t))
         t = self.r(t + self.const(1.0))
@@ -114,7 +117,7 @@ def reference(a, model, precision, lr, wd, data, steps, global_batch, seq):
     recipe, single process on the global batch: the unscaled gradients clipped as
     torch.nn.utils.clip_grad_norm_ does (--clip-grad-norm), the learning rate from
     the schedule at the number of steps not skipped so far (--lr-schedule)."""
-    recipe = Recipe(DTYPES[precision])
+    recipe = Recipe(DTYPES[precision], a.gelu)
     names = [n for n, _ in model.named_parameters()]
     master = {n: p.detach().clone() for n, p in model.named_parameters()}
     opt = torch.optim.AdamW(list(master.values()), lr=lr, weight_decay=wd)
@@ -184,6 +187,8 @@ def main():
     zero_testing.add_launcher_flag(p)
     p.add_argument("--skip-master-check", action="store_true",
                    help="only the parity runs")
+    p.add_argument("--gelu", choices=["none", "tanh"], default="none",
+                   help="the GPT's GELU: the exact form, or GPT-2's tanh form")
     p.add_argument("--grad-accum-steps", type=int, default=1)
     p.add_argument("--clip-grad-norm", type=float, default=0.0)
     p.add_argument("--lr-schedule", default="constant",
@@ -199,7 +204,8 @@ def main():
     data_path = os.path.join(a.work, "tokens.u8")
     data.tofile(data_path)
     torch.manual_seed(0)
-    initial = zero_models.build("gpt", layers=2, hidden=32, heads=4, vocab=vocab, seq=seq)
+    initial = zero_models.build("gpt", layers=2, hidden=32, heads=4, vocab=vocab, seq=seq,
+                                gelu=a.gelu)
     onnx_path = os.path.join(a.work, "model.onnx")
     zero_models.export(initial, onnx_path, batch, seq, vocab)
     common = ["--optimizer=adamw", "--lr=%r" % lr, "--weight-decay=%r" % wd,

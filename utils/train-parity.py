@@ -49,11 +49,12 @@ import zero_models  # noqa: E402
 import zero_testing  # noqa: E402
 
 
-def build_model(name, vocab, seq):
+def build_model(name, vocab, seq, gelu="none", hidden=32, heads=4):
     torch.manual_seed(0)
     if name == "mlp":
         return zero_models.MLP(vocab=vocab, hidden=24)
-    return zero_models.build(name, layers=2, hidden=32, heads=4, vocab=vocab, seq=seq)
+    return zero_models.build(name, layers=2, hidden=hidden, heads=heads, vocab=vocab, seq=seq,
+                             gelu=gelu)
 
 
 def scheduled_lr(a, lr, applied):
@@ -191,6 +192,10 @@ def main():
     p.add_argument("--cos-min-ratio", type=float, default=0.0001)
     p.add_argument("--warmup-min-ratio", type=float, default=0.0)
     p.add_argument("--seq", type=int, default=16, help="the sequence length")
+    p.add_argument("--hidden", type=int, default=32, help="the GPT's width")
+    p.add_argument("--heads", type=int, default=4, help="the GPT's attention heads")
+    p.add_argument("--gelu", choices=["none", "tanh"], default="none",
+                   help="the GPT's GELU: the exact form, or GPT-2's tanh form")
     p.add_argument("--batch", type=int, default=4, help="each rank's micro-batch")
     a = p.parse_args()
     zero_run = a.zero_run or os.path.join(a.bin, "zero-run")
@@ -205,7 +210,7 @@ def main():
     data_path = os.path.join(a.work, "tokens.u8")
     data.tofile(data_path)
 
-    initial = build_model(a.model, vocab, seq)
+    initial = build_model(a.model, vocab, seq, a.gelu, a.hidden, a.heads)
     onnx_path = os.path.join(a.work, "model.onnx")
     trainable = set(zero_models.export(initial, onnx_path, batch, seq, vocab))
 

@@ -14,7 +14,7 @@ import zero_export  # noqa: E402
 
 
 class Block(nn.Module):
-    def __init__(self, hidden, heads, seq):
+    def __init__(self, hidden, heads, seq, gelu="none"):
         super().__init__()
         self.heads = heads
         self.ln1 = nn.LayerNorm(hidden)
@@ -23,7 +23,7 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(hidden)
         self.fc = nn.Linear(hidden, 4 * hidden)
         self.fc_out = nn.Linear(4 * hidden, hidden)
-        self.gelu = nn.GELU()
+        self.gelu = nn.GELU(approximate=gelu)  # "tanh": GPT-2's own form
         # Causal mask as a constant: 0 where attention is allowed, -1e9 above the diagonal.
         mask = torch.triu(torch.full((seq, seq), -1e9), diagonal=1)
         self.register_buffer("mask", mask, persistent=False)
@@ -48,11 +48,11 @@ class Block(nn.Module):
 class GPT(nn.Module):
     """Tied input and output embeddings, pre-LayerNorm blocks, mean cross-entropy."""
 
-    def __init__(self, layers, hidden, heads, vocab, seq):
+    def __init__(self, layers, hidden, heads, vocab, seq, gelu="none"):
         super().__init__()
         self.wte = nn.Embedding(vocab, hidden)
         self.wpe = nn.Embedding(seq, hidden)
-        self.blocks = nn.ModuleList([Block(hidden, heads, seq) for _ in range(layers)])
+        self.blocks = nn.ModuleList([Block(hidden, heads, seq, gelu) for _ in range(layers)])
         self.ln_f = nn.LayerNorm(hidden)
         self.lm_head = nn.Linear(hidden, vocab, bias=False)
         self.lm_head.weight = self.wte.weight  # tied input and output embeddings
@@ -184,10 +184,11 @@ class Llama(nn.Module):
 MODELS = ("gpt", "mlp", "llama")
 
 
-def build(name, layers=2, hidden=32, heads=4, vocab=64, seq=16):
-    """One of MODELS at the given size (the MLP uses vocab and hidden only)."""
+def build(name, layers=2, hidden=32, heads=4, vocab=64, seq=16, gelu="none"):
+    """One of MODELS at the given size (the MLP uses vocab and hidden only; gelu,
+    nn.GELU's approximate, the GPT only)."""
     if name == "gpt":
-        return GPT(layers, hidden, heads, vocab, seq)
+        return GPT(layers, hidden, heads, vocab, seq, gelu)
     if name == "llama":
         return Llama(layers, hidden, heads, vocab, seq)
     if name == "mlp":
@@ -238,10 +239,12 @@ def make_batch(data, step, global_batch, seq):
 
 
 # The GPU benchmarks' models (utils/gpu-checks.sh): GPT-2 small, and a tiny one only
-# to rehearse the scripts without a GPU.
+# to rehearse the scripts without a GPU. GELU in its tanh form, as GPT-2 (and
+# llm.c) has it.
 GPU_BENCH_MODELS = {
-    "small": dict(layers=12, hidden=768, heads=12, vocab=50257, seq=1024, batch=8),
-    "tiny": dict(layers=1, hidden=32, heads=2, vocab=64, seq=16, batch=2),
+    "small": dict(layers=12, hidden=768, heads=12, vocab=50257, seq=1024, batch=8,
+                  gelu="tanh"),
+    "tiny": dict(layers=1, hidden=32, heads=2, vocab=64, seq=16, batch=2, gelu="tanh"),
     # One layer of GPT-2 small's shape: utils/bench-attention-gpu.py times its
     # attention kernels.
     "attention": dict(layers=1, hidden=768, heads=12, vocab=256, seq=1024, batch=8),
@@ -260,6 +263,7 @@ def gpu_bench_inputs(work, cfg):
                     "--layers", str(cfg["layers"]), "--hidden", str(cfg["hidden"]),
                     "--heads", str(cfg["heads"]), "--vocab", str(cfg["vocab"]),
                     "--seq", str(cfg["seq"]), "--batch", str(cfg["batch"]),
+                    "--gelu", "tanh" if cfg.get("gelu") == "tanh" else "erf",
                     "--weights", "random"], check=True)
     data = os.path.join(work, "tokens.u16")
     np.random.RandomState(0).randint(0, cfg["vocab"], size=2_000_000).astype(

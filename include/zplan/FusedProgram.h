@@ -50,6 +50,8 @@ enum class Op : int64_t {
   Where,    // a (an input of bool elements) ? b : c
   ReluGrad, // a > 0 ? b : 0 (relu_grad's input, gradient)
   GeluGrad, // b (Phi(a) + a phi(a)) (gelu_grad's input, gradient)
+  GeluTanh, // GELU's tanh approximation of a (appended: earlier opcodes keep their values)
+  GeluTanhGrad, // gelu_tanh_grad(a, b) (gelu_tanh_grad's input, gradient)
   Count
 };
 

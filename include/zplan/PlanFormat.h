@@ -17,9 +17,10 @@
 namespace zrt {
 
 inline constexpr char kPlanMagic[8] = {'Z', 'E', 'R', 'O', 'P', 'L', 'A', 'N'};
-inline constexpr uint32_t kPlanVersion = 5; // 2: kernel kinds are an enum; 3: strided matmul
+inline constexpr uint32_t kPlanVersion = 6; // 2: kernel kinds are an enum; 3: strided matmul
                                             // views; 4: gelu (fused opcodes renumbered);
-                                            // 5: strided attention views
+                                            // 5: strided attention views; 6: gelu_tanh
+                                            // and matmul's GELU epilogues
 inline constexpr size_t kPlanHeaderBytes = 32;
 
 inline constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ull;

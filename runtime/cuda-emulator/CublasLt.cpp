@@ -17,6 +17,7 @@
 
 #include <cblas.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@ struct cublasLtMatmulDescOpaque_t {
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const void *bias = nullptr;
   int32_t biasType = -1; // -1: D's
+  void *aux = nullptr;   // the GELU epilogues' matrix
+  int64_t auxLd = 0, auxStride = 0;
 };
 struct cublasLtMatrixLayoutOpaque_t {
   cudaDataType type;
@@ -54,6 +57,25 @@ constexpr size_t kWorkspace = 4096;
 
 size_t sizeOf(cudaDataType t) {
   return t == CUDA_R_64F ? 8 : t == CUDA_R_32F ? 4 : 2;
+}
+
+bool isGelu(cublasLtEpilogue_t e) {
+  return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
+         e == CUBLASLT_EPILOGUE_DGELU;
+}
+bool hasBias(cublasLtEpilogue_t e) {
+  return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+
+/// GELU's tanh form and its derivative, in f32, as the epilogue computes them.
+float geluOf(float x) {
+  const float beta = 0.7978845608f, kappa = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(beta * (x + kappa * x * x * x)));
+}
+float geluSlope(float x) {
+  const float beta = 0.7978845608f, kappa = 0.044715f;
+  float t = std::tanh(beta * (x + kappa * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * beta * (1.0f + 3.0f * kappa * x * x);
 }
 
 /// Whether the descriptor and the layouts describe one product the emulator runs
@@ -87,8 +109,17 @@ bool describesProduct(cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a,
   if (a->batch != dd->batch || b->batch != dd->batch || c->batch != dd->batch)
     return no("the layouts differ in batch count");
   if (d->epilogue != CUBLASLT_EPILOGUE_DEFAULT && d->epilogue != CUBLASLT_EPILOGUE_BIAS &&
-      d->epilogue != CUBLASLT_EPILOGUE_BGRADB)
+      d->epilogue != CUBLASLT_EPILOGUE_BGRADB && !isGelu(d->epilogue))
     return no("an epilogue the emulator does not have");
+  if (isGelu(d->epilogue)) {
+    if (wide)
+      return no("a GELU epilogue on f64 data");
+    if (!d->aux || d->auxLd % 8 != 0 || d->auxLd < (int64_t)std::max<uint64_t>(1, dd->rows))
+      return no("a GELU epilogue without its aux matrix, or its leading dimension not a "
+                "multiple of 8 at least D's rows");
+    if (dd->batch > 1 && (d->auxStride % 8 != 0 || d->auxStride < d->auxLd * (int64_t)dd->cols))
+      return no("a GELU epilogue's aux batch stride not a multiple of 8, or overlapping");
+  }
   if (d->epilogue != CUBLASLT_EPILOGUE_DEFAULT && d->biasType != -1 && d->biasType != (int32_t)t)
     return no("a bias of another type than D");
   if (d->epilogue == CUBLASLT_EPILOGUE_BGRADB && (dd->batch != 1 || nb))
@@ -151,8 +182,10 @@ void product(cublasLtMatmulDescOpaque_t d, cublasLtMatrixLayoutOpaque_t la,
   bool na = d.transA == CUBLAS_OP_N, nb = d.transB == CUBLAS_OP_N;
   uint64_t m = ld.rows, n = ld.cols, k = na ? la.cols : la.rows;
   auto ta = na ? CblasNoTrans : CblasTrans, tb = nb ? CblasNoTrans : CblasTrans;
-  const T *bias = d.epilogue == CUBLASLT_EPILOGUE_BIAS ? static_cast<const T *>(d.bias) : nullptr;
+  const T *bias = hasBias(d.epilogue) ? static_cast<const T *>(d.bias) : nullptr;
   T *out = static_cast<T *>(dst);
+  bool gelu = isGelu(d.epilogue), dgelu = d.epilogue == CUBLASLT_EPILOGUE_DGELU;
+  T *aux = static_cast<T *>(d.aux);
   if (d.epilogue == CUBLASLT_EPILOGUE_BGRADB) { // op(B) = B^T: B is n x k as stored
     T *grad = static_cast<T *>(const_cast<void *>(d.bias));
     const T *bt = static_cast<const T *>(b);
@@ -164,7 +197,7 @@ void product(cublasLtMatmulDescOpaque_t d, cublasLtMatrixLayoutOpaque_t la,
     }
   }
   if constexpr (std::is_same_v<T, S>) {
-    if (!tf32) { // f32 and f64 in place: C into D, the product onto it, then the bias
+    if (!tf32 && !gelu) { // f32 and f64 in place: C into D, the product onto it, then the bias
       if (beta != S(0) && c != dst)
         for (uint64_t j = 0; j < n; ++j)
           std::memcpy(out + j * ld.ld, static_cast<const T *>(c) + j * lc.ld, m * sizeof(T));
@@ -191,8 +224,16 @@ void product(cublasLtMatmulDescOpaque_t d, cublasLtMatrixLayoutOpaque_t la,
     cblas_sgemm(CblasColMajor, ta, tb, m, n, k, alpha, av.data(), la.rows, bv.data(), lb.rows,
                 beta, acc.data(), m);
   for (uint64_t j = 0; j < n; ++j) // only the matrix, not the gaps between columns
-    for (uint64_t i = 0; i < m; ++i)
-      out[j * ld.ld + i] = T(acc[j * m + i] + (bias ? S(bias[i]) : S(0)));
+    for (uint64_t i = 0; i < m; ++i) {
+      S v = acc[j * m + i] + (bias ? S(bias[i]) : S(0));
+      if (dgelu)
+        v = S(float(v) * geluSlope(float(aux[j * d.auxLd + i])));
+      else if (gelu) {
+        aux[j * d.auxLd + i] = T(v);
+        v = S(geluOf(float(v)));
+      }
+      out[j * ld.ld + i] = T(v);
+    }
 }
 
 template <typename T, typename S>
@@ -206,8 +247,9 @@ void enqueueProducts(cudaStream_t stream, cublasLtMatmulDesc_t d, cublasLtMatrix
   cublasLtMatrixLayoutOpaque_t la = *a, lb = *b, lc = *c, ld = *dd;
   enqueue(stream, [=] {
     size_t size = sizeof(T);
-    for (int32_t i = 0; i < ld.batch; ++i)
-      product<T, S>(desc, la, lb, lc, ld, al, be, (const char *)A + i * la.stride * size,
+    cublasLtMatmulDescOpaque_t batch = desc;
+    for (int32_t i = 0; i < ld.batch; ++i, batch.aux = (char *)batch.aux + desc.auxStride * size)
+      product<T, S>(batch, la, lb, lc, ld, al, be, (const char *)A + i * la.stride * size,
                     (const char *)B + i * lb.stride * size,
                     (const char *)C + i * lc.stride * size, (char *)D + i * ld.stride * size);
   });
@@ -270,6 +312,15 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
     break;
   case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
     ok = setValue(desc->biasType, buf, sizeInBytes);
+    break;
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+    ok = setValue(desc->aux, buf, sizeInBytes);
+    break;
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+    ok = setValue(desc->auxLd, buf, sizeInBytes);
+    break;
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE:
+    ok = setValue(desc->auxStride, buf, sizeInBytes);
     break;
   }
   return ok ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
@@ -379,9 +430,17 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   if (!aligned("A", A, adesc, algo->data[1]) || !aligned("B", B, bdesc, algo->data[2]) ||
       !aligned("C", C, cdesc, algo->data[3]) || !aligned("D", D, ddesc, algo->data[4]))
     return CUBLAS_STATUS_INVALID_VALUE;
-  if (desc->epilogue == CUBLASLT_EPILOGUE_BIAS &&
+  if (hasBias(desc->epilogue) &&
       deviceOf("cublasLtMatmul bias", desc->bias, ddesc->rows * sizeOf(ddesc->type)) < 0)
     return CUBLAS_STATUS_INVALID_VALUE;
+  if (isGelu(desc->epilogue)) {
+    size_t size = sizeOf(ddesc->type),
+           extent = ((ddesc->cols - 1) * (size_t)desc->auxLd + ddesc->rows) * size;
+    for (int32_t i : {0, ddesc->batch - 1})
+      if (deviceOf("cublasLtMatmul GELU aux matrix",
+                   (const char *)desc->aux + (size_t)i * desc->auxStride * size, extent) < 0)
+        return CUBLAS_STATUS_INVALID_VALUE;
+  }
   if (desc->epilogue == CUBLASLT_EPILOGUE_BGRADB &&
       deviceOf("cublasLtMatmul bias gradient", desc->bias, ddesc->cols * sizeOf(ddesc->type)) < 0)
     return CUBLAS_STATUS_INVALID_VALUE;

@@ -21,6 +21,7 @@ int zrt::fused::operandCount(Op op) {
   case Op::Pow:
   case Op::ReluGrad:
   case Op::GeluGrad:
+  case Op::GeluTanhGrad:
     return 2;
   case Op::Where:
     return 3;
@@ -33,7 +34,8 @@ const char *zrt::fused::opName(Op op) {
   static const char *names[] = {"const", "neg", "sqrt", "reciprocal", "exp",
                                 "log",   "relu", "tanh", "sigmoid",   "erf",
                                 "gelu",  "add", "sub",  "mul",        "div",
-                                "pow",   "cast", "where", "relu_grad", "gelu_grad"};
+                                "pow",   "cast", "where", "relu_grad", "gelu_grad",
+                                "gelu_tanh", "gelu_tanh_grad"};
   static_assert(sizeof(names) / sizeof(names[0]) == (size_t)Op::Count);
   return (int64_t)op >= 0 && op < Op::Count ? names[(int64_t)op] : "?";
 }

@@ -436,6 +436,85 @@ TEST(CudaEmulator, LtMatmulBiasGradient) {
   cudaStreamDestroy(s);
 }
 
+// The GELU epilogues (tanh form, in f32): GELU_AUX_BIAS writes D = GELU(AB + bias)
+// and the aux matrix AB + bias; DGELU writes D = AB GELU'(aux). An aux leading
+// dimension that is not a multiple of 8 gets no algorithm; an aux matrix past its
+// allocation is refused.
+TEST(CudaEmulator, LtMatmulGeluEpilogues) {
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  cublasLtHandle_t h;
+  ASSERT_EQ(cublasLtCreate(&h), CUBLAS_STATUS_SUCCESS);
+  // D (8x2, column-major) = A (8x1) B (1x2) (+ bias, 8 values).
+  std::vector<float> a = {-3, -1.5f, -0.5f, 0, 0.25f, 1, 2, 4}, b = {1, -0.5f},
+                     bias = {0.1f, 0, 0, 0, 0, 0, 0, -0.1f}, d(16), aux(16);
+  float *da = deviceFloats(8), *db = deviceFloats(2), *dd = deviceFloats(16),
+        *dbias = deviceFloats(8), *daux = deviceFloats(16), *small = deviceFloats(8),
+        *work = deviceFloats(1024);
+  cudaMemcpy(da, a.data(), 8 * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(db, b.data(), 2 * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(dbias, bias.data(), 8 * sizeof(float), cudaMemcpyHostToDevice);
+  auto gelu = [](double x) {
+    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  };
+  cublasLtMatrixLayout_t la, lb, ld;
+  cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 8, 1, 8);
+  cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 1, 2, 1);
+  cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, 8, 2, 8);
+  cublasLtMatmulPreference_t pref = preferenceFor(4);
+  // One descriptor per epilogue; the algorithm for it, run.
+  auto run = [&](uint32_t epilogue, float *auxPtr, int64_t auxLd) {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                   sizeof epilogue);
+    const float *biasPtr = dbias;
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPtr,
+                                   sizeof biasPtr);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &auxPtr,
+                                   sizeof auxPtr);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd,
+                                   sizeof auxLd);
+    cublasLtMatmulHeuristicResult_t r;
+    int found = 0;
+    cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, ld, ld, pref, 1, &r, &found);
+    int status = -1; // no algorithm
+    float one = 1, zero = 0;
+    if (found == 1)
+      status = (int)cublasLtMatmul(h, desc, &one, da, la, db, lb, &zero, dd, ld, dd, ld,
+                                   &r.algo, work, 4096, s);
+    cudaStreamSynchronize(s);
+    cublasLtMatmulDescDestroy(desc);
+    return status;
+  };
+  ASSERT_EQ(run(CUBLASLT_EPILOGUE_GELU_AUX_BIAS, daux, 8), (int)CUBLAS_STATUS_SUCCESS);
+  cudaMemcpy(d.data(), dd, 16 * sizeof(float), cudaMemcpyDeviceToHost);
+  cudaMemcpy(aux.data(), daux, 16 * sizeof(float), cudaMemcpyDeviceToHost);
+  for (int j = 0; j < 2; ++j)
+    for (int i = 0; i < 8; ++i) {
+      float pre = a[i] * b[j] + bias[i];
+      EXPECT_EQ(aux[j * 8 + i], pre) << i << ", " << j;
+      EXPECT_NEAR(d[j * 8 + i], gelu(pre), 1e-6) << i << ", " << j;
+    }
+  ASSERT_EQ(run(CUBLASLT_EPILOGUE_DGELU, daux, 8), (int)CUBLAS_STATUS_SUCCESS);
+  cudaMemcpy(d.data(), dd, 16 * sizeof(float), cudaMemcpyDeviceToHost);
+  for (int j = 0; j < 2; ++j)
+    for (int i = 0; i < 8; ++i) {
+      double x = aux[j * 8 + i], step = 1e-4;
+      double slope = (gelu(x + step) - gelu(x - step)) / (2 * step);
+      EXPECT_NEAR(d[j * 8 + i], a[i] * b[j] * slope, 1e-5) << i << ", " << j;
+    }
+  EXPECT_EQ(run(CUBLASLT_EPILOGUE_GELU_AUX_BIAS, daux, 12), -1);
+  EXPECT_EQ(run(CUBLASLT_EPILOGUE_DGELU, small, 8), (int)CUBLAS_STATUS_INVALID_VALUE);
+  for (cublasLtMatrixLayout_t l : {la, lb, ld})
+    cublasLtMatrixLayoutDestroy(l);
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtDestroy(h);
+  for (float *p : {da, db, dd, dbias, daux, small, work})
+    cudaFree(p);
+  cudaStreamDestroy(s);
+}
+
 TEST(CudaEmulator, CollectivesMeetAcrossThreads) {
   const int ranks = 3;
   std::vector<ncclComm_t> comms(ranks);

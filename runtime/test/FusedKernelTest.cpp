@@ -94,21 +94,25 @@ TEST(FusedKernel, GeluMatchesTheUnfusedKernelsBitForBit) {
 TEST(FusedKernel, GeluInstructionsMatchTheirKernelsBitForBit) {
   const int64_t rows = 3, cols = 700, n = rows * cols;
   std::vector<float> xf = randomValues(n, 5), bf = randomValues(cols, 6), gf = randomValues(n, 7);
-  auto check = [&](auto tag, zero::zplan::DType dt, Type type) {
+  // GELU's exact form and its tanh form (gelu_tanh, gelu_tanh_grad).
+  auto check = [&](auto tag, zero::zplan::DType dt, Type type, bool tanh) {
+    KernelKind geluKernel = tanh ? Kernel::GELU_TANH : Kernel::GELU,
+               gradKernel = tanh ? Kernel::GELU_TANH_GRAD : Kernel::GELU_GRAD;
+    Op geluOp = tanh ? Op::GeluTanh : Op::Gelu, gradOp = tanh ? Op::GeluTanhGrad : Op::GeluGrad;
     using T = decltype(tag);
     std::vector<T> x(xf.begin(), xf.end()), b(bf.begin(), bf.end()), g(gf.begin(), gf.end());
     std::vector<T> s(n), gelu(n), grad(n), y(n), dx(n);
     run(callOf(Kernel::ADD, {view(x, dt, {rows, cols}), view(b, dt, {cols})}, {view(s, dt, {rows, cols})}));
-    run(callOf(Kernel::GELU, {view(s, dt, {rows, cols})}, {view(gelu, dt, {rows, cols})}));
-    run(callOf(Kernel::GELU_GRAD, {view(s, dt, {rows, cols}), view(g, dt, {rows, cols})},
+    run(callOf(geluKernel, {view(s, dt, {rows, cols})}, {view(gelu, dt, {rows, cols})}));
+    run(callOf(gradKernel, {view(s, dt, {rows, cols}), view(g, dt, {rows, cols})},
                {view(grad, dt, {rows, cols})}));
     Attrs forward = programOf({{(int64_t)Op::Add, (int64_t)type, 0, 1, 0},
-                               {(int64_t)Op::Gelu, (int64_t)type, 2, 0, 0}});
+                               {(int64_t)geluOp, (int64_t)type, 2, 0, 0}});
     run(callOf(Kernel::FUSED, {view(x, dt, {rows, cols}), view(b, dt, {cols})},
                {view(y, dt, {rows, cols})}, &forward));
     // Operands in the order the compiler writes them: gradient, input, bias.
     Attrs backward = programOf({{(int64_t)Op::Add, (int64_t)type, 1, 2, 0},
-                                {(int64_t)Op::GeluGrad, (int64_t)type, 3, 0, 0}});
+                                {(int64_t)gradOp, (int64_t)type, 3, 0, 0}});
     run(callOf(Kernel::FUSED,
                {view(g, dt, {rows, cols}), view(x, dt, {rows, cols}), view(b, dt, {cols})},
                {view(dx, dt, {rows, cols})}, &backward));
@@ -117,8 +121,10 @@ TEST(FusedKernel, GeluInstructionsMatchTheirKernelsBitForBit) {
     // Not trivially equal: the gradient is neither the input nor 0 nor g.
     EXPECT_NE(0, std::memcmp(dx.data(), g.data(), n * sizeof(T)));
   };
-  check(float{}, zero::zplan::F32, Type::F32);
-  check(bf16{}, zero::zplan::BF16, Type::BF16);
+  for (bool tanh : {false, true}) {
+    check(float{}, zero::zplan::F32, Type::F32, tanh);
+    check(bf16{}, zero::zplan::BF16, Type::BF16, tanh);
+  }
 }
 
 // A masked softmax-like chain in bf16: where(mask, exp(x - m), 0) cast to bf16,

@@ -122,4 +122,41 @@ TEST(KernelMath, GeluAndItsGradientMatchTheirDefinitions) {
   EXPECT_EQ((float)geluGrad(b, zrt::bf16(1.0f)), (float)zrt::bf16(geluGrad(1.5f, 1.0f)));
 }
 
+/// GELU's tanh form and its gradient in f32 (tanh from expF32) against f64
+/// references over [-10, 10], absolutely within a few f32 roundings of max(1, |x|)
+/// as above; the f64 gradient against central differences of the f64 form.
+TEST(KernelMath, GeluTanhAndItsGradientMatchTheirDefinitions) {
+  const double beta = std::sqrt(2.0 / M_PI), kappa = 0.044715;
+  auto form = [&](double x) {
+    return 0.5 * x * (1 + std::tanh(beta * (x + kappa * x * x * x)));
+  };
+  auto slope = [&](double x) {
+    double t = std::tanh(beta * (x + kappa * x * x * x));
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * beta * (1 + 3 * kappa * x * x);
+  };
+  double worstGelu = 0, worstGrad = 0;
+  for (int i = -200000; i <= 200000; ++i) {
+    float x = 1e-4f * (float)i;
+    double scale = std::max(1.0, std::fabs((double)x));
+    double gelu = (double)unary<UnaryOp::GeluTanh>(x);
+    worstGelu = std::max(worstGelu, std::fabs(gelu - form(x)) / scale);
+    worstGrad = std::max(worstGrad, std::fabs((double)geluTanhGrad(x, 1.0f) - slope(x)) / scale);
+  }
+  EXPECT_LT(worstGelu, 4.8e-7);
+  EXPECT_LT(worstGrad, 4.8e-7);
+  for (double x : {-4.0, -1.3, -0.2, 0.0, 0.7, 2.5, 6.0}) {
+    double h = 1e-5, fd = (geluTanh(x + h) - geluTanh(x - h)) / (2 * h);
+    EXPECT_NEAR(geluTanhGrad(x, 1.0), fd, 1e-8) << x;
+    EXPECT_NEAR(geluTanhGrad(x, -3.0), -3.0 * fd, 3e-8) << x;
+  }
+  EXPECT_EQ(unary<UnaryOp::GeluTanh>(0.0f), 0.0f);
+  EXPECT_EQ(unary<UnaryOp::GeluTanh>(100.0f), 100.0f);
+  EXPECT_EQ(unary<UnaryOp::GeluTanh>(-100.0f), -0.0f);
+  EXPECT_EQ(geluTanhGrad(100.0f, 2.0f), 2.0f);
+  EXPECT_TRUE(std::isnan(unary<UnaryOp::GeluTanh>(NAN)));
+  EXPECT_TRUE(std::isnan(geluTanhGrad(NAN, 1.0f)));
+  zrt::bf16 b(1.5f);
+  EXPECT_EQ((float)geluTanhGrad(b, zrt::bf16(1.0f)), (float)zrt::bf16(geluTanhGrad(1.5f, 1.0f)));
+}
+
 } // namespace

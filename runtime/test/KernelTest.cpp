@@ -445,6 +445,65 @@ TEST(Kernels, MatMulLhsSums) {
                Error);
 }
 
+// GELU (tanh form) in a product's epilogue, on the CPU: the forward equals the
+// matmul with its bias then the gelu_tanh kernel, keeping the pre-activation; the
+// gradient equals the matmul then gelu_tanh_grad on the kept pre-activation; bit
+// for bit, as the kernels they replace. An addend beside it, an unknown activation
+// or a pre-activation of another shape are refused.
+TEST(Kernels, MatMulGeluTanhEpilogue) {
+  std::vector<float> x = {0.5f, -1, 2, 0.25f, -0.75f, 1.5f}, w = {1, -2, 0.5f, 0.3f, 1.1f, -0.4f},
+                     b = {0.1f, -0.2f};
+  auto attrsOf = [](std::vector<int64_t> segments, const char *activation) {
+    google::protobuf::Map<std::string, zero::zplan::Attr> attrs;
+    for (int64_t e : segments)
+      attrs["operand_segments"].mutable_ints()->add_values(e);
+    if (activation)
+      attrs["activation"].set_s(activation);
+    return attrs;
+  };
+  auto run = [](KernelKind k, std::vector<TensorView> ins, std::vector<TensorView> outs,
+                const google::protobuf::Map<std::string, zero::zplan::Attr> *attrs) {
+    cpuKernels().at(k)(callOf(k, ins, outs, attrs))();
+  };
+  // [3, 2] x [2, 2] + bias.
+  std::vector<float> g(6), pre(6), wantPre(6), want(6);
+  auto forward = attrsOf({1, 1, 1, 0, 0}, "gelu_tanh");
+  run(Kernel::MATMUL, {view(x, {3, 2}), view(w, {2, 2}), view(b, {2})},
+      {view(g, {3, 2}), view(pre, {3, 2})}, &forward);
+  auto biasOnly = attrsOf({1, 1, 1, 0}, nullptr);
+  run(Kernel::MATMUL, {view(x, {3, 2}), view(w, {2, 2}), view(b, {2})}, {view(wantPre, {3, 2})},
+      &biasOnly);
+  run(Kernel::GELU_TANH, {view(wantPre, {3, 2})}, {view(want, {3, 2})}, nullptr);
+  EXPECT_EQ(pre, wantPre);
+  EXPECT_EQ(g, want);
+  // The gradient of the GELU input from that of the output, dy w.
+  std::vector<float> dy = {1, 2, -1, 0.5f, 3, -2}, dx(6), dg(6), wantDx(6);
+  auto backward = attrsOf({1, 1, 0, 0, 1}, "gelu_tanh");
+  run(Kernel::MATMUL, {view(dy, {3, 2}), view(w, {2, 2}), view(pre, {3, 2})}, {view(dx, {3, 2})},
+      &backward);
+  run(Kernel::MATMUL, {view(dy, {3, 2}), view(w, {2, 2})}, {view(dg, {3, 2})}, nullptr);
+  run(Kernel::GELU_TANH_GRAD, {view(pre, {3, 2}), view(dg, {3, 2})}, {view(wantDx, {3, 2})},
+      nullptr);
+  EXPECT_EQ(dx, wantDx);
+  for (float v : dx)
+    EXPECT_TRUE(std::isfinite(v));
+  std::vector<float> r(6), small(4);
+  auto withAddend = attrsOf({1, 1, 0, 1, 0}, "gelu_tanh");
+  EXPECT_THROW(cpuKernels().at(Kernel::MATMUL)(callOf(
+                   Kernel::MATMUL, {view(x, {3, 2}), view(w, {2, 2}), view(r, {3, 2})},
+                   {view(g, {3, 2}), view(pre, {3, 2})}, &withAddend)),
+               Error);
+  auto relu = attrsOf({1, 1, 1, 0, 0}, "relu");
+  EXPECT_THROW(cpuKernels().at(Kernel::MATMUL)(callOf(
+                   Kernel::MATMUL, {view(x, {3, 2}), view(w, {2, 2}), view(b, {2})},
+                   {view(g, {3, 2}), view(pre, {3, 2})}, &relu)),
+               Error);
+  EXPECT_THROW(cpuKernels().at(Kernel::MATMUL)(callOf(
+                   Kernel::MATMUL, {view(x, {3, 2}), view(w, {2, 2}), view(b, {2})},
+                   {view(g, {3, 2}), view(small, {2, 2})}, &forward)),
+               Error);
+}
+
 // The overflow count over several tensors of different float dtypes: inf and NaN
 // counted from the bits, finite extremes not.
 TEST(Kernels, NonfiniteCountOverTensors) {

@@ -946,7 +946,9 @@ private:
           attrs.append("operand_segments", b.getDenseI64ArrayAttr(sizes));
           continue;
         }
-        if (a.getName().strref().starts_with("zero.")) // the passes' marks
+        // The passes' marks; which optional results there are (the kernel's
+        // outputs and `activation` say it).
+        if (a.getName().strref().starts_with("zero.") || a.getName() == "resultSegmentSizes")
           continue;
         attrs.append(a);
       }

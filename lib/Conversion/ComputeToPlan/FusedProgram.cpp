@@ -51,6 +51,8 @@ static FusedOpKind opOf(Operation *op) {
       .Case([](compute::WhereOp) { return FusedOpKind::Where; })
       .Case([](compute::ReluGradOp) { return FusedOpKind::ReluGrad; })
       .Case([](compute::GeluGradOp) { return FusedOpKind::GeluGrad; })
+      .Case([](compute::GeluTanhOp) { return FusedOpKind::GeluTanh; })
+      .Case([](compute::GeluTanhGradOp) { return FusedOpKind::GeluTanhGrad; })
       .Default([](Operation *) { return FusedOpKind::Count; });
 }
 

@@ -267,7 +267,7 @@ LogicalResult zero::onnx_import::buildCastLike(OnnxImporter &imp, const NodeProt
 }
 
 /// Gelu-20: the exact (erf) form is compute.gelu; approximate="tanh" is
-/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+/// compute.gelu_tanh.
 LogicalResult zero::onnx_import::buildGelu(OnnxImporter &imp, const NodeProto &node) {
   Location loc = imp.locOf(node);
   auto x = imp.operand(node, 0);
@@ -276,21 +276,10 @@ LogicalResult zero::onnx_import::buildGelu(OnnxImporter &imp, const NodeProto &n
   std::string approximate = OnnxImporter::stringAttr(node, "approximate", "none");
   if (approximate == "none")
     return defineChecked(imp, node, GeluOp::create(imp.builder, loc, *x));
-  if (approximate != "tanh")
-    return imp.error(node) << "approximate '" << approximate << "' is not supported",
-           failure();
-  Type et = typeOfValue(*x).getElementType();
-  auto half = scalar(imp, node, et, 0.5), one = scalar(imp, node, et, 1.0);
-  auto k = scalar(imp, node, et, std::sqrt(2.0 / M_PI));
-  auto c = scalar(imp, node, et, 0.044715), three = scalar(imp, node, et, 3.0);
-  if (failed(half) || failed(one) || failed(k) || failed(c) || failed(three))
-    return failure();
-  Value cube = binary<PowOp>(imp, loc, *x, *three);
-  Value inner = binary<AddOp>(imp, loc, *x, binary<MulOp>(imp, loc, cube, *c));
-  Value t = TanhOp::create(imp.builder, loc, binary<MulOp>(imp, loc, inner, *k));
-  Value y = binary<MulOp>(imp, loc, binary<MulOp>(imp, loc, *x, *half),
-                          binary<AddOp>(imp, loc, t, *one));
-  return defineChecked(imp, node, y);
+  if (approximate == "tanh")
+    return defineChecked(imp, node, GeluTanhOp::create(imp.builder, loc, *x));
+  return imp.error(node) << "approximate '" << approximate << "' is not supported",
+         failure();
 }
 
 /// RMSNormalization-23: x / sqrt(mean(x^2 over axis..last) + epsilon) * scale.

@@ -42,6 +42,12 @@ enum cublasLtMatmulDescAttributes_t {
   CUBLASLT_MATMUL_DESC_TRANSB = 4,       // int32_t
   CUBLASLT_MATMUL_DESC_EPILOGUE = 7,     // uint32_t (cublasLtEpilogue_t)
   CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8, // const void *: D's rows, packed
+  // The GELU epilogues' auxiliary matrix: the GELU's input, D's shape, written
+  // (GELU_AUX*) or read (DGELU); its leading dimension (a multiple of 8, at least
+  // D's rows) and batch stride (a multiple of 8), in elements of D's type.
+  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER = 11, // void *
+  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD = 12,      // int64_t
+  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE = 13, // int64_t
   CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = 26, // int32_t (cudaDataType); default D's
 };
 enum cublasLtEpilogue_t {
@@ -52,6 +58,14 @@ enum cublasLtEpilogue_t {
   // (batch count 1) with B transposed, as Transformer Engine's weight gradients
   // use it; other layouts are not known to have algorithms.
   CUBLASLT_EPILOGUE_BGRADB = 512,
+  // D = GELU(alpha op(A) op(B) + beta C (+ bias)) in its tanh form, computed in
+  // f32 before D is rounded; the aux matrix gets the GELU's input, rounded to D's
+  // type. The emulator has no f64 algorithm for them.
+  CUBLASLT_EPILOGUE_GELU_AUX = 32 | 128,
+  CUBLASLT_EPILOGUE_GELU_AUX_BIAS = 32 | 128 | 4,
+  // D = (alpha op(A) op(B) + beta C) GELU'(aux), the aux matrix holding the
+  // forward's GELU input.
+  CUBLASLT_EPILOGUE_DGELU = 64 | 128,
 };
 enum cublasLtMatrixLayoutAttribute_t {
   CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,          // int32_t

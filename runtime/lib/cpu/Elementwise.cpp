@@ -208,6 +208,7 @@ void zrt::addElementwiseKernels(KernelTable &t) {
   t[Kernel::SIGMOID] = bindUnary<UnaryOp::Sigmoid>;
   t[Kernel::ERF] = bindUnary<UnaryOp::Erf>;
   t[Kernel::GELU] = bindUnary<UnaryOp::Gelu>;
+  t[Kernel::GELU_TANH] = bindUnary<UnaryOp::GeluTanh>;
   t[Kernel::WHERE] = bindWhere;
   t[Kernel::CAST] = bindCast;
 }

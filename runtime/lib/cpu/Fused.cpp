@@ -99,7 +99,7 @@ const UnaryBlock unaryBlocks[] = {
     unaryBlock<UnaryOp::Neg>,  unaryBlock<UnaryOp::Sqrt>, unaryBlock<UnaryOp::Reciprocal>,
     unaryBlock<UnaryOp::Exp>,  unaryBlock<UnaryOp::Log>,  unaryBlock<UnaryOp::Relu>,
     unaryBlock<UnaryOp::Tanh>, unaryBlock<UnaryOp::Sigmoid>, unaryBlock<UnaryOp::Erf>,
-    unaryBlock<UnaryOp::Gelu>};
+    unaryBlock<UnaryOp::Gelu>, unaryBlock<UnaryOp::GeluTanh>};
 using BinaryBlock = void (*)(const float *, const float *, float *, int64_t);
 const BinaryBlock binaryBlocks[] = {binaryBlock<BinaryOp::Add>, binaryBlock<BinaryOp::Sub>,
                                         binaryBlock<BinaryOp::Mul>, binaryBlock<BinaryOp::Div>};
@@ -154,6 +154,12 @@ void execute(const fused::Instruction &ins, const float *const *val, float *o, i
     break;
   case Op::GeluGrad:
     activationGradBlock<kernels::ActivationGrad::Gelu>(a, b, o, n);
+    break;
+  case Op::GeluTanh:
+    unaryBlocks[(int)UnaryOp::GeluTanh](a, o, n);
+    break;
+  case Op::GeluTanhGrad:
+    activationGradBlock<kernels::ActivationGrad::GeluTanh>(a, b, o, n);
     break;
   case Op::Count:
     break; // decodeProgram refused it

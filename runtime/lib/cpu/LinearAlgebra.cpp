@@ -165,73 +165,106 @@ void rowSumsOf(const T *a, bool transpose, int64_t ld, int64_t m, int64_t k, T *
   });
 }
 
+/// The GELU epilogue over the n elements of a fused product's result `c`, once the
+/// product is there: as the gelu_tanh kernel after it, from the rounded result,
+/// keeping that in `pre` (forward); or as gelu_tanh_grad after it, reading the
+/// forward's pre-activation `input` (backward).
+template <typename T> void geluTanhEpilogue(T *c, T *pre, const T *input, int64_t n) {
+  using C = ComputeType<T>;
+  parallelFor(n, kParallelGrain, [&](int64_t lo, int64_t hi) {
+    if (pre)
+      for (int64_t i = lo; i < hi; ++i) {
+        pre[i] = c[i];
+        c[i] = T(kernels::unary<kernels::UnaryOp::GeluTanh>(C(c[i])));
+      }
+    else
+      for (int64_t i = lo; i < hi; ++i)
+        c[i] = kernels::activationGrad<kernels::ActivationGrad::GeluTanh>(input[i], c[i]);
+  });
+}
+
+/// The GEMMs of a matmul call, with their bias, addend and lhs_sums.
+template <typename T>
+BoundKernel productsOf(const kernels::MatMulGeometry &g, TensorView a, TensorView b,
+                       TensorView out, TensorView bias, TensorView addend, TensorView sums) {
+  return [=] {
+    int64_t m = g.m, n = g.n, k = g.k;
+    if (g.lhsSums >= 0) // a 2-D product (matMulGeometry): one A
+      rowSumsOf(a.as<T>() + g.a.offsets[0], g.a.transpose, g.a.ld, m, k, sums.as<T>());
+    if (m == 0 || n == 0)
+      return;
+    const T *pa = a.as<T>(), *pb = b.as<T>();
+    T *pc = out.as<T>();
+    // The epilogue of product i: its addend lies as its result does (no view).
+    auto epilogue = [&](int64_t i) {
+      Epilogue<T> e;
+      e.bias = g.bias >= 0 ? bias.as<T>() : nullptr;
+      e.addend = g.addend >= 0 ? addend.as<T>() + g.c.offsets[i] : nullptr;
+      e.ld = g.c.ld;
+      return e;
+    };
+    if (k == 0) { // the result's view covers it once: all of it is its start
+      if (g.bias < 0 && g.addend < 0)
+        return std::fill(out.as<T>(), out.as<T>() + out.numel(), T(0));
+      using C = ComputeType<T>;
+      for (int64_t i = 0; i < g.batches(); ++i) {
+        Epilogue<T> e = epilogue(i);
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t j = 0; j < n; ++j)
+            pc[g.c.offsets[i] + r * g.c.ld + j] =
+                T((e.addend ? C(e.addend[r * e.ld + j]) : C(0)) + (e.bias ? C(e.bias[j]) : C(0)));
+      }
+      return;
+    }
+    auto product = [&](int64_t i) {
+      gemm(g.a.transpose, g.b.transpose, pa + g.a.offsets[i], g.a.ld, pb + g.b.offsets[i],
+           g.b.ld, pc + g.c.offsets[i], g.c.ld, m, n, k, epilogue(i));
+    };
+    // OpenBLAS runs on one thread (setCpuThreads): the kernels' threads split
+    // the GEMMs, by products when there are several, else by rows of f32/f64
+    // results (16-bit products widen whole operands, so they stay whole).
+    int64_t macs = m * n * k;
+    if (g.batches() > 1) {
+      parallelFor(g.batches(), std::max<int64_t>(1, kParallelGemmMacs / macs),
+                  [&](int64_t lo, int64_t hi) {
+                    for (int64_t i = lo; i < hi; ++i)
+                      product(i);
+                  });
+      return;
+    }
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T *a0 = pa + g.a.offsets[0], *b0 = pb + g.b.offsets[0];
+      T *c0 = pc + g.c.offsets[0];
+      parallelFor(m, std::max<int64_t>(8, kParallelGemmMacs / (n * k)),
+                  [&](int64_t lo, int64_t hi) {
+                    // Rows lo..hi of A: its rows, or with a transpose its columns.
+                    gemm(g.a.transpose, g.b.transpose,
+                         a0 + (g.a.transpose ? lo : lo * g.a.ld), g.a.ld, b0, g.b.ld,
+                         c0 + lo * g.c.ld, g.c.ld, hi - lo, n, k, epilogue(0).from(lo));
+                  });
+      return;
+    }
+    product(0);
+  };
+}
+
 BoundKernel bindMatMul(const KernelCall &call) {
   kernels::MatMulGeometry g = kernels::matMulGeometry(call);
   const TensorView a = call.ins[g.a.tensor], b = call.ins[g.b.tensor], out = call.outs[0];
   const TensorView bias = g.bias >= 0 ? call.ins[g.bias] : TensorView{},
                    addend = g.addend >= 0 ? call.ins[g.addend] : TensorView{},
-                   sums = g.lhsSums >= 0 ? call.outs[g.lhsSums] : TensorView{};
+                   sums = g.lhsSums >= 0 ? call.outs[g.lhsSums] : TensorView{},
+                   pre = g.preActivation >= 0 ? call.outs[g.preActivation] : TensorView{},
+                   actIn = g.activationInput >= 0 ? call.ins[g.activationInput] : TensorView{};
   return dispatchFloat(a.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
-    return [=] {
-      int64_t m = g.m, n = g.n, k = g.k;
-      if (g.lhsSums >= 0) // a 2-D product (matMulGeometry): one A
-        rowSumsOf(a.as<T>() + g.a.offsets[0], g.a.transpose, g.a.ld, m, k, sums.as<T>());
-      if (m == 0 || n == 0)
-        return;
-      const T *pa = a.as<T>(), *pb = b.as<T>();
-      T *pc = out.as<T>();
-      // The epilogue of product i: its addend lies as its result does (no view).
-      auto epilogue = [&](int64_t i) {
-        Epilogue<T> e;
-        e.bias = g.bias >= 0 ? bias.as<T>() : nullptr;
-        e.addend = g.addend >= 0 ? addend.as<T>() + g.c.offsets[i] : nullptr;
-        e.ld = g.c.ld;
-        return e;
+    if (g.geluTanh) // the result is no view (matMulGeometry): its elements in a row
+      return [=, products = productsOf<T>(g, a, b, out, bias, addend, sums)] {
+        products();
+        geluTanhEpilogue(out.as<T>(), pre.data ? pre.as<T>() : nullptr,
+                         actIn.data ? actIn.as<T>() : nullptr, out.numel());
       };
-      if (k == 0) { // the result's view covers it once: all of it is its start
-        if (g.bias < 0 && g.addend < 0)
-          return std::fill(out.as<T>(), out.as<T>() + out.numel(), T(0));
-        using C = ComputeType<T>;
-        for (int64_t i = 0; i < g.batches(); ++i) {
-          Epilogue<T> e = epilogue(i);
-          for (int64_t r = 0; r < m; ++r)
-            for (int64_t j = 0; j < n; ++j)
-              pc[g.c.offsets[i] + r * g.c.ld + j] =
-                  T((e.addend ? C(e.addend[r * e.ld + j]) : C(0)) + (e.bias ? C(e.bias[j]) : C(0)));
-        }
-        return;
-      }
-      auto product = [&](int64_t i) {
-        gemm(g.a.transpose, g.b.transpose, pa + g.a.offsets[i], g.a.ld, pb + g.b.offsets[i],
-             g.b.ld, pc + g.c.offsets[i], g.c.ld, m, n, k, epilogue(i));
-      };
-      // OpenBLAS runs on one thread (setCpuThreads): the kernels' threads split
-      // the GEMMs, by products when there are several, else by rows of f32/f64
-      // results (16-bit products widen whole operands, so they stay whole).
-      int64_t macs = m * n * k;
-      if (g.batches() > 1) {
-        parallelFor(g.batches(), std::max<int64_t>(1, kParallelGemmMacs / macs),
-                    [&](int64_t lo, int64_t hi) {
-                      for (int64_t i = lo; i < hi; ++i)
-                        product(i);
-                    });
-        return;
-      }
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        const T *a0 = pa + g.a.offsets[0], *b0 = pb + g.b.offsets[0];
-        T *c0 = pc + g.c.offsets[0];
-        parallelFor(m, std::max<int64_t>(8, kParallelGemmMacs / (n * k)),
-                    [&](int64_t lo, int64_t hi) {
-                      // Rows lo..hi of A: its rows, or with a transpose its columns.
-                      gemm(g.a.transpose, g.b.transpose,
-                           a0 + (g.a.transpose ? lo : lo * g.a.ld), g.a.ld, b0, g.b.ld,
-                           c0 + lo * g.c.ld, g.c.ld, hi - lo, n, k, epilogue(0).from(lo));
-                    });
-        return;
-      }
-      product(0);
-    };
+    return productsOf<T>(g, a, b, out, bias, addend, sums);
   });
 }
 

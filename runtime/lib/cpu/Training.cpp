@@ -612,6 +612,7 @@ BoundKernel bindNonfiniteCount(const KernelCall &call) {
 void zrt::addTrainingKernels(KernelTable &t) {
   t[Kernel::RELU_GRAD] = bindActivationGrad<kernels::ActivationGrad::Relu>;
   t[Kernel::GELU_GRAD] = bindActivationGrad<kernels::ActivationGrad::Gelu>;
+  t[Kernel::GELU_TANH_GRAD] = bindActivationGrad<kernels::ActivationGrad::GeluTanh>;
   t[Kernel::LAYER_NORM_GRAD] = bindLayerNormGrad;
   t[Kernel::SOFTMAX_CROSS_ENTROPY_GRAD] = bindSoftmaxCrossEntropyGrad;
   t[Kernel::GATHER_GRAD] = bindGatherGrad;

@@ -187,13 +187,20 @@ public:
   struct Alignments {
     uint32_t a = 256, b = 256, c = 256, d = 256;
   };
+  /// GELU in the epilogue (tanh form): `aux` is the first group's pre-activation,
+  /// which the forward writes (GELU_AUX, GELU_AUX_BIAS) and the gradient reads
+  /// (`grad`: DGELU), lying as the result does.
+  struct Gelu {
+    const void *aux;
+    bool grad;
+  };
   /// `lhsSums` (one product only): cuBLASLt's bias-gradient epilogue writes there
   /// the rows of our op(A) summed over k (its B's columns: BGRADB). When the
-  /// heuristic has no algorithm with it, found() is false (the caller sums them
-  /// itself); without it, that is an error.
+  /// heuristic has no algorithm with it or with `gelu`, found() is false (the
+  /// caller does that part itself); otherwise, that is an error.
   LtGemm(const kernels::MatMulGeometry &g, const kernels::MatMulGeometry::Groups &groups,
          Elem t, const void *bias, bool addend, Alignments align, const std::string &where,
-         void *lhsSums = nullptr) {
+         void *lhsSums = nullptr, Gelu gelu = {nullptr, false}) {
     const CublasLtApi &lt = cublasLt();
     cudaDataType type = t == Elem::BF16  ? CUDA_R_16BF
                         : t == Elem::F16 ? CUDA_R_16F
@@ -209,14 +216,32 @@ public:
     int32_t opB = g.a.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
     ZERO_CUBLAS_CHECK(lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof opA));
     ZERO_CUBLAS_CHECK(lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB));
-    ZRT_CHECK(!(bias && lhsSums), where << ": a bias and lhs_sums are two epilogues");
-    if (bias || lhsSums) { // bias: one value per row of C^T, per column of our result
-      uint32_t epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_BGRADB;
-      const void *vector = bias ? bias : lhsSums;
+    ZRT_CHECK(!(bias && lhsSums) && !(gelu.aux && lhsSums) && !(gelu.grad && bias),
+              where << ": epilogues cuBLASLt does not combine");
+    if (bias || lhsSums || gelu.aux) { // bias: one value per row of C^T, per column of ours
+      uint32_t epilogue = gelu.grad  ? CUBLASLT_EPILOGUE_DGELU
+                          : gelu.aux ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                             : CUBLASLT_EPILOGUE_GELU_AUX)
+                          : bias     ? CUBLASLT_EPILOGUE_BIAS
+                                     : CUBLASLT_EPILOGUE_BGRADB;
       ZERO_CUBLAS_CHECK(lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                             sizeof epilogue));
-      ZERO_CUBLAS_CHECK(lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector,
-                                            sizeof vector));
+      if (bias || lhsSums) {
+        const void *vector = bias ? bias : lhsSums;
+        ZERO_CUBLAS_CHECK(lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector,
+                                              sizeof vector));
+      }
+    }
+    if (gelu.aux) { // the pre-activation lies as D: C^T's leading dimension and stride
+      aux_ = gelu.aux;
+      int64_t ld = g.c.ld, stride = groups.strideC;
+      ZERO_CUBLAS_CHECK(lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                            &aux_, sizeof aux_));
+      ZERO_CUBLAS_CHECK(
+          lt.descSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
+      if (groups.size > 1)
+        ZERO_CUBLAS_CHECK(lt.descSetAttribute(
+            desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &stride, sizeof stride));
     }
     auto layout = [&](cublasLtMatrixLayout_t &l, int64_t rows, int64_t cols, int64_t ld,
                       int64_t stride) {
@@ -251,7 +276,7 @@ public:
                                           &result, &found));
     lt.preferenceDestroy(pref);
     found_ = found > 0 && result.state == CUBLAS_STATUS_SUCCESS;
-    if (!found_ && lhsSums)
+    if (!found_ && (lhsSums || gelu.aux))
       return;
     ZRT_CHECK(found_,
               where << ": cuBLASLt has no algorithm for this product (m " << g.m << ", n "
@@ -271,8 +296,15 @@ public:
   LtGemm &operator=(const LtGemm &) = delete;
   bool found() const { return found_; }
 
-  /// One group: our a and b, the addend (or null), the result.
-  void run(const void *a, const void *b, const void *addend, void *out) const {
+  /// One group: our a and b, the addend (or null), the result, and with a GELU
+  /// epilogue its pre-activation.
+  void run(const void *a, const void *b, const void *addend, void *out,
+           const void *aux = nullptr) const {
+    if (aux && aux != aux_) { // read when cublasLtMatmul is called, as the pointers are
+      aux_ = aux;
+      ZERO_CUBLAS_CHECK(cublasLt().descSetAttribute(
+          desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux_, sizeof aux_));
+    }
     float one = 1, beta = (float)beta_;
     double oneD = 1, betaD = beta_;
     const void *alpha = f64_ ? (const void *)&oneD : &one;
@@ -287,6 +319,7 @@ private:
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
   cublasLtMatmulAlgo_t algo_ = {};
+  mutable const void *aux_ = nullptr; // the GELU epilogue's matrix, as the descriptor has it
   bool f64_ = false, found_ = false;
   int beta_ = 0;
 };
@@ -325,8 +358,31 @@ BoundKernel bindMatMul(const KernelCall &call) {
   // epilogue, as it reads A; where it has no algorithm for the product (or there
   // is no product to run), the column-sum kernel, said once.
   void *sums = g.lhsSums >= 0 ? call.outs[g.lhsSums].data : nullptr;
+  // GELU (tanh form) in cuBLASLt's epilogue where it has one for the product (its
+  // aux matrix needs a leading dimension that is a multiple of 8); else the GEMM
+  // writes the pre-activation (or the result) and the gelu_tanh (gelu_tanh_grad)
+  // kernel follows, said once.
+  char *pre = g.preActivation >= 0 ? call.outs[g.preActivation].as<char>() : nullptr;
+  const char *actIn = g.activationInput >= 0 ? call.ins[g.activationInput].as<char>() : nullptr;
+  const char *aux = pre ? pre : actIn;
+  bool geluInGemm = false;
   std::shared_ptr<LtGemm> lt;
-  if (g.m > 0 && g.n > 0 && g.k > 0) {
+  if (g.m > 0 && g.n > 0 && g.k > 0 && aux && g.c.ld % 8 == 0) {
+    lt = std::make_shared<LtGemm>(g, groups, t, bias, false, align, call.where(), nullptr,
+                                  LtGemm::Gelu{aux + g.c.offsets[0] * size, actIn != nullptr});
+    geluInGemm = lt->found();
+    if (!geluInGemm)
+      lt = nullptr;
+  }
+  if (aux && !geluInGemm) {
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      std::cerr << "zero-run: cuBLASLt has no GELU epilogue for " << call.where() << " (m "
+                << g.m << ", n " << g.n << ", k " << g.k << ", leading dimension " << g.c.ld
+                << "): such GELUs run as a kernel of their own\n";
+    });
+  }
+  if (!lt && g.m > 0 && g.n > 0 && g.k > 0) {
     lt = std::make_shared<LtGemm>(g, groups, t, bias, addend != nullptr, align, call.where(),
                                   sums);
     if (!lt->found()) {
@@ -344,6 +400,8 @@ BoundKernel bindMatMul(const KernelCall &call) {
             call.where() << ": lhs_sums without cuBLASLt's epilogue need the lhs to be a whole "
                             "transposed matrix");
   const char *sumsOf = a.as<char>() + (g.batches() ? g.a.offsets[0] * size : 0);
+  // Where the products go: the pre-activation when a GELU kernel follows them.
+  char *target = pre && !geluInGemm ? pre : out.as<char>();
   return [=] {
     int64_t m = g.m, n = g.n, k = g.k;
     Context &ctx = context();
@@ -355,15 +413,23 @@ BoundKernel bindMatMul(const KernelCall &call) {
       return;
     if (k == 0) { // the result's view covers it once: all of it is its start
       if (bias || addend)
-        matmulStart(context().compute, t, out.data, bias, addend, columns, out.numel());
+        matmulStart(ctx.compute, t, target, bias, addend, columns, out.numel());
       else
-        ZERO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, out.bytes(), context().compute));
-      return;
+        ZERO_CUDA_CHECK(cudaMemsetAsync(target, 0, out.bytes(), ctx.compute));
+    } else {
+      for (int64_t j = 0; j < g.batches(); j += groups.size)
+        lt->run(a.as<char>() + g.a.offsets[j] * size, b.as<char>() + g.b.offsets[j] * size,
+                addend ? addend + g.c.offsets[j] * size : nullptr,
+                target + g.c.offsets[j] * size,
+                geluInGemm ? aux + g.c.offsets[j] * size : nullptr);
     }
-    for (int64_t j = 0; j < g.batches(); j += groups.size)
-      lt->run(a.as<char>() + g.a.offsets[j] * size, b.as<char>() + g.b.offsets[j] * size,
-              addend ? addend + g.c.offsets[j] * size : nullptr,
-              out.as<char>() + g.c.offsets[j] * size);
+    if (aux && !geluInGemm) {
+      if (pre)
+        unary(ctx.compute, UnaryOp::GeluTanh, t, pre, out.data, out.numel());
+      else
+        activationGrad(ctx.compute, ActivationGrad::GeluTanh, t, actIn, out.data, out.data,
+                       out.numel());
+    }
   };
 }
 
@@ -1047,6 +1113,7 @@ const KernelTable &zrt::cuda::cudaKernels() {
     add(Kernel::SIGMOID, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Sigmoid); });
     add(Kernel::ERF, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Erf); });
     add(Kernel::GELU, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Gelu); });
+    add(Kernel::GELU_TANH, [](const KernelCall &c) { return bindUnary(c, UnaryOp::GeluTanh); });
     add(Kernel::WHERE, bindWhere);
     add(Kernel::CAST, bindCast);
     add(Kernel::FUSED, bindFused);
@@ -1077,6 +1144,8 @@ const KernelTable &zrt::cuda::cudaKernels() {
         [](const KernelCall &c) { return bindActivationGrad(c, ActivationGrad::Relu); });
     add(Kernel::GELU_GRAD,
         [](const KernelCall &c) { return bindActivationGrad(c, ActivationGrad::Gelu); });
+    add(Kernel::GELU_TANH_GRAD,
+        [](const KernelCall &c) { return bindActivationGrad(c, ActivationGrad::GeluTanh); });
     add(Kernel::ADAMW, bindAdamW);
     add(Kernel::SGD, bindSgd);
     add(Kernel::NONFINITE_COUNT, bindNonfiniteCount);

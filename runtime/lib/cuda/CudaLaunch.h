@@ -198,7 +198,8 @@ void columnSums(cudaStream_t s, Elem t, bool mean, const void *in, int64_t rows,
                 void *out, Scratch scratch);
 void reduce(cudaStream_t s, Elem t, bool mean, const void *in, Strided keep, Strided red,
             int64_t count, void *out, int64_t n);
-/// relu_grad or gelu_grad from the forward input and the output's gradient.
+/// relu_grad, gelu_grad or gelu_tanh_grad from the forward input and the output's
+/// gradient (`out` may be `g`).
 void activationGrad(cudaStream_t s, ActivationGrad op, Elem t, const void *x, const void *g,
                     void *out, int64_t n);
 /// One tensor of a multi-tensor optimizer launch: parameter, gradient and states

@@ -27,7 +27,7 @@
 
 namespace zrt::kernels {
 
-enum class UnaryOp { Neg, Sqrt, Reciprocal, Exp, Log, Relu, Tanh, Sigmoid, Erf, Gelu };
+enum class UnaryOp { Neg, Sqrt, Reciprocal, Exp, Log, Relu, Tanh, Sigmoid, Erf, Gelu, GeluTanh };
 enum class BinaryOp { Add, Sub, Mul, Div, Equal };
 
 /// The type an element's arithmetic happens in: 16-bit floats widen to f32.
@@ -107,6 +107,19 @@ template <typename C> ZRT_HOST_DEVICE inline C expOf(C x) {
   else
     return std::exp(x);
 }
+/// tanh in f32 as 1 - 2 / (e^(2x) + 1), from expF32: a vectorizable form (libm's
+/// tanh is a call per element) whose absolute error, about 1e-7, is what GELU's
+/// 1 + tanh and 1 - tanh^2 see; +-1 beyond f32's e^x range, NaN for NaN.
+ZRT_HOST_DEVICE inline float tanhF32(float x) {
+  return 1.0f - 2.0f / (expF32(2.0f * x) + 1.0f);
+}
+/// tanh for GELU's tanh form: tanhF32 in f32, libm in f64.
+template <typename C> ZRT_HOST_DEVICE inline C geluTanhOf(C x) {
+  if constexpr (std::is_same_v<C, float>)
+    return tanhF32(x);
+  else
+    return std::tanh(x);
+}
 template <typename C> ZRT_HOST_DEVICE inline C erfOf(C x) {
   if constexpr (std::is_same_v<C, float>)
     return erfF32(x);
@@ -119,6 +132,14 @@ template <typename C> ZRT_HOST_DEVICE inline C erfOf(C x) {
 template <typename C> ZRT_HOST_DEVICE inline C gelu(C x) {
   const C half = C(0.5), invSqrt2 = C(0.70710678118654752440);
   return x * half * (C(1) + erfOf(x * invSqrt2));
+}
+
+/// GELU's tanh approximation as PyTorch computes it (approximate="tanh"):
+/// x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (C: a compute type).
+template <typename C> ZRT_HOST_DEVICE inline C geluTanh(C x) {
+  const C half = C(0.5), beta = C(0.79788456080286535588), kappa = C(0.044715);
+  C t = geluTanhOf(beta * (x + kappa * x * x * x));
+  return half * x * (C(1) + t);
 }
 
 /// Op K on one element (C: a compute type). Neg applies to every type; the
@@ -142,8 +163,10 @@ template <UnaryOp K, typename C> ZRT_HOST_DEVICE inline C unary(C v) {
     return C(1) / (C(1) + expOf(-v));
   else if constexpr (K == UnaryOp::Erf)
     return erfOf(v);
-  else
+  else if constexpr (K == UnaryOp::Gelu)
     return gelu(v);
+  else
+    return geluTanh(v);
 }
 
 /// The same, with the op chosen at run time (a GPU thread's switch).
@@ -167,8 +190,10 @@ template <typename C> ZRT_HOST_DEVICE inline C unary(UnaryOp op, C v) {
     return unary<UnaryOp::Sigmoid>(v);
   case UnaryOp::Erf:
     return unary<UnaryOp::Erf>(v);
-  default:
+  case UnaryOp::Gelu:
     return unary<UnaryOp::Gelu>(v);
+  default:
+    return unary<UnaryOp::GeluTanh>(v);
   }
 }
 
@@ -221,19 +246,36 @@ template <typename T> ZRT_HOST_DEVICE inline T geluGrad(T input, T grad) {
   return T(C(grad) * (cdf + x * pdf));
 }
 
+/// gelu_tanh's gradient as PyTorch's gelu_backward (approximate="tanh") computes
+/// it: with t = tanh(sqrt(2/pi) (x + 0.044715 x^3)), grad (1/2 (1 + t) +
+/// x/2 (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 x^2)); in T's compute type, rounded once.
+template <typename T> ZRT_HOST_DEVICE inline T geluTanhGrad(T input, T grad) {
+  using C = ComputeType<T>;
+  const C half = C(0.5), beta = C(0.79788456080286535588), kappa = C(0.044715);
+  C x = C(input), x2 = x * x;
+  C t = geluTanhOf(beta * (x + kappa * x2 * x));
+  C dInner = beta * (C(1) + C(3) * kappa * x2);
+  C d = half * (C(1) + t) + half * x * (C(1) - t * t) * dInner;
+  return T(C(grad) * d);
+}
+
 /// The gradients of the activations with a kernel of their own, from the forward
 /// input and the output's gradient.
-enum class ActivationGrad { Relu, Gelu };
+enum class ActivationGrad { Relu, Gelu, GeluTanh };
 template <ActivationGrad K, typename T>
 ZRT_HOST_DEVICE inline T activationGrad(T input, T grad) {
   if constexpr (K == ActivationGrad::Relu)
     return reluGrad(input, grad);
-  else
+  else if constexpr (K == ActivationGrad::Gelu)
     return geluGrad(input, grad);
+  else
+    return geluTanhGrad(input, grad);
 }
 template <typename T>
 ZRT_HOST_DEVICE inline T activationGrad(ActivationGrad op, T input, T grad) {
-  return op == ActivationGrad::Relu ? reluGrad(input, grad) : geluGrad(input, grad);
+  return op == ActivationGrad::Relu   ? reluGrad(input, grad)
+         : op == ActivationGrad::Gelu ? geluGrad(input, grad)
+                                      : geluTanhGrad(input, grad);
 }
 
 } // namespace zrt::kernels

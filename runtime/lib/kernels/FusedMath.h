@@ -58,6 +58,10 @@ ZRT_HOST_DEVICE inline float fusedApply(fused::Op op, float a, float b, float c,
     return reluGrad(a, b);
   case fused::Op::GeluGrad:
     return geluGrad(a, b);
+  case fused::Op::GeluTanh:
+    return geluTanh(a);
+  case fused::Op::GeluTanhGrad:
+    return geluTanhGrad(a, b);
   default:
     return unary(unaryOf(op), a);
   }

@@ -87,12 +87,42 @@ void epilogueInputs(const KernelCall &call, const TensorView &out, const Shape &
   if (!call.hasAttr("operand_segments"))
     return call.expectArity(2, 1);
   std::vector<int64_t> seg = call.intsAttr("operand_segments");
-  bool wellFormed = seg.size() == 4 && seg[0] == 1 && seg[1] == 1 &&
-                    (seg[2] == 0 || seg[2] == 1) && (seg[3] == 0 || seg[3] == 1);
-  ZRT_CHECK(wellFormed && (int64_t)call.ins.size() == seg[0] + seg[1] + seg[2] + seg[3],
+  if (seg.size() == 4)
+    seg.push_back(0);
+  bool wellFormed = seg.size() == 5 && seg[0] == 1 && seg[1] == 1;
+  for (size_t i = 2; i < seg.size(); ++i)
+    wellFormed = wellFormed && (seg[i] == 0 || seg[i] == 1);
+  ZRT_CHECK(wellFormed &&
+                (int64_t)call.ins.size() == seg[0] + seg[1] + seg[2] + seg[3] + seg[4],
             call.where() << ": its operand_segments do not describe its " << call.ins.size()
-                         << " inputs (lhs, rhs, then an optional bias and addend)");
-  if (call.outs.size() == 2) {
+                         << " inputs (lhs, rhs, then an optional bias, addend and "
+                            "activation input)");
+  if (call.hasAttr("activation")) {
+    std::string act = call.stringAttr("activation");
+    ZRT_CHECK(act == "gelu_tanh", call.where() << ": activation '" << act
+                                               << "' is not one the matmul kernel has "
+                                                  "(gelu_tanh)");
+    ZRT_CHECK(!seg[3] && (seg[4] ? !seg[2] && call.outs.size() == 1 : call.outs.size() == 2),
+              call.where() << ": an activation takes a pre-activation output (with an "
+                              "optional bias) or an activation input (its gradient), and "
+                              "no addend");
+    g.geluTanh = true;
+    if (seg[4]) {
+      g.activationInput = (int)(call.ins.size() - 1);
+      const TensorView &in = call.ins[g.activationInput];
+      expectShape(call, in, expected, "activation input");
+      ZRT_CHECK(in.dtype == out.dtype,
+                call.where() << ": the activation input's dtype is not the result's");
+    } else {
+      g.preActivation = 1;
+      expectShape(call, call.outs[1], expected, "pre-activation");
+      ZRT_CHECK(call.outs[1].dtype == out.dtype,
+                call.where() << ": the pre-activation's dtype is not the result's");
+    }
+  } else {
+    ZRT_CHECK(!seg[4], call.where() << ": an activation input without an activation");
+  }
+  if (call.outs.size() == 2 && !g.geluTanh) {
     const TensorView &sums = call.outs[1];
     ZRT_CHECK(expected.size() == 2 && call.ins[0].shape.size() == 2 &&
                   call.ins[1].shape.size() == 2,

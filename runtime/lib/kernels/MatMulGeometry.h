@@ -39,6 +39,11 @@ struct MatMulGeometry {
   /// Output 1 when the call also gives lhs_sums (a 2-D product, no result view:
   /// m values, each row of op(A) summed over k); -1 when not.
   int lhsSums = -1;
+  /// `activation = "gelu_tanh"`: with `preActivation` (output 1), C = GELU(P) and
+  /// the output holds P = op(A) op(B) + bias; with `activationInput` (an input),
+  /// C = gelu_tanh_grad(that input, op(A) op(B)). Both lie as C does (no views).
+  bool geluTanh = false;
+  int preActivation = -1, activationInput = -1;
   int64_t batches() const { return (int64_t)c.offsets.size(); }
   /// Whether the offsets step by one fixed amount from the first (a broadcast
   /// one: 0); -1 if not.
@@ -62,10 +67,12 @@ struct MatMulGeometry {
 ///    (a head split or merge, a slice, read or written in place). A view must
 ///    stay inside its tensor, its matrices must be BLAS layouts (one of the last
 ///    two strides 1), and the result's view must cover its tensor once.
-/// With `operand_segments` [1, 1, b, a] the inputs after lhs and rhs are a bias
-/// (b = 1: [n], or ones then n) and an addend (a = 1: the result's shape), of the
-/// result's dtype; then the result is no view. A second output then is lhs_sums
-/// ([m], of 2-D operands: a bias gradient beside its weight gradient).
+/// With `operand_segments` [1, 1, b, a] (or [1, 1, b, a, g]) the inputs after lhs
+/// and rhs are a bias (b = 1: [n], or ones then n), an addend (a = 1: the result's
+/// shape) and an activation's input (g = 1: the result's shape), of the result's
+/// dtype; then the result is no view. A second output is lhs_sums ([m], of 2-D
+/// operands: a bias gradient beside its weight gradient), or with `activation`
+/// "gelu_tanh" and no activation input, the pre-activation (the result's shape).
 /// Consecutive row-major lhs matrices times one rhs become one GEMM of batches *
 /// m rows (a linear layer over [batch, sequence, features] is one product, not
 /// one per sample); a column-major result is computed as C^T = B^T A^T.

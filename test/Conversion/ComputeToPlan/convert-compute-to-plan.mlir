@@ -325,7 +325,7 @@ func.func @main(%w: tensor<4x8xf32> {compute.param = "w"},
 // CHECK: %[[X:.+]] = plan.buffer input at {{[0-9]+}} {index = 1 : i64} : memref<8x4xbf16>
 // CHECK: %[[DW:.+]] = plan.buffer temp at {{[0-9]+}} : memref<16x4xbf16>
 // CHECK: %[[DB:.+]] = plan.buffer temp at {{[0-9]+}} : memref<16xbf16>
-// CHECK: plan.kernel matmul ins(%[[G]], %[[X]] : memref<8x16xbf16>, memref<8x4xbf16>) outs(%[[DW]], %[[DB]] : memref<16x4xbf16>, memref<16xbf16>) attrs {operand_segments = array<i64: 1, 1, 0, 0>, transpose_lhs = true}
+// CHECK: plan.kernel matmul ins(%[[G]], %[[X]] : memref<8x16xbf16>, memref<8x4xbf16>) outs(%[[DW]], %[[DB]] : memref<16x4xbf16>, memref<16xbf16>) attrs {operand_segments = array<i64: 1, 1, 0, 0, 0>, transpose_lhs = true}
 // CHECK-NOT: plan.kernel
 // CHECK: plan.return %[[DW]], %[[DB]]
 func.func @main(%g: tensor<8x16xbf16> {compute.input = 0 : i64}, %x: tensor<8x4xbf16> {compute.input = 1 : i64})
@@ -333,4 +333,20 @@ func.func @main(%g: tensor<8x16xbf16> {compute.input = 0 : i64}, %x: tensor<8x4x
   %gt = compute.transpose %g {perm = array<i64: 1, 0>} : tensor<8x16xbf16> -> tensor<16x8xbf16>
   %dw, %db = compute.fused_matmul %gt, %x : tensor<16x8xbf16>, tensor<8x4xbf16> -> tensor<16x4xbf16>, tensor<16xbf16>
   return %dw, %db : tensor<16x4xbf16>, tensor<16xbf16>
+}
+
+// -----
+
+// GELU in a product's epilogue: the forward kernel writes the result and the
+// pre-activation; the gradient's kernel reads the pre-activation as its fifth
+// operand segment. Both keep `activation`.
+// CHECK-LABEL: plan.program @main
+// CHECK: plan.kernel matmul ins(%{{.+}}, %{{.+}}, %{{.+}} : memref<8x4xbf16>, memref<4x16xbf16>, memref<16xbf16>) outs(%{{.+}}, %[[PRE:.+]] : memref<8x16xbf16>, memref<8x16xbf16>) attrs {activation = "gelu_tanh", operand_segments = array<i64: 1, 1, 1, 0, 0>}
+// CHECK: plan.kernel matmul ins(%{{.+}}, %{{.+}}, %[[PRE]] : memref<8x4xbf16>, memref<4x16xbf16>, memref<8x16xbf16>) outs(%{{.+}} : memref<8x16xbf16>) attrs {activation = "gelu_tanh", operand_segments = array<i64: 1, 1, 0, 0, 1>}
+func.func @main(%x: tensor<8x4xbf16> {compute.input = 0 : i64}, %w: tensor<4x16xbf16> {compute.input = 1 : i64},
+                %b: tensor<16xbf16> {compute.input = 2 : i64}, %dy: tensor<8x4xbf16> {compute.input = 3 : i64})
+    -> (tensor<8x16xbf16>, tensor<8x16xbf16>) {
+  %g, %p = compute.fused_matmul %x, %w bias(%b : tensor<16xbf16>) {activation = "gelu_tanh"} : tensor<8x4xbf16>, tensor<4x16xbf16> -> tensor<8x16xbf16> pre_activation(tensor<8x16xbf16>)
+  %dp = compute.fused_matmul %dy, %w activation_input(%p : tensor<8x16xbf16>) {activation = "gelu_tanh"} : tensor<8x4xbf16>, tensor<4x16xbf16> -> tensor<8x16xbf16>
+  return %g, %dp : tensor<8x16xbf16>, tensor<8x16xbf16>
 }

@@ -641,7 +641,7 @@ func.func @sce_with_grad_result(%s: tensor<8x4xbf16>, %l: tensor<8xi64>, %g: ten
 // -----
 
 func.func @fused_matmul_nothing(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) {
-  // expected-error@+1 {{needs a bias, an addend or lhs_sums (else it is a compute.matmul)}}
+  // expected-error@+1 {{needs a bias, an addend, an activation or lhs_sums (else it is a compute.matmul)}}
   %y = compute.fused_matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
   return
 }
@@ -691,5 +691,37 @@ func.func @fused_matmul_shape(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: ten
 func.func @nonfinite_count_nothing() {
   // expected-error@+1 {{counts at least one tensor}}
   %n = "compute.nonfinite_count"() : () -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_unknown_activation(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) {
+  // expected-error@+1 {{activation must be "gelu_tanh", not "relu"}}
+  %y, %p = compute.fused_matmul %x, %w {activation = "relu"} : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32> pre_activation(tensor<4x16xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_matmul_activation_both_ways(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %h: tensor<4x16xf32>) {
+  // expected-error@+1 {{an activation needs either a pre_activation result (forward) or an activation_input (its gradient)}}
+  %y, %p = compute.fused_matmul %x, %w activation_input(%h : tensor<4x16xf32>) {activation = "gelu_tanh"} : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32> pre_activation(tensor<4x16xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_matmul_activation_addend(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor<4x16xf32>) {
+  // expected-error@+1 {{an activation takes no addend or lhs_sums}}
+  %y, %p = compute.fused_matmul %x, %w addend(%r : tensor<4x16xf32>) {activation = "gelu_tanh"} : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32> pre_activation(tensor<4x16xf32>)
+  return
+}
+
+// -----
+
+func.func @fused_matmul_pre_activation_without_activation(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) {
+  // expected-error@+1 {{a pre_activation or activation_input needs an activation}}
+  %y, %p = compute.fused_matmul %x, %w bias(%b : tensor<16xf32>) : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32> pre_activation(tensor<4x16xf32>)
   return
 }

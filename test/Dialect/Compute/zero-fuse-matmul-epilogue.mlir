@@ -99,3 +99,65 @@ func.func @bias_gradient_of_matrix(%g: tensor<8x16xf32>, %x: tensor<8x4xf32>) ->
   %db = compute.reduce_sum %g {axes = array<i64: 0>, keepdims = false} : tensor<8x16xf32> -> tensor<16xf32>
   return %p, %db : tensor<16x4xf32>, tensor<16xf32>
 }
+
+// -----
+
+// GELU's tanh form after a linear layer joins its product, which keeps the
+// pre-activation for the gradient; the gradient's gelu_tanh_grad joins the
+// product that gives the GELU output's gradient, reading that pre-activation.
+// CHECK-LABEL: func.func @gelu_tanh_forward_and_gradient
+// CHECK-NEXT: %[[G:.+]], %[[P:.+]] = compute.fused_matmul %arg0, %arg1 bias(%arg2 : tensor<16xbf16>) {activation = "gelu_tanh"} : tensor<2x4x8xbf16>, tensor<8x16xbf16> -> tensor<2x4x16xbf16> pre_activation(tensor<2x4x16xbf16>)
+// CHECK-NEXT: %[[DP:.+]] = compute.fused_matmul %arg3, %arg4 activation_input(%[[P]] : tensor<2x4x16xbf16>) {activation = "gelu_tanh"} : tensor<2x4x8xbf16>, tensor<8x16xbf16> -> tensor<2x4x16xbf16>
+// CHECK-NEXT: return %[[G]], %[[DP]]
+func.func @gelu_tanh_forward_and_gradient(%x: tensor<2x4x8xbf16>, %w: tensor<8x16xbf16>, %b: tensor<16xbf16>, %dy: tensor<2x4x8xbf16>, %w2: tensor<8x16xbf16>) -> (tensor<2x4x16xbf16>, tensor<2x4x16xbf16>) {
+  %p = compute.matmul %x, %w : tensor<2x4x8xbf16>, tensor<8x16xbf16> -> tensor<2x4x16xbf16>
+  %h = compute.add %p, %b : tensor<2x4x16xbf16>, tensor<16xbf16> -> tensor<2x4x16xbf16>
+  %g = compute.gelu_tanh %h : tensor<2x4x16xbf16>
+  %dg = compute.matmul %dy, %w2 : tensor<2x4x8xbf16>, tensor<8x16xbf16> -> tensor<2x4x16xbf16>
+  %dh = compute.gelu_tanh_grad %h, %dg : tensor<2x4x16xbf16>
+  return %g, %dh : tensor<2x4x16xbf16>, tensor<2x4x16xbf16>
+}
+
+// -----
+
+// Left alone: a GELU after a residual add (no product), the exact (erf) GELU
+// (cuBLASLt's epilogue is the tanh form), and a gradient whose product another
+// op also reads.
+// CHECK-LABEL: func.func @gelu_left_alone
+// CHECK: compute.gelu_tanh %
+// CHECK: compute.gelu %
+// CHECK: compute.gelu_tanh_grad
+func.func @gelu_left_alone(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor<4x16xf32>, %dy: tensor<4x8xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>) {
+  %p = compute.matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  %s = compute.add %p, %r : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+  %g = compute.gelu_tanh %s : tensor<4x16xf32>
+  %q = compute.matmul %x, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  %e = compute.gelu %q : tensor<4x16xf32>
+  %dg = compute.matmul %dy, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  %dh = compute.gelu_tanh_grad %r, %dg : tensor<4x16xf32>
+  return %g, %e, %dh, %dg : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// Through a reshape, as Hugging Face's GPT-2 writes its linear layers (a product
+// over [batch * sequence, features] viewed as [batch, sequence, features]): the
+// fused products keep the 2-D shape and reshapes (views) give the 3-D values.
+// CHECK-LABEL: func.func @gelu_tanh_through_reshapes
+// CHECK-NEXT: %[[G:.+]], %[[P:.+]] = compute.fused_matmul %arg0, %arg1 bias(%arg2 : tensor<16xf32>) {activation = "gelu_tanh"} : tensor<8x4xf32>, tensor<4x16xf32> -> tensor<8x16xf32> pre_activation(tensor<8x16xf32>)
+// CHECK-NEXT: %[[P3:.+]] = compute.reshape %[[P]] : tensor<8x16xf32> -> tensor<2x4x16xf32>
+// CHECK-NEXT: %[[G3:.+]] = compute.reshape %[[G]] : tensor<8x16xf32> -> tensor<2x4x16xf32>
+// CHECK-NEXT: %[[P2:.+]] = compute.reshape %[[P3]] : tensor<2x4x16xf32> -> tensor<8x16xf32>
+// CHECK-NEXT: %[[DP:.+]] = compute.fused_matmul %arg3, %arg4 activation_input(%[[P2]] : tensor<8x16xf32>) {activation = "gelu_tanh"} : tensor<8x4xf32>, tensor<4x16xf32> -> tensor<8x16xf32>
+// CHECK-NEXT: %[[DP3:.+]] = compute.reshape %[[DP]] : tensor<8x16xf32> -> tensor<2x4x16xf32>
+// CHECK-NEXT: return %[[G3]], %[[DP3]]
+func.func @gelu_tanh_through_reshapes(%x: tensor<8x4xf32>, %w: tensor<4x16xf32>, %b: tensor<16xf32>, %dy: tensor<8x4xf32>, %w2: tensor<4x16xf32>) -> (tensor<2x4x16xf32>, tensor<2x4x16xf32>) {
+  %p = compute.matmul %x, %w : tensor<8x4xf32>, tensor<4x16xf32> -> tensor<8x16xf32>
+  %h = compute.add %p, %b : tensor<8x16xf32>, tensor<16xf32> -> tensor<8x16xf32>
+  %h3 = compute.reshape %h : tensor<8x16xf32> -> tensor<2x4x16xf32>
+  %g = compute.gelu_tanh %h3 : tensor<2x4x16xf32>
+  %dg = compute.matmul %dy, %w2 : tensor<8x4xf32>, tensor<4x16xf32> -> tensor<8x16xf32>
+  %dg3 = compute.reshape %dg : tensor<8x16xf32> -> tensor<2x4x16xf32>
+  %dh = compute.gelu_tanh_grad %h3, %dg3 : tensor<2x4x16xf32>
+  return %g, %dh : tensor<2x4x16xf32>, tensor<2x4x16xf32>
+}

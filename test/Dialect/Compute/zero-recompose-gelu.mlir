@@ -70,3 +70,74 @@ func.func @not_gelu(%x: tensor<4xf32>, %z: tensor<4xf32>) -> (tensor<4xf32>, ten
   %y3 = compute.mul %m3, %half : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
   return %y, %e, %y2, %y3 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// GELU's tanh form as Hugging Face's gelu_new writes it, 0.5 * x * (1 + tanh(
+// sqrt(2/pi) * (x + 0.044715 * pow(x, 3)))), is one compute.gelu_tanh.
+// CHECK-LABEL: func.func @tanh_form
+// CHECK-NEXT: %[[G:.+]] = compute.gelu_tanh %arg0 : tensor<2x4xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @tanh_form(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %half = compute.constant dense<5.000000e-01> : tensor<f32>
+  %h = compute.mul %half, %x : tensor<f32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %three = compute.constant dense<3.000000e+00> : tensor<f32>
+  %cube = compute.pow %x, %three : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
+  %c = compute.constant dense<4.471500e-02> : tensor<f32>
+  %cc = compute.mul %c, %cube : tensor<f32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %inner = compute.add %x, %cc : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %k = compute.constant dense<0.797884583> : tensor<f32>
+  %s = compute.mul %k, %inner : tensor<f32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %t = compute.tanh %s : tensor<2x4xf32>
+  %one = compute.constant dense<1.000000e+00> : tensor<f32>
+  %a = compute.add %one, %t : tensor<f32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %y = compute.mul %h, %a : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+// The cube as products of x (PyTorch's own decomposition writes x * x * x), the
+// factors in the other order.
+// CHECK-LABEL: func.func @tanh_form_products
+// CHECK-NEXT: %[[G:.+]] = compute.gelu_tanh %arg0 : tensor<2x4xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @tanh_form_products(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %sq = compute.mul %x, %x : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %cube = compute.mul %sq, %x : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %c = compute.constant dense<4.471500e-02> : tensor<f32>
+  %cc = compute.mul %cube, %c : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
+  %inner = compute.add %cc, %x : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %k = compute.constant dense<0.797884583> : tensor<f32>
+  %s = compute.mul %inner, %k : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
+  %t = compute.tanh %s : tensor<2x4xf32>
+  %one = compute.constant dense<1.000000e+00> : tensor<f32>
+  %a = compute.add %t, %one : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
+  %m = compute.mul %x, %a : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %half = compute.constant dense<5.000000e-01> : tensor<f32>
+  %y = compute.mul %m, %half : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+// Not GELU: the cubic's coefficient is not 0.044715; the chain stays.
+// CHECK-LABEL: func.func @tanh_wrong_coefficient
+// CHECK-NOT: gelu_tanh
+// CHECK: compute.tanh
+func.func @tanh_wrong_coefficient(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %half = compute.constant dense<5.000000e-01> : tensor<f32>
+  %h = compute.mul %half, %x : tensor<f32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %three = compute.constant dense<3.000000e+00> : tensor<f32>
+  %cube = compute.pow %x, %three : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
+  %c = compute.constant dense<5.000000e-02> : tensor<f32>
+  %cc = compute.mul %c, %cube : tensor<f32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %inner = compute.add %x, %cc : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %k = compute.constant dense<0.797884583> : tensor<f32>
+  %s = compute.mul %k, %inner : tensor<f32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %t = compute.tanh %s : tensor<2x4xf32>
+  %one = compute.constant dense<1.000000e+00> : tensor<f32>
+  %a = compute.add %one, %t : tensor<f32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %y = compute.mul %h, %a : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}

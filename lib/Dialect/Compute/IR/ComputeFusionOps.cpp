@@ -22,8 +22,8 @@ static bool isFusedFloat(Type t) {
 
 bool zero::compute::isFusableElementwise(Operation *op) {
   if (!isa<AddOp, SubOp, MulOp, DivOp, PowOp, NegOp, SqrtOp, ReciprocalOp, ExpOp, LogOp,
-           ReluOp, TanhOp, SigmoidOp, ErfOp, GeluOp, CastOp, WhereOp, ReluGradOp,
-           GeluGradOp>(op))
+           ReluOp, TanhOp, SigmoidOp, ErfOp, GeluOp, GeluTanhOp, CastOp, WhereOp, ReluGradOp,
+           GeluGradOp, GeluTanhGradOp>(op))
     return false;
   if (!isFusedFloat(op->getResult(0).getType()))
     return false;
@@ -115,8 +115,25 @@ LogicalResult FusedMatMulOp::verify() {
   if (lhs.getElementType() != rhs.getElementType() ||
       lhs.getElementType() != result.getElementType())
     return emitOpError("operands and result must have one element type");
-  if (!getBias() && !getAddend() && !getLhsSums())
-    return emitOpError("needs a bias, an addend or lhs_sums (else it is a compute.matmul)");
+  if (!getBias() && !getAddend() && !getLhsSums() && !getActivation())
+    return emitOpError("needs a bias, an addend, an activation or lhs_sums (else it is a "
+                       "compute.matmul)");
+  if (std::optional<StringRef> act = getActivation()) {
+    if (*act != "gelu_tanh")
+      return emitOpError("activation must be \"gelu_tanh\", not \"") << *act << "\"";
+    if ((bool)getPreActivation() == (bool)getActivationInput())
+      return emitOpError("an activation needs either a pre_activation result (forward) or "
+                         "an activation_input (its gradient)");
+    if (getAddend() || getLhsSums())
+      return emitOpError("an activation takes no addend or lhs_sums");
+    if (getActivationInput() && getBias())
+      return emitOpError("an activation's gradient takes no bias");
+    Value aux = getPreActivation() ? getPreActivation() : getActivationInput();
+    if (aux.getType() != result)
+      return emitOpError("the pre-activation must have the result's type");
+  } else if (getPreActivation() || getActivationInput()) {
+    return emitOpError("a pre_activation or activation_input needs an activation");
+  }
   if (Value sums = getLhsSums()) {
     auto type = cast<ShapedType>(sums.getType());
     if (lhs.getRank() != 2 || rhs.getRank() != 2 || type.getRank() != 1 ||

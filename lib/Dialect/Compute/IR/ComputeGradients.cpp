@@ -380,6 +380,16 @@ LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                            : Value());
 }
 
+LogicalResult GeluTanhOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
+                                         ArrayRef<bool> need, SmallVectorImpl<Value> &grads) {
+  GradBuilder gb{b, getLoc()};
+  Value g = rg.empty() ? Value() : rg[0];
+  GeluTanhOp o = *this;
+  return firstOnly(need, grads,
+                   need[0] ? Value(GeluTanhGradOp::create(b, gb.loc, o.getInput(), g))
+                           : Value());
+}
+
 LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                                      ArrayRef<bool> need, SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};

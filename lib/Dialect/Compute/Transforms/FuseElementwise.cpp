@@ -94,7 +94,8 @@ struct FuseElementwisePass
       ops.push_back(&op);
     for (Operation *p : llvm::reverse(ops)) {
       if (!isFusableElementwise(p) || p->use_empty() || p->getResult(0).hasOneUse() ||
-          isa<ExpOp, LogOp, TanhOp, SigmoidOp, PowOp, SqrtOp, GeluGradOp>(p))
+          isa<ExpOp, LogOp, TanhOp, SigmoidOp, PowOp, SqrtOp, GeluGradOp, GeluTanhOp,
+              GeluTanhGradOp>(p))
         continue;
       Value v = p->getResult(0);
       ArrayRef<int64_t> shape = shapeOf(v);

@@ -1,9 +1,10 @@
-//===- RecomposeGelu.cpp - GELU's erf chain as one compute.gelu -----------===//
+//===- RecomposeGelu.cpp - GELU's chains as one compute.gelu(_tanh) -------===//
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
 // Matches from the last product of the chain: its factors (through products only
-// it reads) must be x, 1/2 and erf(x / sqrt 2) + 1. See Passes.td.
+// it reads) must be x, 1/2 and erf(x / sqrt 2) + 1 (the exact form), or x, 1/2
+// and tanh(sqrt(2/pi) (x + 0.044715 x^3)) + 1 (the tanh form). See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +57,7 @@ template <typename OpTy> OpTy chainOp(Value v, Type type) {
 /// The pieces of a matched chain: the input and the ops the gelu replaces.
 struct GeluChain {
   Value x;
+  bool tanh = false; // GELU's tanh form (compute.gelu_tanh)
   SmallVector<Operation *> ops; // every op of the chain but the root
 };
 
@@ -101,6 +103,63 @@ Value erfPlusOneInput(Value a, Type type, Type et, SmallVectorImpl<Operation *> 
   return nullptr;
 }
 
+/// Whether `v` is x^3 (pow(x, 3), x * x * x in any grouping) of `type`, read by
+/// the chain only; its ops go to `ops`.
+bool isCube(Value v, Value x, Type type, Type et, SmallVectorImpl<Operation *> &ops) {
+  if (auto pow = chainOp<PowOp>(v, type)) {
+    if (pow.getLhs() != x || scalarConstant(pow.getRhs()) != 3.0)
+      return false;
+    ops.push_back(pow);
+    return true;
+  }
+  auto mul = chainOp<MulOp>(v, type);
+  if (!mul)
+    return false;
+  for (auto [p, q] : bothOrders(mul.getLhs(), mul.getRhs())) {
+    auto square = chainOp<MulOp>(p, type);
+    if (q != x || !square || square.getLhs() != x || square.getRhs() != x)
+      continue;
+    ops.append({mul, square});
+    return true;
+  }
+  return false;
+}
+
+/// `a` = tanh(k (x + c x^3)) + 1, k = sqrt(2/pi), c = 0.044715, with x of `type`:
+/// x (null when `a` is not that).
+Value tanhPlusOneInput(Value a, Type type, Type et, SmallVectorImpl<Operation *> &ops) {
+  auto add = chainOp<AddOp>(a, type);
+  if (!add)
+    return nullptr;
+  for (auto [t, one] : bothOrders(add.getLhs(), add.getRhs())) {
+    auto tanh = chainOp<TanhOp>(t, type);
+    if (!tanh || scalarOf(one, et) != 1.0)
+      continue;
+    auto scaled = chainOp<MulOp>(tanh.getInput(), type);
+    if (!scaled)
+      continue;
+    for (auto [k, innerValue] : bothOrders(scaled.getLhs(), scaled.getRhs())) {
+      auto inner = chainOp<AddOp>(innerValue, type);
+      if (!inner || !near(scalarOf(k, et), std::sqrt(2.0 / M_PI), et))
+        continue;
+      for (auto [x, term] : bothOrders(inner.getLhs(), inner.getRhs())) {
+        auto cubic = chainOp<MulOp>(term, type);
+        if (!cubic || x.getType() != type)
+          continue;
+        for (auto [c, cube] : bothOrders(cubic.getLhs(), cubic.getRhs())) {
+          SmallVector<Operation *> cubeOps;
+          if (!near(scalarOf(c, et), 0.044715, et) || !isCube(cube, x, type, et, cubeOps))
+            continue;
+          ops.append({add, tanh, scaled, inner, cubic});
+          ops.append(cubeOps);
+          return x;
+        }
+      }
+    }
+  }
+  return nullptr;
+}
+
 /// The chain ending in `root`, if it is GELU's.
 std::optional<GeluChain> matchGelu(MulOp root) {
   auto type = dyn_cast<RankedTensorType>(root.getType());
@@ -122,8 +181,14 @@ std::optional<GeluChain> matchGelu(MulOp root) {
         continue;
       Value x = factors[3 - half - sum];
       SmallVector<Operation *> ops;
-      if (erfPlusOneInput(factors[sum], type, et, ops) != x)
-        continue;
+      bool tanh = false;
+      if (erfPlusOneInput(factors[sum], type, et, ops) != x) {
+        ops.clear();
+        if (tanhPlusOneInput(factors[sum], type, et, ops) != x)
+          continue;
+        tanh = true;
+      }
+      chain.tanh = tanh;
       chain.ops.append(ops);
       if (!llvm::all_of(chain.ops, [&](Operation *op) { return op->getBlock() == block; }))
         return std::nullopt;
@@ -144,7 +209,8 @@ struct RecomposeGeluPass : zero::impl::RecomposeGeluPassBase<RecomposeGeluPass> 
     for (auto &[root, chain] : found) {
       OpBuilder b(root);
       chain.ops.push_back(root);
-      Value gelu = GeluOp::create(b, root.getLoc(), chain.x);
+      Value gelu = chain.tanh ? GeluTanhOp::create(b, root.getLoc(), chain.x).getResult()
+                              : GeluOp::create(b, root.getLoc(), chain.x).getResult();
       root.getResult().replaceAllUsesWith(gelu);
       // Readers first: each op of the chain is dead once the ones after it are gone.
       llvm::sort(chain.ops, [](Operation *p, Operation *q) { return q->isBeforeInBlock(p); });

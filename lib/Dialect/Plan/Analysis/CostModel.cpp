@@ -181,8 +181,8 @@ int64_t zero::kernelBytes(plan::KernelOp k) {
 }
 
 // Work per element of the ops that cost more than one operation: a transcendental
-// function; GELU (an erf and a few products); its gradient (an erf and an exp as
-// well). The kernel kinds and the fused program's instructions weigh them alike.
+// function; GELU (an erf or tanh and a few products); its gradient (an erf and an
+// exp as well, or the tanh and a few more products). The kernel kinds and the fused program's instructions weigh them alike.
 constexpr double kTranscendentalFlops = 10, kGeluFlops = 14, kGeluGradFlops = 28;
 
 double zero::kernelFlops(plan::KernelOp k) {
@@ -223,8 +223,8 @@ double zero::kernelFlops(plan::KernelOp k) {
       bool transcendental = op == Op::Exp || op == Op::Log || op == Op::Tanh ||
                             op == Op::Sigmoid || op == Op::Erf || op == Op::Pow;
       perElement += op == Op::Const      ? 0
-                    : op == Op::Gelu     ? kGeluFlops
-                    : op == Op::GeluGrad ? kGeluGradFlops
+                    : op == Op::Gelu || op == Op::GeluTanh         ? kGeluFlops
+                    : op == Op::GeluGrad || op == Op::GeluTanhGrad ? kGeluGradFlops
                     : transcendental     ? kTranscendentalFlops
                                          : 1;
     }
@@ -239,8 +239,10 @@ double zero::kernelFlops(plan::KernelOp k) {
   case K::pow:
     return kTranscendentalFlops * out;
   case K::gelu:
+  case K::gelu_tanh:
     return kGeluFlops * out;
   case K::gelu_grad:
+  case K::gelu_tanh_grad:
     return kGeluGradFlops * out;
   case K::softmax:
   case K::softmax_grad:

@@ -57,8 +57,10 @@ def Compute_YieldOp : Compute_Op<"yield", [Pure, Terminator,
   let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
-def Compute_FusedMatMulOp : Compute_Op<"fused_matmul", [Pure, AttrSizedOperandSegments]> {
-  let summary = "A matrix product with its epilogue: `lhs rhs + bias + addend`, and `lhs`'s sums.";
+def Compute_FusedMatMulOp
+    : Compute_Op<"fused_matmul", [Pure, AttrSizedOperandSegments, AttrSizedResultSegments]> {
+  let summary = "A matrix product with its epilogue: `lhs rhs + bias + addend`, an "
+                "activation, and `lhs`'s sums.";
   let description = [{
     `compute.matmul` of `lhs` and `rhs`, plus `bias` (`[N]`, or ones then `N`:
     one value per column of the result, as a linear layer's) and plus `addend`
@@ -67,15 +69,28 @@ def Compute_FusedMatMulOp : Compute_Op<"fused_matmul", [Pure, AttrSizedOperandSe
     accumulator from `addend + bias` (as `addmm` does), so no kernel reads the
     product again to add them.
 
-    With a second result type, the op also gives `lhs_sums`: for a 2-D product,
-    each row of `lhs` summed over the product's inner dimension (`[M]`, the
-    result's element type). A weight gradient `Gᵀ X` then gives its bias gradient
-    (G's column sums) as it reads G, as cuBLASLt's bias-gradient epilogue does,
-    and no kernel reads G again for it.
+    With `activation = "gelu_tanh"` and a `pre_activation` result (no addend),
+    the result is `gelu_tanh(lhs rhs + bias)` and `pre_activation` is
+    `lhs rhs + bias` itself, kept for the backward (cuBLASLt's GELU_AUX_BIAS).
+    With `activation = "gelu_tanh"` and an `activation_input` operand (no bias or
+    addend), the result is `gelu_tanh_grad(activation_input, lhs rhs)`: the
+    gradient of the GELU's input from that of its output (cuBLASLt's DGELU).
+
+    With an `lhs_sums` result, the op also gives each row of `lhs` summed over the
+    product's inner dimension, for a 2-D product (`[M]`, the result's element
+    type). A weight gradient `Gᵀ X` then gives its bias gradient (G's column sums)
+    as it reads G, as cuBLASLt's bias-gradient epilogue does, and no kernel reads G
+    again for it.
 
     ```mlir
     %y = compute.fused_matmul %x, %w bias(%b : tensor<16xbf16>)
         addend(%r : tensor<2x4x16xbf16>) : tensor<2x4x8xbf16>, tensor<8x16xbf16>
+        -> tensor<2x4x16xbf16>
+    %a, %p = compute.fused_matmul %x, %w bias(%b : tensor<16xbf16>)
+        {activation = "gelu_tanh"} : tensor<2x4x8xbf16>, tensor<8x16xbf16>
+        -> tensor<2x4x16xbf16> pre_activation(tensor<2x4x16xbf16>)
+    %dp = compute.fused_matmul %da, %wt activation_input(%p : tensor<2x4x16xbf16>)
+        {activation = "gelu_tanh"} : tensor<2x4x8xbf16>, tensor<8x16xbf16>
         -> tensor<2x4x16xbf16>
     %dw, %db = compute.fused_matmul %gt, %h : tensor<16x8xbf16>, tensor<8x32xbf16>
         -> tensor<16x32xbf16>, tensor<16xbf16>
@@ -83,13 +98,18 @@ def Compute_FusedMatMulOp : Compute_Op<"fused_matmul", [Pure, AttrSizedOperandSe
   }];
   let arguments = (ins Compute_FloatTensor:$lhs, Compute_FloatTensor:$rhs,
                        Optional<Compute_FloatTensor>:$bias,
-                       Optional<Compute_FloatTensor>:$addend);
+                       Optional<Compute_FloatTensor>:$addend,
+                       Optional<Compute_FloatTensor>:$activation_input,
+                       OptionalAttr<StrAttr>:$activation);
   let results = (outs Compute_FloatTensor:$result,
-                      Optional<Compute_FloatTensor>:$lhs_sums);
+                      Optional<Compute_FloatTensor>:$lhs_sums,
+                      Optional<Compute_FloatTensor>:$pre_activation);
   let assemblyFormat = [{
     $lhs `,` $rhs (`bias` `(` $bias^ `:` type($bias) `)`)?
-    (`addend` `(` $addend^ `:` type($addend) `)`)? attr-dict `:` type($lhs) `,`
-    type($rhs) `->` type($result) (`,` type($lhs_sums)^)?
+    (`addend` `(` $addend^ `:` type($addend) `)`)?
+    (`activation_input` `(` $activation_input^ `:` type($activation_input) `)`)?
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result) (`,` type($lhs_sums)^)?
+    (`pre_activation` `(` type($pre_activation)^ `)`)?
   }];
   let hasVerifier = 1;
 }

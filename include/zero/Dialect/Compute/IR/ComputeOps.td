@@ -119,6 +119,11 @@ def Compute_ErfOp : Compute_UnaryOp<"erf", "the error function", Compute_FloatTe
 // one of the erf chain an exporter writes for it.
 def Compute_GeluOp : Compute_UnaryOp<"gelu", "GELU (exact form, with erf)",
                                      Compute_FloatTensor>;
+// GELU's tanh approximation, x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GPT-2's
+// (Hugging Face's gelu_new, ONNX's Gelu with approximate "tanh"), and the form
+// cuBLASLt's GELU epilogues compute.
+def Compute_GeluTanhOp : Compute_UnaryOp<"gelu_tanh", "GELU (tanh approximation)",
+                                         Compute_FloatTensor>;
 
 def Compute_CastOp : Compute_Op<"cast", [Pure, Compute_Differentiable, SameOperandsAndResultShape]> {
   let summary = "Elementwise conversion to the result's element type.";

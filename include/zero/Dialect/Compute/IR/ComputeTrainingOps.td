@@ -41,6 +41,22 @@ def Compute_GeluGradOp : Compute_Op<"gelu_grad", [Pure, SameOperandsAndResultTyp
   let assemblyFormat = "$input `,` $grad attr-dict `:` type($input)";
 }
 
+def Compute_GeluTanhGradOp
+    : Compute_Op<"gelu_tanh_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gradient of gelu_tanh, as PyTorch's gelu_backward computes it.";
+  let description = [{
+    With t = tanh(sqrt(2/pi) (x + 0.044715 x^3)):
+    `grad (1/2 (1 + t) + x/2 (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 x^2))`.
+
+    ```mlir
+    %dx = compute.gelu_tanh_grad %x, %dy : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Compute_FloatTensor:$input, Compute_FloatTensor:$grad);
+  let results = (outs Compute_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($input)";
+}
+
 def Compute_SoftmaxGradOp
     : Compute_Op<"softmax_grad", [Pure, SameOperandsAndResultType]> {
   let summary = "Gradient of softmax with respect to its input, from its output.";

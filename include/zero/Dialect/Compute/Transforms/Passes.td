@@ -92,7 +92,13 @@ def FuseMatMulEpiloguePass : Pass<"zero-fuse-matmul-epilogue", "mlir::ModuleOp">
     the last axis, every reader of which comes after the product), becomes the
     `lhs_sums` of the 2-D product that reads G's rows transposed (the weight
     gradient `Gᵀ X`), so that G is read once (cuBLASLt's bias-gradient epilogue).
-    Skipped with `--no-epilogue-fusion`.
+    Last, GELU's tanh form: a `gelu_tanh` of a product with at most a bias joins
+    it (`activation = "gelu_tanh"`), the product's value kept as its
+    `pre_activation` result for the gradient (cuBLASLt's GELU_AUX_BIAS); a
+    `gelu_tanh_grad` of a product only it reads joins that product, reading the
+    pre-activation as its `activation_input` (DGELU). The MLP's GELU and its
+    gradient then read and write no activation of their own. Skipped with
+    `--no-epilogue-fusion`.
 
     ```mlir
     %p = compute.matmul %x, %w : tensor<8x16xbf16>, tensor<16x32xbf16> -> tensor<8x32xbf16>
@@ -109,7 +115,8 @@ def FuseMatMulEpiloguePass : Pass<"zero-fuse-matmul-epilogue", "mlir::ModuleOp">
 }
 
 def RecomposeGeluPass : Pass<"zero-recompose-gelu", "mlir::ModuleOp"> {
-  let summary = "The erf chain an exporter writes for GELU becomes one compute.gelu.";
+  let summary = "The erf or tanh chain an exporter writes for GELU becomes one "
+                "compute.gelu or compute.gelu_tanh.";
   let description = [{
     Runs first, on the imported graph. PyTorch exports `gelu` (exact form) as
     `x * (erf(x / sqrt 2) + 1) * 0.5`: five ops, and about fourteen more in its
@@ -119,6 +126,12 @@ def RecomposeGeluPass : Pass<"zero-recompose-gelu", "mlir::ModuleOp"> {
     scalar constant 1/2 and `erf(x / c + 1)` (or `erf(x * (1/c)) + 1`), c = sqrt 2
     within f32 rounding, in any order of factors and operands; every value in
     between read by the chain only, all of x's type.
+
+    GELU's tanh form (GPT-2's; Hugging Face's `gelu_new`, PyTorch's
+    `approximate="tanh"`), `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 *
+    x^3)))`, becomes compute.gelu_tanh likewise: a product of `x`, 1/2 and
+    `tanh(k * inner) + 1` with k = sqrt(2/pi) within f32 rounding and `inner =
+    x + 0.044715 * cube`, the cube `pow(x, 3)` or products of x.
 
     ```mlir
     %s = compute.div %x, %sqrt2 : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
