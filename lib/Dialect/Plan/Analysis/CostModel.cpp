@@ -173,8 +173,13 @@ int64_t zero::kernelBytes(plan::KernelOp k) {
     return elements * (bytesOf(v) / std::max<int64_t>(elementsOf(v), 1));
   };
   int64_t bytes = 0;
-  for (auto [i, v] : llvm::enumerate(k.getInputs()))
-    bytes += accessed(v, i, /*output=*/false);
+  for (auto [i, v] : llvm::enumerate(k.getInputs())) {
+    // A gather reads the rows it gives, not its whole table (an embedding's).
+    if (i == 0 && k.getKernel() == plan::KernelKind::gather)
+      bytes += std::min(bytesOf(v), bytesOf(k.getOutputs()[0]));
+    else
+      bytes += accessed(v, i, /*output=*/false);
+  }
   for (auto [i, v] : llvm::enumerate(k.getOutputs()))
     bytes += accessed(v, i, /*output=*/true);
   return bytes;
