@@ -18,6 +18,7 @@
 
 #include "zplan/KernelKind.h"
 #include "zrt/AtomicFile.h"
+#include "zrt/BlasCore.h"
 #include "zrt/Calibrate.h"
 #include "zrt/Checkpoint.h"
 #include "zrt/CheckpointLayout.h"
@@ -546,6 +547,8 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
                 (long long)o.steps, exec.device().name().c_str(), comm.name().c_str(),
                 (long long)globalBatch,
                 (long long)seqLen, (long long)data.size());
+  if (!quiet && exec.device().name() == "cpu")
+    std::printf("matrix products: OpenBLAS, its %s kernels\n", blasCoreName());
   if (!quiet && labelsAreTokens)
     std::printf("graph input 1 is 'labels': fed the tokens of input 0 (the model shifts "
                 "them)\n");
@@ -1115,6 +1118,8 @@ int run(const Options &o, Communicator &comm, bool launched) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // Before MPI or any thread starts: it may run this program again.
+  useKnownBlasCore(argv);
   std::unique_ptr<Communicator> comm;
   int rc = 1;
   try {
