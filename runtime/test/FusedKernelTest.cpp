@@ -89,8 +89,8 @@ TEST(FusedKernel, GeluMatchesTheUnfusedKernelsBitForBit) {
   EXPECT_EQ(0, std::memcmp(y.data(), expected.data(), n * sizeof(float)));
 }
 
-// The gelu and gelu_grad instructions after a bias add, in f32 and bf16: the bits
-// of the GELU and GELU_GRAD kernels after the ADD kernel.
+// The gelu and gelu_grad (and gelu_tanh, gelu_tanh_grad) instructions after a
+// bias add, in f32 and bf16: the bits of their kernels after the ADD kernel.
 TEST(FusedKernel, GeluInstructionsMatchTheirKernelsBitForBit) {
   const int64_t rows = 3, cols = 700, n = rows * cols;
   std::vector<float> xf = randomValues(n, 5), bf = randomValues(cols, 6), gf = randomValues(n, 7);

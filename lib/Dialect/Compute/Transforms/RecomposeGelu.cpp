@@ -105,7 +105,7 @@ Value erfPlusOneInput(Value a, Type type, Type et, SmallVectorImpl<Operation *> 
 
 /// Whether `v` is x^3 (pow(x, 3), x * x * x in any grouping) of `type`, read by
 /// the chain only; its ops go to `ops`.
-bool isCube(Value v, Value x, Type type, Type et, SmallVectorImpl<Operation *> &ops) {
+bool isCube(Value v, Value x, Type type, SmallVectorImpl<Operation *> &ops) {
   if (auto pow = chainOp<PowOp>(v, type)) {
     if (pow.getLhs() != x || scalarConstant(pow.getRhs()) != 3.0)
       return false;
@@ -148,7 +148,7 @@ Value tanhPlusOneInput(Value a, Type type, Type et, SmallVectorImpl<Operation *>
           continue;
         for (auto [c, cube] : bothOrders(cubic.getLhs(), cubic.getRhs())) {
           SmallVector<Operation *> cubeOps;
-          if (!near(scalarOf(c, et), 0.044715, et) || !isCube(cube, x, type, et, cubeOps))
+          if (!near(scalarOf(c, et), 0.044715, et) || !isCube(cube, x, type, cubeOps))
             continue;
           ops.append({add, tanh, scaled, inner, cubic});
           ops.append(cubeOps);
@@ -181,14 +181,12 @@ std::optional<GeluChain> matchGelu(MulOp root) {
         continue;
       Value x = factors[3 - half - sum];
       SmallVector<Operation *> ops;
-      bool tanh = false;
-      if (erfPlusOneInput(factors[sum], type, et, ops) != x) {
+      chain.tanh = erfPlusOneInput(factors[sum], type, et, ops) != x;
+      if (chain.tanh) {
         ops.clear();
         if (tanhPlusOneInput(factors[sum], type, et, ops) != x)
           continue;
-        tanh = true;
       }
-      chain.tanh = tanh;
       chain.ops.append(ops);
       if (!llvm::all_of(chain.ops, [&](Operation *op) { return op->getBlock() == block; }))
         return std::nullopt;
