@@ -5,9 +5,12 @@
 # writes (its operands and results, from the plan) divided by that time, next to a
 # plain copy's bandwidth on the same machine (numpy, one thread, a buffer as large
 # as what the optimizer moves). A benchmark, not a test.
+# --kernel fused measures the fused elementwise kernels the same way (all of the
+# step's together; the plan is made with --no-epilogue-fusion, so that the GPT's
+# bias + GELU and residual chains are fused programs rather than GEMM epilogues).
 #
 #   bench-optimizer.py --bin BUILD/bin [--layers 4 --hidden 512] [--steps 20]
-#                      [--threads 1,2] [--precision fp32,bf16]
+#                      [--threads 1,2] [--precision fp32,bf16] [--kernel adamw|fused]
 # Run with build/python-env/bin/python (the tests' environment).
 import argparse
 import os
@@ -37,10 +40,10 @@ def memref_bytes(types):
     return total
 
 
-def optimizer_bytes(plan_ir):
-    """What the plan's adamw kernels read and write, and how many there are."""
-    kernels = re.findall(r"plan\.kernel adamw ins\([^:]*: ([^)]*)\) outs\([^:]*: ([^)]*)\)",
-                         plan_ir)
+def kernel_bytes(plan_ir, kind):
+    """What the plan's `kind` kernels read and write, and how many there are."""
+    kernels = re.findall(r"plan\.kernel " + kind +
+                         r" ins\([^:]*: ([^)]*)\) outs\([^:]*: ([^)]*)\)", plan_ir)
     return sum(memref_bytes(i) + memref_bytes(o) for i, o in kernels), len(kernels)
 
 
@@ -64,7 +67,9 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--threads", type=zero_testing.int_list, default=[1, 2])
     p.add_argument("--precision", default="fp32,bf16")
+    p.add_argument("--kernel", choices=("adamw", "fused"), default="adamw")
     a = p.parse_args()
+    kind = a.kernel
     zero_opt, zero_run = (os.path.join(a.bin, t) for t in ("zero-opt", "zero-run"))
     with tempfile.TemporaryDirectory() as tmp:
         model, data = os.path.join(tmp, "gpt.onnx"), os.path.join(tmp, "text.u8")
@@ -77,26 +82,33 @@ def main():
         for precision in a.precision.split(","):
             plan = os.path.join(tmp, precision + ".zplan")
             flags = [model, "--mode=train", "--precision=" + precision]
+            if kind == "fused":
+                flags.append("--no-epilogue-fusion")
             subprocess.run([zero_opt] + flags + ["-o", plan], check=True)
             ir = subprocess.run([zero_opt] + flags + ["--emit=plan"], check=True,
                                 capture_output=True, text=True).stdout
-            moved, kernels = optimizer_bytes(ir)
-            if kernels != 1:
+            moved, kernels = kernel_bytes(ir, kind)
+            if kind == "adamw" and kernels != 1:
                 raise SystemExit("%s: the plan has %d adamw kernels, not one" % (precision, kernels))
-            copy = copy_bandwidth(moved)
-            print("%s: adamw moves %.1f MB per step in one kernel; a plain copy of as many bytes "
-                  "(numpy, one thread): %.2f GB/s" % (precision, moved / 1e6, copy / 1e9))
+            if kernels == 0:
+                raise SystemExit("%s: the plan has no %s kernel" % (precision, kind))
+            copy = copy_bandwidth(moved // kernels if kind == "fused" else moved)
+            print("%s: %s moves %.1f MB per step in %d kernel(s); a plain copy of %s bytes "
+                  "(numpy, one thread): %.2f GB/s" % (precision, kind, moved / 1e6, kernels,
+                                                      "as many" if kernels == 1 else "a kernel's",
+                                                      copy / 1e9))
             for threads in a.threads:
                 out = subprocess.run(
                     [zero_run, plan, "--init", model, "--data", data, "--steps", str(a.steps),
                      "--device", "cpu", "--threads", str(threads), "--profile", "--quiet"],
                     check=True, capture_output=True, text=True).stdout
-                m = re.search(r"^\s+adamw\s+([0-9.]+) ms", out, re.M)
+                m = re.search(r"^\s+" + kind + r"\s+([0-9.]+) ms", out, re.M)
                 if not m:
-                    raise SystemExit("zero-run --profile shows no adamw kernel:\n" + out)
+                    raise SystemExit("zero-run --profile shows no %s kernel:\n%s" % (kind, out))
                 ms = float(m.group(1))
-                print("  zero-run --threads %d: adamw %.3f ms per step, %.2f GB/s, %.2f of the "
-                      "copy's" % (threads, ms, moved / ms / 1e6, moved / ms / 1e6 / (copy / 1e9)))
+                print("  zero-run --threads %d: %s %.3f ms per step, %.2f GB/s, %.2f of the "
+                      "copy's" % (threads, kind, ms, moved / ms / 1e6,
+                                  moved / ms / 1e6 / (copy / 1e9)))
     return 0
 
 

@@ -124,6 +124,7 @@ void Executor::bindKernels() {
     kernels_.push_back(bindKernel(table, k));
     kernelNames_.push_back(zero::zplan::kernelKindName(plan_.kernels(k).kind()));
   }
+  device_.kernelsBound();
 
   // Gathered buckets: alive from the gather to the last kernel reading its result
   // (after binding, which checked each gather's one output).

@@ -84,6 +84,9 @@ public:
     why.clear();
     return false;
   }
+  /// Called once every kernel of the plan is bound, before the first step: a GPU
+  /// compiles the kernels it generated for the plan here.
+  virtual void kernelsBound() {}
   /// Queues one run of the captured graph.
   virtual void replayGraph() {}
   /// Whether captureGraph can capture at all (a GPU).
@@ -112,6 +115,11 @@ struct CudaOptions {
   /// bf16/fp16 fused attention on cuDNN's fused kernels where cuDNN is found and
   /// takes it (the rest, and everything when off, on the project's kernels).
   bool cudnnAttention = true;
+  /// Each fused elementwise program as a kernel of its own, compiled by NVRTC when
+  /// the plan is bound (off: one interpreter kernel runs every program).
+  bool generatedKernels = true;
+  /// No progress lines on stderr (zero-run --quiet): compiling the kernels.
+  bool quiet = false;
 };
 /// GPU `ordinal` (cuBLASLt GEMM, the project's kernels, a compute and a
 /// communication stream), with an NCCL communicator over the ranks of `host` for the

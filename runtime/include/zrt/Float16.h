@@ -15,9 +15,7 @@
 #ifndef ZRT_FLOAT16_H
 #define ZRT_FLOAT16_H
 
-#include <cstdint>
-#include <cstring>
-#include <type_traits>
+#include "zrt/RtcStd.h"
 
 #ifdef __CUDACC__
 #define ZRT_HOST_DEVICE __host__ __device__

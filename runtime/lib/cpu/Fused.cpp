@@ -15,6 +15,7 @@
 #include "KernelUtil.h"
 #include "VectorLoops.h"
 #include "../kernels/FusedMath.h"
+#include "zplan/FusedProgram.h"
 
 #include <algorithm>
 #include <cstring>

@@ -14,6 +14,7 @@
 #include "CudaLaunch.h"
 #include "CudnnAttention.h"
 #include "CudnnLoader.h"
+#include "GeneratedKernels.h"
 
 #include "../cpu/KernelUtil.h"
 #include "../kernels/MatMulGeometry.h"
@@ -171,7 +172,26 @@ BoundKernel bindFused(const KernelCall &call) {
   args.out = out.data;
   args.outType = elemOf(out.dtype);
   int64_t n = out.numel();
-  return [=] { fusedElementwise(context().compute, args, n); };
+  std::shared_ptr<GeneratedKernels> generated = context().generated;
+  if (!generated)
+    return [=] { fusedElementwise(context().compute, args, n); };
+
+  // The program's own kernel: the arena's addresses are fixed, so their alignment
+  // is known now.
+  auto aligned = [](const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  std::vector<FusedOperand> operands;
+  std::vector<uint64_t> params;
+  for (int k = 0; k < args.inputs; ++k) {
+    operands.push_back({args.inType[k], args.view[k], aligned(args.in[k])});
+    params.push_back(reinterpret_cast<uint64_t>(args.in[k]));
+  }
+  Strided outView = stridedOf(call, out.shape, stridesOf(out.shape));
+  FusedKernelSource source =
+      fusedKernelSource(code, operands, {args.outType, outView, aligned(out.data)}, n);
+  params.push_back(reinterpret_cast<uint64_t>(out.data));
+  params.push_back((uint64_t)n);
+  std::shared_ptr<GeneratedKernels::Kernel> kernel = generated->add(source);
+  return [=] { generated->launch(*kernel, context().compute, params.data()); };
 }
 
 /// One matmul kernel's GEMMs on cuBLASLt, set up once when the plan is bound: the

@@ -17,6 +17,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -45,6 +46,8 @@
 
 namespace zrt::cuda {
 
+class GeneratedKernels;
+
 /// The one GPU a process (rank) drives. Kernels run on `compute`, collectives on
 /// `comm`; events order the two where the plan's data flows between them.
 struct Context {
@@ -70,6 +73,8 @@ struct Context {
   int ranks = 1;
   int *errorFlag = nullptr; // set by kernels that find bad data
   cudaEvent_t ready = nullptr, doneSync = nullptr;
+  // The fused programs' own kernels (null: the interpreter kernel runs them).
+  std::shared_ptr<GeneratedKernels> generated;
   std::vector<cudaEvent_t> done; // per collective request
 };
 

@@ -8,6 +8,7 @@
 #include "CudaContext.h"
 #include "CudaLaunch.h"
 #include "CudnnLoader.h"
+#include "GeneratedKernels.h"
 
 #include "zrt/Communicator.h"
 #include "zrt/Device.h"
@@ -49,6 +50,8 @@ public:
     // is allowed (CUBLAS_COMPUTE_32F_FAST_TF32).
     ctx_.allowTf32 = options.allowTf32;
     ctx_.cudnnAttention = options.cudnnAttention;
+    if (options.generatedKernels)
+      ctx_.generated = std::make_shared<GeneratedKernels>(options.quiet);
     ZERO_CUDA_CHECK(cudaMalloc(&ctx_.errorFlag, sizeof(int)));
     ZERO_CUDA_CHECK(cudaMemset(ctx_.errorFlag, 0, sizeof(int)));
     ZERO_CUDA_CHECK(cudaEventCreateWithFlags(&ctx_.ready, cudaEventDisableTiming));
@@ -208,6 +211,10 @@ public:
     }
     return rc == cudaSuccess;
   }
+  void kernelsBound() override {
+    if (ctx_.generated)
+      ctx_.generated->compile();
+  }
   void replayGraph() override { ZERO_CUDA_CHECK(cudaGraphLaunch(graph_, ctx_.compute)); }
   bool hasGraphs() const override { return true; }
   int64_t memoryInUse() const override {
@@ -248,7 +255,8 @@ std::string zrt::loadCudaLibraries() {
   const CudnnApi *dnn = cudnn(why);
   return report + "\ncuDNN: " +
          (dnn ? std::to_string(dnn->getVersion()) + " " + dnn->library
-              : why + " (16-bit attention runs on zero-opt's kernels)");
+              : why + " (16-bit attention runs on zero-opt's kernels)") +
+         "\nNVRTC: " + GeneratedKernels::nvrtcLibrary();
 }
 
 int zrt::cudaDeviceCount() {

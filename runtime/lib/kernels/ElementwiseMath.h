@@ -21,9 +21,7 @@
 #define ZRT_LIB_KERNELS_ELEMENTWISEMATH_H
 
 #include "zrt/Float16.h"
-
-#include <cmath>
-#include <cstdint>
+#include "zrt/RtcStd.h"
 
 namespace zrt::kernels {
 

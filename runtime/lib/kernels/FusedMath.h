@@ -14,7 +14,7 @@
 
 #include "ElementwiseMath.h"
 
-#include "zplan/FusedProgram.h"
+#include "zplan/FusedOps.h"
 
 namespace zrt::kernels {
 

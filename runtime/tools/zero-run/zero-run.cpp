@@ -94,6 +94,11 @@ const char *kUsage =
     "                         step is captured once as a CUDA graph and replayed)\n"
     "  --attention cudnn|own  bf16/fp16 fused attention on the GPU: cuDNN's fused\n"
     "                         kernels where it takes it (default), or zero-opt's own\n"
+    "  --fused-kernels generated|interpreter\n"
+    "                         on the GPU, each fused elementwise program as its own\n"
+    "                         kernel, compiled by NVRTC when the plan is loaded and\n"
+    "                         cached (default; ZERO_KERNEL_CACHE names the folder), or\n"
+    "                         one interpreter kernel for every program\n"
     "Training (the plan reads tokens and targets [B, T] and returns the loss):\n"
     "  --data FILE            token file; global sample g of step s starts at\n"
     "                         ((s*G + g)*T) mod (L - T - 1), G = ranks * B; rank r\n"
@@ -188,7 +193,8 @@ struct Options {
   int64_t steps = 1, printEvery = 1, threads = 0;
   bool printEveryGiven = false; // else the plan's steps_per_print, if it has one
   bool shuffle = false, quiet = false, profile = false, withOptimizerState = false,
-       allowTf32 = false, cudnnAttention = true, calibrateSmall = false, cudaGraph = true;
+       allowTf32 = false, cudnnAttention = true, calibrateSmall = false, cudaGraph = true,
+       generatedKernels = true;
   uint64_t seed = 0;
 };
 
@@ -324,6 +330,11 @@ Options parseArgs(int argc, char **argv) {
       ZRT_CHECK(v == "cudnn" || v == "own",
                 "--attention takes cudnn or own, not '" << v << "'");
       o.cudnnAttention = v == "cudnn";
+    } else if (is("--fused-kernels")) {
+      std::string v = value("--fused-kernels");
+      ZRT_CHECK(v == "generated" || v == "interpreter",
+                "--fused-kernels takes generated or interpreter, not '" << v << "'");
+      o.generatedKernels = v == "generated";
     } else if (is("--threads")) {
       o.threads = parseInt("--threads", value("--threads"));
       ZRT_CHECK(o.threads >= 1, "--threads needs at least 1");
@@ -832,6 +843,9 @@ std::string deviceKind(const Options &o) {
   }
   ZRT_CHECK(o.cudnnAttention || kind == "cuda",
             "--attention chooses the GPU's attention kernels; the CPU backend has one");
+  ZRT_CHECK(o.generatedKernels || kind == "cuda",
+            "--fused-kernels chooses how the GPU runs fused programs; the CPU backend "
+            "has one way");
   ZRT_CHECK(!o.allowTf32 || kind == "cuda",
             "--allow-tf32 is for the GPU's tensor cores; the CPU backend's fp32 GEMMs "
             "are fp32");
@@ -918,7 +932,7 @@ int runInProcess(const Options &o, const zero::zplan::Plan &plan) {
                      kind == zero::zplan::Kernel::REDUCE_SCATTER ||
                      kind == zero::zplan::Kernel::ALL_REDUCE;
     }
-    devices = makeCudaDevicesForThreads(ranks, CudaOptions{o.allowTf32, collectives, o.cudnnAttention});
+    devices = makeCudaDevicesForThreads(ranks, CudaOptions{o.allowTf32, collectives, o.cudnnAttention, o.generatedKernels, o.quiet});
   } else {
     for (int r = 0; r < ranks; ++r)
       devices.push_back(makeCpuDevice());
@@ -1073,7 +1087,7 @@ int run(const Options &o, Communicator &comm, bool launched) {
     std::unique_ptr<Device> gpu;
     if (deviceKind(o) == "cuda")
       gpu = makeCudaDevice(comm.rank() % cudaDeviceCount(), comm,
-                           CudaOptions{o.allowTf32, false, o.cudnnAttention});
+                           CudaOptions{o.allowTf32, false, o.cudnnAttention, o.generatedKernels, o.quiet});
     std::string json = calibrateMachine(comm, gpu.get(), o.calibrateSmall);
     if (comm.rank() == 0) {
       writeFileAtomically(o.calibrate, json);
@@ -1111,7 +1125,7 @@ int run(const Options &o, Communicator &comm, bool launched) {
   if (kind == "cpu")
     device = makeCpuDevice();
   else
-    device = makeCudaDevice(comm.rank() % cudaDeviceCount(), comm, CudaOptions{o.allowTf32, true, o.cudnnAttention});
+    device = makeCudaDevice(comm.rank() % cudaDeviceCount(), comm, CudaOptions{o.allowTf32, true, o.cudnnAttention, o.generatedKernels, o.quiet});
   return runRank(o, std::move(plan), *device, comm, &model);
 }
 

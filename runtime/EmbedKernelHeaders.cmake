@@ -1,0 +1,20 @@
+# Writes OUTPUT: a C++ array of the headers that generated kernels include
+# (lib/cuda/FusedKernelSource.h), each as {include name, text}. Run at build time
+# by runtime/CMakeLists.txt with HEADERS = "name=path|name=path...".
+set(out "struct EmbeddedHeader {\n  const char *name, *text;\n};\n")
+string(APPEND out "const EmbeddedHeader kEmbeddedHeaders[] = {\n")
+string(REPLACE "|" ";" HEADERS "${HEADERS}")
+foreach(pair IN LISTS HEADERS)
+  string(REPLACE "=" ";" parts "${pair}")
+  list(GET parts 0 name)
+  list(GET parts 1 path)
+  file(READ "${path}" text)
+  string(FIND "${text}" ")zrt_header\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${path} holds the raw string's delimiter")
+  endif()
+  string(APPEND out "  {\"${name}\", R\"zrt_header(${text})zrt_header\"},\n")
+endforeach()
+string(APPEND out "};\n")
+file(WRITE "${OUTPUT}.tmp" "${out}")
+file(RENAME "${OUTPUT}.tmp" "${OUTPUT}")

@@ -1,0 +1,354 @@
+//===- GeneratedKernels.cpp - Kernels compiled when a plan is bound -------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GeneratedKernels.h"
+
+#include "CudaContext.h"
+#include "zrt/AtomicFile.h"
+#include "zrt/Error.h"
+
+#include <cuda.h>
+#include <nvrtc.h>
+
+#ifndef ZERO_CUDA_EMULATOR
+#include <dlfcn.h>
+#endif
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+using namespace zrt;
+using namespace zrt::cuda;
+
+struct GeneratedKernels::Kernel {
+  FusedKernelSource source;
+  CUfunction function = nullptr;
+};
+
+struct GeneratedKernels::Module {
+  CUmodule module = nullptr;
+};
+
+namespace {
+
+/// NVRTC's functions, and the driver's module functions: loaded apart, as
+/// compiling needs no driver (the tests compile for GPUs they do not have).
+struct Nvrtc {
+  std::string library;
+  decltype(&::nvrtcCreateProgram) createProgram;
+  decltype(&::nvrtcDestroyProgram) destroyProgram;
+  decltype(&::nvrtcCompileProgram) compileProgram;
+  decltype(&::nvrtcGetProgramLogSize) logSize;
+  decltype(&::nvrtcGetProgramLog) log;
+  decltype(&::nvrtcGetCUBINSize) cubinSize;
+  decltype(&::nvrtcGetCUBIN) cubin;
+  decltype(&::nvrtcGetErrorString) error;
+  decltype(&::nvrtcVersion) version;
+};
+struct Driver {
+  decltype(&::cuModuleLoadData) loadData;
+  decltype(&::cuModuleUnload) unload;
+  decltype(&::cuModuleGetFunction) getFunction;
+  decltype(&::cuLaunchKernel) launchKernel;
+  decltype(&::cuGetErrorString) error;
+};
+
+#ifdef ZERO_CUDA_EMULATOR
+Nvrtc loadNvrtc() {
+  return {"linked (emulated)", &nvrtcCreateProgram, &nvrtcDestroyProgram, &nvrtcCompileProgram,
+          &nvrtcGetProgramLogSize, &nvrtcGetProgramLog, &nvrtcGetCUBINSize,
+          &nvrtcGetCUBIN, &nvrtcGetErrorString, &nvrtcVersion};
+}
+Driver loadDriver() {
+  return {&cuModuleLoadData, &cuModuleUnload, &cuModuleGetFunction, &cuLaunchKernel,
+          &cuGetErrorString};
+}
+/// The emulator compiles for the host.
+std::string architecture() { return "host"; }
+#else
+template <typename F> void resolve(void *handle, const char *library, const char *name, F &out) {
+  out = reinterpret_cast<F>(::dlsym(handle, name));
+  ZRT_CHECK(out, library << " has no function " << name);
+}
+Nvrtc loadNvrtc() {
+  // NVRTC from the toolkit zero-run was built with (its run path) or
+  // LD_LIBRARY_PATH.
+  const char *lib = "libnvrtc.so.13";
+  void *h = ::dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  ZRT_CHECK(h, "cannot load NVRTC, which compiles the generated fused kernels: "
+                   << ::dlerror()
+                   << " (put CUDA 13's libraries on LD_LIBRARY_PATH, or run with "
+                      "--fused-kernels=interpreter)");
+  Nvrtc a;
+  resolve(h, lib, "nvrtcCreateProgram", a.createProgram);
+  resolve(h, lib, "nvrtcDestroyProgram", a.destroyProgram);
+  resolve(h, lib, "nvrtcCompileProgram", a.compileProgram);
+  resolve(h, lib, "nvrtcGetProgramLogSize", a.logSize);
+  resolve(h, lib, "nvrtcGetProgramLog", a.log);
+  resolve(h, lib, "nvrtcGetCUBINSize", a.cubinSize);
+  resolve(h, lib, "nvrtcGetCUBIN", a.cubin);
+  resolve(h, lib, "nvrtcGetErrorString", a.error);
+  resolve(h, lib, "nvrtcVersion", a.version);
+  Dl_info info;
+  a.library = ::dladdr(reinterpret_cast<void *>(a.version), &info) && info.dli_fname
+                  ? info.dli_fname
+                  : lib;
+  return a; // the handle stays open for the life of the process
+}
+Driver loadDriver() {
+  const char *lib = "libcuda.so.1"; // the system's: the runtime has loaded it
+  void *h = ::dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  ZRT_CHECK(h, "cannot load the CUDA driver (" << lib << "): " << ::dlerror());
+  Driver a;
+  resolve(h, lib, "cuModuleLoadData", a.loadData);
+  resolve(h, lib, "cuModuleUnload", a.unload);
+  resolve(h, lib, "cuModuleGetFunction", a.getFunction);
+  resolve(h, lib, "cuLaunchKernel", a.launchKernel);
+  resolve(h, lib, "cuGetErrorString", a.error);
+  return a;
+}
+/// The current device's architecture, as NVRTC names it (sm_90).
+std::string architecture() {
+  int device = 0, major = 0, minor = 0;
+  ZERO_CUDA_CHECK(cudaGetDevice(&device));
+  ZERO_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  ZERO_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return "sm_" + std::to_string(major) + std::to_string(minor);
+}
+#endif
+
+const Nvrtc &nvrtc() {
+  static std::once_flag once;
+  static Nvrtc a;
+  std::call_once(once, [] { a = loadNvrtc(); });
+  return a;
+}
+const Driver &driver() {
+  static std::once_flag once;
+  static Driver a;
+  std::call_once(once, [] { a = loadDriver(); });
+  return a;
+}
+
+std::string cuMessage(CUresult rc) {
+  const char *text = nullptr;
+  driver().error(rc, &text);
+  return text ? text : "CUDA driver error " + std::to_string((int)rc);
+}
+
+uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s)
+    h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+bool makeFolders(const std::string &path) {
+  for (size_t at = path.find('/', 1);; at = path.find('/', at + 1)) {
+    std::string prefix = at == std::string::npos ? path : path.substr(0, at);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+      return false;
+    if (at == std::string::npos)
+      return true;
+  }
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    return "";
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+/// Compiled translation units by key: ranks that are threads of one process
+/// compile each once.
+std::mutex compiledMutex;
+std::map<std::string, std::string> compiled;
+
+} // namespace
+
+std::string GeneratedKernels::compileSource(const std::string &source, const std::string &arch) {
+  const Nvrtc &a = nvrtc();
+  const auto &headers = generatedKernelHeaders();
+  std::vector<const char *> names, texts;
+  for (const auto &[name, text] : headers) {
+    names.push_back(name.c_str());
+    texts.push_back(text.c_str());
+  }
+  nvrtcProgram program = nullptr;
+  nvrtcResult rc = a.createProgram(&program, source.c_str(), "zero_generated_kernels.cu",
+                                   (int)names.size(), texts.data(), names.data());
+  ZRT_CHECK(rc == NVRTC_SUCCESS, "NVRTC could not take the generated kernels: "
+                                     << a.error(rc));
+  std::string option = "--gpu-architecture=" + arch;
+  const char *options[] = {option.c_str(), "-std=c++17"};
+  rc = a.compileProgram(program, 2, options);
+  size_t logBytes = 0;
+  a.logSize(program, &logBytes);
+  std::string log(logBytes, '\0');
+  if (logBytes)
+    a.log(program, log.data());
+  std::string binary;
+  if (rc == NVRTC_SUCCESS) {
+    size_t bytes = 0;
+    a.cubinSize(program, &bytes);
+    binary.resize(bytes);
+    a.cubin(program, binary.data());
+  }
+  a.destroyProgram(&program);
+  ZRT_CHECK(rc == NVRTC_SUCCESS && !binary.empty(),
+            "NVRTC could not compile the generated fused kernels for "
+                << arch << " (" << a.error(rc) << "); run with "
+                << "--fused-kernels=interpreter, and report this with its log:\n"
+                << log.substr(0, 4000));
+  return binary;
+}
+
+std::string GeneratedKernels::translationUnit(const std::vector<FusedKernelSource> &kernels,
+                                              size_t *distinct) {
+  // The headers parsed once, each distinct kernel once.
+  std::string source = "#include \"FusedMath.h\"\n";
+  std::map<std::string, bool> seen;
+  for (const FusedKernelSource &k : kernels)
+    if (!seen[k.name]) {
+      seen[k.name] = true;
+      source += k.source;
+    }
+  if (distinct)
+    *distinct = seen.size();
+  return source;
+}
+
+std::string GeneratedKernels::nvrtcLibrary() {
+  const Nvrtc &a = nvrtc();
+  int major = 0, minor = 0;
+  a.version(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor) + " " + a.library;
+}
+
+GeneratedKernels::GeneratedKernels(bool quiet) : quiet_(quiet) {}
+
+GeneratedKernels::~GeneratedKernels() {
+  for (auto &m : modules_)
+    if (m->module)
+      driver().unload(m->module);
+}
+
+std::string GeneratedKernels::cacheFolder() {
+  if (const char *dir = std::getenv("ZERO_KERNEL_CACHE"))
+    return dir;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/zero-opt/kernels";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/zero-opt/kernels";
+  return "";
+}
+
+std::shared_ptr<GeneratedKernels::Kernel> GeneratedKernels::add(const FusedKernelSource &k) {
+  auto kernel = std::make_shared<Kernel>();
+  kernel->source = k;
+  pending_.push_back(kernel);
+  return kernel;
+}
+
+size_t GeneratedKernels::loaded() const { return loaded_; }
+
+void GeneratedKernels::compile() {
+  if (pending_.empty())
+    return;
+  std::vector<FusedKernelSource> sources;
+  for (const auto &k : pending_)
+    sources.push_back(k->source);
+  size_t distinct = 0;
+  std::string source = translationUnit(sources, &distinct);
+  const Driver &a = driver();
+  int major = 0, minor = 0;
+  nvrtc().version(&major, &minor);
+  std::string arch = architecture();
+  std::string version = std::to_string(major) + "." + std::to_string(minor);
+  char hash[20];
+  std::snprintf(hash, sizeof hash, "%016llx",
+                (unsigned long long)fnv1a(source + "\n// " + arch + " nvrtc " + version));
+  std::string key = std::string(hash) + "-" + arch;
+
+  std::unique_lock<std::mutex> lock(compiledMutex);
+  std::string &binary = compiled[key];
+  std::string folder = cacheFolder(), path = folder.empty() ? "" : folder + "/" + key + ".bin";
+  bool fromCache = false;
+  if (binary.empty() && !path.empty()) {
+    binary = readFile(path);
+    fromCache = !binary.empty();
+  }
+  auto load = [&](CUmodule &m) { return a.loadData(&m, binary.data()); };
+  CUmodule module = nullptr;
+  CUresult rc = binary.empty() ? CUDA_ERROR_INVALID_IMAGE : load(module);
+  if (rc != CUDA_SUCCESS) {
+    if (fromCache)
+      std::fprintf(stderr, "zero-run: the cached kernels %s do not load (%s); compiling "
+                           "them again\n", path.c_str(), cuMessage(rc).c_str());
+    auto start = std::chrono::steady_clock::now();
+    binary = compileSource(source, arch);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string cached;
+    if (!path.empty()) {
+      std::string error;
+      // The source beside the binary, for whoever reads a kernel or a profile.
+      if (makeFolders(folder) && writeFileAtomically(path, binary, error) &&
+          writeFileAtomically(folder + "/" + key + ".cu", source, error))
+        cached = ", cached in " + folder;
+      else
+        cached = ", not cached (" + (error.empty() ? "cannot make " + folder : error) + ")";
+    }
+    if (!quiet_)
+      std::fprintf(stderr, "zero-run: compiled %zu generated kernels for %zu fused programs "
+                         "for %s with NVRTC %s in %.1f s%s\n",
+                 distinct, pending_.size(), arch.c_str(), version.c_str(), seconds,
+                 cached.c_str());
+    rc = load(module);
+    ZRT_CHECK(rc == CUDA_SUCCESS, "the generated fused kernels, compiled for "
+                                      << arch << ", do not load: " << cuMessage(rc));
+  }
+  lock.unlock();
+  modules_.push_back(std::make_unique<Module>());
+  modules_.back()->module = module;
+  for (const auto &k : pending_) {
+    rc = a.getFunction(&k->function, module, k->source.name.c_str());
+    ZRT_CHECK(rc == CUDA_SUCCESS, "the generated kernel " << k->source.name
+                                                          << " is missing from its module: "
+                                                          << cuMessage(rc));
+    ++loaded_;
+  }
+  pending_.clear();
+}
+
+void GeneratedKernels::launch(const Kernel &k, cudaStream_t s, const uint64_t *params) {
+  if (!k.function)
+    compile();
+  int64_t blocks = (k.source.threads + 255) / 256;
+  if (blocks == 0)
+    return;
+  void *args[fused::kMaxInputs + 2];
+  int count = 0;
+  for (; count < fused::kMaxInputs + 2 && k.source.params > count; ++count)
+    args[count] = const_cast<uint64_t *>(&params[count]);
+  CUresult rc = driver().launchKernel(k.function, (unsigned)blocks, 1, 1, 256, 1, 1, 0,
+                                   (CUstream)s, args, nullptr);
+  ZRT_CHECK(rc == CUDA_SUCCESS, "launching the generated kernel " << k.source.name << ": "
+                                                                   << cuMessage(rc));
+  cudaError_t launched = cudaGetLastError();
+  if (launched != cudaSuccess)
+    checkCuda(launched, ("launching the generated kernel " + k.source.name).c_str());
+}
