@@ -32,6 +32,10 @@
 #          weights or a checkpoint are written;
 #      3g. the step as one CUDA graph: 20 steps replayed against 20 with every
 #          kernel launched (--no-cuda-graph), fp32 equal, bf16 within 1e-3;
+#      3h. every fused program of the Llama and the tanh-GELU GPT (fp32, bf16,
+#          fp16, with and without epilogues) as its NVRTC-compiled kernel against
+#          the interpreter kernel: 3 steps' losses and weights bit for bit
+#          (utils/fused-kernels-bitwise.py);
 #   4. the GPT-2 small training step in zero-run, PyTorch eager and torch.compile,
 #      with tokens/s, model FLOPs utilization and zero-run's time per kernel kind
 #      (utils/bench-gpu.py);
@@ -50,7 +54,7 @@
 # The GPU machine has no zero-opt (no MLIR there): plans are compiled by `bundle`.
 #
 #   utils/gpu-checks.sh bundle rehearsal; utils/gpu-checks.sh rehearse
-#                                 here, no GPU: checks 1-3g as `run` does them,
+#                                 here, no GPU: checks 1-3h as `run` does them,
 #                                 with zero-run-cuda-emulated (the CUDA backend over
 #                                 emulated CUDA) and 8 emulated GPUs; checks 4 and 5's
 #                                 scripts on a tiny GPT, PyTorch on the CPU
@@ -83,6 +87,9 @@ bundle() {
     --bundle "$B/grad"
   # 2b. 16-bit attention: compiled plans (the models are rebuilt there, same seed).
   "$BUILD/python-env/bin/python" utils/attention-check.py --bin $BUILD/bin --bundle "$B/attn"
+  # 3h. generated kernels: the models and plans, their fused programs counted.
+  "$BUILD/python-env/bin/python" utils/fused-kernels-bitwise.py --bin $BUILD/bin \
+    --bundle "$B/generated" --models llama,gpt-tanh
   # 3. the GPT: model, plan, data, and the CPU run to compare with.
   "$BUILD/python-env/bin/python" utils/make_gpt.py "$B/gpt/gpt.onnx" --layers 2 --hidden 64 --seq 32 2>/dev/null
   $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=2 --world-size=1 -o "$B/gpt/step.zplan"
@@ -351,6 +358,11 @@ print("%s: graph replay against direct launches, %d steps, worst relative differ
 sys.exit(0 if worst <= tol else 1)
 PY
     done
+  fi
+  if want 3h; then
+    echo "== 3h. generated fused kernels (NVRTC) against the interpreter kernel, bit for bit"
+    $PY utils/fused-kernels-bitwise.py --bin "$B/bin" --zero-run "$ZR" \
+      --prebuilt "$B/generated" || failed=1
   fi
   if want 4; then
     echo "== 4. GPT-2 small training step: zero-run vs PyTorch eager and torch.compile (fp32, then bf16)"

@@ -83,14 +83,14 @@ int64_t maxOffset(const Strided &v) {
 
 bool isScalar(const Strided &v) { return maxOffset(v) == 0; }
 
-uint64_t fnv1a(const std::string &s) {
+} // namespace
+
+uint64_t zrt::cuda::sourceHash(const std::string &text) {
   uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s)
+  for (unsigned char c : text)
     h = (h ^ c) * 1099511628211ull;
   return h;
 }
-
-} // namespace
 
 const std::vector<std::pair<std::string, std::string>> &zrt::cuda::generatedKernelHeaders() {
   static const std::vector<std::pair<std::string, std::string>> headers = [] {
@@ -229,7 +229,7 @@ FusedKernelSource zrt::cuda::fusedKernelSource(const std::vector<fused::Instruct
 
   std::string text = body.str();
   char name[40];
-  std::snprintf(name, sizeof name, "zero_fused_%016llx", (unsigned long long)fnv1a(text));
+  std::snprintf(name, sizeof name, "zero_fused_%016llx", (unsigned long long)sourceHash(text));
 
   // The entry points: a CUDA kernel under NVRTC; for the emulator, one thread's
   // work behind a plain function and the count of its (8-byte) parameters.

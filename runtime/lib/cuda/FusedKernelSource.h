@@ -45,6 +45,9 @@ FusedKernelSource fusedKernelSource(const std::vector<fused::Instruction> &code,
                                     const std::vector<FusedOperand> &ins,
                                     const FusedOperand &out, int64_t n);
 
+/// FNV-1a of `text`: names a kernel by its code, and a compiled module by its source.
+uint64_t sourceHash(const std::string &text);
+
 /// The headers the generated sources include, as (include name, text) pairs: the
 /// project's own, embedded when it was built.
 const std::vector<std::pair<std::string, std::string>> &generatedKernelHeaders();

@@ -146,13 +146,6 @@ std::string cuMessage(CUresult rc) {
   return text ? text : "CUDA driver error " + std::to_string((int)rc);
 }
 
-uint64_t fnv1a(const std::string &s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s)
-    h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 bool makeFolders(const std::string &path) {
   for (size_t at = path.find('/', 1);; at = path.find('/', at + 1)) {
     std::string prefix = at == std::string::npos ? path : path.substr(0, at);
@@ -170,6 +163,28 @@ std::string readFile(const std::string &path) {
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
+}
+
+/// A cache file: kMagic, the binary's size and sourceHash (8 bytes each), the
+/// binary. Checked before the binary goes to the driver, which takes a pointer and
+/// no size: a cut or damaged file is compiled again, never loaded.
+constexpr char kMagic[16] = "zero-opt kernel";
+
+std::string cacheFile(const std::string &binary) {
+  uint64_t header[2] = {binary.size(), sourceHash(binary)};
+  return std::string(kMagic, sizeof kMagic) +
+         std::string(reinterpret_cast<const char *>(header), sizeof header) + binary;
+}
+
+/// The binary in cache file `bytes`, or "" when it is not one whole.
+std::string binaryOf(const std::string &bytes) {
+  const size_t head = sizeof kMagic + 2 * sizeof(uint64_t);
+  if (bytes.size() < head || bytes.compare(0, sizeof kMagic, kMagic, sizeof kMagic) != 0)
+    return "";
+  uint64_t header[2];
+  std::memcpy(header, bytes.data() + sizeof kMagic, sizeof header);
+  std::string binary = bytes.substr(head);
+  return binary.size() == header[0] && sourceHash(binary) == header[1] ? binary : "";
 }
 
 /// Compiled translation units by key: ranks that are threads of one process
@@ -280,7 +295,7 @@ void GeneratedKernels::compile() {
   std::string version = std::to_string(major) + "." + std::to_string(minor);
   char hash[20];
   std::snprintf(hash, sizeof hash, "%016llx",
-                (unsigned long long)fnv1a(source + "\n// " + arch + " nvrtc " + version));
+                (unsigned long long)sourceHash(source + "\n// " + arch + " nvrtc " + version));
   std::string key = std::string(hash) + "-" + arch;
 
   std::unique_lock<std::mutex> lock(compiledMutex);
@@ -288,8 +303,12 @@ void GeneratedKernels::compile() {
   std::string folder = cacheFolder(), path = folder.empty() ? "" : folder + "/" + key + ".bin";
   bool fromCache = false;
   if (binary.empty() && !path.empty()) {
-    binary = readFile(path);
+    std::string bytes = readFile(path);
+    binary = binaryOf(bytes);
     fromCache = !binary.empty();
+    if (!bytes.empty() && binary.empty())
+      std::fprintf(stderr, "zero-run: the cached kernels %s are damaged (not a whole cache "
+                           "file); compiling them again\n", path.c_str());
   }
   auto load = [&](CUmodule &m) { return a.loadData(&m, binary.data()); };
   CUmodule module = nullptr;
@@ -306,7 +325,7 @@ void GeneratedKernels::compile() {
     if (!path.empty()) {
       std::string error;
       // The source beside the binary, for whoever reads a kernel or a profile.
-      if (makeFolders(folder) && writeFileAtomically(path, binary, error) &&
+      if (makeFolders(folder) && writeFileAtomically(path, cacheFile(binary), error) &&
           writeFileAtomically(folder + "/" + key + ".cu", source, error))
         cached = ", cached in " + folder;
       else

@@ -198,7 +198,23 @@ template <typename C> ZRT_HOST_DEVICE inline C unary(UnaryOp op, C v) {
 /// Add, Sub, Mul, Div (Equal compares elements of the storage type: the kernels
 /// write it as a bool). Integer division by zero is each backend's error to report
 /// before it gets here.
+/// On a GPU the f32 ones are rounding intrinsics, which the compiler never contracts
+/// with a neighbour into a fused multiply-add: in a generated fused kernel a Mul
+/// instruction and the Add that reads it stay two roundings, as in the interpreter
+/// and in the unfused kernels.
 template <BinaryOp K, typename C> ZRT_HOST_DEVICE inline C binary(C x, C y) {
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<C, float>) {
+    if constexpr (K == BinaryOp::Add)
+      return __fadd_rn(x, y);
+    else if constexpr (K == BinaryOp::Sub)
+      return __fsub_rn(x, y);
+    else if constexpr (K == BinaryOp::Mul)
+      return __fmul_rn(x, y);
+    else
+      return __fdiv_rn(x, y);
+  }
+#endif
   if constexpr (K == BinaryOp::Add)
     return x + y;
   else if constexpr (K == BinaryOp::Sub)
