@@ -16,7 +16,6 @@
 
 #include <dlfcn.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <elf.h>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -63,14 +63,6 @@ std::string readFile(const std::string &path) {
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
-}
-
-/// `path`'s folders, made as needed.
-bool makeParents(const std::string &path) {
-  for (size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1))
-    if (::mkdir(path.substr(0, at).c_str(), 0700) != 0 && errno != EEXIST)
-      return false;
-  return true;
 }
 
 /// The bytes of the ELF object at `image`: up to the end of its section headers,
@@ -148,8 +140,10 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char *c
   std::string root = dir;
   bool written = writeFile(root + "/program.cpp", prog->source);
   for (const auto &[name, text] : prog->headers) {
-    std::string path = root + "/include/" + name;
-    written = written && makeParents(path) && writeFile(path, text);
+    std::filesystem::path path = root + "/include/" + name;
+    std::error_code made;
+    std::filesystem::create_directories(path.parent_path(), made);
+    written = written && !made && writeFile(path.string(), text);
   }
   // -ffp-contract=off: as the interpreter's host build rounds (no FMA on x86-64's
   // baseline); the same optimization level as the emulated build's kernels.
@@ -161,7 +155,8 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char *c
   prog->log = written ? readFile(root + "/log") : "cannot write the program's files\n";
   if (rc == 0)
     prog->binary = readFile(root + "/program.so");
-  std::system(("rm -rf " + root).c_str());
+  std::error_code removed;
+  std::filesystem::remove_all(root, removed);
   if (rc != 0 || prog->binary.empty()) {
     if (rc != 0 && written)
       prog->log += "(" + std::string(ZERO_EMULATOR_CXX) + " exited with status " +

@@ -75,13 +75,7 @@ Strided viewOf(const std::vector<int64_t> &in, const std::vector<int64_t> &out) 
     s.stride[d] = extent == 1 ? 0 : stride;
     stride *= extent;
   }
-  int64_t expected = 1;
-  s.contiguous = true;
-  for (int d = s.rank - 1; d >= 0; --d) {
-    if (s.shape[d] != 1 && s.stride[d] != expected)
-      s.contiguous = false;
-    expected *= s.shape[d];
-  }
+  s.contiguous = isRowMajor(s);
   return s;
 }
 

@@ -27,15 +27,11 @@ namespace {
 Strided view(std::vector<int64_t> shape, std::vector<int64_t> stride) {
   Strided s;
   s.rank = (int)shape.size();
-  int64_t expected = 1;
-  s.contiguous = true;
-  for (int d = s.rank - 1; d >= 0; --d) {
+  for (int d = 0; d < s.rank; ++d) {
     s.shape[d] = shape[d];
     s.stride[d] = stride[d];
-    if (shape[d] != 1 && stride[d] != expected)
-      s.contiguous = false;
-    expected *= shape[d];
   }
+  s.contiguous = isRowMajor(s);
   return s;
 }
 

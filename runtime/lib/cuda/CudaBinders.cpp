@@ -69,14 +69,7 @@ Strided stridedOf(const KernelCall &call, const Shape &shape, const Shape &strid
     s.shape[i] = shape[i];
     s.stride[i] = strides[i];
   }
-  // Extents of 1 may carry any stride; the others must be row-major.
-  int64_t expected = 1;
-  s.contiguous = true;
-  for (int d = s.rank - 1; d >= 0; --d) {
-    if (s.shape[d] != 1 && s.stride[d] != expected)
-      s.contiguous = false;
-    expected *= s.shape[d];
-  }
+  s.contiguous = isRowMajor(s);
   return s;
 }
 

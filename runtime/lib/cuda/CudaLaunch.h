@@ -32,6 +32,18 @@ struct Strided {
   bool contiguous = false; // stride is shape's row-major strides: offset == position
 };
 
+/// Whether `s` walks its tensor in row-major order (offset == position): extents of
+/// 1 may carry any stride, the others must be row-major.
+inline bool isRowMajor(const Strided &s) {
+  int64_t expected = 1;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    if (s.shape[d] != 1 && s.stride[d] != expected)
+      return false;
+    expected *= s.shape[d];
+  }
+  return true;
+}
+
 /// Storage types; bool is U8. BF16 and F16 compute in f32 (zrt/Float16.h).
 enum class Elem { F32, F64, BF16, F16, I32, I64, I8, U8 };
 

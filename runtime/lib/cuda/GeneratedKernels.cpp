@@ -16,12 +16,12 @@
 #ifndef ZERO_CUDA_EMULATOR
 #include <dlfcn.h>
 #endif
-#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -144,16 +144,6 @@ std::string cuMessage(CUresult rc) {
   const char *text = nullptr;
   driver().error(rc, &text);
   return text ? text : "CUDA driver error " + std::to_string((int)rc);
-}
-
-bool makeFolders(const std::string &path) {
-  for (size_t at = path.find('/', 1);; at = path.find('/', at + 1)) {
-    std::string prefix = at == std::string::npos ? path : path.substr(0, at);
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
-      return false;
-    if (at == std::string::npos)
-      return true;
-  }
 }
 
 std::string readFile(const std::string &path) {
@@ -325,11 +315,13 @@ void GeneratedKernels::compile() {
     if (!path.empty()) {
       std::string error;
       // The source beside the binary, for whoever reads a kernel or a profile.
-      if (makeFolders(folder) && writeFileAtomically(path, cacheFile(binary), error) &&
+      std::error_code made;
+      std::filesystem::create_directories(folder, made);
+      if (!made && writeFileAtomically(path, cacheFile(binary), error) &&
           writeFileAtomically(folder + "/" + key + ".cu", source, error))
         cached = ", cached in " + folder;
       else
-        cached = ", not cached (" + (error.empty() ? "cannot make " + folder : error) + ")";
+        cached = ", not cached (" + (made ? "cannot make " + folder : error) + ")";
     }
     if (!quiet_)
       std::fprintf(stderr, "zero-run: compiled %zu generated kernels for %zu fused programs "
