@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 # zero-opt --offload-optimizer=cpu (ZeRO-Offload): the optimizer runs on the host,
-# its master weights and state in host memory. Training with it must match training
-# without it: bit-identical losses and weights on the CPU backend (the same kernels
-# on the same values), within --rtol on the CUDA backend (the host's optimizer
-# kernels against the GPU's).
+# its master weights and state in host memory; --offload-param=cpu (stage 3): each
+# rank's parameter slices live in host memory and cross to the device for each
+# gather. Training with offload must match training without it: bit-identical
+# losses and weights on the CPU backend (the same kernels on the same values),
+# within --rtol on the CUDA backend (the host's optimizer kernels against the GPU's).
 #
 #   offload-check.py --bin BUILD/bin --work DIR [--device cpu|cuda] [--zero-run Z]
 #                    [--rtol 0] [--quick]
 #
 # Cases: stages 1-3 on 1, 2 and 4 ranks (AdamW, f32); bf16; fp16 with dynamic loss
 # scaling, gradient clipping, gradient accumulation and a learning-rate schedule (the
-# runtime learning rate and the overflow flag cross to the host); SGD with momentum.
-# --quick: the stage 1-3 cases on 2 ranks and one bf16 case (for the emulated GPU).
+# runtime learning rate and the overflow flag cross to the host); SGD with momentum;
+# parameter offload at stage 3 on 1 and 2 ranks, f32 and bf16, with the optimizer on
+# the device and offloaded too.
+# --quick: the stage 1-3 cases on 2 ranks, one bf16 case and two parameter offload
+# cases (for the emulated GPU).
 # A checkpoint saved by either plan resumes in the other (the same losses follow).
 # Prints the device and host bytes of each offloaded plan, and checks that the bytes
 # zero-run copied each step (counted as the copies ran) are the report's. Exit 1 on
@@ -29,16 +33,23 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zero_models  # noqa: E402
 import zero_testing  # noqa: E402
 
-# (label, stage, ranks, flags)
-FULL = [("", stage, world, []) for stage in (1, 2, 3) for world in (1, 2, 4)] + [
-    ("bf16", 2, 2, ["--precision=bf16"]),
-    ("bf16", 3, 2, ["--precision=bf16"]),
+# (label, stage, ranks, flags, what the offloaded plan adds)
+OPT = ["--offload-optimizer=cpu"]
+PARAM = ["--offload-param=cpu"]
+FULL = [("", stage, world, [], OPT) for stage in (1, 2, 3) for world in (1, 2, 4)] + [
+    ("bf16", 2, 2, ["--precision=bf16"], OPT),
+    ("bf16", 3, 2, ["--precision=bf16"], OPT),
     ("fp16-clip-accum-warmup", 2, 2, [
         "--precision=fp16", "--clip-grad-norm=0.5", "--grad-accum-steps=2",
-        "--lr-schedule=warmup", "--warmup-steps=3"]),
-    ("sgd-momentum", 1, 2, ["--optimizer=sgd", "--momentum=0.9"]),
-]
-QUICK = [("", stage, 2, []) for stage in (1, 2, 3)] + [("bf16", 2, 1, ["--precision=bf16"])]
+        "--lr-schedule=warmup", "--warmup-steps=3"], OPT),
+    ("sgd-momentum", 1, 2, ["--optimizer=sgd", "--momentum=0.9"], OPT),
+] + [("param%s%s" % ("-opt" if opt else "", "-" + prec if prec != "fp32" else ""), 3, world,
+      ["--precision=" + prec], PARAM + (OPT if opt else []))
+     for world in (1, 2) for prec in ("fp32", "bf16") for opt in (False, True)]
+QUICK = [("", stage, 2, [], OPT) for stage in (1, 2, 3)] + [
+    ("bf16", 2, 1, ["--precision=bf16"], OPT),
+    ("param", 3, 2, [], PARAM),
+    ("param-opt-bf16", 3, 2, ["--precision=bf16"], PARAM + OPT)]
 
 
 def main():
@@ -57,7 +68,7 @@ def main():
     zero_opt = os.path.join(a.bin, "zero-opt")
     zero_run = a.zero_run or os.path.join(a.bin, "zero-run")
     ok = True
-    for label, stage, world, extra in QUICK if a.quick else FULL:
+    for label, stage, world, extra, offloaded in QUICK if a.quick else FULL:
         name = "s%d-w%d%s" % (stage, world, "-" + label if label else "")
         work = os.path.join(a.work, name)
         os.makedirs(work, exist_ok=True)
@@ -66,11 +77,11 @@ def main():
         runs, report = {}, None
         for offload in ("none", "cpu"):
             plan = os.path.join(work, offload + ".zplan")
-            subprocess.run([zero_opt, model, "-o", plan, "--offload-optimizer=" + offload] +
-                           flags, check=True)
+            plan_flags = flags + (offloaded if offload == "cpu" else [])
+            subprocess.run([zero_opt, model, "-o", plan] + plan_flags, check=True)
             if offload == "cpu":
                 report = json.loads(subprocess.run(
-                    [zero_opt, model, "--report=json", "--offload-optimizer=cpu"] + flags,
+                    [zero_opt, model, "--report=json"] + plan_flags,
                     check=True, capture_output=True, text=True).stdout)
             log, saved = (os.path.join(work, offload + ext) for ext in (".json", ".onnx"))
             # Ranks are threads of one zero-run (the offload is per rank).
@@ -121,14 +132,22 @@ def main():
             same = len(loss0) == len(loss1) == a.steps and w0.keys() == w1.keys() and \
                 worst <= a.rtol
         host = report.get("host_bytes", {})
-        print("%-30s device peak %9d, host %9d bytes (optimizer state %d), copied %d/%d; "
-              "%s: %s" % (
+        print("%-30s device peak %9d, host %9d bytes (params %d, optimizer state %d), "
+              "copied %d/%d; %s: %s" % (
                   name, report["per_rank_bytes"]["total_peak"], host.get("host_peak", 0),
-                  host.get("optimizer_state", 0), host.get("to_host_per_step", 0),
+                  host.get("params", 0), host.get("optimizer_state", 0),
+                  host.get("to_host_per_step", 0),
                   host.get("to_device_per_step", 0),
                   "identical" if a.rtol == 0 and same else "worst relative %.2e" % worst,
                   "ok" if same and host else "MISMATCH"))
         ok &= same and bool(host)
+        # Parameter offload leaves no slice on the device (the test GPT keeps no
+        # parameter replicated).
+        if "--offload-param=cpu" in offloaded and (
+                report["per_rank_bytes"]["params"] != 0 or host.get("params", 0) == 0):
+            print("%s: parameter offload left %d bytes of parameters on the device, %d on "
+                  "the host" % (name, report["per_rank_bytes"]["params"], host.get("params", 0)))
+            ok = False
     return 0 if ok else 1
 
 

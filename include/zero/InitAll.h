@@ -35,7 +35,7 @@ inline void registerAllPasses() {
   // pipelines written on the command line.
   mlir::registerTransformsPasses();
   registerZeroComputePasses();
-  registerZeroSchedulePasses();
+  registerZeroTransformsPasses();
   registerZeroConversionPasses();
   registerVerifyPipelinePass();
   registerZeroPipeline();

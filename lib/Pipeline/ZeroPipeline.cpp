@@ -45,7 +45,8 @@ std::optional<zero::OptionProblem> zero::findOptionProblem(const ZeroPipelineOpt
               notOneOf("level", o.level, "graph, step, plan, zplan"),
               notOneOf("optimizer", o.optimizer, "adamw, sgd"),
               notOneOf("precision", o.precision, "fp32, bf16, fp16"),
-              notOneOf("offload-optimizer", o.offloadOptimizer, "none, cpu")})
+              notOneOf("offload-optimizer", o.offloadOptimizer, "none, cpu"),
+              notOneOf("offload-param", o.offloadParam, "none, cpu")})
     if (p)
       return p;
   // The optimizers' hyper-parameters, by torch.optim's rules (which refuse each
@@ -78,6 +79,10 @@ std::optional<zero::OptionProblem> zero::findOptionProblem(const ZeroPipelineOpt
     return zero::OptionProblem{"offload-optimizer", "cpu",
                          "offloads a ZeRO optimizer: it needs mode train and ZeRO "
                          "stage 1, 2 or 3"};
+  if (o.offloadParam == "cpu" && (o.mode != "train" || o.zeroStage != 3))
+    return zero::OptionProblem{"offload-param", "cpu",
+                         "offloads ZeRO stage 3's parameter slices: it needs mode "
+                         "train and ZeRO stage 3"};
   if (!(std::isfinite(o.bucketSizeMb) && o.bucketSizeMb > 0))
     return number("bucket-size-mb", o.bucketSizeMb, "must be finite and > 0 (MiB)");
   if (o.persistenceThreshold < 0)
@@ -174,6 +179,8 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
       // It only adds copies where values cross; the schedule stays.
       if (o.offloadOptimizer == "cpu")
         pm.addPass(createOffloadOptimizerPass());
+      if (o.offloadParam == "cpu")
+        pm.addPass(createOffloadParamsPass());
     }
   }
   if (o.level == "plan" || o.level == "zplan") {

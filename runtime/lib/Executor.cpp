@@ -417,13 +417,13 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
   }
   // Unprofiled on a GPU: the step is one CUDA graph, captured at the first run
   // (which is then replayed as every later one) when nothing needs the host
-  // between kernels. Host kernels (an offloaded optimizer) keep the whole step
-  // kernel by kernel, said once.
+  // between kernels. Host kernels (offload: the optimizer, copies into host
+  // buffers) keep the whole step kernel by kernel, said once.
   if (hostWorker_ && options_.graph && device_.hasGraphs() &&
       graphState_ == GraphState::untried) {
     graphState_ = GraphState::direct;
     std::fprintf(stderr, "zero-run: %s: the step runs kernel by kernel, not as one CUDA "
-                         "graph: it has host kernels (an offloaded optimizer)\n",
+                         "graph: it has host kernels (offload)\n",
                  device_.name().c_str());
   }
   if (!msByKernel && !options_.trace && !hostWorker_ && options_.graph &&

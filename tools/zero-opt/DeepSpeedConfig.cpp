@@ -522,12 +522,12 @@ bool Reader::zero(const json::Object &o) {
   if (auto v = boolean(o, "overlap_comm", "zero_optimization.overlap_comm", "--no-overlap"))
     if (!*v)
       flag("no-overlap", "true", "zero_optimization.overlap_comm");
-  // Optimizer offload to the CPU is --offload-optimizer=cpu; parameter offload and
-  // NVMe are not built: asking for them is an error, not a silent run without.
-  if (auto v = boolean(o, "cpu_offload_params", "zero_optimization.cpu_offload_params", ""))
+  // Offload to the CPU is --offload-optimizer=cpu and --offload-param=cpu; NVMe is
+  // not built: asking for it is an error, not a silent run without.
+  if (auto v = boolean(o, "cpu_offload_params", "zero_optimization.cpu_offload_params",
+                       "--offload-param=cpu"))
     if (*v)
-      return fail("'zero_optimization.cpu_offload_params' (parameter offload) is not "
-                  "supported yet");
+      flag("offload-param", "cpu", "zero_optimization.cpu_offload_params");
   if (auto v = boolean(o, "cpu_offload", "zero_optimization.cpu_offload",
                        "--offload-optimizer=cpu"))
     if (*v)
@@ -540,13 +540,13 @@ bool Reader::zero(const json::Object &o) {
       auto device = string(*s, "device", key, "");
       if (!device || *device == "none")
         continue;
-      if (std::string(k) == "offload_optimizer" && *device == "cpu") {
-        flag("offload-optimizer", "cpu", key);
+      if (*device == "cpu") {
+        flag(std::string(k) == "offload_optimizer" ? "offload-optimizer" : "offload-param",
+             "cpu", key);
         continue;
       }
       return fail(std::string("'zero_optimization.") + k + "' to device '" + *device +
-                  "' is not supported yet" +
-                  (std::string(k) == "offload_optimizer" ? " (only \"cpu\")" : ""));
+                  "' is not supported yet (only \"cpu\")");
     }
   return error.empty();
 }

@@ -116,9 +116,12 @@ FailureOr<BudgetChoice> zero::fitMemoryBudget(ModuleOp module, int64_t budgetByt
                                  (long long)r->transientPeak);
     if (states)
       llvm::errs() << "; a higher --zero-stage or more ranks shard them further";
-    if (states && r->hostPeak == 0 && r->optimizerState > 0)
+    if (states && r->hostOptimizerState == 0 && r->optimizerState > 0)
       llvm::errs() << "; --offload-optimizer=cpu (stages 1-3) moves the optimizer state "
                       "and the gradients to the host";
+    if (states && r->hostParams == 0 && r->params > 0)
+      llvm::errs() << "; --offload-param=cpu (stage 3) moves the parameter slices to "
+                      "the host";
   }
   llvm::errs() << "\n";
   return failure();

@@ -1123,8 +1123,9 @@ private:
   // liveness
   DenseMap<Value, Operation *> lastUse, lastKernelUse;
   DenseMap<Operation *, int64_t> position;
-  // emission: device memory, and host memory for an offloaded optimizer (its
-  // master weights, state and the values its host kernels read and write).
+  // emission: device memory, and host memory for offload (an optimizer's
+  // master weights, state and the values its host kernels read and write; the
+  // parameter slices).
   ArenaAllocator arena, hostArena;
   DenseMap<Value, Value> bufferOf;
   DenseMap<Value, int64_t> offsetOf; // the arena's id of each value's buffer

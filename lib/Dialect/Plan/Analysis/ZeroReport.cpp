@@ -51,6 +51,7 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
   if (auto host = program.getHostArenaBytes())
     r.hostPeak = *host;
   int64_t persistent = 0, optimizerGrads = 0, optimizerElements = 0;
+  bool hostOptimizer = false; // offloaded: its gradients are host bytes
   DenseSet<Value> written;
   // The overflow count's and the clipping norm's all-reduces (fed by
   // nonfinite_count or sum_squares, through adds and reshapes) are communication,
@@ -106,8 +107,10 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
           r.grads += bytesOf(k.getInputs()[0]);
       } else if (kind == K::adamw || kind == K::sgd) {
         int64_t n = optimizerTensors(k);
-        for (Value g : k.getInputs().slice(n, n))
+        for (Value g : k.getInputs().slice(n, n)) {
           optimizerGrads += bytesOf(g);
+          hostOptimizer |= g.getDefiningOp<plan::BufferOp>().getHost();
+        }
         optimizerElements += zero::optimizerElements(k);
       }
     }
@@ -117,7 +120,7 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
   // output lives only until it is added in).
   if ((r.reduceScatter == 0 && r.allReduce == 0) || stage >= 2)
     r.grads = optimizerGrads;
-  if (r.hostPeak) { // offloaded: the optimizer reads them in host memory
+  if (hostOptimizer) { // offloaded: the optimizer reads them in host memory
     r.hostGrads = optimizerGrads;
     r.grads = 0;
   }
@@ -128,20 +131,23 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
     plan::BufferRole role = buf.getRole();
     using plan::BufferRole;
     int64_t bytes = buf.getSizeInBytes();
-    if (buf.getHost()) { // offloaded: master weights and optimizer state
+    if (buf.getHost()) { // offloaded: master weights, optimizer state, slices
       if (role == BufferRole::state || role == BufferRole::master)
         r.hostOptimizerState += bytes;
-      continue;
+      if (role != BufferRole::param)
+        continue;
+      r.hostParams += bytes;
+    } else {
+      if (role != BufferRole::temp)
+        persistent += bytes;
+      // Optimizer state: moments, momentum, and (mixed precision) the f32 master
+      // copy of the parameters: K = 12 bytes per parameter for AdamW.
+      if (role == BufferRole::state || role == BufferRole::master)
+        r.optimizerState += bytes;
+      if (role != BufferRole::param)
+        continue;
+      r.params += bytes;
     }
-    if (role != BufferRole::temp)
-      persistent += bytes;
-    // Optimizer state: moments, momentum, and (mixed precision) the f32 master
-    // copy of the parameters: K = 12 bytes per parameter for AdamW.
-    if (role == BufferRole::state || role == BufferRole::master)
-      r.optimizerState += bytes;
-    if (role != BufferRole::param)
-      continue;
-    r.params += bytes;
     // Trainable: what a kernel updates (frozen parameters are only read).
     if (auto members = buf->getAttrOfType<ArrayAttr>("bucket_members")) {
       for (Attribute m : members) {
@@ -212,7 +218,9 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
   row("gathered_peak", r.gatheredPeak);
   row("total_peak", r.totalPeak);
   if (r.hostPeak) {
-    os << "host memory (optimizer offload)\n";
+    os << "host memory (offload)\n";
+    if (r.hostParams)
+      row("params", r.hostParams);
     row("grads", r.hostGrads);
     row("optimizer_state", r.hostOptimizerState);
     row("host_peak", r.hostPeak);
@@ -300,7 +308,8 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
   out["step"] = llvm::json::Object{
       {"kernels", r.stepKernels}, {"flops", std::move(flops)}, {"bytes", std::move(bytes)}};
   if (r.hostPeak)
-    out["host_bytes"] = llvm::json::Object{{"grads", r.hostGrads},
+    out["host_bytes"] = llvm::json::Object{{"params", r.hostParams},
+                                           {"grads", r.hostGrads},
                                            {"optimizer_state", r.hostOptimizerState},
                                            {"host_peak", r.hostPeak},
                                            {"to_host_per_step", r.toHostBytes},

@@ -44,6 +44,9 @@ struct ZeroReport {
   /// they are transient: each bucket leaves once reduced).
   int64_t hostPeak = 0, hostOptimizerState = 0, hostGrads = 0, toHostBytes = 0,
           toDeviceBytes = 0;
+  /// Parameter offload (stage 3): the parameter slices in the host arena (not in
+  /// params, which are the device's); each gather copies its slice to the device.
+  int64_t hostParams = 0;
   /// Gathered parameter buckets alive at once, at most: each from its all-gather
   /// (start) to the last kernel reading its result.
   int64_t gatheredPeak = 0;

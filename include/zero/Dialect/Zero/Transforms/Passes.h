@@ -1,4 +1,4 @@
-//===- Passes.h - Collective scheduling --------------------------*- C++ -*-===//
+//===- Passes.h - Collective scheduling, parameter offload ------*- C++ -*-===//
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //

@@ -1,4 +1,4 @@
-//===- Passes.td - Collective scheduling ------------------*- tablegen -*-===//
+//===- Passes.td - Collective scheduling, parameter offload *- tablegen -*-===//
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
@@ -46,6 +46,30 @@ def ScheduleCollectivesPass : Pass<"zero-schedule", "mlir::ModuleOp"> {
     Option<"noOverlap", "no-overlap", "bool", "false",
            "Keep every collective synchronous (start then wait at once).">,
   ];
+}
+
+def OffloadParamsPass : Pass<"zero-offload-params", "mlir::ModuleOp"> {
+  let summary = "ZeRO-3 parameter offload: each rank's parameter slices live in "
+                "host memory between their uses.";
+  let description = [{
+    Runs last on a stage-3 training step (after `--zero-schedule` and, when the
+    optimizer is offloaded too, after `--zero-offload-optimizer`). The arguments an
+    all-gather reads, directly or concatenated into a fused gather (the parameter
+    slices; replicated parameters below the
+    persistence threshold stay on the device) are marked `compute.host`, so the
+    lowering places them in the host arena. Each device op that reads one gets its
+    own `compute.to_device` copy right before it (the gather's start: the copy lives
+    from there to the gather's wait, not for the whole step). The updated slice
+    returns to the host: a host optimizer's result as it is (its copy to the device
+    goes), a device optimizer's by `compute.to_host` right after it is made. The
+    arithmetic is the same ops on the same values: losses and weights do not change.
+
+    ```mlir
+    %d = compute.to_device %slice : tensor<7536xbf16>
+    %pending, %token = zero.all_gather_start %d on @zero ...
+    ```
+  }];
+  let dependentDialects = ["::zero::compute::ComputeDialect"];
 }
 
 #endif // ZERO_DIALECT_ZERO_TRANSFORMS_PASSES_TD
