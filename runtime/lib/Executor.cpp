@@ -10,6 +10,7 @@
 #include "zrt/Float16.h"
 #include "zrt/HostWorker.h"
 #include "zrt/OnnxTensors.h"
+#include "zrt/RandomInit.h"
 
 #include <algorithm>
 #include <chrono>
@@ -211,35 +212,61 @@ bool isWeight(const zero::zplan::Buffer &b) {
   return b.role() == zero::zplan::PARAM || b.role() == zero::zplan::MASTER;
 }
 
-/// Fills `dst` from an initializer; a 16-bit buffer (mixed precision) takes the
-/// f32 initializer rounded to its dtype.
-void loadInitializer(const onnx::TensorProto &t, const TensorView &dst,
-                     const std::string &what, const std::string &modelDir) {
-  bool half = dst.dtype == zero::zplan::BF16 || dst.dtype == zero::zplan::F16;
-  if (!half || dtypeFromOnnx(t.data_type()) != zero::zplan::F32)
-    return copyTensorInto(t, dst, what, modelDir);
-  std::vector<float> wide(dst.numel());
-  copyTensorInto(t, TensorView{wide.data(), zero::zplan::F32, dst.shape}, what, modelDir);
-  for (size_t i = 0; i < wide.size(); ++i) {
-    if (dst.dtype == zero::zplan::BF16)
-      dst.as<bf16>()[i] = bf16(wide[i]);
-    else
-      dst.as<f16>()[i] = f16(wide[i]);
-  }
-}
-
 } // namespace
 
-void Executor::loadParameters(const onnx::ModelProto &model,
-                              const std::string &modelDir) {
+void Executor::loadParameters(const onnx::ModelProto &model, const std::string &modelDir,
+                              std::optional<uint64_t> randomSeed) {
   std::map<std::string, const onnx::TensorProto *> inits;
   for (const auto &t : model.graph().initializer())
     inits[t.name()] = &t;
-  auto find = [&](const std::string &name) {
+  // Elements [first, first + count) of parameter `name`, flattened, in `dtype` at
+  // `out`: read from the initializer (only that range of its external data) or
+  // generated; a 16-bit buffer (mixed precision) takes the f32 value rounded.
+  auto fill = [&](const std::string &name, const std::vector<int64_t> &shape,
+                  DType dtype, int64_t first, int64_t count, char *out) {
     auto it = inits.find(name);
     ZRT_CHECK(it != inits.end(),
               "the model has no initializer '" << name << "' that the plan needs");
-    return it->second;
+    const onnx::TensorProto &t = *it->second;
+    std::string what = "initializer '" + name + "'";
+    bool half = dtype == zero::zplan::BF16 || dtype == zero::zplan::F16;
+    std::vector<float> wide;
+    if (randomSeed) {
+      std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+      TensorView have{nullptr, dtype, dims}, want{nullptr, dtype, shape};
+      ZRT_CHECK(dims == shape, what << " has shape " << have.describe()
+                                    << ", the plan expects " << want.describe());
+      ZRT_CHECK(half || dtype == zero::zplan::F32,
+                "--random-init generates floating-point parameters; " << what << " is "
+                                                                     << dtypeName(dtype));
+      wide.resize(count);
+      randomInitRange(*randomSeed, name, shape, first, count, wide.data());
+      if (!half)
+        return (void)std::memcpy(out, wide.data(), count * sizeof(float));
+    } else {
+      bool rounded = half && dtypeFromOnnx(t.data_type()) == zero::zplan::F32;
+      if (rounded)
+        wide.resize(count);
+      try {
+        copyTensorRangeInto(t, TensorView{nullptr, rounded ? zero::zplan::F32 : dtype, shape},
+                            first, count, rounded ? (void *)wide.data() : out, what,
+                            modelDir);
+      } catch (const Error &e) {
+        if (t.data_location() != onnx::TensorProto::EXTERNAL)
+          throw;
+        throw Error(std::string(e.what()) + " (a model whose weights were never written "
+                                            "starts from generated values with "
+                                            "--random-init SEED)");
+      }
+      if (!rounded)
+        return;
+    }
+    for (int64_t i = 0; i < count; ++i) {
+      if (dtype == zero::zplan::BF16)
+        reinterpret_cast<bf16 *>(out)[i] = bf16(wide[i]);
+      else
+        reinterpret_cast<f16 *>(out)[i] = f16(wide[i]);
+    }
   };
   for (int i = 0; i < plan_.buffers_size(); ++i) {
     const auto &b = plan_.buffers(i);
@@ -247,26 +274,24 @@ void Executor::loadParameters(const onnx::ModelProto &model,
       continue;
     TensorView dst = buffer(i);
     std::vector<char> staging(dst.bytes());
-    TensorView host{staging.data(), dst.dtype, dst.shape};
     if (!b.has_bucket()) {
-      loadInitializer(*find(b.name()), host, "initializer '" + b.name() + "'", modelDir);
+      fill(b.name(), dst.shape, dst.dtype, 0, dst.numel(), staging.data());
       write(i, staging.data(), staging.size());
       continue;
     }
     // This rank owns elements [first, first + n) of the flat bucket; each member
-    // contributes the part of it that falls in that range.
+    // contributes the part of it that falls in that range, and only that part is
+    // read or generated.
     int64_t n = dst.numel(), first = comm_.rank() * n, size = dtypeSize(dst.dtype);
     for (const auto &m : b.bucket().members()) {
-      TensorView whole{nullptr, dst.dtype, {m.shape().begin(), m.shape().end()}};
+      std::vector<int64_t> shape(m.shape().begin(), m.shape().end());
+      int64_t elements = TensorView{nullptr, dst.dtype, shape}.numel();
       int64_t lo = std::max(first, m.offset());
-      int64_t hi = std::min(first + n, m.offset() + whole.numel());
+      int64_t hi = std::min(first + n, m.offset() + elements);
       if (lo >= hi)
         continue;
-      std::vector<char> bytes(whole.bytes());
-      whole.data = bytes.data();
-      loadInitializer(*find(m.name()), whole, "initializer '" + m.name() + "'", modelDir);
-      std::memcpy(host.as<char>() + (lo - first) * size,
-                  bytes.data() + (lo - m.offset()) * size, (hi - lo) * size);
+      fill(m.name(), shape, dst.dtype, lo - m.offset(), hi - lo,
+           staging.data() + (lo - first) * size);
     }
     write(i, staging.data(), staging.size());
   }

@@ -46,8 +46,9 @@ std::string realPath(const std::string &path) {
 
 } // namespace
 
-std::string zrt::readExternalData(const onnx::TensorProto &t, const std::string &baseDir,
-                                  const std::string &what) {
+ExternalSpan zrt::resolveExternalData(const onnx::TensorProto &t,
+                                      const std::string &baseDir,
+                                      const std::string &what) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto &kv : t.external_data()) {
@@ -85,15 +86,32 @@ std::string zrt::readExternalData(const onnx::TensorProto &t, const std::string 
   ZRT_CHECK(offset <= size && length <= size - offset,
             what << ": external data of " << length << " bytes at offset " << offset
                  << " lies outside '" << path << "' (" << size << " bytes)");
-  std::string bytes((size_t)length, '\0');
+  return ExternalSpan{path, real, offset, length};
+}
+
+void zrt::readExternalRange(const ExternalSpan &span, int64_t from, int64_t count,
+                            char *out, const std::string &what) {
+  ZRT_CHECK(from >= 0 && count >= 0 && from <= span.length && count <= span.length - from,
+            what << ": bytes [" << from << ", " << from + count << ") lie outside its "
+                 << span.length << " bytes of external data");
+  InputFile f(span.real, what + ": external data file", INT64_MAX);
+  // The file may have changed since it was resolved: a short read is an error.
   int64_t done = 0;
-  while (done < length) {
-    ssize_t n = ::pread(f.fd(), bytes.data() + done, (size_t)(length - done), offset + done);
+  while (done < count) {
+    ssize_t n = ::pread(f.fd(), out + done, (size_t)(count - done),
+                        span.offset + from + done);
     if (n < 0 && errno == EINTR)
       continue;
-    ZRT_CHECK(n > 0, what << ": reading '" << path << "' failed: "
+    ZRT_CHECK(n > 0, what << ": reading '" << span.path << "' failed: "
                           << (n < 0 ? std::strerror(errno) : "unexpected end of file"));
     done += n;
   }
+}
+
+std::string zrt::readExternalData(const onnx::TensorProto &t, const std::string &baseDir,
+                                  const std::string &what) {
+  ExternalSpan span = resolveExternalData(t, baseDir, what);
+  std::string bytes((size_t)span.length, '\0');
+  readExternalRange(span, 0, span.length, bytes.data(), what);
   return bytes;
 }

@@ -105,28 +105,36 @@ onnx::TensorProto zrt::readTensorFile(const std::string &path) {
 
 void zrt::copyTensorInto(const TensorProto &t, const TensorView &dst,
                          const std::string &what, const std::string &baseDir) {
+  copyTensorRangeInto(t, dst, 0, dst.numel(), dst.data, what, baseDir);
+}
+
+void zrt::copyTensorRangeInto(const TensorProto &t, const TensorView &whole,
+                              int64_t first, int64_t count, void *dst,
+                              const std::string &what, const std::string &baseDir) {
   DType dt = dtypeFromOnnx(t.data_type());
-  ZRT_CHECK(dt == dst.dtype, what << " has ONNX type "
-                                  << TensorProto::DataType_Name(
-                                         (TensorProto::DataType)t.data_type())
-                                  << ", the plan expects " << dtypeName(dst.dtype));
+  ZRT_CHECK(dt == whole.dtype, what << " has ONNX type "
+                                    << TensorProto::DataType_Name(
+                                           (TensorProto::DataType)t.data_type())
+                                    << ", the plan expects " << dtypeName(whole.dtype));
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
   TensorView have{nullptr, dt, shape};
-  ZRT_CHECK(shape == dst.shape, what << " has shape " << have.describe()
-                                     << ", the plan expects " << dst.describe());
-  int64_t n = dst.numel(), size = dtypeSize(dt);
-  char *out = dst.as<char>();
+  ZRT_CHECK(shape == whole.shape, what << " has shape " << have.describe()
+                                       << ", the plan expects " << whole.describe());
+  int64_t n = whole.numel(), size = dtypeSize(dt);
+  ZRT_CHECK(first >= 0 && count >= 0 && first <= n && count <= n - first,
+            what << ": elements [" << first << ", " << first + count
+                 << ") lie outside its " << n);
+  char *out = static_cast<char *>(dst);
   if (t.data_location() == TensorProto::EXTERNAL) {
-    std::string bytes = readExternalData(t, baseDir, what);
-    ZRT_CHECK((int64_t)bytes.size() == n * size,
-              what << ": external data has " << bytes.size() << " bytes, expected "
-                   << n * size);
-    std::memcpy(out, bytes.data(), bytes.size());
+    ExternalSpan span = resolveExternalData(t, baseDir, what);
+    ZRT_CHECK(span.length == n * size, what << ": external data has " << span.length
+                                            << " bytes, expected " << n * size);
+    readExternalRange(span, first * size, count * size, out, what);
   } else if (t.has_raw_data()) {
     ZRT_CHECK((int64_t)t.raw_data().size() == n * size,
               what << ": raw_data has " << t.raw_data().size() << " bytes, expected "
                    << n * size);
-    std::memcpy(out, t.raw_data().data(), n * size);
+    std::memcpy(out, t.raw_data().data() + first * size, count * size);
   } else {
     auto need = [&](int64_t have) {
       ZRT_CHECK(have == n, what << " holds " << have << " values, expected " << n);
@@ -134,28 +142,28 @@ void zrt::copyTensorInto(const TensorProto &t, const TensorView &dst,
     switch (t.data_type()) {
     case TensorProto::FLOAT:
       need(t.float_data_size());
-      std::memcpy(out, t.float_data().data(), n * 4);
+      std::memcpy(out, t.float_data().data() + first, count * 4);
       break;
     case TensorProto::DOUBLE:
       need(t.double_data_size());
-      std::memcpy(out, t.double_data().data(), n * 8);
+      std::memcpy(out, t.double_data().data() + first, count * 8);
       break;
     case TensorProto::INT64:
       need(t.int64_data_size());
-      std::memcpy(out, t.int64_data().data(), n * 8);
+      std::memcpy(out, t.int64_data().data() + first, count * 8);
       break;
     case TensorProto::INT32:
       need(t.int32_data_size());
-      std::memcpy(out, t.int32_data().data(), n * 4);
+      std::memcpy(out, t.int32_data().data() + first, count * 4);
       break;
     default: // one-byte types are stored widened in int32_data
       need(t.int32_data_size());
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = (char)t.int32_data(i);
+      for (int64_t i = 0; i < count; ++i)
+        out[i] = (char)t.int32_data(first + i);
     }
   }
   if (dt == zero::zplan::BOOL) // kernels rely on bools being exactly 0 or 1
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = 0; i < count; ++i)
       out[i] = out[i] != 0;
 }
 

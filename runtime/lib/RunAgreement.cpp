@@ -9,7 +9,9 @@
 #include "zrt/ExternalData.h"
 #include "zplan/PlanFormat.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 using namespace zrt;
 
@@ -49,16 +51,25 @@ uint64_t zrt::contentHash(const void *data, size_t bytes, uint64_t seed) {
 }
 
 uint64_t zrt::initializerFingerprint(const onnx::ModelProto &model,
-                                     const std::string &modelDir) {
+                                     const std::string &modelDir, bool externalBytes) {
   uint64_t h = kFnvOffsetBasis;
+  std::vector<char> chunk;
   for (const auto &t : model.graph().initializer()) {
     // The proto itself (name, type, shape, inline values, where external data is),
-    // then the external bytes it points to.
+    // then the external bytes it points to, a chunk at a time (a tensor may be
+    // larger than the host's memory).
     std::string proto = t.SerializeAsString();
     h = contentHash(proto.data(), proto.size(), h);
-    if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-      std::string bytes = readExternalData(t, modelDir, "initializer '" + t.name() + "'");
-      h = contentHash(bytes.data(), bytes.size(), h);
+    if (!externalBytes || t.data_location() != onnx::TensorProto::EXTERNAL)
+      continue;
+    std::string what = "initializer '" + t.name() + "'";
+    ExternalSpan span = resolveExternalData(t, modelDir, what);
+    constexpr int64_t kChunk = 64 << 20;
+    chunk.resize(std::min(span.length, kChunk));
+    for (int64_t at = 0; at < span.length; at += kChunk) {
+      int64_t n = std::min(kChunk, span.length - at);
+      readExternalRange(span, at, n, chunk.data(), what);
+      h = contentHash(chunk.data(), n, h);
     }
   }
   return h;

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,8 +77,12 @@ public:
   int inputBuffer(int index) const;
 
   /// Fills every parameter buffer from the model's initializers of the same name;
-  /// a ZeRO-3 bucket buffer gets this rank's slice of its members.
-  void loadParameters(const onnx::ModelProto &model, const std::string &modelDir);
+  /// a ZeRO-3 bucket buffer gets this rank's slice of its members, reading only
+  /// that slice of their external data. With `randomSeed` (--random-init) the
+  /// values are generated instead (RandomInit.h), the initializers only checked
+  /// for shape.
+  void loadParameters(const onnx::ModelProto &model, const std::string &modelDir,
+                      std::optional<uint64_t> randomSeed = std::nullopt);
   /// The full value of parameter `name` after training, on rank 0 (gathered from
   /// the shards where it is one; the f32 master copy where the plan keeps one);
   /// every rank must call it, in the same order.

@@ -30,6 +30,20 @@ bool parseNonNegative(const std::string &text, int64_t &out);
 std::string readExternalData(const onnx::TensorProto &t, const std::string &baseDir,
                              const std::string &what);
 
+/// Where a tensor's external data lies, checked as readExternalData checks it:
+/// `path` as the model names it (for messages), `real` resolved.
+struct ExternalSpan {
+  std::string path, real;
+  int64_t offset = 0, length = 0;
+};
+ExternalSpan resolveExternalData(const onnx::TensorProto &t, const std::string &baseDir,
+                                 const std::string &what);
+/// Reads bytes [from, from + count) of the span into `out`: a sharded start reads
+/// only its rank's slice of a tensor. Throws naming `what` if the range lies
+/// outside the span or the file ends early.
+void readExternalRange(const ExternalSpan &span, int64_t from, int64_t count, char *out,
+                       const std::string &what);
+
 } // namespace zrt
 
 #endif // ZRT_EXTERNALDATA_H

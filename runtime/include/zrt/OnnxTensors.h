@@ -34,6 +34,13 @@ onnx::TensorProto readTensorFile(const std::string &path);
 /// and may not leave it (readExternalData).
 void copyTensorInto(const onnx::TensorProto &t, const TensorView &dst,
                     const std::string &what, const std::string &baseDir = "");
+/// Copies elements [first, first + count) of tensor `t`, flattened, to `dst`;
+/// `whole` (its data unused) is the dtype and shape the plan expects of all of
+/// `t`. External data is read for that range only: a rank loading its slice of a
+/// sharded parameter never holds the whole tensor.
+void copyTensorRangeInto(const onnx::TensorProto &t, const TensorView &whole,
+                         int64_t first, int64_t count, void *dst, const std::string &what,
+                         const std::string &baseDir = "");
 
 /// A TensorProto holding a copy of `v`.
 onnx::TensorProto tensorFromView(const TensorView &v, const std::string &name);

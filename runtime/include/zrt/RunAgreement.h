@@ -45,8 +45,10 @@ void agreeAcrossRanks(Communicator &comm, const std::vector<AgreedValue> &values
 uint64_t contentHash(const void *data, size_t bytes, uint64_t seed = 0);
 
 /// A hash of every initializer of `model` (names, types, shapes and values,
-/// external data read from `modelDir`): what a run's initial weights are.
-uint64_t initializerFingerprint(const onnx::ModelProto &model, const std::string &modelDir);
+/// external data read from `modelDir` unless `externalBytes` is false): what a
+/// run's initial weights are.
+uint64_t initializerFingerprint(const onnx::ModelProto &model, const std::string &modelDir,
+                                bool externalBytes = true);
 
 } // namespace zrt
 

@@ -86,6 +86,10 @@ const char *kUsage =
     "                         external data included, read from the model's folder)\n"
     "  --init W.safetensors   with --init MODEL.onnx: the parameters' values from a\n"
     "                         Hugging Face checkpoint instead, by PyTorch name\n"
+    "  --random-init SEED     with --init MODEL.onnx: generate the parameters instead\n"
+    "                         (GPT-2's initialization; each rank only its shard, the\n"
+    "                         same values on any number of ranks; the model's\n"
+    "                         weights need not have been written)\n"
     "  --device cuda|cpu      where to run (default: cuda when this build has it and\n"
     "                         a GPU is present, else cpu)\n"
     "  --allow-tf32           fp32 GEMMs on the GPU may round their operands to TF32\n"
@@ -196,6 +200,7 @@ struct Options {
        allowTf32 = false, cudnnAttention = true, calibrateSmall = false, cudaGraph = true,
        generatedKernels = true;
   uint64_t seed = 0;
+  std::optional<uint64_t> randomInit; // --random-init SEED
 };
 
 int64_t parseInt(const std::string &flag, const std::string &v) {
@@ -250,6 +255,8 @@ Options parseArgs(int argc, char **argv) {
       ZRT_CHECK(slot.empty(), "--init takes one ONNX model and at most one safetensors "
                               "file; '" << path << "' is a second one");
       slot = path;
+    } else if (is("--random-init")) {
+      o.randomInit = (uint64_t)parseInt("--random-init", value("--random-init"));
     } else if (is("--inputs")) {
       o.inputs = value("--inputs");
     } else if (is("--save-outputs")) {
@@ -892,11 +899,17 @@ int runRank(const Options &o, zero::zplan::Plan plan, Device &device, Communicat
             "--init " << o.initWeights << " needs --init MODEL.onnx too: the exported "
                          "model holds the constants, and says which initializer holds "
                          "which parameter");
+  ZRT_CHECK(!o.randomInit || !o.init.empty(),
+            "--random-init needs --init MODEL.onnx too: the model holds the constants "
+            "and the parameters' names and shapes");
+  ZRT_CHECK(!o.randomInit || o.initWeights.empty(),
+            "--random-init and --init " << o.initWeights << " both give the parameters' "
+                                            "values; choose one");
   ZRT_CHECK(!needsParams || !o.init.empty(),
             "the plan has parameters; give their values with --init MODEL.onnx");
   ZRT_CHECK(o.saveWeights.empty() || !o.init.empty(), "--save-weights needs --init");
   if (!o.init.empty())
-    exec.loadParameters(model, dirOf(o.init));
+    exec.loadParameters(model, dirOf(o.init), o.randomInit);
   if (!o.data.empty())
     return train(o, exec, &model, memoryBefore);
   ZRT_CHECK(comm.size() == 1, "running once on --inputs takes one rank");
@@ -1021,8 +1034,16 @@ std::vector<AgreedValue> runAgreement(const Options &o, const zero::zplan::Plan 
   std::vector<AgreedValue> v;
   v.push_back({"plan", hashOf(planFingerprint(plan))});
   v.push_back({"device", hashOf(deviceKind)});
-  v.push_back({"initial weights (--init)",
-               o.init.empty() ? 0 : (int64_t)initializerFingerprint(model, dirOf(o.init))});
+  // Generated weights: the seed, and the initializers' descriptions (their values,
+  // never read, may not exist).
+  int64_t weights = 0;
+  if (!o.init.empty()) {
+    uint64_t seed = o.randomInit ? *o.randomInit + 1 : 0; // 0: read, not generated
+    weights = (int64_t)contentHash(&seed, sizeof seed,
+                                   initializerFingerprint(model, dirOf(o.init),
+                                                          !o.randomInit));
+  }
+  v.push_back({"initial weights (--init, --random-init)", weights});
   int64_t data = 0;
   if (!o.data.empty())
     data = (int64_t)TokenData::load(o.data, o.dataFormat).fingerprint();
