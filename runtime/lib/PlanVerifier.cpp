@@ -164,9 +164,21 @@ void zrt::verifyPlan(const Plan &plan, const std::string &what) {
     ZRT_CHECK(b.offset() % size == 0, what << ": " << nameOf(plan, i) << " at offset "
                                            << b.offset() << " is not aligned to its "
                                            << size << "-byte elements");
-    // Host buffers (an offloaded optimizer's) never share bytes: host kernels run
-    // on their own thread, so the kernel order does not bound when they read.
-    if (b.role() != zero::zplan::TEMP || b.host()) {
+    // Host temporaries share bytes only when a host kernel writes the later one:
+    // host kernels run one after another on their own thread, each once the
+    // copies issued before it are done, so whatever read the earlier one has. A
+    // copy to the host does not wait for the host kernels before it: its result
+    // keeps its bytes for the whole step.
+    bool hostKernelWrites = false;
+    if (b.host() && first[i] < n) {
+      const auto &writer = plan.kernels(first[i]);
+      hostKernelWrites = writer.kind() != Kernel::TO_HOST &&
+                         writer.kind() != Kernel::TO_DEVICE &&
+                         std::count(writer.outputs().begin(), writer.outputs().end(), i) &&
+                         writer.outputs_size() > 0 &&
+                         plan.buffers(writer.outputs(0)).host();
+    }
+    if (b.role() != zero::zplan::TEMP || (b.host() && !hostKernelWrites)) {
       first[i] = 0;
       last[i] = n;
     }

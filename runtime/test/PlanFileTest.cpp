@@ -123,6 +123,43 @@ TEST(PlanFile, HostBuffers) {
             std::string::npos);
 }
 
+// Host temporaries share bytes only behind a host kernel: it runs after the host
+// kernels and copies before it, a copy to the host does not.
+TEST(PlanFile, HostTemporariesReuseBytesOnlyBehindHostKernels) {
+  Plan p = validPlan(); // x: device input at 0; y: device temp at 64
+  p.set_host_arena_bytes(48);
+  auto hostTemp = [&](int64_t offset) {
+    auto *b = p.add_buffers();
+    b->CopyFrom(p.buffers(1));
+    b->set_host(true);
+    b->set_offset(offset);
+    return p.buffers_size() - 1;
+  };
+  int h0 = hostTemp(32), h1 = hostTemp(0), h2 = hostTemp(0);
+  auto *z = p.add_buffers();
+  z->CopyFrom(p.buffers(1));
+  z->set_offset(96);
+  int zi = p.buffers_size() - 1;
+  p.clear_kernels();
+  auto kernel = [&](Kernel::Kind kind, int in, int out) {
+    auto *k = p.add_kernels();
+    k->set_kind(kind);
+    k->add_inputs(in);
+    k->add_outputs(out);
+  };
+  kernel(Kernel::TO_HOST, 0, h0);
+  kernel(Kernel::RELU, h0, h1);   // a host kernel writes h1 ...
+  kernel(Kernel::TO_DEVICE, h1, 1); // ... and a copy reads it for the last time
+  kernel(Kernel::RELU, h0, h2);   // h1's bytes again, behind a host kernel: fine
+  kernel(Kernel::TO_DEVICE, h2, zi);
+  p.add_outputs()->set_buffer(zi);
+  EXPECT_EQ(loadError(fileOf(p)), "");
+  p.mutable_kernels(3)->set_kind(Kernel::TO_HOST); // a copy writes them: refused
+  p.mutable_kernels(3)->set_inputs(0, 0);
+  EXPECT_NE(loadError(fileOf(p)).find("share bytes while both are alive"),
+            std::string::npos);
+}
+
 TEST(PlanFile, SizeShapeAndDtypeMustAgree) {
   Plan p = validPlan();
   p.mutable_buffers(0)->set_bytes(8);

@@ -187,10 +187,13 @@ class PlanLowering {
     Value root;
     int64_t bytes;
   };
+  /// Where a buffer's bytes are: the device arena, the host arena's part that is
+  /// never reused within a step, or its part for host kernels' results (reused).
+  enum class Space { Device, Host, HostKernel };
   struct ViewPlacement {
     plan::BufferOp view;
     int64_t rootId, bytes;
-    bool host;
+    Space space;
   };
   /// A tensor as elements of another's buffer: element (i...) of it is element
   /// offset + sum(i_d strides_d) of root's.
@@ -645,13 +648,28 @@ private:
     Operation *def = v.getDefiningOp();
     return def && (def->hasAttr("zero.host") || isa<compute::ToHostOp>(def));
   }
-  /// A device buffer is freed at its last reader. A host one is not reused within
-  /// the step: host kernels run on their own thread, after the kernels before them
-  /// in the plan have been issued, so the plan's order does not bound when they
-  /// read it.
-  void release(Value v) {
+  /// Where `v`'s buffer goes. A host kernel's result may reuse the bytes of host
+  /// temporaries that died before it: host kernels run one after another on the
+  /// host worker, each once the copies issued before it are done, so whatever
+  /// read the old bytes (an earlier host kernel, a copy to the device) has. A copy
+  /// to the host writes on the copy stream, which does not wait for the host
+  /// kernels before it: its result gets bytes of its own for the step.
+  Space spaceOf(Value v) {
     if (!isHost(v))
-      arena.release(offsetOf[v]);
+      return Space::Device;
+    Operation *def = v.getDefiningOp();
+    return def && def->hasAttr("zero.host") ? Space::HostKernel : Space::Host;
+  }
+  ArenaAllocator &arenaFor(Space space) {
+    return space == Space::Device ? arena
+                                  : space == Space::Host ? hostArena : hostKernelArena;
+  }
+  /// A buffer is freed at its last reader, except host bytes outside the host
+  /// kernels' part (see spaceOf).
+  void release(Value v) {
+    Space space = spaceOf(v);
+    if (space != Space::Host)
+      arenaFor(space).release(offsetOf[v]);
   }
   bool isTemp(Value v) {
     return cast<plan::BufferOp>(bufferOf.lookup(v).getDefiningOp()).getRole() ==
@@ -659,9 +677,10 @@ private:
   }
 
   plan::BufferOp makeBuffer(Value v, plan::BufferRole role, NamedAttrList attrs) {
-    bool host = isHost(v);
+    Space space = spaceOf(v);
+    bool host = space != Space::Device;
     // The offset is set once all are known.
-    int64_t id = (host ? hostArena : arena).allocate(bytesOf(v));
+    int64_t id = arenaFor(space).allocate(bytesOf(v));
     auto buf = plan::BufferOp::create(b, v.getLoc(), bufferTypeOf(v),
                                       plan::BufferRoleAttr::get(b.getContext(), role),
                                       b.getI64IntegerAttr(0), nullptr, nullptr, nullptr,
@@ -670,7 +689,10 @@ private:
       buf->setAttr(a.getName(), a.getValue());
     bufferOf[v] = buf;
     offsetOf[v] = id;
-    (host ? hostPlacements : placements).push_back({buf, id});
+    (space == Space::Device   ? placements
+     : space == Space::Host   ? hostPlacements
+                              : hostKernelPlacements)
+        .push_back({buf, id});
     return buf;
   }
 
@@ -763,7 +785,8 @@ private:
     // that operand's buffer) reads the buffer underneath: views are one level.
     if (Value under = cast<plan::BufferOp>(root.getDefiningOp()).getViewOf())
       root = under;
-    bool host = isHost(v.root);
+    Space space = spaceOf(v.root);
+    bool host = space != Space::Device;
     auto view = plan::BufferOp::create(
         b, r.getLoc(), bufferTypeOf(r),
         plan::BufferRoleAttr::get(b.getContext(), plan::BufferRole::temp),
@@ -771,7 +794,7 @@ private:
         host ? b.getUnitAttr() : nullptr, root);
     bufferOf[r] = view;
     offsetOf[r] = offsetOf.lookup(v.root);
-    viewPlacements.push_back({view, offsetOf[r], v.bytes, host});
+    viewPlacements.push_back({view, offsetOf[r], v.bytes, space});
   }
 
   /// One op of the step: a wait, a view, nothing (a constant, a folded
@@ -1088,16 +1111,26 @@ private:
   void place() {
     arena.place();
     hostArena.place();
+    hostKernelArena.place();
+    // The host kernels' part follows the rest of the host arena.
+    int64_t kernelBase = (hostArena.size() + 63) / 64 * 64;
+    auto offsetIn = [&](Space space, int64_t id) {
+      return space == Space::HostKernel ? kernelBase + hostKernelArena.offset(id)
+                                        : arenaFor(space).offset(id);
+    };
     for (auto [buf, id] : placements)
       buf.setOffsetAttr(b.getI64IntegerAttr(arena.offset(id)));
     for (auto [buf, id] : hostPlacements)
       buf.setOffsetAttr(b.getI64IntegerAttr(hostArena.offset(id)));
+    for (auto [buf, id] : hostKernelPlacements)
+      buf.setOffsetAttr(b.getI64IntegerAttr(offsetIn(Space::HostKernel, id)));
     for (ViewPlacement &v : viewPlacements)
-      v.view.setOffsetAttr(b.getI64IntegerAttr(
-          (v.host ? hostArena : arena).offset(v.rootId) + v.bytes));
+      v.view.setOffsetAttr(b.getI64IntegerAttr(offsetIn(v.space, v.rootId) + v.bytes));
     program.setArenaBytes(arena.size());
-    if (!hostPlacements.empty())
-      program.setHostArenaBytes(hostArena.size());
+    if (!hostPlacements.empty() || !hostKernelPlacements.empty())
+      program.setHostArenaBytes(hostKernelPlacements.empty()
+                                    ? hostArena.size()
+                                    : kernelBase + hostKernelArena.size());
   }
 
   func::FuncOp func;
@@ -1126,7 +1159,7 @@ private:
   // emission: device memory, and host memory for offload (an optimizer's
   // master weights, state and the values its host kernels read and write; the
   // parameter slices).
-  ArenaAllocator arena, hostArena;
+  ArenaAllocator arena, hostArena, hostKernelArena;
   DenseMap<Value, Value> bufferOf;
   DenseMap<Value, int64_t> offsetOf; // the arena's id of each value's buffer
   DenseSet<Value> inPlace;           // new values written over their argument
@@ -1135,7 +1168,8 @@ private:
   DenseSet<Value> copiedEarly;       // new values already copied into their argument
   DenseMap<Operation *, int64_t> requestOf; // started collective -> request id
   // placement
-  SmallVector<std::pair<plan::BufferOp, int64_t>> placements, hostPlacements;
+  SmallVector<std::pair<plan::BufferOp, int64_t>> placements, hostPlacements,
+      hostKernelPlacements;
   SmallVector<ViewPlacement> viewPlacements;
 };
 
