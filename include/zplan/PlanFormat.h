@@ -23,6 +23,12 @@ inline constexpr uint32_t kPlanVersion = 6; // 2: kernel kinds are an enum; 3: s
                                             // and matmul's GELU epilogues
 inline constexpr size_t kPlanHeaderBytes = 32;
 
+/// NVMe offload reads and writes with O_DIRECT, which needs file offsets, sizes
+/// and memory addresses aligned to the device's logical block: every nvme buffer
+/// starts at a multiple of this (4096 covers the common block sizes), and so do
+/// the host buffers it is read into.
+inline constexpr int64_t kNvmeAlignment = 4096;
+
 inline constexpr uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ull;
 
 /// FNV-1a, 64 bit: cheap, dependency-free, and catches any flipped byte. `h`: the

@@ -45,8 +45,8 @@ std::optional<zero::OptionProblem> zero::findOptionProblem(const ZeroPipelineOpt
               notOneOf("level", o.level, "graph, step, plan, zplan"),
               notOneOf("optimizer", o.optimizer, "adamw, sgd"),
               notOneOf("precision", o.precision, "fp32, bf16, fp16"),
-              notOneOf("offload-optimizer", o.offloadOptimizer, "none, cpu"),
-              notOneOf("offload-param", o.offloadParam, "none, cpu")})
+              notOneOf("offload-optimizer", o.offloadOptimizer, "none, cpu, nvme"),
+              notOneOf("offload-param", o.offloadParam, "none, cpu, nvme")})
     if (p)
       return p;
   // The optimizers' hyper-parameters, by torch.optim's rules (which refuse each
@@ -75,12 +75,12 @@ std::optional<zero::OptionProblem> zero::findOptionProblem(const ZeroPipelineOpt
     return count("world-size", o.worldSize, "must be 1 to 65536");
   if (o.zeroStage < 0 || o.zeroStage > 3)
     return count("zero-stage", o.zeroStage, "must be one of 0, 1, 2, 3");
-  if (o.offloadOptimizer == "cpu" && (o.mode != "train" || o.zeroStage == 0))
-    return zero::OptionProblem{"offload-optimizer", "cpu",
+  if (o.offloadOptimizer != "none" && (o.mode != "train" || o.zeroStage == 0))
+    return zero::OptionProblem{"offload-optimizer", o.offloadOptimizer,
                          "offloads a ZeRO optimizer: it needs mode train and ZeRO "
                          "stage 1, 2 or 3"};
-  if (o.offloadParam == "cpu" && (o.mode != "train" || o.zeroStage != 3))
-    return zero::OptionProblem{"offload-param", "cpu",
+  if (o.offloadParam != "none" && (o.mode != "train" || o.zeroStage != 3))
+    return zero::OptionProblem{"offload-param", o.offloadParam,
                          "offloads ZeRO stage 3's parameter slices: it needs mode "
                          "train and ZeRO stage 3"};
   if (!(std::isfinite(o.bucketSizeMb) && o.bucketSizeMb > 0))
@@ -177,10 +177,18 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
       sopts.fuseBelowKb = o.fuseBelowKb;
       pm.addPass(createScheduleCollectivesPass(sopts));
       // It only adds copies where values cross; the schedule stays.
-      if (o.offloadOptimizer == "cpu")
+      // NVMe offload is host offload whose host-held states then move to the
+      // NVMe file.
+      if (o.offloadOptimizer != "none")
         pm.addPass(createOffloadOptimizerPass());
-      if (o.offloadParam == "cpu")
+      if (o.offloadParam != "none")
         pm.addPass(createOffloadParamsPass());
+      if (o.offloadOptimizer == "nvme" || o.offloadParam == "nvme") {
+        OffloadNvmePassOptions nopts;
+        nopts.params = o.offloadParam == "nvme";
+        nopts.optimizer = o.offloadOptimizer == "nvme";
+        pm.addPass(createOffloadNvmePass(nopts));
+      }
     }
   }
   if (o.level == "plan" || o.level == "zplan") {

@@ -30,6 +30,11 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
   ZRT_CHECK(plan_.world_size() == comm_.size(),
             "the plan was compiled for " << plan_.world_size() << " ranks; this run has "
                                          << comm_.size() << " (" << comm_.name() << ")");
+  ZRT_CHECK(plan_.nvme_arena_bytes() == 0,
+            "the plan keeps model states in NVMe files (" << plan_.nvme_arena_bytes()
+                << " bytes per rank; zero-opt --offload-param=nvme or "
+                   "--offload-optimizer=nvme): zero-run does not run NVMe offload yet; "
+                   "compile with =cpu to keep them in host memory");
   // One allocation for the whole plan, zeroed (optimizer state starts at zero).
   arena_ = static_cast<char *>(device_.allocate(plan_.arena_bytes()));
   try {

@@ -68,11 +68,25 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
     ZRT_CHECK(bytes == b.bytes(),
               what << ": " << name << " says " << b.bytes()
                    << " bytes, its shape and dtype need " << numel * esize);
-    int64_t arena = b.host() ? plan.host_arena_bytes() : plan.arena_bytes();
+    ZRT_CHECK(!(b.host() && b.nvme()),
+              what << ": " << name << " lies in both host memory and the NVMe file");
+    int64_t arena = b.nvme()   ? plan.nvme_arena_bytes()
+                    : b.host() ? plan.host_arena_bytes()
+                               : plan.arena_bytes();
     ZRT_CHECK(b.offset() >= 0 && b.offset() <= arena && b.bytes() <= arena - b.offset(),
               what << ": " << name << " at offset " << b.offset() << " with "
-                   << b.bytes() << " bytes lies outside the " << (b.host() ? "host " : "")
-                   << "arena of " << arena << " bytes");
+                   << b.bytes() << " bytes lies outside the "
+                   << (b.nvme() ? "NVMe " : b.host() ? "host " : "") << "arena of "
+                   << arena << " bytes");
+    if (b.nvme()) {
+      ZRT_CHECK(b.role() == zero::zplan::PARAM || b.role() == zero::zplan::MASTER ||
+                    b.role() == zero::zplan::STATE,
+                what << ": " << name << " lies in the NVMe file but is not a parameter, "
+                     << "master copy or optimizer state");
+      ZRT_CHECK(b.offset() % kNvmeAlignment == 0,
+                what << ": " << name << " lies at offset " << b.offset()
+                     << " of the NVMe file, not a multiple of " << kNvmeAlignment);
+    }
     // A bucket slice (PARAM, MASTER, STATE above stage 0): 1/world of the bucket,
     // every member inside it.
     auto checkBucket = [&] {
@@ -104,8 +118,9 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
                   what << ": " << name << " is a view of buffer " << root
                        << ", which is not a buffer that views can read");
         const auto &r = plan.buffers(root);
-        ZRT_CHECK(b.host() == r.host(), what << ": " << name << " is a view of buffer "
-                                             << root << " in the other arena");
+        ZRT_CHECK(b.host() == r.host() && !b.nvme() && !r.nvme(),
+                  what << ": " << name << " is a view of buffer " << root
+                       << " in the other arena");
         ZRT_CHECK(b.offset() >= r.offset() && b.offset() + b.bytes() <= r.offset() + r.bytes(),
                   what << ": " << name << " [" << b.offset() << ", " << b.offset() + b.bytes()
                        << ") lies outside buffer " << root << " [" << r.offset() << ", "
@@ -175,6 +190,30 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
     // A host kernel's buffers are host buffers, a device kernel's device buffers;
     // only the two copies cross (so no kernel touches memory its side cannot).
     bool toHost = kern.kind() == Kernel::TO_HOST, toDevice = kern.kind() == Kernel::TO_DEVICE;
+    bool nvmeRead = kern.kind() == Kernel::NVME_READ,
+         nvmeWrite = kern.kind() == Kernel::NVME_WRITE;
+    if (nvmeRead || nvmeWrite) {
+      // NVMe offload: between one NVMe buffer and one host buffer of its type.
+      ZRT_CHECK(kern.inputs_size() == 1 && kern.outputs_size() == 1,
+                what << ": " << where << " copies one buffer into one");
+      const auto &in = plan.buffers(kern.inputs(0)), &out = plan.buffers(kern.outputs(0));
+      const auto &file = nvmeRead ? in : out, &host = nvmeRead ? out : in;
+      ZRT_CHECK(file.nvme() && host.host(),
+                what << ": " << where << " must copy "
+                     << (nvmeRead ? "an NVMe buffer into a host" : "a host buffer into an NVMe")
+                     << " buffer");
+      ZRT_CHECK(in.bytes() == out.bytes() && in.dtype() == out.dtype(),
+                what << ": " << where << " copies " << in.bytes() << " bytes of "
+                     << dtypeName(in.dtype()) << " into " << out.bytes() << " bytes of "
+                     << dtypeName(out.dtype()));
+      continue;
+    }
+    for (int idx : kern.inputs())
+      ZRT_CHECK(!plan.buffers(idx).nvme(), what << ": " << where << " reads NVMe buffer "
+                                                << idx << " (only nvme_read does)");
+    for (int idx : kern.outputs())
+      ZRT_CHECK(!plan.buffers(idx).nvme(), what << ": " << where << " writes NVMe buffer "
+                                                << idx << " (only nvme_write does)");
     if (toHost || toDevice) {
       ZRT_CHECK(kern.inputs_size() == 1 && kern.outputs_size() == 1,
                 what << ": " << where << " copies one buffer into one");

@@ -193,24 +193,26 @@ void zrt::verifyPlan(const Plan &plan, const std::string &what) {
   std::sort(order.begin(), order.end(),
             [&](int a, int b) { return first[a] < first[b]; });
   std::multimap<int, int> dying;      // last position -> buffer
-  std::map<std::pair<bool, int64_t>, int> live; // (host, offset) -> buffer
+  // The three memories: the device arena, the host arena, the NVMe file.
+  auto space = [](const zero::zplan::Buffer &b) { return b.nvme() ? 2 : b.host() ? 1 : 0; };
+  std::map<std::pair<int, int64_t>, int> live; // (space, offset) -> buffer
   for (int i : order) {
     // Retire what died before this buffer's first kernel.
     while (!dying.empty() && dying.begin()->first < first[i]) {
       const auto &d = plan.buffers(dying.begin()->second);
-      live.erase({d.host(), d.offset()});
+      live.erase({space(d), d.offset()});
       dying.erase(dying.begin());
     }
     const auto &b = plan.buffers(i);
     int64_t begin = b.offset(), end = b.offset() + b.bytes();
-    auto next = live.lower_bound({b.host(), begin});
+    auto next = live.lower_bound({space(b), begin});
     int clash = -1;
-    if (next != live.end() && next->first.first == b.host() && next->first.second < end)
+    if (next != live.end() && next->first.first == space(b) && next->first.second < end)
       clash = next->second;
     if (clash < 0 && next != live.begin()) {
       auto prev = std::prev(next);
       const auto &p = plan.buffers(prev->second);
-      if (p.host() == b.host() && p.offset() + p.bytes() > begin)
+      if (space(p) == space(b) && p.offset() + p.bytes() > begin)
         clash = prev->second;
     }
     ZRT_CHECK(clash < 0,
@@ -221,7 +223,7 @@ void zrt::verifyPlan(const Plan &plan, const std::string &what) {
                    << ") share bytes while both are alive (kernels "
                    << std::max(first[i], first[clash]) << " to "
                    << std::min(last[i], last[clash]) << ")");
-    live.emplace(std::make_pair(b.host(), begin), i);
+    live.emplace(std::make_pair(space(b), begin), i);
     dying.emplace(last[i], i);
   }
 }

@@ -160,6 +160,39 @@ TEST(PlanFile, HostTemporariesReuseBytesOnlyBehindHostKernels) {
             std::string::npos);
 }
 
+// NVMe offload: an NVMe buffer is a block-aligned parameter, master or state buffer
+// in the NVMe file; only nvme_read and nvme_write touch it, against a host buffer.
+TEST(PlanFile, NvmeBuffers) {
+  Plan p = validPlan(); // x: device input at 0 -> relu -> y: device temp at 64
+  auto *m = p.add_buffers();
+  m->CopyFrom(p.buffers(1));
+  m->set_role(zero::zplan::STATE);
+  m->set_name("m");
+  m->set_nvme(true);
+  int mi = p.buffers_size() - 1;
+  EXPECT_NE(loadError(fileOf(p)).find("lies outside the NVMe arena of 0 bytes"),
+            std::string::npos);
+  p.set_nvme_arena_bytes(8192);
+  m->set_offset(64);
+  EXPECT_NE(loadError(fileOf(p)).find("not a multiple of 4096"), std::string::npos);
+  m->set_offset(4096);
+  EXPECT_EQ(loadError(fileOf(p)), "");
+  m->set_role(zero::zplan::TEMP);
+  EXPECT_NE(loadError(fileOf(p)).find("is not a parameter, master copy or optimizer state"),
+            std::string::npos);
+  m->set_role(zero::zplan::STATE);
+  p.mutable_kernels(0)->set_inputs(0, mi); // relu reads it
+  EXPECT_NE(loadError(fileOf(p)).find("reads NVMe buffer 2 (only nvme_read does)"),
+            std::string::npos);
+  p.mutable_kernels(0)->set_kind(Kernel::NVME_READ); // into a device buffer
+  EXPECT_NE(loadError(fileOf(p)).find("must copy an NVMe buffer into a host buffer"),
+            std::string::npos);
+  p.set_host_arena_bytes(64);
+  p.mutable_buffers(1)->set_host(true);
+  p.mutable_buffers(1)->set_offset(0);
+  EXPECT_EQ(loadError(fileOf(p)), "");
+}
+
 TEST(PlanFile, SizeShapeAndDtypeMustAgree) {
   Plan p = validPlan();
   p.mutable_buffers(0)->set_bytes(8);

@@ -125,7 +125,7 @@ const Table kZero = {
 const Table kOffload = {
     {"device", {Role::Read}},
     {"pin_memory", {Role::Note, "the host arena is always pinned"}},
-    {"nvme_path", {Role::Note, "only the CPU is an offload device"}},
+    {"nvme_path", {Role::Note, "zero-run does not run NVMe offload yet"}},
     {"buffer_count", {Role::Note, "the plan places every buffer"}},
     {"buffer_size", {Role::Note, "the plan places every buffer"}},
     {"max_in_cpu", {Role::Note, "the plan places every buffer"}},
@@ -522,8 +522,7 @@ bool Reader::zero(const json::Object &o) {
   if (auto v = boolean(o, "overlap_comm", "zero_optimization.overlap_comm", "--no-overlap"))
     if (!*v)
       flag("no-overlap", "true", "zero_optimization.overlap_comm");
-  // Offload to the CPU is --offload-optimizer=cpu and --offload-param=cpu; NVMe is
-  // not built: asking for it is an error, not a silent run without.
+  // Offload is --offload-optimizer and --offload-param, to cpu or nvme.
   if (auto v = boolean(o, "cpu_offload_params", "zero_optimization.cpu_offload_params",
                        "--offload-param=cpu"))
     if (*v)
@@ -540,13 +539,13 @@ bool Reader::zero(const json::Object &o) {
       auto device = string(*s, "device", key, "");
       if (!device || *device == "none")
         continue;
-      if (*device == "cpu") {
+      if (*device == "cpu" || *device == "nvme") {
         flag(std::string(k) == "offload_optimizer" ? "offload-optimizer" : "offload-param",
-             "cpu", key);
+             *device, key);
         continue;
       }
       return fail(std::string("'zero_optimization.") + k + "' to device '" + *device +
-                  "' is not supported yet (only \"cpu\")");
+                  "' is not supported (\"none\", \"cpu\" or \"nvme\")");
     }
   return error.empty();
 }

@@ -7,6 +7,7 @@
 #include "zero/Conversion/ComputeToPlan/ArenaAllocator.h"
 #include "zero/Conversion/ComputeToPlan/FusedProgram.h"
 #include "zplan/AttentionViews.h"
+#include "zplan/PlanFormat.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Conversion/Passes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
@@ -189,7 +190,7 @@ class PlanLowering {
   };
   /// Where a buffer's bytes are: the device arena, the host arena's part that is
   /// never reused within a step, or its part for host kernels' results (reused).
-  enum class Space { Device, Host, HostKernel };
+  enum class Space { Device, Host, HostKernel, Nvme };
   struct ViewPlacement {
     plan::BufferOp view;
     int64_t rootId, bytes;
@@ -211,7 +212,7 @@ public:
   LogicalResult run() {
     program = plan::ProgramOp::create(b, func.getLoc(), b.getStringAttr("main"),
                                       b.getI64IntegerAttr(0),
-                                      b.getI64IntegerAttr(worldSize), nullptr);
+                                      b.getI64IntegerAttr(worldSize), nullptr, nullptr);
     program.getBody().emplaceBlock();
     b.setInsertionPointToStart(&program.getBody().front());
     if (failed(fold()))
@@ -640,13 +641,20 @@ private:
 
   // Phase 3: emission.
 
-  /// Host memory (optimizer offload): arguments the offload pass marked, values
-  /// of host ops and of copies to the host.
+  /// Host memory (offload): arguments the offload passes marked, values of host
+  /// ops and of copies to the host or from the NVMe file.
   bool isHost(Value v) {
     if (auto arg = dyn_cast<BlockArgument>(v))
       return bool(func.getArgAttr(arg.getArgNumber(), "compute.host"));
     Operation *def = v.getDefiningOp();
-    return def && (def->hasAttr("zero.host") || isa<compute::ToHostOp>(def));
+    return def && (def->hasAttr("zero.host") ||
+                   isa<compute::ToHostOp, compute::NvmeReadOp>(def));
+  }
+  /// The NVMe file (NVMe offload): arguments marked so, and their new values.
+  bool isNvme(Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return bool(func.getArgAttr(arg.getArgNumber(), "compute.nvme"));
+    return isa_and_nonnull<compute::NvmeWriteOp>(v.getDefiningOp());
   }
   /// Where `v`'s buffer goes. A host kernel's result may reuse the bytes of host
   /// temporaries that died before it: host kernels run one after another on the
@@ -655,20 +663,33 @@ private:
   /// to the host writes on the copy stream, which does not wait for the host
   /// kernels before it: its result gets bytes of its own for the step.
   Space spaceOf(Value v) {
+    if (isNvme(v))
+      return Space::Nvme;
     if (!isHost(v))
       return Space::Device;
     Operation *def = v.getDefiningOp();
-    return def && def->hasAttr("zero.host") ? Space::HostKernel : Space::Host;
+    return def && (def->hasAttr("zero.host") || isa<compute::NvmeReadOp>(def))
+               ? Space::HostKernel
+               : Space::Host;
   }
   ArenaAllocator &arenaFor(Space space) {
-    return space == Space::Device ? arena
-                                  : space == Space::Host ? hostArena : hostKernelArena;
+    switch (space) {
+    case Space::Device:
+      return arena;
+    case Space::Host:
+      return hostArena;
+    case Space::HostKernel:
+      return hostKernelArena;
+    case Space::Nvme:
+      break;
+    }
+    return nvmeArena;
   }
   /// A buffer is freed at its last reader, except host bytes outside the host
-  /// kernels' part (see spaceOf).
+  /// kernels' part (see spaceOf) and the NVMe file's (persistent).
   void release(Value v) {
     Space space = spaceOf(v);
-    if (space != Space::Host)
+    if (space != Space::Host && space != Space::Nvme)
       arenaFor(space).release(offsetOf[v]);
   }
   bool isTemp(Value v) {
@@ -678,21 +699,22 @@ private:
 
   plan::BufferOp makeBuffer(Value v, plan::BufferRole role, NamedAttrList attrs) {
     Space space = spaceOf(v);
-    bool host = space != Space::Device;
+    bool host = space == Space::Host || space == Space::HostKernel;
     // The offset is set once all are known.
     int64_t id = arenaFor(space).allocate(bytesOf(v));
-    auto buf = plan::BufferOp::create(b, v.getLoc(), bufferTypeOf(v),
-                                      plan::BufferRoleAttr::get(b.getContext(), role),
-                                      b.getI64IntegerAttr(0), nullptr, nullptr, nullptr,
-                                      host ? b.getUnitAttr() : nullptr, Value());
+    auto buf = plan::BufferOp::create(
+        b, v.getLoc(), bufferTypeOf(v), plan::BufferRoleAttr::get(b.getContext(), role),
+        b.getI64IntegerAttr(0), nullptr, nullptr, nullptr, host ? b.getUnitAttr() : nullptr,
+        space == Space::Nvme ? b.getUnitAttr() : nullptr, Value());
     for (NamedAttribute a : attrs)
       buf->setAttr(a.getName(), a.getValue());
     bufferOf[v] = buf;
     offsetOf[v] = id;
     (space == Space::Device   ? placements
      : space == Space::Host   ? hostPlacements
+     : space == Space::Nvme   ? nvmePlacements
                               : hostKernelPlacements)
-        .push_back({buf, id});
+        .push_back(std::make_pair(buf, id));
     return buf;
   }
 
@@ -791,7 +813,7 @@ private:
         b, r.getLoc(), bufferTypeOf(r),
         plan::BufferRoleAttr::get(b.getContext(), plan::BufferRole::temp),
         b.getI64IntegerAttr(0), nullptr, nullptr, nullptr,
-        host ? b.getUnitAttr() : nullptr, root);
+        host ? b.getUnitAttr() : nullptr, nullptr, root);
     bufferOf[r] = view;
     offsetOf[r] = offsetOf.lookup(v.root);
     viewPlacements.push_back({view, offsetOf[r], v.bytes, space});
@@ -852,6 +874,10 @@ private:
         outs.push_back(bufferOf[r]);
         continue;
       }
+      if (isNvme(r)) // the pass placed the write after the old value's last read
+        return op.emitError("internal error: the NVMe write of argument ")
+               << (target ? (int64_t)target.getArgNumber() : -1)
+               << " cannot go straight into it";
       outs.push_back(makeBuffer(r, plan::BufferRole::temp, {}));
       newBuffers = true;
     }
@@ -1030,7 +1056,8 @@ private:
     Operation *lastRead = lastUse.lookup(target);
     if (lastRead && position[lastRead] >= position[&op])
       return false;
-    return isHost(r) == isHost(target) && r.getType() == target.getType() &&
+    return isHost(r) == isHost(target) && isNvme(r) == isNvme(target) &&
+           r.getType() == target.getType() &&
            llvm::count(terminator->getOperands(), r) == 1;
   }
 
@@ -1112,6 +1139,11 @@ private:
     arena.place();
     hostArena.place();
     hostKernelArena.place();
+    nvmeArena.place();
+    for (auto [buf, id] : nvmePlacements)
+      buf.setOffsetAttr(b.getI64IntegerAttr(nvmeArena.offset(id)));
+    if (!nvmePlacements.empty())
+      program.setNvmeArenaBytes(nvmeArena.size());
     // The host kernels' part follows the rest of the host arena.
     int64_t kernelBase = (hostArena.size() + 63) / 64 * 64;
     auto offsetIn = [&](Space space, int64_t id) {
@@ -1159,7 +1191,8 @@ private:
   // emission: device memory, and host memory for offload (an optimizer's
   // master weights, state and the values its host kernels read and write; the
   // parameter slices).
-  ArenaAllocator arena, hostArena, hostKernelArena;
+  ArenaAllocator arena, hostArena, hostKernelArena,
+      nvmeArena{zrt::kNvmeAlignment}; // O_DIRECT: block-aligned offsets and sizes
   DenseMap<Value, Value> bufferOf;
   DenseMap<Value, int64_t> offsetOf; // the arena's id of each value's buffer
   DenseSet<Value> inPlace;           // new values written over their argument
@@ -1169,7 +1202,7 @@ private:
   DenseMap<Operation *, int64_t> requestOf; // started collective -> request id
   // placement
   SmallVector<std::pair<plan::BufferOp, int64_t>> placements, hostPlacements,
-      hostKernelPlacements;
+      hostKernelPlacements, nvmePlacements;
   SmallVector<ViewPlacement> viewPlacements;
 };
 

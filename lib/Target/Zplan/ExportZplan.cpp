@@ -132,6 +132,8 @@ FailureOr<zero::zplan::Plan> zero::buildZplan(ModuleOp module, StringRef source)
   out.set_arena_bytes(program.getArenaBytes());
   if (auto host = program.getHostArenaBytes())
     out.set_host_arena_bytes(*host);
+  if (auto nvme = program.getNvmeArenaBytes())
+    out.set_nvme_arena_bytes(*nvme);
   out.set_source(source.str());
   // Mixed precision: what zero-opt recorded on the module (--precision and the
   // loss-scaling flags), for zero-run's loss scaler.
@@ -195,6 +197,7 @@ FailureOr<zero::zplan::Plan> zero::buildZplan(ModuleOp module, StringRef source)
       if (Value root = buf.getViewOf())
         pb->set_view_of(index.lookup(root));
       pb->set_host(buf.getHost());
+      pb->set_nvme(buf.getNvme());
       if (auto idx = buf.getIndex())
         pb->set_index(*idx);
       if (auto micro = buf->getAttrOfType<IntegerAttr>("micro_step")) {

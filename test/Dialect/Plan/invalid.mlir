@@ -174,3 +174,49 @@ plan.program @main attributes {arena_bytes = 64 : i64, host_arena_bytes = 64 : i
   %v = plan.buffer temp at 0 view of %x : memref<4xf32> : memref<2x2xf32>
   plan.return
 }
+
+// -----
+
+// NVMe offload: an nvme buffer is a block-aligned param, master or state buffer in
+// the NVMe file, and only nvme_read and nvme_write touch it.
+plan.program @main attributes {arena_bytes = 64 : i64, nvme_arena_bytes = 4096 : i64, world_size = 1 : i64} {
+  // expected-error@+1 {{an nvme buffer is a param, master or state buffer, not temp}}
+  %x = plan.buffer temp at 0 {nvme} : memref<4xf32>
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, nvme_arena_bytes = 8192 : i64, world_size = 1 : i64} {
+  // expected-error@+1 {{an nvme buffer's offset is a multiple of 4096}}
+  %x = plan.buffer state at 16 {name = "m", nvme} : memref<4xf32>
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, nvme_arena_bytes = 4096 : i64, world_size = 1 : i64} {
+  // expected-error@+1 {{bytes [0, 8192) lie outside the nvme arena of 4096 bytes}}
+  %x = plan.buffer state at 0 {name = "m", nvme} : memref<2048xf32>
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, nvme_arena_bytes = 4096 : i64, world_size = 1 : i64} {
+  %x = plan.buffer state at 0 {name = "m", nvme} : memref<4xf32>
+  %y = plan.buffer temp at 0 : memref<4xf32>
+  // expected-error@+1 {{reads an nvme buffer into a host buffer}}
+  plan.kernel nvme_read ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
+  plan.return
+}
+
+// -----
+
+plan.program @main attributes {arena_bytes = 64 : i64, host_arena_bytes = 64 : i64, nvme_arena_bytes = 4096 : i64, world_size = 1 : i64} {
+  %x = plan.buffer state at 0 {name = "m", nvme} : memref<4xf32>
+  %y = plan.buffer temp at 0 {host} : memref<4xf32>
+  // expected-error@+1 {{touches an nvme buffer (only nvme_read and nvme_write do)}}
+  plan.kernel relu ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
+  plan.return
+}

@@ -51,6 +51,7 @@ const llvm::StringMap<AttrRule> &rules() {
       {"compute.master_bucket", {Place::Argument, Holds::Name, "a bucket of master copies"}},
       {"compute.micro_step", {Place::Argument, Holds::Count, "an input's micro-batch"}},
       {"compute.host", {Place::Argument, Holds::Unit, "held in host memory"}},
+      {"compute.nvme", {Place::Argument, Holds::Unit, "held in the NVMe file"}},
       {"compute.bucket_members", {Place::Argument, Holds::Members, "a bucket's members"}},
       {"compute.bucket_elements",
        {Place::Argument, Holds::Count, "a bucket's padded element count"}},

@@ -50,6 +50,8 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
   r.totalPeak = program.getArenaBytesAttr().getInt();
   if (auto host = program.getHostArenaBytes())
     r.hostPeak = *host;
+  if (auto nvme = program.getNvmeArenaBytes())
+    r.nvmeFile = *nvme;
   int64_t persistent = 0, optimizerGrads = 0, optimizerElements = 0;
   bool hostOptimizer = false; // offloaded: its gradients are host bytes
   DenseSet<Value> written;
@@ -94,6 +96,10 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
         r.toHostBytes += bytesOf(k.getInputs()[0]);
       else if (kind == K::to_device)
         r.toDeviceBytes += bytesOf(k.getInputs()[0]);
+      else if (kind == K::nvme_read)
+        r.nvmeReadBytes += bytesOf(k.getInputs()[0]);
+      else if (kind == K::nvme_write)
+        r.nvmeWriteBytes += bytesOf(k.getInputs()[0]);
       else if (kind == K::all_gather)
         r.allGather += elementsOf(k.getOutputs()[0]);
       else if (kind == K::reduce_scatter) {
@@ -131,7 +137,13 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
     plan::BufferRole role = buf.getRole();
     using plan::BufferRole;
     int64_t bytes = buf.getSizeInBytes();
-    if (buf.getHost()) { // offloaded: master weights, optimizer state, slices
+    if (buf.getNvme()) { // NVMe offload: the same, in the NVMe file
+      if (role == BufferRole::state || role == BufferRole::master)
+        r.nvmeOptimizerState += bytes;
+      if (role != BufferRole::param)
+        continue;
+      r.nvmeParams += bytes;
+    } else if (buf.getHost()) { // offloaded: master weights, optimizer state, slices
       if (role == BufferRole::state || role == BufferRole::master)
         r.hostOptimizerState += bytes;
       if (role != BufferRole::param)
@@ -228,6 +240,15 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
     row("to_host", r.toHostBytes);
     row("to_device", r.toDeviceBytes);
   }
+  if (r.nvmeFile) {
+    os << "NVMe file (offload)\n";
+    row("params", r.nvmeParams);
+    row("optimizer_state", r.nvmeOptimizerState);
+    row("file", r.nvmeFile);
+    os << "NVMe per step              bytes          MiB\n";
+    row("read", r.nvmeReadBytes);
+    row("written", r.nvmeWriteBytes);
+  }
   os << "communication per step     elements\n";
   auto crow = [&](const char *name, int64_t e) {
     os << llvm::format("  %-20s %14lld", name, (long long)e);
@@ -314,6 +335,12 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
                                            {"host_peak", r.hostPeak},
                                            {"to_host_per_step", r.toHostBytes},
                                            {"to_device_per_step", r.toDeviceBytes}};
+  if (r.nvmeFile)
+    out["nvme_bytes"] = llvm::json::Object{{"params", r.nvmeParams},
+                                           {"optimizer_state", r.nvmeOptimizerState},
+                                           {"file", r.nvmeFile},
+                                           {"read_per_step", r.nvmeReadBytes},
+                                           {"written_per_step", r.nvmeWriteBytes}};
   if (r.predicted)
     out["predicted"] = llvm::json::Object{
         {"machine", r.machine},

@@ -6,6 +6,7 @@
 
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
 #include "zero/Support/ElementBytes.h"
+#include "zplan/PlanFormat.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -46,13 +47,23 @@ LogicalResult BufferOp::verify() {
     if (vt.getShape() != t.getShape() || vt.getElementType() != t.getElementType())
       return emitOpError("value type does not match the buffer type");
   }
+  if (getNvme()) {
+    if (getHost())
+      return emitOpError("lies in host memory or in the NVMe file, not both");
+    if (role != BufferRole::param && role != BufferRole::master &&
+        role != BufferRole::state)
+      return emitOpError("an nvme buffer is a param, master or state buffer, not ")
+             << stringifyBufferRole(role);
+    if (getOffsetAttr().getInt() % zrt::kNvmeAlignment)
+      return emitOpError("an nvme buffer's offset is a multiple of ") << zrt::kNvmeAlignment;
+  }
   if (Value root = getViewOf()) {
     auto r = root.getDefiningOp<BufferOp>();
     if (!r || r.getViewOf())
       return emitOpError("is a view of a value that is not a plan.buffer root");
     if (role != BufferRole::temp)
       return emitOpError("a view is a temp buffer, not ") << stringifyBufferRole(role);
-    if (getHost() != r.getHost())
+    if (getHost() != r.getHost() || r.getNvme())
       return emitOpError("a view lies in its root's memory (host or device)");
     int64_t begin = getOffsetAttr().getInt(), rootBegin = r.getOffsetAttr().getInt();
     if (begin < rootBegin || begin + getSizeInBytes() > rootBegin + r.getSizeInBytes())
@@ -77,9 +88,23 @@ LogicalResult KernelOp::verify() {
   // Host kernels read and write host buffers, device kernels device buffers; the
   // two copies cross.
   auto isHost = [](Value v) { return v.getDefiningOp<BufferOp>().getHost(); };
+  auto isNvme = [](Value v) { return v.getDefiningOp<BufferOp>().getNvme(); };
   bool toHost = getKernel() == KernelKind::to_host,
        toDevice = getKernel() == KernelKind::to_device;
-  if (toHost || toDevice) {
+  bool nvmeRead = getKernel() == KernelKind::nvme_read,
+       nvmeWrite = getKernel() == KernelKind::nvme_write;
+  if (nvmeRead || nvmeWrite) {
+    if (getInputs().size() != 1 || getOutputs().size() != 1 ||
+        getInputs()[0].getType() != getOutputs()[0].getType())
+      return emitOpError("copies one buffer into one of the same type");
+    Value nvme = nvmeRead ? getInputs()[0] : getOutputs()[0];
+    Value host = nvmeRead ? getOutputs()[0] : getInputs()[0];
+    if (!isNvme(nvme) || !isHost(host))
+      return emitOpError(nvmeRead ? "reads an nvme buffer into a host buffer"
+                                  : "writes a host buffer into an nvme buffer");
+  } else if (llvm::any_of(llvm::concat<Value>(getInputs(), getOutputs()), isNvme)) {
+    return emitOpError("touches an nvme buffer (only nvme_read and nvme_write do)");
+  } else if (toHost || toDevice) {
     if (getInputs().size() != 1 || getOutputs().size() != 1 ||
         getInputs()[0].getType() != getOutputs()[0].getType())
       return emitOpError("copies one buffer into one of the same type");
@@ -111,16 +136,20 @@ LogicalResult ProgramOp::verifyRegions() {
   int64_t hostArena = getHostArenaBytes() ? (int64_t)*getHostArenaBytes() : 0;
   if (hostArena < 0)
     return emitOpError("host_arena_bytes must be non-negative");
+  int64_t nvmeArena = getNvmeArenaBytes() ? (int64_t)*getNvmeArenaBytes() : 0;
+  if (nvmeArena < 0)
+    return emitOpError("nvme_arena_bytes must be non-negative");
   for (Operation &op : getBody().front()) {
     auto buf = dyn_cast<BufferOp>(op);
     if (!buf)
       continue;
     int64_t offset = buf.getOffsetAttr().getInt();
-    int64_t size = buf.getHost() ? hostArena : arena;
+    int64_t size = buf.getNvme() ? nvmeArena : buf.getHost() ? hostArena : arena;
     if (offset < 0 || offset + buf.getSizeInBytes() > size)
       return buf.emitOpError("bytes [")
              << offset << ", " << offset + buf.getSizeInBytes() << ") lie outside the "
-             << (buf.getHost() ? "host arena" : "arena") << " of " << size << " bytes";
+             << (buf.getNvme() ? "nvme arena" : buf.getHost() ? "host arena" : "arena")
+             << " of " << size << " bytes";
   }
   return success();
 }

@@ -436,4 +436,38 @@ def Compute_ToDeviceOp : Compute_Op<"to_device", [Pure, SameOperandsAndResultTyp
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+//===----------------------------------------------------------------------===//
+// NVMe offload
+//===----------------------------------------------------------------------===//
+
+def Compute_NvmeReadOp : Compute_Op<"nvme_read", [Pure, SameOperandsAndResultType]> {
+  let summary = "The same tensor, read from the NVMe file into host memory.";
+  let description = [{
+    NVMe offload (ZeRO-Infinity) keeps parameter slices, master weights and
+    optimizer state in each rank's NVMe file (`compute.nvme` arguments); a host
+    copy exists only while something reads it.
+
+    ```mlir
+    %m = compute.nvme_read %exp_avg : tensor<4096xf32>
+    ```
+  }];
+  let arguments = (ins Compute_Tensor:$input);
+  let results = (outs Compute_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Compute_NvmeWriteOp : Compute_Op<"nvme_write", [Pure, SameOperandsAndResultType]> {
+  let summary = "The same tensor, written from host memory to the NVMe file.";
+  let description = [{
+    The new value of a `compute.nvme` argument: what the step returns for it.
+
+    ```mlir
+    %w = compute.nvme_write %new_exp_avg : tensor<4096xf32>
+    ```
+  }];
+  let arguments = (ins Compute_Tensor:$input);
+  let results = (outs Compute_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 #endif // ZERO_DIALECT_COMPUTE_IR_COMPUTETRAININGOPS_TD

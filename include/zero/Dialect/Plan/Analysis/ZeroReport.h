@@ -47,6 +47,11 @@ struct ZeroReport {
   /// Parameter offload (stage 3): the parameter slices in the host arena (not in
   /// params, which are the device's); each gather copies its slice to the device.
   int64_t hostParams = 0;
+  /// NVMe offload: each rank's NVMe file (its size, and what of it parameter
+  /// slices and optimizer state take: not in the host's or device's figures),
+  /// and the bytes the step reads from it and writes to it.
+  int64_t nvmeFile = 0, nvmeParams = 0, nvmeOptimizerState = 0, nvmeReadBytes = 0,
+          nvmeWriteBytes = 0;
   /// Gathered parameter buckets alive at once, at most: each from its all-gather
   /// (start) to the last kernel reading its result.
   int64_t gatheredPeak = 0;

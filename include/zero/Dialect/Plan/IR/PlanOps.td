@@ -32,7 +32,8 @@ def Plan_ProgramOp : Plan_Op<"program",
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$arena_bytes,
-                       I64Attr:$world_size, OptionalAttr<I64Attr>:$host_arena_bytes);
+                       I64Attr:$world_size, OptionalAttr<I64Attr>:$host_arena_bytes,
+                       OptionalAttr<I64Attr>:$nvme_arena_bytes);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   // Checked after the buffers themselves, so a bad offset is reported once.
@@ -58,7 +59,10 @@ def Plan_BufferOp : Plan_Op<"buffer", [HasParent<"ProgramOp">]> {
 
     A `host` buffer lies in the program's host arena (`host_arena_bytes`) instead
     of the device's: optimizer offload (ZeRO-Offload) keeps master weights and
-    optimizer state there, and the kernels that read them run on the host.
+    optimizer state there, and the kernels that read them run on the host. An
+    `nvme` buffer (a `param`, `master` or `state` buffer under NVMe offload) lies in
+    each rank's NVMe file (`nvme_arena_bytes`) at an offset aligned for direct I/O;
+    only `nvme_read` and `nvme_write` touch it.
 
     ```mlir
     plan.program @main attributes {arena_bytes = 384 : i64, host_arena_bytes = 128 : i64,
@@ -75,7 +79,7 @@ def Plan_BufferOp : Plan_Op<"buffer", [HasParent<"ProgramOp">]> {
   let arguments = (ins Plan_BufferRole:$role, I64Attr:$offset,
                        OptionalAttr<StrAttr>:$name, OptionalAttr<I64Attr>:$index,
                        OptionalAttr<ElementsAttr>:$value, UnitAttr:$host,
-                       Optional<Plan_BufferType>:$view_of);
+                       UnitAttr:$nvme, Optional<Plan_BufferType>:$view_of);
   let results = (outs Plan_BufferType:$result);
   let assemblyFormat =
       "$role `at` $offset (`view` `of` $view_of^ `:` type($view_of))? attr-dict `:` "
@@ -97,7 +101,8 @@ def Plan_KernelOp : Plan_Op<"kernel", [HasParent<"ProgramOp">, AttrSizedOperandS
 
     A kernel whose buffers are `host` buffers runs on the host; `to_host` and
     `to_device` (one input, one output of the same type) move bytes between
-    the two arenas, and are the only kernels that read one space and write the other.
+    the two arenas, `nvme_read` and `nvme_write` between an `nvme` buffer and a
+    host one, and are the only kernels that read one space and write the other.
 
     ```mlir
     plan.program @main attributes {arena_bytes = 256 : i64, world_size = 1 : i64} {

@@ -72,4 +72,32 @@ def OffloadParamsPass : Pass<"zero-offload-params", "mlir::ModuleOp"> {
   let dependentDialects = ["::zero::compute::ComputeDialect"];
 }
 
+def OffloadNvmePass : Pass<"zero-offload-nvme", "mlir::ModuleOp"> {
+  let summary = "ZeRO-Infinity: host-offloaded parameter slices and optimizer "
+                "state live in each rank's NVMe file between their uses.";
+  let description = [{
+    Runs after `--zero-offload-optimizer` and `--zero-offload-params`, on the
+    arguments they placed in host memory: with `params`, the parameter slices;
+    with `optimizer`, the master weights and optimizer state (a scheduled learning
+    rate stays on the host). Each becomes a `compute.nvme` argument; every op that
+    reads it gets its own `compute.nvme_read` right before it (a host copy lives
+    only while it is read), and the new value the step returns for it is written
+    back by a `compute.nvme_write` once it is made and the old value's last read
+    is done, so the lowering writes it in place.
+
+    ```mlir
+    %m = compute.nvme_read %exp_avg : tensor<4096xf32>
+    %p, %m2, %v2 = compute.adamw %master, %g, %m, %v, %step ... {zero.host}
+    %w = compute.nvme_write %m2 : tensor<4096xf32>
+    ```
+  }];
+  let dependentDialects = ["::zero::compute::ComputeDialect"];
+  let options = [
+    Option<"params", "params", "bool", "false",
+           "Move the host-held parameter slices (--offload-param) to NVMe.">,
+    Option<"optimizer", "optimizer", "bool", "false",
+           "Move the host-held master weights and optimizer state to NVMe.">,
+  ];
+}
+
 #endif // ZERO_DIALECT_ZERO_TRANSFORMS_PASSES_TD

@@ -1,0 +1,111 @@
+//===- OffloadNvme.cpp - ZeRO-Infinity: model states in the NVMe file -----===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// Moves host-held parameter slices and optimizer state into each rank's NVMe
+// file: a read before each reader, a write of the new value. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Dialect/Zero/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace zero {
+#define GEN_PASS_DEF_OFFLOADNVMEPASS
+#include "zero/Dialect/Zero/Transforms/Passes.h.inc"
+} // namespace zero
+
+using namespace mlir;
+using namespace zero;
+
+namespace {
+
+struct OffloadNvmePass : public zero::impl::OffloadNvmePassBase<OffloadNvmePass> {
+  using Base::Base;
+
+  /// Whether argument `i`, held in host memory, moves to NVMe.
+  bool moves(func::FuncOp func, unsigned i) {
+    if (!func.getArgAttr(i, "compute.host"))
+      return false;
+    if (func.getArgAttr(i, "compute.param_bucket"))
+      return params;
+    return optimizer && (func.getArgAttr(i, "compute.master_bucket") ||
+                         func.getArgAttr(i, "compute.master") ||
+                         func.getArgAttr(i, "compute.state"));
+  }
+
+  void runOnOperation() override {
+    auto func = getOperation().lookupSymbol<func::FuncOp>("main");
+    if (!func || !func.getBody().hasOneBlock()) {
+      getOperation().emitError("NVMe offload needs a func.func @main of one block");
+      return signalPassFailure();
+    }
+    Block &entry = func.getBody().front();
+    Operation *terminator = entry.getTerminator();
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+
+    DenseMap<unsigned, Operation *> lastRead; // argument -> its last nvme_read
+    int moved = 0;
+    for (BlockArgument arg : entry.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      if (!moves(func, i))
+        continue;
+      func.removeArgAttr(i, "compute.host");
+      func.setArgAttr(i, "compute.nvme", UnitAttr::get(ctx));
+      ++moved;
+      DenseMap<Operation *, Value> readFor;
+      for (OpOperand &use : llvm::make_early_inc_range(arg.getUses())) {
+        Operation *user = use.getOwner();
+        if (user == terminator)
+          continue;
+        Value &read = readFor[user];
+        if (!read) {
+          b.setInsertionPoint(user);
+          read = compute::NvmeReadOp::create(b, arg.getLoc(), arg);
+          Operation *&last = lastRead[i];
+          if (!last || last->isBeforeInBlock(read.getDefiningOp()))
+            last = read.getDefiningOp();
+        }
+        use.set(read);
+      }
+    }
+    if (moved == 0) {
+      func.emitError("NVMe offload: the step holds no ")
+          << (params && optimizer ? "parameter slice or optimizer state"
+              : params            ? "parameter slice"
+                                  : "optimizer state")
+          << " in host memory to move (it follows --offload-param=cpu or "
+             "--offload-optimizer=cpu)";
+      return signalPassFailure();
+    }
+
+    // The new values go back once made and once the old value's last read is
+    // done, so that the write can go straight into the argument's bytes.
+    for (OpOperand &operand : terminator->getOpOperands()) {
+      auto updates = func.getResultAttrOfType<IntegerAttr>(operand.getOperandNumber(),
+                                                           "compute.updates");
+      if (!updates || !func.getArgAttr(updates.getInt(), "compute.nvme"))
+        continue;
+      Value v = operand.get();
+      if (v == entry.getArgument(updates.getInt()))
+        continue; // returned unchanged
+      Operation *after = v.getDefiningOp();
+      if (!after) {
+        func.emitError("NVMe offload: argument ")
+            << updates.getInt() << " is updated with another argument";
+        return signalPassFailure();
+      }
+      if (Operation *last = lastRead.lookup(updates.getInt());
+          last && after->isBeforeInBlock(last))
+        after = last;
+      b.setInsertionPointAfter(after);
+      operand.set(compute::NvmeWriteOp::create(b, v.getLoc(), v));
+    }
+  }
+};
+
+} // namespace
