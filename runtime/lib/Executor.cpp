@@ -9,6 +9,8 @@
 #include "zrt/Error.h"
 #include "zrt/Float16.h"
 #include "zrt/HostWorker.h"
+#include "zrt/NvmeFile.h"
+#include "zplan/PlanFormat.h"
 #include "zrt/OnnxTensors.h"
 #include "zrt/RandomInit.h"
 
@@ -30,11 +32,10 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
   ZRT_CHECK(plan_.world_size() == comm_.size(),
             "the plan was compiled for " << plan_.world_size() << " ranks; this run has "
                                          << comm_.size() << " (" << comm_.name() << ")");
-  ZRT_CHECK(plan_.nvme_arena_bytes() == 0,
+  ZRT_CHECK(plan_.nvme_arena_bytes() == 0 || !options_.nvmePath.empty(),
             "the plan keeps model states in NVMe files (" << plan_.nvme_arena_bytes()
                 << " bytes per rank; zero-opt --offload-param=nvme or "
-                   "--offload-optimizer=nvme): zero-run does not run NVMe offload yet; "
-                   "compile with =cpu to keep them in host memory");
+                   "--offload-optimizer=nvme): give their folder with --nvme-path DIR");
   // One allocation for the whole plan, zeroed (optimizer state starts at zero).
   arena_ = static_cast<char *>(device_.allocate(plan_.arena_bytes()));
   try {
@@ -61,12 +62,34 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
 /// checker made sure all of them are), and the two copies cross.
 static bool runsOnHost(const zero::zplan::Plan &plan, int k) {
   const auto &pk = plan.kernels(k);
+  if (pk.kind() == Kernel::NVME_READ || pk.kind() == Kernel::NVME_WRITE)
+    return true; // the host moves the bytes between the file and host memory
   return pk.kind() != Kernel::TO_HOST && pk.kind() != Kernel::TO_DEVICE &&
          pk.outputs_size() > 0 && plan.buffers(pk.outputs(0)).host();
 }
 
+/// An NVMe transfer as `parts` calls, each moving a block-aligned part of the
+/// buffer through a staging buffer of its own: as many requests in flight as the
+/// host worker has threads.
+static std::vector<KernelCall> splitNvmeTransfer(const KernelCall &call, int parts) {
+  int64_t bytes = call.nvmeEnd;
+  int64_t step = (bytes + parts - 1) / parts;
+  step = std::max<int64_t>(kNvmeAlignment,
+                           (step + kNvmeAlignment - 1) / kNvmeAlignment * kNvmeAlignment);
+  std::vector<KernelCall> out;
+  for (int64_t begin = 0; begin < bytes || out.empty(); begin += step) {
+    KernelCall part = call;
+    part.nvmeBegin = begin;
+    part.nvmeEnd = std::min(bytes, begin + step);
+    part.nvmeSlot = (int)out.size();
+    out.push_back(part);
+  }
+  return out;
+}
+
 BoundKernel Executor::bindKernel(const KernelTable &table, int k) {
-  KernelCall call = planKernelCall(plan_, k, arena_, hostArena_, &comm_, async_.get());
+  KernelCall call =
+      planKernelCall(plan_, k, arena_, hostArena_, &comm_, async_.get(), nvme_.get());
   KernelKind kind = plan_.kernels(k).kind();
   if (kind == Kernel::TO_HOST) {
     BoundKernel copy = bindKernelCall(table, call);
@@ -93,7 +116,9 @@ BoundKernel Executor::bindKernel(const KernelTable &table, int k) {
   // A host kernel: the CPU's, split across the worker's threads, run by the worker
   // once the copies issued before it (its inputs) are done.
   std::vector<BoundKernel> chunks;
-  for (const KernelCall &part : splitElementwise(call, hostWorker_->threads()))
+  bool nvme = kind == Kernel::NVME_READ || kind == Kernel::NVME_WRITE;
+  for (const KernelCall &part : nvme ? splitNvmeTransfer(call, hostWorker_->threads())
+                                     : splitElementwise(call, hostWorker_->threads()))
     chunks.push_back(bindKernelCall(cpuKernels(), part));
   Device::TransferFence fence = device_.makeTransferFence();
   HostWorker *worker = hostWorker_.get();
@@ -125,6 +150,10 @@ void Executor::bindKernels() {
     int threads = options_.hostThreads > 0 ? options_.hostThreads
                                            : (int)std::thread::hardware_concurrency();
     hostWorker_ = std::make_unique<HostWorker>(threads);
+    // One staging buffer per worker thread: each moves one part of a transfer.
+    if (plan_.nvme_arena_bytes() > 0)
+      nvme_ = std::make_unique<NvmeFile>(options_.nvmePath, comm_.rank(),
+                                         plan_.nvme_arena_bytes(), hostWorker_->threads());
   }
   for (int k = 0; k < plan_.kernels_size(); ++k) {
     kernels_.push_back(bindKernel(table, k));
@@ -156,6 +185,7 @@ void Executor::bindKernels() {
 Executor::~Executor() {
   async_.reset(); // join the communication thread before the arena goes
   hostWorker_.reset(); // and the host kernels' thread (it finishes what it has)
+  nvme_.reset();       // then the NVMe file goes (removed from the disk)
   try {
     device_.synchronize();
   } catch (const std::exception &) {
@@ -173,6 +203,13 @@ void Executor::write(int i, const void *host, size_t bytes) {
   ZRT_CHECK((int64_t)bytes == plan_.buffers(i).bytes(),
             "writing " << bytes << " bytes into buffer " << i << " of "
                        << plan_.buffers(i).bytes());
+  if (plan_.buffers(i).nvme()) {
+    hostWorker_->drain(); // staging buffer 0 is the worker's too
+    int64_t offset = plan_.buffers(i).offset();
+    nvme_->clearNonFinite(offset);
+    nvme_->write(offset, host, (int64_t)bytes, plan_.buffers(i).dtype(), 0, offset);
+    return;
+  }
   if (plan_.buffers(i).host()) {
     hostWorker_->drain();
     std::memcpy(buffer(i).data, host, bytes);
@@ -187,6 +224,11 @@ HostTensor Executor::read(int i) {
   h.bytes.resize(v.bytes());
   h.dtype = v.dtype;
   h.shape = v.shape;
+  if (plan_.buffers(i).nvme()) {
+    hostWorker_->drain();
+    nvme_->read(plan_.buffers(i).offset(), h.bytes.data(), v.bytes(), 0);
+    return h;
+  }
   if (plan_.buffers(i).host()) {
     hostWorker_->drain();
     std::memcpy(h.bytes.data(), v.data, v.bytes());
@@ -206,7 +248,7 @@ int Executor::inputBuffer(int index) const {
 
 TensorView Executor::buffer(int i) const {
   const auto &b = plan_.buffers(i);
-  return TensorView{(b.host() ? hostArena_ : arena_) + b.offset(), b.dtype(),
+  return TensorView{b.nvme() ? nullptr : (b.host() ? hostArena_ : arena_) + b.offset(), b.dtype(),
                     std::vector<int64_t>(b.shape().begin(), b.shape().end())};
 }
 
@@ -394,11 +436,21 @@ void Executor::setInput(int index, const onnx::TensorProto &t) {
 
 void Executor::run() { runKernels(nullptr); }
 
+std::pair<int64_t, int64_t> Executor::takeNvmeTraffic() {
+  return nvme_ ? nvme_->takeTraffic() : std::pair<int64_t, int64_t>{0, 0};
+}
+
+std::string Executor::nvmeFilePath() const { return nvme_ ? nvme_->path() : ""; }
+
 void Executor::runProfiled(std::map<std::string, double> &msByKernel) {
   runKernels(&msByKernel);
 }
 
 void Executor::runKernels(std::map<std::string, double> *msByKernel) {
+  if (nvme_) {
+    nvme_->check(); // still there, whole: the step reads the model states from it
+    nvme_->resetNonFinite();
+  }
   int64_t live = 0;
   auto us = [&](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::micro>(t - epoch_).count();
@@ -543,7 +595,8 @@ Executor::NonFinite Executor::findNonFinite() {
       if ((b.role() == zero::zplan::PARAM || b.role() == zero::zplan::MASTER ||
            b.role() == zero::zplan::STATE) &&
           isFloatDtype(b.dtype()) && b.bytes() > 0 && written.count(i))
-        checked.push_back(i);
+        // NVMe-held weights are counted as they are written (NvmeFile::write).
+        (b.nvme() ? nvmeChecked_ : checked).push_back(i);
     }
     nonfiniteCounts_ = static_cast<float *>(device_.allocate((checked.size() + 1) * 4));
     hostCounts_.assign(checked.size(), 0.0f);
@@ -583,6 +636,19 @@ Executor::NonFinite Executor::findNonFinite() {
   }
   if (hostTotal_)
     hostTotal_();
+  for (int i : nvmeChecked_) {
+    int64_t n = nvme_->nonFinite(plan_.buffers(i).offset());
+    if (n == 0)
+      continue;
+    found.buffer = i;
+    found.count = n;
+    HostTensor h = read(i);
+    int64_t size = dtypeSize(h.dtype), numel = (int64_t)h.bytes.size() / size;
+    for (int64_t e = 0; e < numel && found.element < 0; ++e)
+      if (!std::isfinite(floatValue(h.bytes.data() + e * size, h.dtype)))
+        found.element = e;
+    return found;
+  }
   if (deviceTotal == 0 && hostTotalCount_ == 0)
     return found; // every value finite: one launch (the usual case, every step)
   for (FiniteCheck &c : finiteChecks_) {

@@ -50,12 +50,8 @@ std::string zrt::checkPlanKernels(const zero::zplan::Plan &plan, const std::stri
     // Binding computes addresses inside the arena but never reads or writes them:
     // an address range that no allocation will ever have stands in for it.
     char *arena = reinterpret_cast<char *>(uintptr_t(1) << 46);
-    for (int k = 0; k < plan.kernels_size(); ++k) {
-      auto kind = plan.kernels(k).kind();
-      if (kind == zero::zplan::Kernel::NVME_READ || kind == zero::zplan::Kernel::NVME_WRITE)
-        continue; // the executor's own transfers, not a kernel table's
+    for (int k = 0; k < plan.kernels_size(); ++k)
       bindPlanKernel(cpuKernels(), plan, k, arena, arena, &comm, &async);
-    }
   } catch (const Error &e) {
     return e.what();
   }

@@ -125,7 +125,7 @@ const Table kZero = {
 const Table kOffload = {
     {"device", {Role::Read}},
     {"pin_memory", {Role::Note, "the host arena is always pinned"}},
-    {"nvme_path", {Role::Note, "zero-run does not run NVMe offload yet"}},
+    {"nvme_path", {Role::Note, "the folder is zero-run's --nvme-path"}},
     {"buffer_count", {Role::Note, "the plan places every buffer"}},
     {"buffer_size", {Role::Note, "the plan places every buffer"}},
     {"max_in_cpu", {Role::Note, "the plan places every buffer"}},

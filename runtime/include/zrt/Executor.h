@@ -27,6 +27,7 @@ namespace zrt {
 
 class AsyncCollectives;
 class HostWorker;
+class NvmeFile;
 
 struct ExecutorOptions {
   /// Test-only: sleep this long per byte after each started collective.
@@ -39,6 +40,8 @@ struct ExecutorOptions {
   /// On a GPU, capture the step's kernels as one CUDA graph at the first run and
   /// replay it (not with a profile, a trace or host kernels).
   bool graph = true;
+  /// NVMe offload: the folder of each rank's NVMe file (NvmeFile.h).
+  std::string nvmePath;
 };
 
 /// One span of a traced run: `track` 0 is compute, 1 communication.
@@ -134,6 +137,10 @@ public:
   /// run): an offloaded optimizer's traffic between device and host.
   int64_t copiedToHostBytes() const { return copiedToHost_; }
   int64_t copiedToDeviceBytes() const { return copiedToDevice_; }
+  /// NVMe offload: bytes read from and written to this rank's NVMe file since the
+  /// last call (counted as the transfers run); its path ("" without).
+  std::pair<int64_t, int64_t> takeNvmeTraffic();
+  std::string nvmeFilePath() const;
 
   int numOutputs() const { return plan_.outputs_size(); }
   HostTensor readOutput(int i) { return read(plan_.outputs(i).buffer()); }
@@ -195,6 +202,8 @@ private:
   std::vector<int64_t> gatheredFrom_, gatheredUntil_;
   int64_t gatheredPeak_ = 0;
   int64_t copiedToHost_ = 0, copiedToDevice_ = 0;
+  std::unique_ptr<NvmeFile> nvme_;
+  std::vector<int> nvmeChecked_; // NVMe-held weights findNonFinite checks
 };
 
 } // namespace zrt

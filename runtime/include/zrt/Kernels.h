@@ -24,6 +24,7 @@ namespace zrt {
 
 class AsyncCollectives;
 class Communicator;
+class NvmeFile;
 
 /// The plan schema's kernel kinds (Kernel::MATMUL, ...) key the kernel tables.
 using zero::zplan::Kernel;
@@ -40,6 +41,13 @@ struct KernelCall {
   Communicator *comm = nullptr;
   /// Where started collectives run (split-phase collective kernels only).
   AsyncCollectives *async = nullptr;
+  /// NVMe offload (nvme_read, nvme_write): the rank's file, the NVMe buffer's
+  /// offset in it (its TensorView has no address), the part of the buffer this
+  /// call moves (bytes [nvmeBegin, nvmeEnd); the host view is that part too) and
+  /// the staging buffer it uses.
+  NvmeFile *nvme = nullptr;
+  int64_t nvmeOffset = 0, nvmeBegin = 0, nvmeEnd = 0;
+  int nvmeSlot = 0;
 
   bool hasAttr(const std::string &key) const;
   int64_t intAttr(const std::string &key) const;
@@ -64,7 +72,8 @@ const KernelTable &cpuKernels();
 /// Kernel `k` of `plan` as a call, its buffers at their offsets in `arena`, or in
 /// `hostArena` for host buffers (computing addresses there, touching none).
 KernelCall planKernelCall(const zero::zplan::Plan &plan, int k, char *arena,
-                          char *hostArena, Communicator *comm, AsyncCollectives *async);
+                          char *hostArena, Communicator *comm, AsyncCollectives *async,
+                          NvmeFile *nvme = nullptr);
 /// Binds `call` from `table`. Throws zrt::Error when the table lacks the kernel or
 /// binding finds a problem.
 BoundKernel bindKernelCall(const KernelTable &table, const KernelCall &call);

@@ -9,6 +9,7 @@
 
 #include "KernelUtil.h"
 #include "VectorLoops.h"
+#include "zrt/NvmeFile.h"
 
 #include <cstring>
 
@@ -184,9 +185,39 @@ BoundKernel bindTrilu(const KernelCall &call) {
   };
 }
 
+/// NVMe offload: bytes [nvmeBegin, nvmeEnd) of an NVMe buffer from or to the
+/// host view (that part of the host buffer), through the file's staging buffer.
+BoundKernel bindNvmeTransfer(const KernelCall &call) {
+  call.expectArity(1, 1);
+  bool read = call.kind == Kernel::NVME_READ;
+  const TensorView &host = read ? call.outs[0] : call.ins[0];
+  ZRT_CHECK(call.ins[0].dtype == call.outs[0].dtype &&
+                call.ins[0].bytes() == call.outs[0].bytes() && call.nvmeBegin >= 0 &&
+                call.nvmeBegin <= call.nvmeEnd && call.nvmeEnd <= host.bytes(),
+            call.where() << " moves bytes [" << call.nvmeBegin << ", " << call.nvmeEnd
+                         << ") between buffers of " << call.ins[0].bytes() << " and "
+                         << call.outs[0].bytes() << " bytes");
+  NvmeFile *file = call.nvme;
+  char *at = host.as<char>() + call.nvmeBegin;
+  int64_t offset = call.nvmeOffset + call.nvmeBegin, bytes = call.nvmeEnd - call.nvmeBegin;
+  int64_t buffer = call.nvmeOffset;
+  int slot = call.nvmeSlot;
+  DType dtype = host.dtype;
+  std::string where = call.where();
+  return [=] {
+    ZRT_CHECK(file, where << ": this run has no NVMe offload file");
+    if (read)
+      file->read(offset, at, bytes, slot);
+    else
+      file->write(offset, at, bytes, dtype, slot, buffer);
+  };
+}
+
 } // namespace
 
 void zrt::addDataMovementKernels(KernelTable &t) {
+  t[Kernel::NVME_READ] = bindNvmeTransfer;
+  t[Kernel::NVME_WRITE] = bindNvmeTransfer;
   t[Kernel::RESHAPE] = bindCopy;
   t[Kernel::COPY] = bindCopy;
   // Optimizer offload: on the CPU the device's memory is host memory too.

@@ -254,7 +254,7 @@ const KernelTable &zrt::cpuKernels() {
 
 KernelCall zrt::planKernelCall(const zero::zplan::Plan &plan, int k, char *arena,
                                char *hostArena, Communicator *comm,
-                               AsyncCollectives *async) {
+                               AsyncCollectives *async, NvmeFile *nvme) {
   const auto &pk = plan.kernels(k);
   KernelCall call;
   call.kind = pk.kind();
@@ -262,8 +262,15 @@ KernelCall zrt::planKernelCall(const zero::zplan::Plan &plan, int k, char *arena
   call.attrs = &pk.attrs();
   call.comm = comm;
   call.async = async;
+  call.nvme = nvme;
   auto view = [&](int i) {
     const auto &b = plan.buffers(i);
+    if (b.nvme()) { // in the file: an offset, not an address
+      call.nvmeOffset = b.offset();
+      call.nvmeEnd = b.bytes();
+      return TensorView{nullptr, b.dtype(),
+                        std::vector<int64_t>(b.shape().begin(), b.shape().end())};
+    }
     return TensorView{(b.host() ? hostArena : arena) + b.offset(), b.dtype(),
                       std::vector<int64_t>(b.shape().begin(), b.shape().end())};
   };

@@ -1176,9 +1176,11 @@ const KernelTable &zrt::cuda::cudaKernels() {
     add(Kernel::ALL_SLICE, bindAllSlice);
     add(Kernel::TO_HOST, bindTransfer);
     add(Kernel::TO_DEVICE, bindTransfer);
-    // Every CPU kernel has a CUDA one: a plan never meets a gap on the GPU.
+    // Every CPU kernel has a CUDA one: a plan never meets a gap on the GPU. NVMe
+    // transfers are the host's on either backend (the executor's host worker).
     for (const auto &[kind, binder] : cpuKernels())
-      ZRT_CHECK(t.count(kind), "the CUDA backend has no kernel '"
+      ZRT_CHECK(t.count(kind) || kind == Kernel::NVME_READ || kind == Kernel::NVME_WRITE,
+                "the CUDA backend has no kernel '"
                                    << zero::zplan::kernelKindName(kind) << "'");
     return t;
   }();

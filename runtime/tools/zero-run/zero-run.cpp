@@ -86,6 +86,9 @@ const char *kUsage =
     "                         external data included, read from the model's folder)\n"
     "  --init W.safetensors   with --init MODEL.onnx: the parameters' values from a\n"
     "                         Hugging Face checkpoint instead, by PyTorch name\n"
+    "  --nvme-path DIR        NVMe offload: the folder of each rank's NVMe file\n"
+    "                         (zero-opt --offload-param=nvme, --offload-optimizer=nvme;\n"
+    "                         made at the start with direct I/O, removed at the end)\n"
     "  --random-init SEED     with --init MODEL.onnx: generate the parameters instead\n"
     "                         (GPT-2's initialization; each rank only its shard, the\n"
     "                         same values on any number of ranks; the model's\n"
@@ -118,7 +121,9 @@ const char *kUsage =
     "                         by thread ranks), comm_elements; an offloaded\n"
     "                         optimizer's plan adds host_bytes (rank 0's host\n"
     "                         arena) and copied_bytes (to_host, to_device: rank\n"
-    "                         0's copies in the step, counted as they ran);\n"
+    "                         0's copies in the step, counted as they ran); NVMe\n"
+    "                         offload adds nvme_bytes (read, written: rank 0's\n"
+    "                         transfers in the step, counted as they ran);\n"
     "                         mixed-precision plans add loss_scale (the scale the step\n"
     "                         used) and skipped (gradients overflowed: no update); a\n"
     "                         schedule adds lr, gradient clipping grad_norm (before\n"
@@ -144,6 +149,9 @@ const char *kUsage =
     "  --test-fail-rank R:S, --test-stall-rank R:S\n"
     "                         test only: rank R fails (or stops and waits forever)\n"
     "                         before step S, as a crashed or hung rank would\n"
+    "  --test-nvme-cut-rank R:S, --test-nvme-delete-rank R:S\n"
+    "                         test only: before step S, rank R's NVMe file is cut to\n"
+    "                         4096 bytes (or deleted), as a damaged disk would\n"
     "  --test-overflow-rank R:S\n"
     "                         test only (mixed precision): rank R's gradients of step S\n"
     "                         overflow (its loss scale is inf), as if only its data\n"
@@ -193,7 +201,7 @@ struct Options {
       saveWeights, trace, calibrate, device, saveCheckpoint, resume, consolidate, output;
   int64_t checkpointEvery = 0, keepCheckpoints = 0;
   double commDelayNsPerByte = 0, collectiveTimeoutS = 600;
-  RankAtStep testFail, testStall, testOverflow;
+  RankAtStep testFail, testStall, testOverflow, testNvmeCut, testNvmeDelete;
   int64_t steps = 1, printEvery = 1, threads = 0;
   bool printEveryGiven = false; // else the plan's steps_per_print, if it has one
   bool shuffle = false, quiet = false, profile = false, withOptimizerState = false,
@@ -201,6 +209,7 @@ struct Options {
        generatedKernels = true;
   uint64_t seed = 0;
   std::optional<uint64_t> randomInit; // --random-init SEED
+  std::string nvmePath;               // --nvme-path DIR
 };
 
 int64_t parseInt(const std::string &flag, const std::string &v) {
@@ -255,6 +264,8 @@ Options parseArgs(int argc, char **argv) {
       ZRT_CHECK(slot.empty(), "--init takes one ONNX model and at most one safetensors "
                               "file; '" << path << "' is a second one");
       slot = path;
+    } else if (is("--nvme-path")) {
+      o.nvmePath = value("--nvme-path");
     } else if (is("--random-init")) {
       o.randomInit = (uint64_t)parseInt("--random-init", value("--random-init"));
     } else if (is("--inputs")) {
@@ -300,6 +311,11 @@ Options parseArgs(int argc, char **argv) {
     } else if (is("--test-overflow-rank")) {
       o.testOverflow =
           parseRankAtStep("--test-overflow-rank", value("--test-overflow-rank"));
+    } else if (is("--test-nvme-cut-rank")) {
+      o.testNvmeCut = parseRankAtStep("--test-nvme-cut-rank", value("--test-nvme-cut-rank"));
+    } else if (is("--test-nvme-delete-rank")) {
+      o.testNvmeDelete =
+          parseRankAtStep("--test-nvme-delete-rank", value("--test-nvme-delete-rank"));
     } else if (is("--test-stall-rank")) {
       o.testStall = parseRankAtStep("--test-stall-rank", value("--test-stall-rank"));
     } else if (is("--seed")) {
@@ -661,6 +677,13 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
                          << " (--test-fail-rank)");
       while (o.testStall.rank == comm.rank() && o.testStall.step == step + 1)
         std::this_thread::sleep_for(std::chrono::seconds(1)); // a hung rank
+      // A damaged NVMe file (cut, or deleted) between steps.
+      if (o.testNvmeCut.rank == comm.rank() && o.testNvmeCut.step == step + 1)
+        ZRT_CHECK(::truncate(exec.nvmeFilePath().c_str(), 4096) == 0,
+                  "--test-nvme-cut-rank: " << std::strerror(errno));
+      if (o.testNvmeDelete.rank == comm.rank() && o.testNvmeDelete.step == step + 1)
+        ZRT_CHECK(::unlink(exec.nvmeFilePath().c_str()) == 0,
+                  "--test-nvme-delete-rank: " << std::strerror(errno));
       // Micro-batch m of rank r: samples (m N + r) B .. (m N + r) B + B - 1 of the
       // global batch (A = 1: r B .., as before), which starts at global sample
       // `samples` (step * G, unless a checkpoint of another G was resumed).
@@ -676,6 +699,7 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
       int64_t ag = comm.allGatherElements, rs = comm.reduceScatterElements,
               ar = comm.allReduceElements;
       int64_t toHost = exec.copiedToHostBytes(), toDevice = exec.copiedToDeviceBytes();
+      exec.takeNvmeTraffic(); // what loading and checkpoints moved is not the step's
       double scaleUsed = scaler.scale();
       bool forceOverflow =
           o.testOverflow.rank == comm.rank() && o.testOverflow.step == step + 1;
@@ -745,6 +769,11 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
                       (long long)exec.plan().host_arena_bytes(),
                       (long long)(exec.copiedToHostBytes() - toHost),
                       (long long)(exec.copiedToDeviceBytes() - toDevice));
+        if (exec.plan().nvme_arena_bytes() > 0) {
+          auto [read, written] = exec.takeNvmeTraffic();
+          log->printf(", \"nvme_bytes\": {\"read\": %lld, \"written\": %lld}",
+                      (long long)read, (long long)written);
+        }
         if (mixed)
           log->printf(", \"loss_scale\": %s, \"skipped\": %s",
                       jsonNumber(scaleUsed, 17).c_str(), skipped ? "true" : "false");
@@ -891,6 +920,7 @@ int runRank(const Options &o, zero::zplan::Plan plan, Device &device, Communicat
   eopts.commDelayNsPerByte = o.commDelayNsPerByte;
   eopts.trace = !o.trace.empty();
   eopts.graph = o.cudaGraph;
+  eopts.nvmePath = o.nvmePath;
   Executor exec(std::move(plan), device, comm, eopts);
   bool needsParams = false;
   for (const auto &b : exec.plan().buffers())

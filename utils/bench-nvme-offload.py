@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+# ZeRO-Infinity on one machine: a GPT whose parameters, gradients and AdamW state
+# (16 bytes per parameter in f32) exceed the machine's memory trains with the
+# parameters and the optimizer on NVMe, at stage 3 on 2 ranks (mpirun, one process
+# per rank), starting from generated weights (--random-init: no host ever holds
+# the model). Prints, per rank, the measured peak resident memory against
+# --max-memory-gb and the report's host and device bytes; the loss; the NVMe bytes
+# each step moved against the report's; and the disk throughput the transfers
+# reached (their bytes over the time zero-run's profile gives nvme_read and
+# nvme_write) against a plain O_DIRECT write and read of the same size on the
+# same disk (dd oflag=direct / iflag=direct).
+#
+#   bench-nvme-offload.py --bin BUILD/bin --work DIR [--layers 40 --hidden 2048 ...]
+#                         [--steps 3] [--max-memory-gb 11]
+#
+# DIR must be on the disk to measure, with room for the NVMe files (the report's
+# file size per rank, twice) and the plain test (the same size); the script checks
+# `df` first and stops if it does not fit. Not part of the test suite: minutes of
+# I/O. Run with build/python-env/bin/python (the tests' environment).
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def gib(b):
+    return b / 2**30
+
+
+def plain_direct_io(path, total_bytes):
+    """Seconds to write then read `total_bytes` with O_DIRECT (dd, 4 MiB blocks)."""
+    blocks = max(1, total_bytes // (4 << 20))
+    t0 = time.time()
+    subprocess.run(["dd", "if=/dev/zero", "of=" + path, "bs=4M", "count=%d" % blocks,
+                    "oflag=direct", "conv=fsync", "status=none"], check=True)
+    t1 = time.time()
+    subprocess.run(["dd", "if=" + path, "of=/dev/null", "bs=4M", "iflag=direct",
+                    "status=none"], check=True)
+    t2 = time.time()
+    os.remove(path)
+    return blocks * (4 << 20), t1 - t0, t2 - t1
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--layers", type=int, default=40)
+    p.add_argument("--hidden", type=int, default=2048)
+    p.add_argument("--heads", type=int, default=16)
+    p.add_argument("--vocab", type=int, default=50257)
+    p.add_argument("--seq", type=int, default=64)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--max-memory-gb", type=float, default=11.0)
+    p.add_argument("--bucket-size-mb", type=float, default=100.0)
+    a = p.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    model = os.path.join(a.work, "gpt.onnx")
+    gen = subprocess.run([sys.executable, os.path.join(HERE, "gen_gpt_onnx.py"), model,
+                          "--layers", str(a.layers), "--hidden", str(a.hidden),
+                          "--heads", str(a.heads), "--vocab", str(a.vocab), "--seq",
+                          str(a.seq), "--batch", str(a.batch)],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    print(gen)
+    plan = os.path.join(a.work, "step.zplan")
+    flags = ["--zero-stage=3", "--world-size=2", "--offload-param=nvme",
+             "--offload-optimizer=nvme", "--bucket-size-mb=%g" % a.bucket_size_mb,
+             "--max-memory-gb=%g" % a.max_memory_gb]
+    t0 = time.time()
+    subprocess.run([os.path.join(a.bin, "zero-opt"), model, "-o", plan] + flags, check=True)
+    report = json.loads(subprocess.run(
+        [os.path.join(a.bin, "zero-opt"), model, "--report=json"] + flags,
+        check=True, capture_output=True, text=True).stdout)
+    print("compiled in %.1f s" % (time.time() - t0))
+    params = report["parameters"] if "parameters" in report else None
+    d, h, n = report["per_rank_bytes"], report["host_bytes"], report["nvme_bytes"]
+    states = 16 * (params or 0)
+    print("model: %s parameters; f32 parameters + gradients + AdamW state: %.1f GB "
+          "(%.1f GiB)" % (params, states / 1e9, gib(states)))
+    print("report per rank: device peak %.2f GiB, host peak %.2f GiB, NVMe file %.2f GiB "
+          "(params %.2f, optimizer state %.2f); per step NVMe read %.2f GiB, written "
+          "%.2f GiB" % (gib(d["total_peak"]), gib(h["host_peak"]), gib(n["file"]),
+                        gib(n["params"]), gib(n["optimizer_state"]),
+                        gib(n["read_per_step"]), gib(n["written_per_step"])))
+    need = 2 * n["file"] + n["file"]  # two ranks' files, then the plain test
+    free = shutil.disk_usage(a.work).free
+    print("disk at %s: %.1f GiB free, %.1f GiB needed" % (a.work, gib(free), gib(need)))
+    if free < need * 1.05:
+        print("not enough room on the disk: scale the model down (--layers, --hidden)")
+        return 1
+    # The token file: random u16 tokens below the vocabulary.
+    data = os.path.join(a.work, "tokens.u16")
+    if not os.path.exists(data):
+        import numpy as np
+        np.random.RandomState(0).randint(0, a.vocab, size=1 << 20).astype(np.uint16).tofile(data)
+    nvme_dir = os.path.join(a.work, "nvme")
+    os.makedirs(nvme_dir, exist_ok=True)
+    log = os.path.join(a.work, "log.json")
+    cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2",
+           os.path.join(a.bin, "zero-run"), plan, "--init", model, "--random-init", "1",
+           "--data", data, "--data-format", "u16", "--steps", str(a.steps), "--nvme-path",
+           nvme_dir, "--log-json", log, "--profile"]
+    t0 = time.time()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    wall = time.time() - t0
+    print(out.strip())
+    steps = [json.loads(l) for l in open(log)]
+    # On the CPU backend the device's arena is host memory too: a rank's resident
+    # memory holds both arenas (the report's device and host peaks).
+    limit = a.max_memory_gb * 2**30
+    predicted = d["total_peak"] + h["host_peak"]
+    for s in steps:
+        measured = s["measured_peak_bytes"]
+        print("step %d: loss %.4f, %.1f s; measured peak per rank %s GiB (report: device "
+              "%.2f + host %.2f = %.2f GiB; --max-memory-gb %.1f: %s); NVMe read %.2f GiB, "
+              "written %.2f GiB (report %.2f / %.2f)" % (
+                  s["step"], s["loss"], s["ms"] / 1e3,
+                  ", ".join("%.2f" % gib(m) for m in measured), gib(d["total_peak"]),
+                  gib(h["host_peak"]), gib(predicted), a.max_memory_gb,
+                  "within" if max(measured) <= limit else "OVER",
+                  gib(s["nvme_bytes"]["read"]), gib(s["nvme_bytes"]["written"]),
+                  gib(n["read_per_step"]), gib(n["written_per_step"])))
+    # Throughput: the profile's milliseconds per step of the two transfer kinds.
+    ms = {k: float(v) for k, v in re.findall(r"^\s+(nvme_read|nvme_write)\s+([0-9.]+) ms",
+                                             out, re.M)}
+    rd = n["read_per_step"] / (ms["nvme_read"] / 1e3) if ms.get("nvme_read") else 0
+    wr = n["written_per_step"] / (ms["nvme_write"] / 1e3) if ms.get("nvme_write") else 0
+    size, wt, rt = plain_direct_io(os.path.join(a.work, "plain.bin"), n["file"])
+    print("zero-run's NVMe transfers (rank 0, per step): read %.2f GB/s, write %.2f GB/s "
+          "(both ranks share the disk)" % (rd / 1e9, wr / 1e9))
+    print("plain O_DIRECT on the same disk, %.2f GiB: write %.2f GB/s, read %.2f GB/s" % (
+        gib(size), size / wt / 1e9, size / rt / 1e9))
+    print("wall time of the run: %.1f s; losses finite: %s" % (
+        wall, all(s["loss"] == s["loss"] and abs(s["loss"]) < 1e9 for s in steps)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
