@@ -16,7 +16,7 @@
 # parameter offload at stage 3 on 1 and 2 ranks, f32 and bf16, with the optimizer on
 # the device and offloaded too; both on NVMe at stage 3 (1 and 2 ranks, f32 and
 # bf16), the optimizer alone on NVMe at stage 2, the parameters on NVMe with the
-# optimizer in host memory.
+# optimizer in host memory and the other way round.
 # --quick: the stage 1-3 cases on 2 ranks, one bf16 case, two parameter offload
 # cases and one NVMe case (for the emulated GPU).
 # A checkpoint saved by either plan resumes in the other (the same losses follow).
@@ -54,7 +54,8 @@ FULL = [("", stage, world, [], OPT) for stage in (1, 2, 3) for world in (1, 2, 4
     ("nvme%s" % ("-" + prec if prec != "fp32" else ""), 3, world, ["--precision=" + prec],
      PARAM_NVME + OPT_NVME) for world in (1, 2) for prec in ("fp32", "bf16")] + [
     ("opt-nvme", 2, 2, [], OPT_NVME),
-    ("param-nvme-opt-cpu-bf16", 3, 2, ["--precision=bf16"], PARAM_NVME + OPT)]
+    ("param-nvme-opt-cpu-bf16", 3, 2, ["--precision=bf16"], PARAM_NVME + OPT),
+    ("param-cpu-opt-nvme", 3, 2, [], PARAM + OPT_NVME)]
 QUICK = [("", stage, 2, [], OPT) for stage in (1, 2, 3)] + [
     ("bf16", 2, 1, ["--precision=bf16"], OPT),
     ("param", 3, 2, [], PARAM),

@@ -248,7 +248,9 @@ int Executor::inputBuffer(int index) const {
 
 TensorView Executor::buffer(int i) const {
   const auto &b = plan_.buffers(i);
-  return TensorView{b.nvme() ? nullptr : (b.host() ? hostArena_ : arena_) + b.offset(), b.dtype(),
+  char *data = b.nvme() ? nullptr // in the NVMe file: no address
+                        : (b.host() ? hostArena_ : arena_) + b.offset();
+  return TensorView{data, b.dtype(),
                     std::vector<int64_t>(b.shape().begin(), b.shape().end())};
 }
 
@@ -636,17 +638,22 @@ Executor::NonFinite Executor::findNonFinite() {
   }
   if (hostTotal_)
     hostTotal_();
+  // Rare (the run stops): which element, on the host.
+  auto firstNonFinite = [&](int i) {
+    HostTensor h = read(i);
+    int64_t size = dtypeSize(h.dtype), numel = (int64_t)h.bytes.size() / size;
+    for (int64_t e = 0; e < numel; ++e)
+      if (!std::isfinite(floatValue(h.bytes.data() + e * size, h.dtype)))
+        return e;
+    return (int64_t)-1;
+  };
   for (int i : nvmeChecked_) {
     int64_t n = nvme_->nonFinite(plan_.buffers(i).offset());
     if (n == 0)
       continue;
     found.buffer = i;
     found.count = n;
-    HostTensor h = read(i);
-    int64_t size = dtypeSize(h.dtype), numel = (int64_t)h.bytes.size() / size;
-    for (int64_t e = 0; e < numel && found.element < 0; ++e)
-      if (!std::isfinite(floatValue(h.bytes.data() + e * size, h.dtype)))
-        found.element = e;
+    found.element = firstNonFinite(i);
     return found;
   }
   if (deviceTotal == 0 && hostTotalCount_ == 0)
@@ -666,12 +673,7 @@ Executor::NonFinite Executor::findNonFinite() {
       continue;
     found.buffer = finiteChecks_[j].buffer;
     found.count = (int64_t)n;
-    // Rare (the run stops): which element, on the host.
-    HostTensor h = read(found.buffer);
-    int64_t size = dtypeSize(h.dtype), numel = (int64_t)h.bytes.size() / size;
-    for (int64_t e = 0; e < numel && found.element < 0; ++e)
-      if (!std::isfinite(floatValue(h.bytes.data() + e * size, h.dtype)))
-        found.element = e;
+    found.element = firstNonFinite(found.buffer);
     break;
   }
   return found;

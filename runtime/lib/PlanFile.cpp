@@ -192,20 +192,25 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
     bool toHost = kern.kind() == Kernel::TO_HOST, toDevice = kern.kind() == Kernel::TO_DEVICE;
     bool nvmeRead = kern.kind() == Kernel::NVME_READ,
          nvmeWrite = kern.kind() == Kernel::NVME_WRITE;
-    if (nvmeRead || nvmeWrite) {
-      // NVMe offload: between one NVMe buffer and one host buffer of its type.
+    // A copy between memories: one buffer into one of the same bytes and type,
+    // `ok` saying whether the two lie where the kernel's kind says.
+    auto checkCopy = [&](auto ok, const char *rule) {
       ZRT_CHECK(kern.inputs_size() == 1 && kern.outputs_size() == 1,
                 what << ": " << where << " copies one buffer into one");
       const auto &in = plan.buffers(kern.inputs(0)), &out = plan.buffers(kern.outputs(0));
-      const auto &file = nvmeRead ? in : out, &host = nvmeRead ? out : in;
-      ZRT_CHECK(file.nvme() && host.host(),
-                what << ": " << where << " must copy "
-                     << (nvmeRead ? "an NVMe buffer into a host" : "a host buffer into an NVMe")
-                     << " buffer");
+      ZRT_CHECK(ok(in, out), what << ": " << where << " must copy " << rule);
       ZRT_CHECK(in.bytes() == out.bytes() && in.dtype() == out.dtype(),
                 what << ": " << where << " copies " << in.bytes() << " bytes of "
                      << dtypeName(in.dtype()) << " into " << out.bytes() << " bytes of "
                      << dtypeName(out.dtype()));
+    };
+    using Buf = zero::zplan::Buffer;
+    if (nvmeRead || nvmeWrite) { // NVMe offload: between the file and host memory
+      checkCopy(
+          [&](const Buf &in, const Buf &out) {
+            return nvmeRead ? in.nvme() && out.host() : in.host() && out.nvme();
+          },
+          nvmeRead ? "an NVMe buffer into a host buffer" : "a host buffer into an NVMe buffer");
       continue;
     }
     for (int idx : kern.inputs())
@@ -215,17 +220,11 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
       ZRT_CHECK(!plan.buffers(idx).nvme(), what << ": " << where << " writes NVMe buffer "
                                                 << idx << " (only nvme_write does)");
     if (toHost || toDevice) {
-      ZRT_CHECK(kern.inputs_size() == 1 && kern.outputs_size() == 1,
-                what << ": " << where << " copies one buffer into one");
-      const auto &in = plan.buffers(kern.inputs(0)), &out = plan.buffers(kern.outputs(0));
-      ZRT_CHECK(in.host() == toDevice && out.host() == toHost,
-                what << ": " << where << " must copy a "
-                     << (toHost ? "device buffer into a host" : "host buffer into a device")
-                     << " buffer");
-      ZRT_CHECK(in.bytes() == out.bytes() && in.dtype() == out.dtype(),
-                what << ": " << where << " copies " << in.bytes() << " bytes of "
-                     << dtypeName(in.dtype()) << " into " << out.bytes() << " bytes of "
-                     << dtypeName(out.dtype()));
+      checkCopy(
+          [&](const Buf &in, const Buf &out) {
+            return in.host() == toDevice && out.host() == toHost;
+          },
+          toHost ? "a device buffer into a host buffer" : "a host buffer into a device buffer");
     } else if (kern.outputs_size() > 0) {
       bool host = plan.buffers(kern.outputs(0)).host();
       for (int idx : kern.inputs())
