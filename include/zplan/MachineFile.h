@@ -30,6 +30,9 @@ inline constexpr const char *kKernelOverheadS = "kernel_overhead_s";
 /// Seconds per step of a ring collective (latency), and per byte on the wire.
 inline constexpr const char *kAlphaS = "alpha_s";
 inline constexpr const char *kBetaSPerByte = "beta_s_per_byte";
+/// Bytes/s a rank reads from and writes to its NVMe offload file (direct I/O).
+inline constexpr const char *kNvmeReadBandwidth = "nvme_read_bandwidth";
+inline constexpr const char *kNvmeWriteBandwidth = "nvme_write_bandwidth";
 
 } // namespace zplan::machine
 

@@ -7,6 +7,8 @@
 #include "zrt/Calibrate.h"
 #include "zrt/Float16.h"
 #include "zrt/Kernels.h"
+#include "zrt/NvmeFile.h"
+#include "zplan/PlanFormat.h"
 #include "zrt/ParallelFor.h"
 #include "zplan/MachineFile.h"
 
@@ -14,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -140,8 +143,40 @@ DeviceFigures measureHost() {
 
 } // namespace
 
-std::string zrt::calibrateMachine(Communicator &comm, Device *device, bool small) {
+/// Bytes/s of writing then reading `bytes` of a rank's NVMe file, as NVMe offload
+/// moves a buffer: block-aligned parts, one per thread and staging buffer.
+static std::pair<double, double> measureNvme(const std::string &dir, int rank, int64_t bytes) {
+  int threads = std::max(1, (int)std::thread::hardware_concurrency());
+  NvmeFile file(dir, rank, bytes, threads);
+  std::vector<char> host(bytes, 1);
+  auto timed = [&](bool write) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> parts;
+    int64_t step = bytes / threads / kNvmeAlignment * kNvmeAlignment;
+    for (int t = 0; t < threads; ++t) {
+      int64_t begin = t * step, end = t + 1 == threads ? bytes : begin + step;
+      parts.emplace_back([&, t, begin, end] {
+        if (write)
+          file.write(begin, host.data() + begin, end - begin, zero::zplan::U8, t, 0);
+        else
+          file.read(begin, host.data() + begin, end - begin, t);
+      });
+    }
+    for (auto &p : parts)
+      p.join();
+    return bytes / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                       .count();
+  };
+  double write = timed(true);
+  return {timed(false), write};
+}
+
+std::string zrt::calibrateMachine(Communicator &comm, Device *device, bool small,
+                                  const std::string &nvmePath) {
   DeviceFigures f = device ? measureDevice(*device, small) : measureHost();
+  std::pair<double, double> nvme;
+  if (!nvmePath.empty()) // 1 GiB: past the drive's own cache's effect on writes
+    nvme = measureNvme(nvmePath, comm.rank(), small ? 16 << 20 : int64_t(1) << 30);
 
   // Ring alpha and beta: all-gathers of a tiny and of a large buffer. With one
   // rank nothing crosses a wire.
@@ -177,6 +212,10 @@ std::string zrt::calibrateMachine(Communicator &comm, Device *device, bool small
   field(key::kMemoryBandwidth, f.bandwidth);
   field(key::kKernelOverheadS, f.overhead);
   field(key::kAlphaS, alpha);
+  if (!nvmePath.empty()) {
+    field(key::kNvmeReadBandwidth, nvme.first);
+    field(key::kNvmeWriteBandwidth, nvme.second);
+  }
   field(key::kBetaSPerByte, beta, true);
   os << "}\n";
   return os.str();

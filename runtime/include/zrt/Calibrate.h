@@ -21,9 +21,11 @@ namespace zrt {
 /// its own kernels (f32 and bf16 GEMMs, a copy, tanh, a one-element kernel), a
 /// batch of launches timed between two synchronizations; alpha and beta stay the
 /// host communicator's. `small`: tiny sizes, for testing the path on an emulated
-/// GPU.
+/// GPU. With `nvmePath` (zero-run --nvme-path), each rank also writes and reads a
+/// file there as NVMe offload does (NvmeFile: direct I/O, one part per thread;
+/// all ranks at once, as in a run) for the NVMe bandwidths.
 std::string calibrateMachine(Communicator &comm, Device *device = nullptr,
-                             bool small = false);
+                             bool small = false, const std::string &nvmePath = "");
 
 } // namespace zrt
 

@@ -77,7 +77,8 @@ const char *kUsage =
     "       zero-run --calibrate MACHINE.json   (measures this machine for\n"
     "                                           zero-opt --machine; under mpirun\n"
     "                                           the network too; --device cuda:\n"
-    "                                           the GPU's kernels)\n"
+    "                                           the GPU's kernels; --nvme-path DIR:\n"
+    "                                           that disk, as NVMe offload uses it)\n"
     "\n"
     "Runs a plan compiled by zero-opt. A plan compiled for N ranks runs as N\n"
     "threads of this process (GPUs 0..N-1 with --device cuda, NCCL communicators\n"
@@ -141,7 +142,8 @@ const char *kUsage =
     "  --collective-timeout S  a rank that waits for the others longer than S seconds\n"
     "                         (a collective, the GPU's NCCL work) names the wait and\n"
     "                         stops the job (default 600; 0: never)\n"
-    "  --test-calibrate-small   test only: --calibrate --device cuda with tiny sizes\n"
+    "  --test-calibrate-small   test only: --calibrate --device cuda with tiny sizes,\n"
+    "                         and a 16 MiB file for --nvme-path\n"
     "                         (an emulated GPU; the figures mean nothing)\n"
     "  --test-comm-delay-ns-per-byte D\n"
     "                         test only: slow every started collective by D ns per\n"
@@ -1139,7 +1141,7 @@ int run(const Options &o, Communicator &comm, bool launched) {
     if (deviceKind(o) == "cuda")
       gpu = makeCudaDevice(comm.rank() % cudaDeviceCount(), comm,
                            CudaOptions{o.allowTf32, false, o.cudnnAttention, o.generatedKernels, o.quiet});
-    std::string json = calibrateMachine(comm, gpu.get(), o.calibrateSmall);
+    std::string json = calibrateMachine(comm, gpu.get(), o.calibrateSmall, o.nvmePath);
     if (comm.rank() == 0) {
       writeFileAtomically(o.calibrate, json);
       if (!o.quiet)

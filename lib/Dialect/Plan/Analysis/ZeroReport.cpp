@@ -30,6 +30,8 @@ void countWork(ZeroReport &r, plan::KernelOp k) {
   ++r.stepKernels;
   if (kind == K::all_gather || kind == K::reduce_scatter || kind == K::all_reduce)
     return; // communication: the comm_elements_per_step figures
+  if (kind == K::nvme_read || kind == K::nvme_write)
+    return; // the disk's: the NVMe per-step figures
   ZeroReport::WorkClass c = kind == K::matmul ? ZeroReport::Gemm
                             : kind == K::attention || kind == K::attention_grad
                                 ? ZeroReport::Attention
@@ -278,6 +280,8 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
     os << llvm::format("  %-20s %12.3f ms\n", "compute", p.computeS * 1e3);
     os << llvm::format("  %-20s %12.3f ms\n", "communication", p.commS * 1e3);
     os << llvm::format("  %-20s %12.3f ms\n", "exposed_comm", p.exposedCommS * 1e3);
+    if (p.nvmeS > 0)
+      os << llvm::format("  %-20s %12.3f ms\n", "nvme", p.nvmeS * 1e3);
   }
   if (r.recomputeLevel) {
     os << "recomputation (activation checkpointing, level " << r.recomputeLevel << ")\n";
@@ -347,7 +351,8 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
         {"step_ms", r.predicted->stepS * 1e3},
         {"compute_ms", r.predicted->computeS * 1e3},
         {"comm_ms", r.predicted->commS * 1e3},
-        {"exposed_comm_ms", r.predicted->exposedCommS * 1e3}};
+        {"exposed_comm_ms", r.predicted->exposedCommS * 1e3},
+        {"nvme_ms", r.predicted->nvmeS * 1e3}};
   if (r.recomputeLevel) {
     llvm::json::Object rc{{"level", r.recomputeLevel}, {"kernels", r.recomputeKernels}};
     if (r.predicted) {

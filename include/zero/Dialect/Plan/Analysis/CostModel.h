@@ -32,6 +32,8 @@ struct MachineModel {
   /// Ranks that share the fast link (NVLink); beyond them, the `inter` figures.
   int64_t ranksPerNode = 1 << 30;
   double interAlphaS = 1e-5, interBetaSPerByte = 1e-9;
+  /// NVMe offload: bytes/s one rank reads from and writes to its file.
+  double nvmeReadBandwidth = 1e9, nvmeWriteBandwidth = 1e9;
 };
 
 /// "h100-nvlink" (8 GPUs per node over NVLink, InfiniBand NDR between nodes) and
@@ -44,6 +46,9 @@ mlir::FailureOr<MachineModel> loadMachineModel(llvm::StringRef nameOrPath,
 /// collectives in start order; a wait stalls compute until its collective is done.
 struct StepPrediction {
   double stepS = 0, computeS = 0, commS = 0, exposedCommS = 0;
+  /// NVMe offload's transfers: the step waits for each (zero-run issues none
+  /// ahead of its reader yet).
+  double nvmeS = 0;
   /// Floating-point work of the compute kernels, and of those that recompute
   /// activations (with their predicted time).
   double flops = 0, recomputeFlops = 0, recomputeS = 0;
