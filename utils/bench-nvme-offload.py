@@ -90,9 +90,9 @@ def main():
         [os.path.join(a.bin, "zero-opt"), model, "--report=json"] + flags,
         check=True, capture_output=True, text=True).stdout)
     print("compiled in %.1f s" % (time.time() - t0))
-    params = report["parameters"] if "parameters" in report else None
+    params = report["parameters"]
     d, h, n = report["per_rank_bytes"], report["host_bytes"], report["nvme_bytes"]
-    states = 16 * (params or 0)
+    states = 16 * params
     print("model: %s parameters; f32 parameters + gradients + AdamW state: %.1f GB "
           "(%.1f GiB)" % (params, states / 1e9, gib(states)))
     print("report per rank: device peak %.2f GiB, host peak %.2f GiB, NVMe file %.2f GiB "

@@ -8,7 +8,6 @@
 #include "zrt/Float16.h"
 #include "zrt/Kernels.h"
 #include "zrt/NvmeFile.h"
-#include "zplan/PlanFormat.h"
 #include "zrt/ParallelFor.h"
 #include "zplan/MachineFile.h"
 
@@ -152,10 +151,9 @@ static std::pair<double, double> measureNvme(const std::string &dir, int rank, i
   auto timed = [&](bool write) {
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> parts;
-    int64_t step = bytes / threads / kNvmeAlignment * kNvmeAlignment;
-    for (int t = 0; t < threads; ++t) {
-      int64_t begin = t * step, end = t + 1 == threads ? bytes : begin + step;
-      parts.emplace_back([&, t, begin, end] {
+    int t = 0;
+    for (auto [begin, end] : NvmeFile::parts(bytes, threads)) {
+      parts.emplace_back([&, t = t++, begin = begin, end = end] {
         if (write)
           file.write(begin, host.data() + begin, end - begin, zero::zplan::U8, t, 0);
         else

@@ -10,8 +10,8 @@
 #include "zrt/Float16.h"
 #include "zrt/HostWorker.h"
 #include "zrt/NvmeFile.h"
-#include "zplan/PlanFormat.h"
 #include "zrt/OnnxTensors.h"
+#include "zrt/PlanVerifier.h"
 #include "zrt/RandomInit.h"
 
 #include <algorithm>
@@ -58,29 +58,15 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
   }
 }
 
-/// Where kernel `k` runs: a host kernel's buffers are host buffers (the plan
-/// checker made sure all of them are), and the two copies cross.
-static bool runsOnHost(const zero::zplan::Plan &plan, int k) {
-  const auto &pk = plan.kernels(k);
-  if (pk.kind() == Kernel::NVME_READ || pk.kind() == Kernel::NVME_WRITE)
-    return true; // the host moves the bytes between the file and host memory
-  return pk.kind() != Kernel::TO_HOST && pk.kind() != Kernel::TO_DEVICE &&
-         pk.outputs_size() > 0 && plan.buffers(pk.outputs(0)).host();
-}
-
 /// An NVMe transfer as `parts` calls, each moving a block-aligned part of the
 /// buffer through a staging buffer of its own: as many requests in flight as the
 /// host worker has threads.
 static std::vector<KernelCall> splitNvmeTransfer(const KernelCall &call, int parts) {
-  int64_t bytes = call.nvmeEnd;
-  int64_t step = (bytes + parts - 1) / parts;
-  step = std::max<int64_t>(kNvmeAlignment,
-                           (step + kNvmeAlignment - 1) / kNvmeAlignment * kNvmeAlignment);
   std::vector<KernelCall> out;
-  for (int64_t begin = 0; begin < bytes || out.empty(); begin += step) {
+  for (auto [begin, end] : NvmeFile::parts(call.nvmeEnd, parts)) {
     KernelCall part = call;
     part.nvmeBegin = begin;
-    part.nvmeEnd = std::min(bytes, begin + step);
+    part.nvmeEnd = end;
     part.nvmeSlot = (int)out.size();
     out.push_back(part);
   }

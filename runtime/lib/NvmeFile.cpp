@@ -144,6 +144,15 @@ void NvmeFile::write(int64_t offset, const void *src, int64_t bytes, DType dtype
   nonFinite_[buffer] += bad;
 }
 
+std::vector<std::pair<int64_t, int64_t>> NvmeFile::parts(int64_t bytes, int parts) {
+  int64_t step = roundUp((bytes + parts - 1) / std::max(1, parts));
+  step = std::max(step, kNvmeAlignment);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t begin = 0; begin < bytes || out.empty(); begin += step)
+    out.push_back({begin, std::min(bytes, begin + step)});
+  return out;
+}
+
 void NvmeFile::check() const {
   struct stat byPath, byFd;
   ZRT_CHECK(::stat(path_.c_str(), &byPath) == 0,

@@ -116,6 +116,14 @@ std::map<int, int> pairStartsAndWaits(const Plan &plan, const std::string &what)
 
 } // namespace
 
+bool zrt::runsOnHost(const zero::zplan::Plan &plan, int k) {
+  const auto &pk = plan.kernels(k);
+  if (pk.kind() == Kernel::NVME_READ || pk.kind() == Kernel::NVME_WRITE)
+    return true; // the host moves the bytes between the file and host memory
+  return pk.kind() != Kernel::TO_HOST && pk.kind() != Kernel::TO_DEVICE &&
+         pk.outputs_size() > 0 && plan.buffers(pk.outputs(0)).host();
+}
+
 void zrt::verifyPlan(const Plan &plan, const std::string &what) {
   ZRT_CHECK(plan.outputs_size() > 0, what << ": the plan has no outputs");
 
@@ -171,12 +179,9 @@ void zrt::verifyPlan(const Plan &plan, const std::string &what) {
     // keeps its bytes for the whole step.
     bool hostKernelWrites = false;
     if (b.host() && first[i] < n) {
-      const auto &writer = plan.kernels(first[i]);
-      hostKernelWrites = writer.kind() != Kernel::TO_HOST &&
-                         writer.kind() != Kernel::TO_DEVICE &&
-                         std::count(writer.outputs().begin(), writer.outputs().end(), i) &&
-                         writer.outputs_size() > 0 &&
-                         plan.buffers(writer.outputs(0)).host();
+      const auto &outs = plan.kernels(first[i]).outputs();
+      hostKernelWrites =
+          runsOnHost(plan, first[i]) && std::count(outs.begin(), outs.end(), i);
     }
     if (b.role() != zero::zplan::TEMP || (b.host() && !hostKernelWrites)) {
       first[i] = 0;

@@ -52,6 +52,10 @@ public:
   void write(int64_t offset, const void *src, int64_t bytes, DType dtype, int slot,
              int64_t buffer);
 
+  /// A transfer of `bytes` as at most `parts` block-aligned parts [begin, end),
+  /// one per staging buffer, in flight at once (at least one part).
+  static std::vector<std::pair<int64_t, int64_t>> parts(int64_t bytes, int parts);
+
   /// Throws naming the file if it was deleted, replaced or cut since it was made
   /// (checked before each step: a read past its end would read nothing).
   void check() const;

@@ -35,6 +35,11 @@ namespace zrt {
 /// Expects a plan that passed validatePlan.
 void verifyPlan(const zero::zplan::Plan &plan, const std::string &what);
 
+/// Whether kernel `k` runs on the host worker: a kernel whose buffers are host
+/// buffers (the plan checks all of them are), and the NVMe transfers; the copies
+/// between device and host do not.
+bool runsOnHost(const zero::zplan::Plan &plan, int k);
+
 } // namespace zrt
 
 #endif // ZRT_PLANVERIFIER_H
