@@ -187,6 +187,8 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
         OffloadNvmePassOptions nopts;
         nopts.params = o.offloadParam == "nvme";
         nopts.optimizer = o.offloadOptimizer == "nvme";
+        // The NVMe reads run ahead as the gathers do.
+        nopts.readAhead = o.noOverlap ? 0 : o.prefetchBuckets;
         pm.addPass(createOffloadNvmePass(nopts));
       }
     }

@@ -51,6 +51,7 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
   } catch (...) {
     // No destructor runs for a failed constructor.
     hostWorker_.reset();
+    nvmeWorker_.reset();
     if (hostArena_)
       device_.releaseHost(hostArena_);
     device_.release(arena_);
@@ -77,41 +78,130 @@ BoundKernel Executor::bindKernel(const KernelTable &table, int k) {
   KernelCall call =
       planKernelCall(plan_, k, arena_, hostArena_, &comm_, async_.get(), nvme_.get());
   KernelKind kind = plan_.kernels(k).kind();
-  if (kind == Kernel::TO_HOST) {
+  HostWaits waits = hostWaits_[k];
+  if (kind == Kernel::TO_HOST || kind == Kernel::TO_DEVICE) {
+    // A copy is issued once the host tasks it needs are done: those that make
+    // its source, or still use the bytes it overwrites (a GPU copies when it gets
+    // to it, not when it is issued).
     BoundKernel copy = bindKernelCall(table, call);
     int64_t bytes = call.ins[0].bytes();
-    return [this, copy, bytes] {
+    int64_t &copied = kind == Kernel::TO_HOST ? copiedToHost_ : copiedToDevice_;
+    return [this, waits, copy, bytes, &copied] {
+      try {
+        if (waits.host)
+          hostWorker_->waitFor(hostBase_ + waits.host);
+        if (waits.nvme)
+          nvmeWorker_->waitFor(nvmeBase_ + waits.nvme);
+      } catch (const SkippedAfterFailure &) {
+        drainWorkers(); // throws the failure itself
+        throw;
+      }
       copy();
-      copiedToHost_ += bytes;
-    };
-  }
-  if (kind == Kernel::TO_DEVICE) {
-    // The host kernels that made its source must be done before the copy is
-    // issued (a GPU copies when it gets to it, not when it is issued).
-    BoundKernel copy = bindKernelCall(table, call);
-    HostWorker *worker = hostWorker_.get();
-    int64_t bytes = call.ins[0].bytes();
-    return [this, worker, copy, bytes] {
-      worker->drain();
-      copy();
-      copiedToDevice_ += bytes;
+      copied += bytes;
     };
   }
   if (!runsOnHost(plan_, k))
     return bindKernelCall(table, call);
-  // A host kernel: the CPU's, split across the worker's threads, run by the worker
-  // once the copies issued before it (its inputs) are done.
+  // A host kernel: the CPU's, split across its worker's threads (NVMe transfers:
+  // the NVMe worker's), run once the copies issued before it are done and the
+  // other worker's tasks it needs (bytes it reads or overwrites) have run.
   std::vector<BoundKernel> chunks;
   bool nvme = kind == Kernel::NVME_READ || kind == Kernel::NVME_WRITE;
-  for (const KernelCall &part : nvme ? splitNvmeTransfer(call, hostWorker_->threads())
-                                     : splitElementwise(call, hostWorker_->threads()))
+  HostWorker *worker = nvme ? nvmeWorker_.get() : hostWorker_.get();
+  HostWorker *other = nvme ? hostWorker_.get() : nvmeWorker_.get();
+  for (const KernelCall &part : nvme ? splitNvmeTransfer(call, worker->threads())
+                                     : splitElementwise(call, worker->threads()))
     chunks.push_back(bindKernelCall(cpuKernels(), part));
   Device::TransferFence fence = device_.makeTransferFence();
-  HostWorker *worker = hostWorker_.get();
-  return [worker, fence, chunks] {
+  int64_t otherTask = nvme ? waits.host : waits.nvme;
+  const int64_t *otherBase = nvme ? &hostBase_ : &nvmeBase_;
+  return [worker, other, otherTask, otherBase, fence, chunks] {
     fence.mark();
-    worker->enqueue(fence.wait, chunks);
+    worker->enqueue(
+        [fence, other, otherTask, otherBase] {
+          fence.wait();
+          if (otherTask)
+            other->waitFor(*otherBase + otherTask);
+        },
+        chunks);
   };
+}
+
+void Executor::findHostWaits() {
+  // Each worker runs its tasks in plan order, and copies wait for the host tasks
+  // before them through the transfer fence; what remains is a task of one worker
+  // (or a copy) that touches host bytes a task of the other touched earlier: it
+  // waits for the latest such task (a read after a write, a write after a read or
+  // a write). Waits point backward in plan order, so they cannot form a cycle.
+  enum Queue { kMain, kHost, kNvme };
+  struct Touch {
+    int64_t begin, end, task;
+    Queue queue;
+    bool write;
+  };
+  std::vector<Touch> touched;
+  int64_t given[3] = {0, 0, 0};
+  hostWaits_.assign(plan_.kernels_size(), HostWaits{});
+  for (int k = 0; k < plan_.kernels_size(); ++k) {
+    const auto &pk = plan_.kernels(k);
+    Queue q;
+    if (pk.kind() == Kernel::TO_HOST || pk.kind() == Kernel::TO_DEVICE)
+      q = kMain;
+    else if (!runsOnHost(plan_, k))
+      continue;
+    else
+      q = pk.kind() == Kernel::NVME_READ || pk.kind() == Kernel::NVME_WRITE ? kNvme : kHost;
+    auto hostRanges = [&](const auto &ids) {
+      std::vector<std::pair<int64_t, int64_t>> r;
+      for (int i : ids)
+        if (plan_.buffers(i).host() && plan_.buffers(i).bytes() > 0)
+          r.push_back({plan_.buffers(i).offset(),
+                       plan_.buffers(i).offset() + plan_.buffers(i).bytes()});
+      return r;
+    };
+    auto reads = hostRanges(pk.inputs()), writes = hostRanges(pk.outputs());
+    auto overlaps = [](const Touch &t, const std::vector<std::pair<int64_t, int64_t>> &rs) {
+      for (auto [b, e] : rs)
+        if (b < t.end && t.begin < e)
+          return true;
+      return false;
+    };
+    HostWaits &w = hostWaits_[k];
+    for (const Touch &t : touched) {
+      if (t.queue == q || !(overlaps(t, writes) || (t.write && overlaps(t, reads))))
+        continue;
+      int64_t &slot = t.queue == kHost ? w.host : w.nvme;
+      slot = std::max(slot, t.task);
+    }
+    if (q == kMain)
+      continue; // later host tasks wait for copies through the fence
+    int64_t task = ++given[q];
+    for (auto [b, e] : reads)
+      touched.push_back({b, e, task, q, false});
+    for (auto [b, e] : writes)
+      touched.push_back({b, e, task, q, true});
+  }
+}
+
+void Executor::drainWorkers() {
+  std::exception_ptr failure, skipped;
+  for (HostWorker *w : {nvmeWorker_.get(), hostWorker_.get()}) {
+    if (!w)
+      continue;
+    try {
+      w->drain();
+    } catch (const SkippedAfterFailure &) {
+      if (!skipped)
+        skipped = std::current_exception();
+    } catch (...) {
+      if (!failure)
+        failure = std::current_exception();
+    }
+  }
+  if (failure)
+    std::rethrow_exception(failure);
+  if (skipped)
+    std::rethrow_exception(skipped);
 }
 
 void Executor::bindKernels() {
@@ -136,11 +226,16 @@ void Executor::bindKernels() {
     int threads = options_.hostThreads > 0 ? options_.hostThreads
                                            : (int)std::thread::hardware_concurrency();
     hostWorker_ = std::make_unique<HostWorker>(threads);
-    // One staging buffer per worker thread: each moves one part of a transfer.
-    if (plan_.nvme_arena_bytes() > 0)
+    // One staging buffer per NVMe worker thread: each moves one part of a transfer.
+    if (plan_.nvme_arena_bytes() > 0) {
+      ZRT_CHECK(options_.nvmeQueueDepth >= 1 && options_.nvmeQueueDepth <= 1024,
+                "the NVMe queue depth must be 1 to 1024, not " << options_.nvmeQueueDepth);
+      nvmeWorker_ = std::make_unique<HostWorker>(options_.nvmeQueueDepth);
       nvme_ = std::make_unique<NvmeFile>(options_.nvmePath, comm_.rank(),
-                                         plan_.nvme_arena_bytes(), hostWorker_->threads());
+                                         plan_.nvme_arena_bytes(), nvmeWorker_->threads());
+    }
   }
+  findHostWaits();
   for (int k = 0; k < plan_.kernels_size(); ++k) {
     kernels_.push_back(bindKernel(table, k));
     kernelNames_.push_back(zero::zplan::kernelKindName(plan_.kernels(k).kind()));
@@ -170,8 +265,14 @@ void Executor::bindKernels() {
 
 Executor::~Executor() {
   async_.reset(); // join the communication thread before the arena goes
-  hostWorker_.reset(); // and the host kernels' thread (it finishes what it has)
-  nvme_.reset();       // then the NVMe file goes (removed from the disk)
+  try {
+    drainWorkers(); // both workers finish what they have (each may wait for the other)
+  } catch (const std::exception &) {
+    // Unwinding from a failed step: that failure is the one reported.
+  }
+  hostWorker_.reset(); // then their threads go
+  nvmeWorker_.reset();
+  nvme_.reset(); // then the NVMe file goes (removed from the disk)
   try {
     device_.synchronize();
   } catch (const std::exception &) {
@@ -190,14 +291,14 @@ void Executor::write(int i, const void *host, size_t bytes) {
             "writing " << bytes << " bytes into buffer " << i << " of "
                        << plan_.buffers(i).bytes());
   if (plan_.buffers(i).nvme()) {
-    hostWorker_->drain(); // staging buffer 0 is the worker's too
+    drainWorkers(); // staging buffer 0 is the NVMe worker's too
     int64_t offset = plan_.buffers(i).offset();
     nvme_->clearNonFinite(offset);
     nvme_->write(offset, host, (int64_t)bytes, plan_.buffers(i).dtype(), 0, offset);
     return;
   }
   if (plan_.buffers(i).host()) {
-    hostWorker_->drain();
+    drainWorkers();
     std::memcpy(buffer(i).data, host, bytes);
     return;
   }
@@ -211,12 +312,12 @@ HostTensor Executor::read(int i) {
   h.dtype = v.dtype;
   h.shape = v.shape;
   if (plan_.buffers(i).nvme()) {
-    hostWorker_->drain();
+    drainWorkers();
     nvme_->read(plan_.buffers(i).offset(), h.bytes.data(), v.bytes(), 0);
     return h;
   }
   if (plan_.buffers(i).host()) {
-    hostWorker_->drain();
+    drainWorkers();
     std::memcpy(h.bytes.data(), v.data, v.bytes());
     return h;
   }
@@ -439,6 +540,9 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
     nvme_->check(); // still there, whole: the step reads the model states from it
     nvme_->resetNonFinite();
   }
+  // The step's tasks count from here (both workers are idle between steps).
+  hostBase_ = hostWorker_ ? hostWorker_->given() : 0;
+  nvmeBase_ = nvmeWorker_ ? nvmeWorker_->given() : 0;
   int64_t live = 0;
   auto us = [&](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::micro>(t - epoch_).count();
@@ -540,8 +644,7 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
     if (timed) {
       auto begin = std::chrono::steady_clock::now();
       kernels_[k]();
-      if (hostWorker_)
-        hostWorker_->drain(); // a host kernel's span ends when the worker ran it
+      drainWorkers(); // a host kernel's span ends when its worker ran it
       device_.synchronize(); // a kernel's span ends when the device is done with it
       auto end = std::chrono::steady_clock::now();
       const std::string &name = kernelNames_[k];
@@ -555,8 +658,7 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
     }
     gatheredAfter(k);
   }
-  if (hostWorker_)
-    hostWorker_->drain();
+  drainWorkers();
   device_.synchronize();
   if (options_.trace && async_)
     for (auto &e : async_->takeEvents())
@@ -612,8 +714,7 @@ Executor::NonFinite Executor::findNonFinite() {
     if (!hostAll.ins.empty())
       hostTotal_ = bindKernelCall(cpuKernels(), hostAll);
   }
-  if (hostWorker_)
-    hostWorker_->drain(); // the offloaded optimizer's last writes
+  drainWorkers(); // the offloaded optimizer's last writes
   NonFinite found;
   float deviceTotal = 0;
   hostTotalCount_ = 0;

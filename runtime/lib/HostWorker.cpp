@@ -23,12 +23,27 @@ HostWorker::~HostWorker() {
   thread_.join();
 }
 
-void HostWorker::enqueue(std::function<void()> before, std::vector<BoundKernel> chunks) {
+int64_t HostWorker::enqueue(std::function<void()> before, std::vector<BoundKernel> chunks) {
+  int64_t ticket;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back({std::move(before), std::move(chunks)});
+    ticket = ++given_;
   }
   wake_.notify_all();
+  return ticket;
+}
+
+int64_t HostWorker::given() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return given_;
+}
+
+void HostWorker::waitFor(int64_t ticket) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [&] { return done_ >= ticket || failed_; });
+  if (failed_)
+    throw SkippedAfterFailure("skipped: a host task it waits for failed");
 }
 
 void HostWorker::drain() {
@@ -37,6 +52,7 @@ void HostWorker::drain() {
   if (error_) {
     std::exception_ptr e = error_;
     error_ = nullptr;
+    failed_ = false;
     std::rethrow_exception(e);
   }
 }
@@ -53,6 +69,7 @@ void HostWorker::loop() {
       queue_.pop_front();
       busy_ = !error_;
       if (error_) { // a task failed: the rest is skipped until drain reports it
+        ++done_;
         idle_.notify_all();
         continue;
       }
@@ -67,8 +84,11 @@ void HostWorker::loop() {
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (failure && !error_)
+      if (failure && !error_) {
         error_ = failure;
+        failed_ = true;
+      }
+      ++done_;
       busy_ = false;
     }
     idle_.notify_all();

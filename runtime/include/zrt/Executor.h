@@ -42,6 +42,9 @@ struct ExecutorOptions {
   bool graph = true;
   /// NVMe offload: the folder of each rank's NVMe file (NvmeFile.h).
   std::string nvmePath;
+  /// NVMe offload: requests in flight (each transfer's parts; the NVMe worker's
+  /// threads, each with a staging buffer of its own).
+  int nvmeQueueDepth = 8;
 };
 
 /// One span of a traced run: `track` 0 is compute, 1 communication.
@@ -154,6 +157,8 @@ private:
   /// Kernel `k`: from `table`, or the CPU's on the host worker (an offloaded
   /// optimizer's), or a copy between the arenas.
   BoundKernel bindKernel(const KernelTable &table, int k);
+  /// Fills hostWaits_ (before binding).
+  void findHostWaits();
   /// run() and runProfiled(): with `msByKernel` or a trace, each kernel is timed
   /// to the end of its device work.
   void runKernels(std::map<std::string, double> *msByKernel);
@@ -165,6 +170,20 @@ private:
   /// An offloaded optimizer's memory, and the thread that runs its kernels.
   char *hostArena_ = nullptr;
   std::unique_ptr<HostWorker> hostWorker_;
+  /// NVMe offload: the worker that runs the transfers, beside hostWorker_.
+  std::unique_ptr<HostWorker> nvmeWorker_;
+  /// Per kernel: the tasks of this step it waits for on hostWorker_ and on
+  /// nvmeWorker_ (1-based, in the order the step gives them; 0: none), found at
+  /// bind time from the host bytes each reads and writes (see bindKernels).
+  struct HostWaits {
+    int64_t host = 0, nvme = 0;
+  };
+  std::vector<HostWaits> hostWaits_;
+  /// Tickets each worker had given before this step began.
+  int64_t hostBase_ = 0, nvmeBase_ = 0;
+  /// Waits for both workers; throws the first failure (a task's own, rather than
+  /// one that was skipped because the other worker failed).
+  void drainWorkers();
   std::vector<BoundKernel> kernels_;
   /// Kernel k's kind as profiles and traces name it, spelled once at bind time.
   std::vector<std::string> kernelNames_;

@@ -90,6 +90,8 @@ const char *kUsage =
     "  --nvme-path DIR        NVMe offload: the folder of each rank's NVMe file\n"
     "                         (zero-opt --offload-param=nvme, --offload-optimizer=nvme;\n"
     "                         made at the start with direct I/O, removed at the end)\n"
+    "  --nvme-queue-depth N   NVMe offload: requests in flight, each through a 4 MiB\n"
+    "                         staging buffer of its own (default 8; 1 to 1024)\n"
     "  --random-init SEED     with --init MODEL.onnx: generate the parameters instead\n"
     "                         (GPT-2's initialization; each rank only its shard, the\n"
     "                         same values on any number of ranks; the model's\n"
@@ -212,6 +214,7 @@ struct Options {
   uint64_t seed = 0;
   std::optional<uint64_t> randomInit; // --random-init SEED
   std::string nvmePath;               // --nvme-path DIR
+  int nvmeQueueDepth = 8;             // --nvme-queue-depth N
 };
 
 int64_t parseInt(const std::string &flag, const std::string &v) {
@@ -268,6 +271,10 @@ Options parseArgs(int argc, char **argv) {
       slot = path;
     } else if (is("--nvme-path")) {
       o.nvmePath = value("--nvme-path");
+    } else if (is("--nvme-queue-depth")) {
+      int64_t n = parseInt("--nvme-queue-depth", value("--nvme-queue-depth"));
+      ZRT_CHECK(n >= 1 && n <= 1024, "--nvme-queue-depth=" << n << ": must be 1 to 1024");
+      o.nvmeQueueDepth = (int)n;
     } else if (is("--random-init")) {
       o.randomInit = (uint64_t)parseInt("--random-init", value("--random-init"));
     } else if (is("--inputs")) {
@@ -923,6 +930,7 @@ int runRank(const Options &o, zero::zplan::Plan plan, Device &device, Communicat
   eopts.trace = !o.trace.empty();
   eopts.graph = o.cudaGraph;
   eopts.nvmePath = o.nvmePath;
+  eopts.nvmeQueueDepth = o.nvmeQueueDepth;
   Executor exec(std::move(plan), device, comm, eopts);
   bool needsParams = false;
   for (const auto &b : exec.plan().buffers())

@@ -299,12 +299,18 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
     return module.emitError("no plan.program @main to predict"), failure();
   int64_t n = program.getWorldSizeAttr().getInt();
   StepPrediction p;
-  double now = 0, commFree = 0;
+  double now = 0, commFree = 0, nvmeFree = 0;
   DenseMap<int64_t, double> doneAt; // request -> when its collective ends
+  DenseMap<Value, double> readAt;   // an NVMe read's result -> when it is in
   for (Operation &op : program.getBody().front()) {
     auto k = dyn_cast<plan::KernelOp>(op);
     if (!k)
       continue;
+    for (Value in : k.getInputs())
+      if (auto it = readAt.find(in); it != readAt.end() && it->second > now) {
+        p.exposedNvmeS += it->second - now;
+        now = it->second;
+      }
     using K = plan::KernelKind;
     K kind = plan::synchronousKind(k.getKernel());
     bool started = kind != k.getKernel();
@@ -335,7 +341,10 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
       double t = bytesOf(k.getInputs()[0]) /
                  (kind == K::nvme_read ? m.nvmeReadBandwidth : m.nvmeWriteBandwidth);
       p.nvmeS += t;
-      now += t;
+      // A write's source is made by now: compute is one stream in this model.
+      nvmeFree = std::max(now, nvmeFree) + t;
+      if (kind == K::nvme_read)
+        readAt[k.getOutputs()[0]] = nvmeFree;
       continue;
     }
     double t = kernelSeconds(m, k);
@@ -346,6 +355,10 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
       p.recomputeFlops += kernelFlops(k);
     }
     now += t;
+  }
+  if (nvmeFree > now) { // the writes behind end the step
+    p.exposedNvmeS += nvmeFree - now;
+    now = nvmeFree;
   }
   p.stepS = now;
   return p;

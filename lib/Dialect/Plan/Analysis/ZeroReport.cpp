@@ -280,8 +280,10 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
     os << llvm::format("  %-20s %12.3f ms\n", "compute", p.computeS * 1e3);
     os << llvm::format("  %-20s %12.3f ms\n", "communication", p.commS * 1e3);
     os << llvm::format("  %-20s %12.3f ms\n", "exposed_comm", p.exposedCommS * 1e3);
-    if (p.nvmeS > 0)
+    if (p.nvmeS > 0) {
       os << llvm::format("  %-20s %12.3f ms\n", "nvme", p.nvmeS * 1e3);
+      os << llvm::format("  %-20s %12.3f ms\n", "exposed_nvme", p.exposedNvmeS * 1e3);
+    }
   }
   if (r.recomputeLevel) {
     os << "recomputation (activation checkpointing, level " << r.recomputeLevel << ")\n";
@@ -352,7 +354,8 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
         {"compute_ms", r.predicted->computeS * 1e3},
         {"comm_ms", r.predicted->commS * 1e3},
         {"exposed_comm_ms", r.predicted->exposedCommS * 1e3},
-        {"nvme_ms", r.predicted->nvmeS * 1e3}};
+        {"nvme_ms", r.predicted->nvmeS * 1e3},
+        {"exposed_nvme_ms", r.predicted->exposedNvmeS * 1e3}};
   if (r.recomputeLevel) {
     llvm::json::Object rc{{"level", r.recomputeLevel}, {"kernels", r.recomputeKernels}};
     if (r.predicted) {

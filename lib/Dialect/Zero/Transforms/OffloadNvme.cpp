@@ -105,6 +105,32 @@ struct OffloadNvmePass : public zero::impl::OffloadNvmePassBase<OffloadNvmePass>
       b.setInsertionPointAfter(after);
       operand.set(compute::NvmeWriteOp::create(b, v.getLoc(), v));
     }
+    if (readAhead > 0)
+      issueReadsAhead(entry);
+  }
+
+  /// Moves each op's reads `readAhead` NVMe-reading ops earlier: the reads of the
+  /// i-th such op go right before the (i - readAhead)-th (the first readAhead + 1
+  /// ops' reads all before the first), so that the NVMe worker reads while the
+  /// ops before run, in the order the reads are needed. Reads read arguments
+  /// only, and every write of an argument follows its reads: nothing they depend
+  /// on is crossed.
+  void issueReadsAhead(Block &entry) {
+    SmallVector<Operation *> readers;
+    DenseMap<Operation *, SmallVector<Operation *>> readsOf;
+    for (Operation &op : entry)
+      if (auto read = dyn_cast<compute::NvmeReadOp>(op)) {
+        Operation *reader = *read->getUsers().begin();
+        auto &reads = readsOf[reader];
+        if (reads.empty())
+          readers.push_back(reader);
+        reads.push_back(read);
+      }
+    for (size_t i = 1; i < readers.size(); ++i) {
+      Operation *before = readers[i < (size_t)readAhead ? 0 : i - readAhead];
+      for (Operation *read : readsOf[readers[i]])
+        read->moveBefore(before);
+    }
   }
 };
 

@@ -44,11 +44,13 @@ mlir::FailureOr<MachineModel> loadMachineModel(llvm::StringRef nameOrPath,
 
 /// The plan's step on `machine`: compute and communication on two streams,
 /// collectives in start order; a wait stalls compute until its collective is done.
+/// NVMe transfers run on a third, in plan order (zero-run's NVMe worker): a read
+/// starts when issued or when the one before ends, and a kernel that reads its
+/// result waits for it; the step ends when the last write has.
 struct StepPrediction {
   double stepS = 0, computeS = 0, commS = 0, exposedCommS = 0;
-  /// NVMe offload's transfers: the step waits for each (zero-run issues none
-  /// ahead of its reader yet).
-  double nvmeS = 0;
+  /// NVMe offload's transfers, and the part of the step spent waiting for them.
+  double nvmeS = 0, exposedNvmeS = 0;
   /// Floating-point work of the compute kernels, and of those that recompute
   /// activations (with their predicted time).
   double flops = 0, recomputeFlops = 0, recomputeS = 0;

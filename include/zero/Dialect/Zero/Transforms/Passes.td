@@ -83,7 +83,12 @@ def OffloadNvmePass : Pass<"zero-offload-nvme", "mlir::ModuleOp"> {
     reads it gets its own `compute.nvme_read` right before it (a host copy lives
     only while it is read), and the new value the step returns for it is written
     back by a `compute.nvme_write` once it is made and the old value's last read
-    is done, so the lowering writes it in place.
+    is done, so the lowering writes it in place. With `read-ahead` N, the reads
+    of each op move before the N-th op that reads NVMe before it (the reads of
+    the first N + 1 such ops all before the first one): the runtime's NVMe worker
+    then reads while those ops run, in the order the reads are needed, as the
+    collective schedule starts stage-3 gathers `prefetch-buckets` ahead. Each read
+    ahead holds its host copy longer: host bytes for speed.
 
     ```mlir
     %m = compute.nvme_read %exp_avg : tensor<4096xf32>
@@ -97,6 +102,9 @@ def OffloadNvmePass : Pass<"zero-offload-nvme", "mlir::ModuleOp"> {
            "Move the host-held parameter slices (--offload-param) to NVMe.">,
     Option<"optimizer", "optimizer", "bool", "false",
            "Move the host-held master weights and optimizer state to NVMe.">,
+    Option<"readAhead", "read-ahead", "int64_t", "0",
+           "Issue each op's reads this many NVMe-reading ops ahead (0: right "
+           "before it; zero-opt passes --prefetch-buckets).">,
   ];
 }
 
