@@ -6,9 +6,12 @@
 # the model). Prints, per rank, the measured peak resident memory against
 # --max-memory-gb and the report's host and device bytes; the loss; the NVMe bytes
 # each step moved against the report's; and the disk throughput the transfers
-# reached (their bytes over the time zero-run's profile gives nvme_read and
-# nvme_write) against a plain O_DIRECT write and read of the same size on the
-# same disk (4 MiB requests, one at a time).
+# reached (their bytes over the time transfers of that kind were in flight, which
+# zero-run measures as they run) against a plain O_DIRECT write and read of the
+# same size on the same disk (4 MiB requests, one at a time). Two plans run: NVMe
+# reads issued ahead of their readers (the default, as far ahead as the gathers'
+# --prefetch-buckets) and each read right before its reader (--nvme-read-ahead=0),
+# so the step times show what reading ahead saves.
 #
 #   bench-nvme-offload.py --bin BUILD/bin --work DIR [--layers 40 --hidden 2048 ...]
 #                         [--steps 3] [--max-memory-gb 11]
@@ -20,7 +23,6 @@
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -80,26 +82,28 @@ def main():
                           str(a.seq), "--batch", str(a.batch)],
                          check=True, capture_output=True, text=True).stdout.strip()
     print(gen)
-    plan = os.path.join(a.work, "step.zplan")
     flags = ["--zero-stage=3", "--world-size=2", "--offload-param=nvme",
              "--offload-optimizer=nvme", "--bucket-size-mb=%g" % a.bucket_size_mb,
              "--max-memory-gb=%g" % a.max_memory_gb]
+    # Two plans: NVMe reads issued ahead (as the gathers, --prefetch-buckets) and
+    # each read right before its reader (--nvme-read-ahead=0), the same bytes.
+    variants = [("reads ahead", []), ("reads at use", ["--nvme-read-ahead=0"])]
+    reports = {}
     t0 = time.time()
-    subprocess.run([os.path.join(a.bin, "zero-opt"), model, "-o", plan] + flags, check=True)
-    report = json.loads(subprocess.run(
-        [os.path.join(a.bin, "zero-opt"), model, "--report=json"] + flags,
-        check=True, capture_output=True, text=True).stdout)
+    for name, extra in variants:
+        plan = os.path.join(a.work, "step-%d.zplan" % len(reports))
+        subprocess.run([os.path.join(a.bin, "zero-opt"), model, "-o", plan] + flags + extra,
+                       check=True)
+        reports[name] = (plan, json.loads(subprocess.run(
+            [os.path.join(a.bin, "zero-opt"), model, "--report=json"] + flags + extra,
+            check=True, capture_output=True, text=True).stdout))
     print("compiled in %.1f s" % (time.time() - t0))
+    report = reports["reads ahead"][1]
     params = report["parameters"]
-    d, h, n = report["per_rank_bytes"], report["host_bytes"], report["nvme_bytes"]
+    n = report["nvme_bytes"]
     states = 16 * params
     print("model: %s parameters; f32 parameters + gradients + AdamW state: %.1f GB "
           "(%.1f GiB)" % (params, states / 1e9, gib(states)))
-    print("report per rank: device peak %.2f GiB, host peak %.2f GiB, NVMe file %.2f GiB "
-          "(params %.2f, optimizer state %.2f); per step NVMe read %.2f GiB, written "
-          "%.2f GiB" % (gib(d["total_peak"]), gib(h["host_peak"]), gib(n["file"]),
-                        gib(n["params"]), gib(n["optimizer_state"]),
-                        gib(n["read_per_step"]), gib(n["written_per_step"])))
     need = 2 * n["file"] + n["file"]  # two ranks' files, then the plain test
     free = shutil.disk_usage(a.work).free
     print("disk at %s: %.1f GiB free, %.1f GiB needed" % (a.work, gib(free), gib(need)))
@@ -113,45 +117,66 @@ def main():
         np.random.RandomState(0).randint(0, a.vocab, size=1 << 20).astype(np.uint16).tofile(data)
     nvme_dir = os.path.join(a.work, "nvme")
     os.makedirs(nvme_dir, exist_ok=True)
-    log = os.path.join(a.work, "log.json")
-    cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2",
-           os.path.join(a.bin, "zero-run"), plan, "--init", model, "--random-init", "1",
-           "--data", data, "--data-format", "u16", "--steps", str(a.steps), "--nvme-path",
-           nvme_dir, "--log-json", log, "--profile"]
-    t0 = time.time()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    wall = time.time() - t0
-    print(out.strip())
-    steps = [json.loads(l) for l in open(log)]
-    # On the CPU backend the device's arena is host memory too: a rank's resident
-    # memory holds both arenas (the report's device and host peaks).
     limit = a.max_memory_gb * 2**30
-    predicted = d["total_peak"] + h["host_peak"]
-    for s in steps:
-        measured = s["measured_peak_bytes"]
-        print("step %d: loss %.4f, %.1f s; measured peak per rank %s GiB (report: device "
-              "%.2f + host %.2f = %.2f GiB; --max-memory-gb %.1f: %s); NVMe read %.2f GiB, "
-              "written %.2f GiB (report %.2f / %.2f)" % (
-                  s["step"], s["loss"], s["ms"] / 1e3,
-                  ", ".join("%.2f" % gib(m) for m in measured), gib(d["total_peak"]),
-                  gib(h["host_peak"]), gib(predicted), a.max_memory_gb,
-                  "within" if max(measured) <= limit else "OVER",
-                  gib(s["nvme_bytes"]["read"]), gib(s["nvme_bytes"]["written"]),
-                  gib(n["read_per_step"]), gib(n["written_per_step"])))
-    # Throughput: the profile's milliseconds per step of the two transfer kinds.
-    ms = {k: float(v) for k, v in re.findall(r"^\s+(nvme_read|nvme_write)\s+([0-9.]+) ms",
-                                             out, re.M)}
-    rd = n["read_per_step"] / (ms["nvme_read"] / 1e3) if ms.get("nvme_read") else 0
-    wr = n["written_per_step"] / (ms["nvme_write"] / 1e3) if ms.get("nvme_write") else 0
+    finite = True
+    busy = {}
+    for name, _ in variants:
+        plan, r = reports[name]
+        d, h, n = r["per_rank_bytes"], r["host_bytes"], r["nvme_bytes"]
+        pred = r.get("predicted", {})
+        print("\n%s: report per rank: device peak %.2f GiB, host peak %.2f GiB, NVMe file "
+              "%.2f GiB (params %.2f, optimizer state %.2f); per step NVMe read %.2f GiB, "
+              "written %.2f GiB; predicted NVMe %.1f s, of which the step waits %.1f s" % (
+                  name, gib(d["total_peak"]), gib(h["host_peak"]), gib(n["file"]),
+                  gib(n["params"]), gib(n["optimizer_state"]), gib(n["read_per_step"]),
+                  gib(n["written_per_step"]), pred.get("nvme_ms", 0) / 1e3,
+                  pred.get("exposed_nvme_ms", 0) / 1e3))
+        log = os.path.join(a.work, "log.json")
+        cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2",
+               os.path.join(a.bin, "zero-run"), plan, "--init", model, "--random-init", "1",
+               "--data", data, "--data-format", "u16", "--steps", str(a.steps),
+               "--nvme-path", nvme_dir, "--log-json", log]
+        t0 = time.time()
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        wall = time.time() - t0
+        print(out.strip())
+        steps = [json.loads(l) for l in open(log)]
+        # On the CPU backend the device's arena is host memory too: a rank's resident
+        # memory holds both arenas (the report's device and host peaks).
+        predicted = d["total_peak"] + h["host_peak"]
+        for s in steps:
+            measured = s["measured_peak_bytes"]
+            print("step %d: loss %.4f, %.1f s; measured peak per rank %s GiB (report: "
+                  "device %.2f + host %.2f = %.2f GiB; --max-memory-gb %.1f: %s); NVMe "
+                  "read %.2f GiB in %.1f s busy, written %.2f GiB in %.1f s busy (report "
+                  "%.2f / %.2f GiB)" % (
+                      s["step"], s["loss"], s["ms"] / 1e3,
+                      ", ".join("%.2f" % gib(m) for m in measured), gib(d["total_peak"]),
+                      gib(h["host_peak"]), gib(predicted), a.max_memory_gb,
+                      "within" if max(measured) <= limit else "OVER",
+                      gib(s["nvme_bytes"]["read"]), s["nvme_busy_s"]["read"],
+                      gib(s["nvme_bytes"]["written"]), s["nvme_busy_s"]["write"],
+                      gib(n["read_per_step"]), gib(n["written_per_step"])))
+            finite &= s["loss"] == s["loss"] and abs(s["loss"]) < 1e9
+        # Throughput: the bytes over the time a transfer of that kind was in flight
+        # (rank 0's, measured as they ran), over the steps after the first.
+        later = steps[1:] or steps
+        rd = sum(s["nvme_bytes"]["read"] for s in later) / sum(s["nvme_busy_s"]["read"] for s in later)
+        wr = sum(s["nvme_bytes"]["written"] for s in later) / sum(s["nvme_busy_s"]["write"] for s in later)
+        busy[name] = (rd, wr)
+        print("%s: mean step after the first %.1f s; zero-run's NVMe transfers (rank 0, "
+              "per busy second): read %.2f GB/s, write %.2f GB/s; the two ranks share the "
+              "disk and move the same bytes in step, so together about %.2f and %.2f "
+              "GB/s; wall time of the run %.1f s" % (
+                  name, sum(s["ms"] for s in later) / len(later) / 1e3, rd / 1e9, wr / 1e9,
+                  2 * rd / 1e9, 2 * wr / 1e9, wall))
     size, wt, rt = plain_direct_io(os.path.join(a.work, "plain.bin"), n["file"])
-    print("zero-run's NVMe transfers (rank 0's profile, per step): read %.2f GB/s, write "
-          "%.2f GB/s; the two ranks share the disk and move the same bytes in step, so "
-          "together about %.2f and %.2f GB/s" % (rd / 1e9, wr / 1e9, 2 * rd / 1e9,
-                                                 2 * wr / 1e9))
-    print("plain O_DIRECT on the same disk, %.2f GiB: write %.2f GB/s, read %.2f GB/s" % (
+    print("\nplain O_DIRECT on the same disk, %.2f GiB: write %.2f GB/s, read %.2f GB/s" % (
         gib(size), size / wt / 1e9, size / rt / 1e9))
-    print("wall time of the run: %.1f s; losses finite: %s" % (
-        wall, all(s["loss"] == s["loss"] and abs(s["loss"]) < 1e9 for s in steps)))
+    for name, (rd, wr) in busy.items():
+        print("%s: both ranks' NVMe throughput against plain O_DIRECT: read %.0f%%, "
+              "write %.0f%%" % (name, 100 * 2 * rd / (size / rt), 100 * 2 * wr / (size / wt)))
+    print("losses finite: %s" % finite)
     return 0
 
 

@@ -124,6 +124,12 @@ def main():
                         print("%s: zero-run read/wrote %s NVMe bytes per step, the report "
                               "says %s" % (name, sorted(moved), expected))
                         ok = False
+                    # Busy time is measured around the transfers: some for each kind.
+                    if not all(s["nvme_busy_s"]["read"] > 0 and s["nvme_busy_s"]["write"] > 0
+                               for s in steps):
+                        print("%s: an NVMe busy time is not positive: %s" %
+                              (name, [s["nvme_busy_s"] for s in steps]))
+                        ok = False
                     left = [f for f in os.listdir(work) if f.endswith(".nvme")]
                     if left:
                         print("%s: zero-run left its NVMe files behind: %s" % (name, left))

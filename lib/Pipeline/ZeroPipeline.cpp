@@ -89,6 +89,9 @@ std::optional<zero::OptionProblem> zero::findOptionProblem(const ZeroPipelineOpt
     return count("persistence-threshold", o.persistenceThreshold, "must be >= 0 (elements)");
   if (o.prefetchBuckets < 0)
     return count("prefetch-buckets", o.prefetchBuckets, "must be >= 0");
+  if (o.nvmeReadAhead < -1)
+    return count("nvme-read-ahead", o.nvmeReadAhead,
+                 "must be >= 0 (-1: as --prefetch-buckets)");
   if (!(std::isfinite(o.maxLiveMb) && o.maxLiveMb >= 0))
     return number("max-live-mb", o.maxLiveMb, "must be finite and >= 0 (MiB; 0: no limit)");
   if (!(std::isfinite(o.fuseBelowKb) && o.fuseBelowKb >= 0))
@@ -187,8 +190,10 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
         OffloadNvmePassOptions nopts;
         nopts.params = o.offloadParam == "nvme";
         nopts.optimizer = o.offloadOptimizer == "nvme";
-        // The NVMe reads run ahead as the gathers do.
-        nopts.readAhead = o.noOverlap ? 0 : o.prefetchBuckets;
+        // The NVMe reads run ahead as the gathers do, unless told otherwise.
+        nopts.readAhead = o.nvmeReadAhead >= 0 ? o.nvmeReadAhead
+                          : o.noOverlap        ? 0
+                                               : o.prefetchBuckets;
         pm.addPass(createOffloadNvmePass(nopts));
       }
     }

@@ -525,8 +525,8 @@ void Executor::setInput(int index, const onnx::TensorProto &t) {
 
 void Executor::run() { runKernels(nullptr); }
 
-std::pair<int64_t, int64_t> Executor::takeNvmeTraffic() {
-  return nvme_ ? nvme_->takeTraffic() : std::pair<int64_t, int64_t>{0, 0};
+NvmeTraffic Executor::takeNvmeTraffic() {
+  return nvme_ ? nvme_->takeTraffic() : NvmeTraffic{};
 }
 
 std::string Executor::nvmeFilePath() const { return nvme_ ? nvme_->path() : ""; }

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
+#include <utility>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -104,7 +106,30 @@ NvmeFile::~NvmeFile() {
   ::unlink(path_.c_str());
 }
 
+void NvmeFile::busy(bool read, bool start) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto now = std::chrono::steady_clock::now();
+  if (start) {
+    if (inFlight_++ == 0)
+      busySince_ = now;
+    return;
+  }
+  if (--inFlight_ == 0)
+    (read ? traffic_.readS : traffic_.writeS) +=
+        std::chrono::duration<double>(now - busySince_).count();
+}
+
+namespace {
+/// busy(start) now, busy(end) when the request returns or throws.
+struct InFlight {
+  std::function<void(bool)> mark;
+  explicit InFlight(std::function<void(bool)> m) : mark(std::move(m)) { mark(true); }
+  ~InFlight() { mark(false); }
+};
+} // namespace
+
 void NvmeFile::read(int64_t offset, void *dst, int64_t bytes, int slot) {
+  InFlight inFlight([this](bool start) { busy(true, start); });
   char *stage = staging_.at(slot).get();
   char *out = static_cast<char *>(dst);
   for (int64_t done = 0; done < bytes;) {
@@ -119,11 +144,13 @@ void NvmeFile::read(int64_t offset, void *dst, int64_t bytes, int slot) {
     std::memcpy(out + done, stage, n);
     done += n;
   }
-  read_ += bytes;
+  std::lock_guard<std::mutex> lock(mutex_);
+  traffic_.read += bytes;
 }
 
 void NvmeFile::write(int64_t offset, const void *src, int64_t bytes, DType dtype, int slot,
                      int64_t buffer) {
+  InFlight inFlight([this](bool start) { busy(false, start); });
   char *stage = staging_.at(slot).get();
   const char *in = static_cast<const char *>(src);
   int64_t bad = nonFiniteIn(in, bytes, dtype);
@@ -139,8 +166,8 @@ void NvmeFile::write(int64_t offset, const void *src, int64_t bytes, DType dtype
                                      << (put < 0 ? std::strerror(errno) : "a short write"));
     done += n;
   }
-  written_ += bytes;
   std::lock_guard<std::mutex> lock(mutex_);
+  traffic_.written += bytes;
   nonFinite_[buffer] += bad;
 }
 
@@ -188,6 +215,7 @@ void NvmeFile::resetNonFinite() {
   nonFinite_.clear();
 }
 
-std::pair<int64_t, int64_t> NvmeFile::takeTraffic() {
-  return {read_.exchange(0), written_.exchange(0)};
+NvmeTraffic NvmeFile::takeTraffic() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::exchange(traffic_, NvmeTraffic{});
 }

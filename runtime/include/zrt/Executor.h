@@ -28,6 +28,7 @@ namespace zrt {
 class AsyncCollectives;
 class HostWorker;
 class NvmeFile;
+struct NvmeTraffic;
 
 struct ExecutorOptions {
   /// Test-only: sleep this long per byte after each started collective.
@@ -142,7 +143,7 @@ public:
   int64_t copiedToDeviceBytes() const { return copiedToDevice_; }
   /// NVMe offload: bytes read from and written to this rank's NVMe file since the
   /// last call (counted as the transfers run); its path ("" without).
-  std::pair<int64_t, int64_t> takeNvmeTraffic();
+  NvmeTraffic takeNvmeTraffic();
   std::string nvmeFilePath() const;
 
   int numOutputs() const { return plan_.outputs_size(); }

@@ -17,7 +17,7 @@
 
 #include "zrt/Tensor.h"
 
-#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -26,6 +26,13 @@
 #include <vector>
 
 namespace zrt {
+
+/// What an NVMe file moved: bytes, and the seconds during which at least one
+/// read (write) was in flight (the disk's busy time, for its throughput).
+struct NvmeTraffic {
+  int64_t read = 0, written = 0;
+  double readS = 0, writeS = 0;
+};
 
 class NvmeFile {
 public:
@@ -67,8 +74,8 @@ public:
   void resetNonFinite();
   void clearNonFinite(int64_t offset);
 
-  /// Bytes read and written since the last call (the step's measured traffic).
-  std::pair<int64_t, int64_t> takeTraffic();
+  /// What moved since the last call (the step's measured traffic).
+  NvmeTraffic takeTraffic();
 
 private:
   std::string path_;
@@ -79,8 +86,14 @@ private:
     void operator()(char *p) const;
   };
   std::vector<std::unique_ptr<char, Free>> staging_;
-  std::atomic<int64_t> read_{0}, written_{0};
+  /// Marks a request's start or end: busy time runs from the first request in
+  /// flight to the last one's end.
+  void busy(bool read, bool start);
+
   mutable std::mutex mutex_;
+  NvmeTraffic traffic_;
+  int inFlight_ = 0;
+  std::chrono::steady_clock::time_point busySince_;
   std::map<int64_t, int64_t> nonFinite_;
 };
 

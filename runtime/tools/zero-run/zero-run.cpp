@@ -31,6 +31,7 @@
 #include "zrt/Kernels.h"
 #include "zrt/LossScaler.h"
 #include "zrt/LrSchedule.h"
+#include "zrt/NvmeFile.h"
 #include "zrt/OnnxTensors.h"
 #include "zrt/ParallelFor.h"
 #include "zrt/PlanFile.h"
@@ -126,7 +127,8 @@ const char *kUsage =
     "                         arena) and copied_bytes (to_host, to_device: rank\n"
     "                         0's copies in the step, counted as they ran); NVMe\n"
     "                         offload adds nvme_bytes (read, written: rank 0's\n"
-    "                         transfers in the step, counted as they ran);\n"
+    "                         transfers in the step, counted as they ran) and\n"
+    "                         nvme_busy_s (read, write: seconds with one in flight);\n"
     "                         mixed-precision plans add loss_scale (the scale the step\n"
     "                         used) and skipped (gradients overflowed: no update); a\n"
     "                         schedule adds lr, gradient clipping grad_norm (before\n"
@@ -779,9 +781,10 @@ int train(const Options &o, Executor &exec, const onnx::ModelProto *model,
                       (long long)(exec.copiedToHostBytes() - toHost),
                       (long long)(exec.copiedToDeviceBytes() - toDevice));
         if (exec.plan().nvme_arena_bytes() > 0) {
-          auto [read, written] = exec.takeNvmeTraffic();
-          log->printf(", \"nvme_bytes\": {\"read\": %lld, \"written\": %lld}",
-                      (long long)read, (long long)written);
+          NvmeTraffic t = exec.takeNvmeTraffic();
+          log->printf(", \"nvme_bytes\": {\"read\": %lld, \"written\": %lld}, "
+                      "\"nvme_busy_s\": {\"read\": %.6f, \"write\": %.6f}",
+                      (long long)t.read, (long long)t.written, t.readS, t.writeS);
         }
         if (mixed)
           log->printf(", \"loss_scale\": %s, \"skipped\": %s",
