@@ -27,3 +27,14 @@ config.substitutions.append(("%mlir_tblgen_includes",
 llvm_config.with_environment("PATH", config.zero_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["zero-opt", "zero-run", "zero-run-cuda-emulated"], [config.zero_tools_dir])
+
+# A full disk is a small tmpfs mounted in a mount namespace of the test's own
+# (gone when the test's command ends): that needs the right to make one (root,
+# as on CI's machines). Where it is missing those tests report UNSUPPORTED.
+import subprocess
+import tempfile
+
+with tempfile.TemporaryDirectory() as probe:
+    if subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=4k tmpfs " + probe],
+                      capture_output=True).returncode == 0:
+        config.available_features.add("mount-namespace")

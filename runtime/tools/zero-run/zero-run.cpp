@@ -46,6 +46,7 @@
 #include <chrono>
 #include <filesystem>
 #include <cerrno>
+#include <csignal>
 #include <cmath>
 #include <cstring>
 #include <cstdio>
@@ -1198,6 +1199,10 @@ int run(const Options &o, Communicator &comm, bool launched) {
 int main(int argc, char **argv) {
   // Before MPI or any thread starts: it may run this program again.
   useKnownBlasCore(argv);
+  // A file past the size limit (ulimit -f) is a write that fails with EFBIG, which
+  // the writer reports naming the file, not a signal that kills the process and
+  // leaves its files behind.
+  std::signal(SIGXFSZ, SIG_IGN);
   std::unique_ptr<Communicator> comm;
   int rc = 1;
   try {
