@@ -143,25 +143,16 @@ DeviceFigures measureHost() {
 } // namespace
 
 /// Bytes/s of writing then reading `bytes` of a rank's NVMe file, as NVMe offload
-/// moves a buffer: block-aligned parts, one per thread and staging buffer.
+/// moves a buffer (asynchronous direct I/O, zero-run's default queue depth).
 static std::pair<double, double> measureNvme(const std::string &dir, int rank, int64_t bytes) {
-  int threads = std::max(1, (int)std::thread::hardware_concurrency());
-  NvmeFile file(dir, rank, bytes, threads);
+  NvmeFile file(dir, rank, bytes, kDefaultNvmeQueueDepth);
   std::vector<char> host(bytes, 1);
   auto timed = [&](bool write) {
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::thread> parts;
-    int t = 0;
-    for (auto [begin, end] : NvmeFile::parts(bytes, threads)) {
-      parts.emplace_back([&, t = t++, begin = begin, end = end] {
-        if (write)
-          file.write(begin, host.data() + begin, end - begin, zero::zplan::U8, t, 0);
-        else
-          file.read(begin, host.data() + begin, end - begin, t);
-      });
-    }
-    for (auto &p : parts)
-      p.join();
+    if (write)
+      file.write(0, host.data(), bytes, zero::zplan::U8);
+    else
+      file.read(0, host.data(), bytes);
     return bytes / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
                        .count();
   };

@@ -59,21 +59,6 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
   }
 }
 
-/// An NVMe transfer as `parts` calls, each moving a block-aligned part of the
-/// buffer through a staging buffer of its own: as many requests in flight as the
-/// host worker has threads.
-static std::vector<KernelCall> splitNvmeTransfer(const KernelCall &call, int parts) {
-  std::vector<KernelCall> out;
-  for (auto [begin, end] : NvmeFile::parts(call.nvmeEnd, parts)) {
-    KernelCall part = call;
-    part.nvmeBegin = begin;
-    part.nvmeEnd = end;
-    part.nvmeSlot = (int)out.size();
-    out.push_back(part);
-  }
-  return out;
-}
-
 BoundKernel Executor::bindKernel(const KernelTable &table, int k) {
   KernelCall call =
       planKernelCall(plan_, k, arena_, hostArena_, &comm_, async_.get(), nvme_.get());
@@ -102,14 +87,15 @@ BoundKernel Executor::bindKernel(const KernelTable &table, int k) {
   }
   if (!runsOnHost(plan_, k))
     return bindKernelCall(table, call);
-  // A host kernel: the CPU's, split across its worker's threads (NVMe transfers:
-  // the NVMe worker's), run once the copies issued before it are done and the
-  // other worker's tasks it needs (bytes it reads or overwrites) have run.
+  // A host kernel: the CPU's, split across the host worker's threads (an NVMe
+  // transfer: whole, on the NVMe worker, which keeps its requests in flight), run
+  // once the copies issued before it are done and the other worker's tasks it
+  // needs (bytes it reads or overwrites) have run.
   std::vector<BoundKernel> chunks;
   bool nvme = kind == Kernel::NVME_READ || kind == Kernel::NVME_WRITE;
   HostWorker *worker = nvme ? nvmeWorker_.get() : hostWorker_.get();
   HostWorker *other = nvme ? hostWorker_.get() : nvmeWorker_.get();
-  for (const KernelCall &part : nvme ? splitNvmeTransfer(call, worker->threads())
+  for (const KernelCall &part : nvme ? std::vector<KernelCall>{call}
                                      : splitElementwise(call, worker->threads()))
     chunks.push_back(bindKernelCall(cpuKernels(), part));
   Device::TransferFence fence = device_.makeTransferFence();
@@ -226,13 +212,13 @@ void Executor::bindKernels() {
     int threads = options_.hostThreads > 0 ? options_.hostThreads
                                            : (int)std::thread::hardware_concurrency();
     hostWorker_ = std::make_unique<HostWorker>(threads);
-    // One staging buffer per NVMe worker thread: each moves one part of a transfer.
+    // NVMe transfers: one thread that keeps the file's requests in flight.
     if (plan_.nvme_arena_bytes() > 0) {
       ZRT_CHECK(options_.nvmeQueueDepth >= 1 && options_.nvmeQueueDepth <= 1024,
                 "the NVMe queue depth must be 1 to 1024, not " << options_.nvmeQueueDepth);
-      nvmeWorker_ = std::make_unique<HostWorker>(options_.nvmeQueueDepth);
+      nvmeWorker_ = std::make_unique<HostWorker>(1);
       nvme_ = std::make_unique<NvmeFile>(options_.nvmePath, comm_.rank(),
-                                         plan_.nvme_arena_bytes(), nvmeWorker_->threads());
+                                         plan_.nvme_arena_bytes(), options_.nvmeQueueDepth);
     }
   }
   findHostWaits();
@@ -291,10 +277,10 @@ void Executor::write(int i, const void *host, size_t bytes) {
             "writing " << bytes << " bytes into buffer " << i << " of "
                        << plan_.buffers(i).bytes());
   if (plan_.buffers(i).nvme()) {
-    drainWorkers(); // staging buffer 0 is the NVMe worker's too
+    drainWorkers(); // the step's transfers are done
     int64_t offset = plan_.buffers(i).offset();
     nvme_->clearNonFinite(offset);
-    nvme_->write(offset, host, (int64_t)bytes, plan_.buffers(i).dtype(), 0, offset);
+    nvme_->write(offset, host, (int64_t)bytes, plan_.buffers(i).dtype());
     return;
   }
   if (plan_.buffers(i).host()) {
@@ -313,7 +299,7 @@ HostTensor Executor::read(int i) {
   h.shape = v.shape;
   if (plan_.buffers(i).nvme()) {
     drainWorkers();
-    nvme_->read(plan_.buffers(i).offset(), h.bytes.data(), v.bytes(), 0);
+    nvme_->read(plan_.buffers(i).offset(), h.bytes.data(), v.bytes());
     return h;
   }
   if (plan_.buffers(i).host()) {

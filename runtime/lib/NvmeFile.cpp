@@ -13,8 +13,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <fcntl.h>
-#include <functional>
+#include <libaio.h>
+#include <sstream>
 #include <utility>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -65,7 +67,7 @@ int64_t nonFiniteIn(const char *p, int64_t bytes, DType dtype) {
 
 void NvmeFile::Free::operator()(char *p) const { std::free(p); }
 
-NvmeFile::NvmeFile(const std::string &dir, int rank, int64_t bytes, int slots)
+NvmeFile::NvmeFile(const std::string &dir, int rank, int64_t bytes, int queueDepth)
     : bytes_(bytes) {
   struct stat st;
   bool exists = ::stat(dir.c_str(), &st) == 0;
@@ -88,12 +90,22 @@ NvmeFile::NvmeFile(const std::string &dir, int rank, int64_t bytes, int slots)
     ZRT_CHECK(::fstat(fd_, &st) == 0, "cannot stat " << path_ << ": " << std::strerror(errno));
     device_ = st.st_dev;
     inode_ = st.st_ino;
-    for (int s = 0; s < std::max(1, slots); ++s) {
+    queueDepth = std::max(1, queueDepth);
+    for (int s = 0; s < queueDepth; ++s) {
       void *p = nullptr;
       ZRT_CHECK(::posix_memalign(&p, kNvmeAlignment, kStagingBytes) == 0,
                 "cannot allocate the NVMe staging buffers");
       staging_.emplace_back(static_cast<char *>(p));
     }
+    io_context_t ctx = nullptr;
+    err = io_setup(queueDepth, &ctx); // libaio returns -errno
+    ZRT_CHECK(err == 0, "cannot set up asynchronous I/O (Linux AIO, io_setup) for the "
+                        "NVMe offload file " << path_ << ": " << std::strerror(-err)
+                                             << (err == -EAGAIN ? " (the system's "
+                                                                  "fs.aio-max-nr is "
+                                                                  "reached)"
+                                                                : ""));
+    aio_ = ctx;
   } catch (...) {
     ::close(fd_);
     ::unlink(path_.c_str());
@@ -102,82 +114,106 @@ NvmeFile::NvmeFile(const std::string &dir, int rank, int64_t bytes, int slots)
 }
 
 NvmeFile::~NvmeFile() {
+  io_destroy(static_cast<io_context_t>(aio_)); // waits for requests still in flight
   ::close(fd_);
   ::unlink(path_.c_str());
 }
 
-void NvmeFile::busy(bool read, bool start) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto now = std::chrono::steady_clock::now();
-  if (start) {
-    if (inFlight_++ == 0)
-      busySince_ = now;
-    return;
-  }
-  if (--inFlight_ == 0)
-    (read ? traffic_.readS : traffic_.writeS) +=
-        std::chrono::duration<double>(now - busySince_).count();
-}
-
-namespace {
-/// busy(start) now, busy(end) when the request returns or throws.
-struct InFlight {
-  std::function<void(bool)> mark;
-  explicit InFlight(std::function<void(bool)> m) : mark(std::move(m)) { mark(true); }
-  ~InFlight() { mark(false); }
-};
-} // namespace
-
-void NvmeFile::read(int64_t offset, void *dst, int64_t bytes, int slot) {
-  InFlight inFlight([this](bool start) { busy(true, start); });
-  char *stage = staging_.at(slot).get();
-  char *out = static_cast<char *>(dst);
-  for (int64_t done = 0; done < bytes;) {
-    int64_t n = std::min(kStagingBytes, bytes - done), len = roundUp(n);
-    ssize_t got = ::pread(fd_, stage, len, offset + done);
-    if (got < 0 && errno == EINTR)
+int64_t NvmeFile::transfer(bool read, int64_t offset, char *host, int64_t bytes,
+                           DType dtype) {
+  std::lock_guard<std::mutex> one(transferMutex_); // the staging pool is one
+  auto begin = std::chrono::steady_clock::now();
+  auto ctx = static_cast<io_context_t>(aio_);
+  int depth = queueDepth();
+  std::vector<struct iocb> cbs(depth);
+  std::vector<int64_t> at(depth), len(depth); // each request's host bytes
+  std::vector<int> idle(depth);
+  for (int i = 0; i < depth; ++i)
+    idle[i] = depth - 1 - i;
+  std::vector<struct io_event> events(depth);
+  int64_t next = 0, bad = 0;
+  int inFlight = 0;
+  std::string failure;
+  while (next < bytes || inFlight > 0) {
+    // Keep the queue full: a write's bytes are checked and staged while the
+    // requests before it are on the disk.
+    while (failure.empty() && next < bytes && !idle.empty()) {
+      int slot = idle.back();
+      char *stage = staging_[slot].get();
+      int64_t n = std::min(kStagingBytes, bytes - next), blocks = roundUp(n);
+      if (!read) {
+        bad += nonFiniteIn(host + next, n, dtype);
+        std::memcpy(stage, host + next, n);
+        std::memset(stage + n, 0, blocks - n);
+      }
+      struct iocb *cb = &cbs[slot];
+      if (read)
+        io_prep_pread(cb, fd_, stage, blocks, offset + next);
+      else
+        io_prep_pwrite(cb, fd_, stage, blocks, offset + next);
+      cb->data = reinterpret_cast<void *>(static_cast<intptr_t>(slot));
+      int put = io_submit(ctx, 1, &cb);
+      if (put == -EAGAIN || put == -EINTR)
+        break; // the kernel's queue is full: reap, then try again
+      if (put != 1) {
+        failure = std::string("submitting a request failed: ") +
+                  (put < 0 ? std::strerror(-put) : "none was taken");
+        break;
+      }
+      idle.pop_back();
+      at[slot] = next;
+      len[slot] = n;
+      next += n;
+      ++inFlight;
+    }
+    if (inFlight == 0)
+      break; // a failed submission with nothing left in flight
+    int got = io_getevents(ctx, 1, depth, events.data(), nullptr);
+    if (got == -EINTR)
       continue;
-    ZRT_CHECK(got == len, "reading " << len << " bytes at offset " << offset + done
-                                     << " of the NVMe offload file " << path_ << " failed: "
-                                     << (got < 0 ? std::strerror(errno)
-                                                 : "it ends early (was it cut?)"));
-    std::memcpy(out + done, stage, n);
-    done += n;
+    if (got < 0) { // cannot wait for them: the staging buffers stay theirs
+      ZRT_FAIL("waiting for the NVMe offload file " << path_ << " failed: "
+                                                   << std::strerror(-got));
+    }
+    for (int e = 0; e < got; ++e) {
+      int slot = (int)reinterpret_cast<intptr_t>(events[e].data);
+      long res = (long)events[e].res;
+      --inFlight;
+      idle.push_back(slot);
+      if (res != roundUp(len[slot])) {
+        if (failure.empty()) {
+          std::ostringstream os;
+          os << (read ? "reading " : "writing ") << roundUp(len[slot]) << " bytes at offset "
+             << offset + at[slot] << " failed: "
+             << (res < 0 ? std::strerror((int)-res)
+                 : read  ? "it ends early (was it cut?)"
+                         : "a short write");
+          failure = os.str();
+        }
+        continue;
+      }
+      if (read)
+        std::memcpy(host + at[slot], staging_[slot].get(), len[slot]);
+    }
   }
+  ZRT_CHECK(failure.empty(), failure << " (the NVMe offload file " << path_ << ")");
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   std::lock_guard<std::mutex> lock(mutex_);
-  traffic_.read += bytes;
+  (read ? traffic_.read : traffic_.written) += bytes;
+  (read ? traffic_.readS : traffic_.writeS) += seconds;
+  return bad;
 }
 
-void NvmeFile::write(int64_t offset, const void *src, int64_t bytes, DType dtype, int slot,
-                     int64_t buffer) {
-  InFlight inFlight([this](bool start) { busy(false, start); });
-  char *stage = staging_.at(slot).get();
-  const char *in = static_cast<const char *>(src);
-  int64_t bad = nonFiniteIn(in, bytes, dtype);
-  for (int64_t done = 0; done < bytes;) {
-    int64_t n = std::min(kStagingBytes, bytes - done), len = roundUp(n);
-    std::memcpy(stage, in + done, n);
-    std::memset(stage + n, 0, len - n);
-    ssize_t put = ::pwrite(fd_, stage, len, offset + done);
-    if (put < 0 && errno == EINTR)
-      continue;
-    ZRT_CHECK(put == len, "writing " << len << " bytes at offset " << offset + done
-                                     << " of the NVMe offload file " << path_ << " failed: "
-                                     << (put < 0 ? std::strerror(errno) : "a short write"));
-    done += n;
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  traffic_.written += bytes;
-  nonFinite_[buffer] += bad;
+void NvmeFile::read(int64_t offset, void *dst, int64_t bytes) {
+  transfer(true, offset, static_cast<char *>(dst), bytes, zero::zplan::U8);
 }
 
-std::vector<std::pair<int64_t, int64_t>> NvmeFile::parts(int64_t bytes, int parts) {
-  int64_t step = roundUp((bytes + parts - 1) / std::max(1, parts));
-  step = std::max(step, kNvmeAlignment);
-  std::vector<std::pair<int64_t, int64_t>> out;
-  for (int64_t begin = 0; begin < bytes || out.empty(); begin += step)
-    out.push_back({begin, std::min(bytes, begin + step)});
-  return out;
+void NvmeFile::write(int64_t offset, const void *src, int64_t bytes, DType dtype) {
+  int64_t bad = transfer(false, offset, const_cast<char *>(static_cast<const char *>(src)),
+                         bytes, dtype);
+  std::lock_guard<std::mutex> lock(mutex_);
+  nonFinite_[offset] += bad;
 }
 
 void NvmeFile::check() const {

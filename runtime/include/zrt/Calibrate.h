@@ -22,7 +22,7 @@ namespace zrt {
 /// batch of launches timed between two synchronizations; alpha and beta stay the
 /// host communicator's. `small`: tiny sizes, for testing the path on an emulated
 /// GPU. With `nvmePath` (zero-run --nvme-path), each rank also writes and reads a
-/// file there as NVMe offload does (NvmeFile: direct I/O, one part per thread;
+/// file there as NVMe offload does (NvmeFile: asynchronous direct I/O;
 /// all ranks at once, as in a run) for the NVMe bandwidths.
 std::string calibrateMachine(Communicator &comm, Device *device = nullptr,
                              bool small = false, const std::string &nvmePath = "");

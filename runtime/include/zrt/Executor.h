@@ -10,6 +10,7 @@
 #include "zrt/Communicator.h"
 #include "zrt/Device.h"
 #include "zrt/Kernels.h"
+#include "zrt/NvmeFile.h"
 #include "zrt/Tensor.h"
 #include "zplan.pb.h"
 
@@ -27,8 +28,6 @@ namespace zrt {
 
 class AsyncCollectives;
 class HostWorker;
-class NvmeFile;
-struct NvmeTraffic;
 
 struct ExecutorOptions {
   /// Test-only: sleep this long per byte after each started collective.
@@ -43,9 +42,8 @@ struct ExecutorOptions {
   bool graph = true;
   /// NVMe offload: the folder of each rank's NVMe file (NvmeFile.h).
   std::string nvmePath;
-  /// NVMe offload: requests in flight (each transfer's parts; the NVMe worker's
-  /// threads, each with a staging buffer of its own).
-  int nvmeQueueDepth = 8;
+  /// NVMe offload: requests in flight, each through a staging buffer of its own.
+  int nvmeQueueDepth = kDefaultNvmeQueueDepth;
 };
 
 /// One span of a traced run: `track` 0 is compute, 1 communication.

@@ -41,13 +41,10 @@ struct KernelCall {
   Communicator *comm = nullptr;
   /// Where started collectives run (split-phase collective kernels only).
   AsyncCollectives *async = nullptr;
-  /// NVMe offload (nvme_read, nvme_write): the rank's file, the NVMe buffer's
-  /// offset in it (its TensorView has no address), the part of the buffer this
-  /// call moves (bytes [nvmeBegin, nvmeEnd); the host view is that part too) and
-  /// the staging buffer it uses.
+  /// NVMe offload (nvme_read, nvme_write): the rank's file and the NVMe
+  /// buffer's offset in it (its TensorView has no address).
   NvmeFile *nvme = nullptr;
-  int64_t nvmeOffset = 0, nvmeBegin = 0, nvmeEnd = 0;
-  int nvmeSlot = 0;
+  int64_t nvmeOffset = 0;
 
   bool hasAttr(const std::string &key) const;
   int64_t intAttr(const std::string &key) const;

@@ -5,10 +5,12 @@
 // NVMe offload keeps a plan's `nvme` buffers (parameter slices, master weights,
 // optimizer state) in one file per rank, at the offsets the compiler chose (4096-
 // aligned, sizes rounded up to 4096). Reads and writes bypass the page cache
-// (O_DIRECT) through aligned staging buffers from a fixed pool: one per slot, so
-// that as many requests as slots are in flight at once (the host worker's threads
-// each take a slot). The file is the run's working state, not a checkpoint: it is
-// made when the run starts and removed when it ends.
+// (O_DIRECT) and are asynchronous (Linux AIO, libaio): a transfer is cut into
+// requests of one staging buffer each, from a fixed pool of aligned buffers, and
+// as many requests as the pool has buffers are in flight at once (the queue
+// depth); one thread issues them and copies between the staging buffers and host
+// memory while the disk works. The file is the run's working state, not a
+// checkpoint: it is made when the run starts and removed when it ends.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +19,6 @@
 
 #include "zrt/Tensor.h"
 
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -26,6 +27,10 @@
 #include <vector>
 
 namespace zrt {
+
+/// Requests in flight unless told otherwise (zero-run --nvme-queue-depth): enough
+/// to keep an NVMe drive busy with 4 MiB requests.
+constexpr int kDefaultNvmeQueueDepth = 8;
 
 /// What an NVMe file moved: bytes, and the seconds during which at least one
 /// read (write) was in flight (the disk's busy time, for its throughput).
@@ -38,30 +43,25 @@ class NvmeFile {
 public:
   /// Makes `dir`/zero-opt-PID-rankR.nvme of `bytes` bytes (allocated on the disk
   /// now, so that a full disk fails here, naming the file, not mid-step), opened
-  /// for direct I/O, with `slots` staging buffers. Throws zrt::Error naming the
-  /// folder or file and the problem (missing, not writable, full, no O_DIRECT).
-  NvmeFile(const std::string &dir, int rank, int64_t bytes, int slots);
+  /// for direct I/O, with `queueDepth` staging buffers and requests in flight.
+  /// Throws zrt::Error naming the folder or file and the problem (missing, not
+  /// writable, full, no O_DIRECT, no AIO).
+  NvmeFile(const std::string &dir, int rank, int64_t bytes, int queueDepth);
   ~NvmeFile();
   NvmeFile(const NvmeFile &) = delete;
   NvmeFile &operator=(const NvmeFile &) = delete;
 
   const std::string &path() const { return path_; }
-  int slots() const { return (int)staging_.size(); }
+  int queueDepth() const { return (int)staging_.size(); }
 
-  /// Bytes [offset, offset + bytes) of the file into `dst`, through staging
-  /// buffer `slot`. `offset` is a multiple of 4096; the file's block-rounded
-  /// region past `bytes` is read and dropped.
-  void read(int64_t offset, void *dst, int64_t bytes, int slot);
-  /// `src` into the file at `offset`, through staging buffer `slot` (the block's
-  /// tail past `bytes` is written as zeros). Counts the non-finite values of a
-  /// floating-point `dtype` for the buffer that starts at `buffer` (a write may be
-  /// one part of that buffer's; see nonFinite).
-  void write(int64_t offset, const void *src, int64_t bytes, DType dtype, int slot,
-             int64_t buffer);
-
-  /// A transfer of `bytes` as at most `parts` block-aligned parts [begin, end),
-  /// one per staging buffer, in flight at once (at least one part).
-  static std::vector<std::pair<int64_t, int64_t>> parts(int64_t bytes, int parts);
+  /// Bytes [offset, offset + bytes) of the file into `dst`. `offset` is a
+  /// multiple of 4096; the file's block-rounded region past `bytes` is read and
+  /// dropped. One transfer at a time (callers queue on a lock).
+  void read(int64_t offset, void *dst, int64_t bytes);
+  /// `src` into the file at `offset` (the block's tail past `bytes` is written as
+  /// zeros). Counts the non-finite values of a floating-point `dtype` for the
+  /// buffer that starts at `offset` (see nonFinite).
+  void write(int64_t offset, const void *src, int64_t bytes, DType dtype);
 
   /// Throws naming the file if it was deleted, replaced or cut since it was made
   /// (checked before each step: a read past its end would read nothing).
@@ -78,22 +78,22 @@ public:
   NvmeTraffic takeTraffic();
 
 private:
+  /// Moves one transfer through the staging pool, queueDepth() requests in
+  /// flight; returns the non-finite values a write's source held.
+  int64_t transfer(bool read, int64_t offset, char *host, int64_t bytes, DType dtype);
+
   std::string path_;
   int fd_ = -1;
+  void *aio_ = nullptr; // the AIO context (io_context_t)
+  std::mutex transferMutex_;
   int64_t bytes_ = 0;
   uint64_t device_ = 0, inode_ = 0;
   struct Free {
     void operator()(char *p) const;
   };
   std::vector<std::unique_ptr<char, Free>> staging_;
-  /// Marks a request's start or end: busy time runs from the first request in
-  /// flight to the last one's end.
-  void busy(bool read, bool start);
-
   mutable std::mutex mutex_;
   NvmeTraffic traffic_;
-  int inFlight_ = 0;
-  std::chrono::steady_clock::time_point busySince_;
   std::map<int64_t, int64_t> nonFinite_;
 };
 

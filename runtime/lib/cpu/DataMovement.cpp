@@ -185,31 +185,27 @@ BoundKernel bindTrilu(const KernelCall &call) {
   };
 }
 
-/// NVMe offload: bytes [nvmeBegin, nvmeEnd) of an NVMe buffer from or to the
-/// host view (that part of the host buffer), through the file's staging buffer.
+/// NVMe offload: an NVMe buffer from or to a host buffer of its size, through
+/// the file's staging pool (NvmeFile: asynchronous direct I/O).
 BoundKernel bindNvmeTransfer(const KernelCall &call) {
   call.expectArity(1, 1);
   bool read = call.kind == Kernel::NVME_READ;
   const TensorView &host = read ? call.outs[0] : call.ins[0];
   ZRT_CHECK(call.ins[0].dtype == call.outs[0].dtype &&
-                call.ins[0].bytes() == call.outs[0].bytes() && call.nvmeBegin >= 0 &&
-                call.nvmeBegin <= call.nvmeEnd && call.nvmeEnd <= host.bytes(),
-            call.where() << " moves bytes [" << call.nvmeBegin << ", " << call.nvmeEnd
-                         << ") between buffers of " << call.ins[0].bytes() << " and "
-                         << call.outs[0].bytes() << " bytes");
+                call.ins[0].bytes() == call.outs[0].bytes(),
+            call.where() << " moves a buffer of " << call.ins[0].bytes()
+                         << " bytes into one of " << call.outs[0].bytes());
   NvmeFile *file = call.nvme;
-  char *at = host.as<char>() + call.nvmeBegin;
-  int64_t offset = call.nvmeOffset + call.nvmeBegin, bytes = call.nvmeEnd - call.nvmeBegin;
-  int64_t buffer = call.nvmeOffset;
-  int slot = call.nvmeSlot;
+  char *at = host.as<char>();
+  int64_t offset = call.nvmeOffset, bytes = host.bytes();
   DType dtype = host.dtype;
   std::string where = call.where();
   return [=] {
     ZRT_CHECK(file, where << ": this run has no NVMe offload file");
     if (read)
-      file->read(offset, at, bytes, slot);
+      file->read(offset, at, bytes);
     else
-      file->write(offset, at, bytes, dtype, slot, buffer);
+      file->write(offset, at, bytes, dtype);
   };
 }
 

@@ -267,7 +267,6 @@ KernelCall zrt::planKernelCall(const zero::zplan::Plan &plan, int k, char *arena
     const auto &b = plan.buffers(i);
     if (b.nvme()) { // in the file: an offset, not an address
       call.nvmeOffset = b.offset();
-      call.nvmeEnd = b.bytes();
       return TensorView{nullptr, b.dtype(),
                         std::vector<int64_t>(b.shape().begin(), b.shape().end())};
     }

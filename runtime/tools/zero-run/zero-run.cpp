@@ -217,7 +217,7 @@ struct Options {
   uint64_t seed = 0;
   std::optional<uint64_t> randomInit; // --random-init SEED
   std::string nvmePath;               // --nvme-path DIR
-  int nvmeQueueDepth = 8;             // --nvme-queue-depth N
+  int nvmeQueueDepth = kDefaultNvmeQueueDepth; // --nvme-queue-depth N
 };
 
 int64_t parseInt(const std::string &flag, const std::string &v) {
