@@ -46,7 +46,8 @@ std::optional<zero::OptionProblem> zero::findOptionProblem(const ZeroPipelineOpt
               notOneOf("optimizer", o.optimizer, "adamw, sgd"),
               notOneOf("precision", o.precision, "fp32, bf16, fp16"),
               notOneOf("offload-optimizer", o.offloadOptimizer, "none, cpu, nvme"),
-              notOneOf("offload-param", o.offloadParam, "none, cpu, nvme")})
+              notOneOf("offload-param", o.offloadParam, "none, cpu, nvme"),
+              notOneOf("offload-activations", o.offloadActivations, "none, cpu")})
     if (p)
       return p;
   // The optimizers' hyper-parameters, by torch.optim's rules (which refuse each
@@ -83,6 +84,10 @@ std::optional<zero::OptionProblem> zero::findOptionProblem(const ZeroPipelineOpt
     return zero::OptionProblem{"offload-param", o.offloadParam,
                          "offloads ZeRO stage 3's parameter slices: it needs mode "
                          "train and ZeRO stage 3"};
+  if (o.offloadActivations != "none" && o.mode != "train")
+    return zero::OptionProblem{"offload-activations", o.offloadActivations,
+                               "keeps a training step's saved activations on the host: "
+                               "it needs mode train"};
   if (!(std::isfinite(o.bucketSizeMb) && o.bucketSizeMb > 0))
     return number("bucket-size-mb", o.bucketSizeMb, "must be finite and > 0 (MiB)");
   if (o.persistenceThreshold < 0)
@@ -197,6 +202,9 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
         pm.addPass(createOffloadNvmePass(nopts));
       }
     }
+    // Last of the placements: the copies go where the schedule left the ops.
+    if (o.offloadActivations == "cpu")
+      pm.addPass(createOffloadActivationsPass());
   }
   if (o.level == "plan" || o.level == "zplan") {
     // A product's bias and residual adds first: elementwise chains would take

@@ -67,12 +67,12 @@ const Table kTop = {
     {"checkpoint", {Role::Note, "DeepSpeed's checkpoint engine"}},
     {"dump_state", {Role::Note, "DeepSpeed's own debugging"}},
     {"timers", {Role::Note, "zero-run --profile times each kernel kind"}},
-    {"aio", {Role::Note, "DeepSpeed's NVMe offload I/O"}},
+    {"aio", {Role::Note, "zero-run moves NVMe data by Linux AIO, --nvme-queue-depth "
+                    "requests in flight"}},
     {"seq_parallel_communication_data_type", {Role::Note, "no sequence parallelism"}},
     {"autotuning", {Role::Note, "zero-opt --auto-tune picks bucket size and prefetch"}},
     {"amp", {Role::Unsupported, "use \"bf16\" or \"fp16\" (--precision)"}},
-    {"activation_checkpointing",
-     {Role::Note, "zero-opt chooses what to recompute (--recompute, --max-memory-gb)"}},
+    {"activation_checkpointing", {Role::Read}},
     {"sparse_attention", {Role::Unsupported, "attention runs as the model computes it"}},
     {"pipeline", {Role::Unsupported, "no pipeline parallelism"}},
     {"data_efficiency", {Role::Unsupported, "data order is zero-run's"}},
@@ -126,16 +126,33 @@ const Table kOffload = {
     {"device", {Role::Read}},
     {"pin_memory", {Role::Note, "the host arena is always pinned"}},
     {"nvme_path", {Role::Note, "the folder is zero-run's --nvme-path"}},
-    {"buffer_count", {Role::Note, "the plan places every buffer"}},
+    {"buffer_count", {Role::Note, "NVMe reads run --prefetch-buckets ops ahead "
+                             "(--nvme-read-ahead)"}},
     {"buffer_size", {Role::Note, "the plan places every buffer"}},
-    {"max_in_cpu", {Role::Note, "the plan places every buffer"}},
+    {"max_in_cpu", {Role::Note, "NVMe reads run --prefetch-buckets ops ahead "
+                           "(--nvme-read-ahead)"}},
     {"pipeline", {Role::Note, "the schedule overlaps copies with compute"}},
-    {"pipeline_read", {Role::Note, "the schedule overlaps copies with compute"}},
-    {"pipeline_write", {Role::Note, "the schedule overlaps copies with compute"}},
+    {"pipeline_read", {Role::Note, "NVMe reads run ahead of their readers"}},
+    {"pipeline_write", {Role::Note, "NVMe writes run behind the step"}},
     {"fast_init", {Role::Note, "the plan places every buffer"}},
     {"ratio", {Role::Unsupported, "the whole optimizer is offloaded, or none of it"}},
     {"super_offload", {Role::Unsupported, "the optimizer runs as the plan says"}},
     {"cpuadam_cores_perc", {Role::Note, "the host optimizer uses every core"}},
+};
+
+// activation_checkpointing (deepspeed/runtime/activation_checkpointing/config.py):
+// where the checkpoints wait is read; what to recompute is zero-opt's choice.
+const Table kActivationCheckpointing = {
+    {"cpu_checkpointing", {Role::Read}},
+    {"partition_activations",
+     {Role::Note, "data-parallel ranks hold activations of their own samples: nothing "
+                  "to partition (DeepSpeed splits those model-parallel ranks share)"}},
+    {"contiguous_memory_optimization",
+     {Role::Note, "the plan places every activation in one arena"}},
+    {"number_checkpoints",
+     {Role::Note, "zero-opt chooses the checkpoints (--recompute, --max-memory-gb)"}},
+    {"synchronize_checkpoint_boundary", {Role::Note, "DeepSpeed's own synchronization"}},
+    {"profile", {Role::Note, "zero-run --profile times each kernel kind"}},
 };
 
 const Table kOptimizer = {{"type", {Role::Read}}, {"params", {Role::Read}}};
@@ -639,6 +656,15 @@ bool Reader::read(const json::Object &top) {
       return false;
   if (!precision(top))
     return false;
+  if (const json::Object *a =
+          section(top, "activation_checkpointing", "activation_checkpointing")) {
+    if (!keys(*a, kActivationCheckpointing, "activation_checkpointing."))
+      return false;
+    if (auto c = boolean(*a, "cpu_checkpointing", "activation_checkpointing.cpu_checkpointing",
+                         "--offload-activations=cpu"))
+      if (*c)
+        flag("offload-activations", "cpu", "activation_checkpointing.cpu_checkpointing");
+  }
   if (auto s = number(top, "steps_per_print", "steps_per_print", "zero-run --print-every")) {
     if (!whole(*s, "steps_per_print") || *s < 1)
       return fail("'steps_per_print' must be a positive integer");

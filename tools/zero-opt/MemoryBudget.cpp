@@ -57,12 +57,18 @@ int64_t zero::planPeak(ModuleOp module, const PlanSettings &s, PipelineBuilder b
 
 FailureOr<BudgetChoice> zero::fitMemoryBudget(ModuleOp module, int64_t budgetBytes,
                                               PlanSettings start, ArrayRef<int64_t> levels,
-                                              int64_t zeroStage, PipelineBuilder build) {
+                                              bool offloadActivations, int64_t zeroStage,
+                                              PipelineBuilder build) {
   SmallVector<PlanSettings> candidates;
-  for (int64_t level : levels) {
-    PlanSettings s = start;
-    s.recomputeLevel = level;
-    candidates.push_back(s);
+  for (bool offload : {false, true}) {
+    if (offload && !offloadActivations)
+      continue;
+    for (int64_t level : levels) {
+      PlanSettings s = start;
+      s.recomputeLevel = level;
+      s.offloadActivations |= offload;
+      candidates.push_back(s);
+    }
   }
   PlanSettings last = candidates.back();
   for (int64_t k = last.prefetch - 1; k >= 0; --k) {
@@ -80,7 +86,8 @@ FailureOr<BudgetChoice> zero::fitMemoryBudget(ModuleOp module, int64_t budgetByt
     int64_t peak = planPeak(module, s, build);
     if (peak < 0)
       continue;
-    if (s.recomputeLevel == 0 && s.bucketMb == start.bucketMb && s.prefetch == start.prefetch)
+    if (s.recomputeLevel == 0 && s.bucketMb == start.bucketMb &&
+        s.prefetch == start.prefetch && s.offloadActivations == start.offloadActivations)
       noRecompute = peak;
     if (best.peak < 0 || peak < best.peak) {
       best.settings = s;
@@ -104,7 +111,9 @@ FailureOr<BudgetChoice> zero::fitMemoryBudget(ModuleOp module, int64_t budgetByt
                                (long long)best.peak)
                << " (recompute level " << best.settings.recomputeLevel
                << llvm::format(", --bucket-size-mb=%g", best.settings.bucketMb)
-               << ", --prefetch-buckets=" << best.settings.prefetch << ")";
+               << ", --prefetch-buckets=" << best.settings.prefetch
+               << (best.settings.offloadActivations ? ", --offload-activations=cpu" : "")
+               << ")";
   if (succeeded(r)) {
     bool states = r->modelStates() >= r->transientPeak;
     llvm::errs() << llvm::format(", dominated by %s: model states %lld bytes (parameters "
@@ -116,6 +125,9 @@ FailureOr<BudgetChoice> zero::fitMemoryBudget(ModuleOp module, int64_t budgetByt
                                  (long long)r->transientPeak);
     if (states)
       llvm::errs() << "; a higher --zero-stage or more ranks shard them further";
+    if (!states && !best.settings.offloadActivations)
+      llvm::errs() << "; --offload-activations=cpu keeps the saved activations in host "
+                      "memory";
     if (states && r->hostOptimizerState == 0 && r->optimizerState > 0)
       llvm::errs() << "; --offload-optimizer=cpu (stages 1-3) moves the optimizer state "
                       "and the gradients to the host";

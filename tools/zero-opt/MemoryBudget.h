@@ -27,6 +27,7 @@ struct PlanSettings {
   int64_t recomputeLevel = 0; // --zero-recompute's level
   double bucketMb = 25;
   int64_t prefetch = 2;
+  bool offloadActivations = false; // --offload-activations=cpu
 };
 
 /// "12.34 GiB", or MiB below one GiB.
@@ -47,12 +48,15 @@ struct BudgetChoice {
 };
 
 /// The first settings, from `start`, that fit `budgetBytes`: recompute levels in
-/// the order of `levels`, then prefetch depths down to 0, then bucket sizes halved
-/// down to 1 MiB. An error names the smallest peak reached and what dominates it.
+/// the order of `levels`, then (with `offloadActivations`) the same levels with
+/// the saved activations in host memory, then prefetch depths down to 0, then
+/// bucket sizes halved down to 1 MiB. An error names the smallest peak reached
+/// and what dominates it.
 mlir::FailureOr<BudgetChoice> fitMemoryBudget(mlir::ModuleOp module, int64_t budgetBytes,
                                               PlanSettings start,
                                               llvm::ArrayRef<int64_t> levels,
-                                              int64_t zeroStage, PipelineBuilder build);
+                                              bool offloadActivations, int64_t zeroStage,
+                                              PipelineBuilder build);
 
 } // namespace zero
 

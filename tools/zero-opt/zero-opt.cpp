@@ -283,6 +283,8 @@ void pipelineOptions(zero::ZeroPipelineOptions &o, StringRef level,
   o.bucketSizeMb = s.bucketMb;
   o.prefetchBuckets = s.prefetch;
   o.recomputeLevel = s.recomputeLevel;
+  if (s.offloadActivations)
+    o.offloadActivations = "cpu";
 }
 
 /// The passes from the imported graph (or the module's level) down to `level`, as
@@ -682,8 +684,11 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
     SmallVector<int64_t> levels = {settings.recomputeLevel};
     if (recompute == "auto")
       levels = {0, 1, 2, 3, 4, 5, 6};
+    // With --recompute=auto the budget may also keep the saved activations in
+    // host memory, unless --offload-activations says where they go.
+    bool mayOffload = recompute == "auto" && !offloadActivations.getNumOccurrences();
     auto choice = zero::fitMemoryBudget(module, (int64_t)(maxMemoryGb * 1073741824.0),
-                                        settings, levels, zeroStage, buildPlan);
+                                        settings, levels, mayOffload, zeroStage, buildPlan);
     if (failed(choice))
       return failure();
     settings = choice->settings;
@@ -694,7 +699,8 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
       llvm::errs() << " (" << zero::formatBytes(noRecomputePeak) << " without recomputation)";
     llvm::errs() << " with recompute level " << settings.recomputeLevel
                  << llvm::format(", --bucket-size-mb=%g", settings.bucketMb)
-                 << ", --prefetch-buckets=" << settings.prefetch << "\n";
+                 << ", --prefetch-buckets=" << settings.prefetch
+                 << (settings.offloadActivations ? ", --offload-activations=cpu" : "") << "\n";
   }
   if (report.getNumOccurrences() && settings.recomputeLevel && noRecomputePeak < 0 &&
       isGraph && mode == "train") {

@@ -1,5 +1,6 @@
 // RUN: zero-opt %s --zero-autocast="precision=bf16" --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=2 bucket-size-mb=0.0001" --canonicalize --zero-schedule --zero-offload-optimizer --zero-offload-params --zero-offload-nvme="params=true optimizer=true" | FileCheck %s
 // RUN: zero-opt %s --zero-autocast="precision=bf16" --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=2 bucket-size-mb=0.0001" --canonicalize --zero-schedule --zero-offload-optimizer --zero-offload-params --zero-offload-nvme="optimizer=true" | FileCheck %s --check-prefix=OPT
+// RUN: zero-opt %s --zero-autocast="precision=bf16" --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=2 bucket-size-mb=0.0001" --canonicalize --zero-schedule --zero-offload-optimizer --zero-offload-params --zero-offload-nvme="params=true optimizer=true read-ahead=1" | FileCheck %s --check-prefix=AHEAD
 
 // ZeRO-Infinity (mixed precision, stage 3, two buckets): the bf16 slices, the f32
 // masters and the AdamW state leave host memory for the NVMe file.
@@ -34,6 +35,25 @@
 // OPT-SAME: %arg5: tensor<21xf32> {{{.+}}compute.master_bucket = "bucket0", compute.nvme}
 // OPT: compute.to_device %arg8
 // OPT: compute.nvme_read %arg5
+// read-ahead=1: each reader's reads move before the reader before it (the first
+// two readers' before the first), so the NVMe worker reads the next value while
+// one is used, in the order they are needed.
+// AHEAD-LABEL: func.func @main
+// AHEAD: %[[F1:.+]] = compute.nvme_read %arg8 : tensor<8xbf16>
+// AHEAD-NEXT: %[[F2:.+]] = compute.nvme_read %arg4 : tensor<21xbf16>
+// AHEAD-NEXT: compute.to_device %[[F1]]
+// AHEAD-NEXT: %[[B1:.+]] = compute.nvme_read %arg8 : tensor<8xbf16>
+// AHEAD-NEXT: compute.to_device %[[F2]]
+// AHEAD: zero.all_gather_start {{.+}}"forward"
+// AHEAD: %[[B2:.+]] = compute.nvme_read %arg4 : tensor<21xbf16>
+// AHEAD-NEXT: compute.to_device %[[B1]]
+// AHEAD-NEXT: %[[M:.+]] = compute.nvme_read %arg5 : tensor<21xf32>
+// AHEAD-NEXT: compute.nvme_read %arg6
+// AHEAD-NEXT: compute.nvme_read %arg7
+// AHEAD-NEXT: compute.to_device %[[B2]]
+// AHEAD: zero.all_gather_start {{.+}}"backward"
+// AHEAD: compute.adamw %[[M]],
+
 func.func @main(%emb: tensor<7x3xf32> {compute.param = "emb"}, %w1: tensor<3x5xf32> {compute.param = "w1"},
                 %g1: tensor<5xf32> {compute.param = "g1"}, %wo: tensor<5x3xf32> {compute.param = "wo"},
                 %t: tensor<2xi64> {compute.input = 0 : i64}, %l: tensor<2xi64> {compute.input = 1 : i64})

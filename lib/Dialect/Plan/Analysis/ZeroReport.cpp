@@ -122,6 +122,24 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
         optimizerElements += zero::optimizerElements(k);
       }
     }
+  // Activation offload: host copies that only copies back to the device read
+  // (gradients go to the host optimizer; parameter slices stay there).
+  {
+    DenseMap<Value, int> readers, readersToDevice;
+    for (Operation &op : program.getBody().front())
+      if (auto k = dyn_cast<plan::KernelOp>(op))
+        for (Value in : k.getInputs()) {
+          ++readers[in];
+          readersToDevice[in] += k.getKernel() == plan::KernelKind::to_device;
+        }
+    for (Operation &op : program.getBody().front())
+      if (auto k = dyn_cast<plan::KernelOp>(op);
+          k && k.getKernel() == plan::KernelKind::to_host) {
+        Value out = k.getOutputs()[0];
+        if (readers.lookup(out) > 0 && readers.lookup(out) == readersToDevice.lookup(out))
+          r.hostActivations += bytesOf(out);
+      }
+  }
   // One rank, stage 0: no collective; the optimizer reads the full gradients.
   // Stages 2-3: what the optimizer reads, the reduced slices (with gradient
   // accumulation, the sharded accumulators: each micro-batch's reduce-scatter
@@ -235,6 +253,8 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
     os << "host memory (offload)\n";
     if (r.hostParams)
       row("params", r.hostParams);
+    if (r.hostActivations)
+      row("activations", r.hostActivations);
     row("grads", r.hostGrads);
     row("optimizer_state", r.hostOptimizerState);
     row("host_peak", r.hostPeak);
@@ -336,6 +356,7 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
       {"kernels", r.stepKernels}, {"flops", std::move(flops)}, {"bytes", std::move(bytes)}};
   if (r.hostPeak)
     out["host_bytes"] = llvm::json::Object{{"params", r.hostParams},
+                                           {"activations", r.hostActivations},
                                            {"grads", r.hostGrads},
                                            {"optimizer_state", r.hostOptimizerState},
                                            {"host_peak", r.hostPeak},

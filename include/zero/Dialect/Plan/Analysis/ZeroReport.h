@@ -47,6 +47,9 @@ struct ZeroReport {
   /// Parameter offload (stage 3): the parameter slices in the host arena (not in
   /// params, which are the device's); each gather copies its slice to the device.
   int64_t hostParams = 0;
+  /// Activation offload: the saved activations waiting in the host arena for
+  /// backward (copies to the host that only copies back to the device read).
+  int64_t hostActivations = 0;
   /// NVMe offload: each rank's NVMe file (its size, and what of it parameter
   /// slices and optimizer state take: not in the host's or device's figures),
   /// and the bytes the step reads from it and writes to it.
