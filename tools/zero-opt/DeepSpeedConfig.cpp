@@ -101,7 +101,8 @@ const Table kZero = {
     {"contiguous_gradients", {Role::Note, "buckets are always contiguous in the plan"}},
     {"reduce_scatter", {Role::Note, "the stage chooses the collectives"}},
     {"allgather_partitions", {Role::Note, "the stage chooses the collectives"}},
-    {"sub_group_size", {Role::Note, "the optimizer runs per bucket slice"}},
+    {"sub_group_size", {Role::Note, "the optimizer and its NVMe transfers run per bucket "
+                                "slice (--bucket-size-mb)"}},
     {"stage3_max_reuse_distance", {Role::Note, "gathers are placed at compile time"}},
     {"round_robin_gradients", {Role::Note, "gradient buckets are placed at compile time"}},
     {"load_from_fp32_weights", {Role::Note, "weights load from the model's initializers"}},
