@@ -11,6 +11,7 @@
 
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Compute/Transforms/Passes.h"
+#include "zero/Dialect/Compute/Transforms/StepPhases.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -53,35 +54,16 @@ struct RecomputePass : public zero::impl::RecomputePassBase<RecomputePass> {
                             IntegerAttr::get(IntegerType::get(&getContext(), 64), level));
   }
 
-  /// Forward phases are even (2m: micro-batch m), their backward 2m + 1; without
-  /// gradient accumulation, forward is the loss and what precedes it. -1: the
-  /// optimizer and the rest.
+  /// Phases (StepPhases.h) and activations, then what backward reads of them.
   LogicalResult analyze(func::FuncOp func, Block &entry) {
-    bool accumulating = false;
+    FailureOr<StepPhases> phases = analyzeStepPhases(func, "--zero-recompute");
+    if (failed(phases))
+      return failure();
+    phase = std::move(phases->phase);
+    fromInputs = std::move(phases->activations);
     int64_t i = 0;
-    for (Operation &op : entry) {
-      position[&op] = i++;
-      accumulating |= op.hasAttr("zero.micro_phase");
-    }
-    Operation *ret = entry.getTerminator();
-    Operation *lossOp = ret->getNumOperands() ? ret->getOperand(0).getDefiningOp() : nullptr;
-    if (!lossOp)
-      return func.emitError("--zero-recompute: @main returns no computed loss");
-    for (Operation &op : entry) {
-      if (auto p = op.getAttrOfType<IntegerAttr>("zero.micro_phase"))
-        phase[&op] = p.getInt();
-      else
-        phase[&op] = accumulating ? -1 : position[&op] > position[lossOp] ? 1 : 0;
-    }
-    phase[ret] = -1; // returning the loss is not a backward read of it
-    // Activations: what depends on a graph input.
-    for (BlockArgument a : entry.getArguments())
-      if (func.getArgAttr(a.getArgNumber(), "compute.input"))
-        fromInputs.insert(a);
     for (Operation &op : entry)
-      if (llvm::any_of(op.getOperands(), [&](Value v) { return fromInputs.contains(v); }))
-        for (Value r : op.getResults())
-          fromInputs.insert(r);
+      position[&op] = i++;
     // Saved activations: forward values that their backward reads.
     for (Operation &op : entry) {
       int64_t p = phase[&op];

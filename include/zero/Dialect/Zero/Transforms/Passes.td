@@ -72,32 +72,6 @@ def OffloadParamsPass : Pass<"zero-offload-params", "mlir::ModuleOp"> {
   let dependentDialects = ["::zero::compute::ComputeDialect"];
 }
 
-def OffloadActivationsPass : Pass<"zero-offload-activations", "mlir::ModuleOp"> {
-  let summary = "DeepSpeed's cpu_checkpointing: the activations backward reads "
-                "from forward wait for it in host memory.";
-  let description = [{
-    Runs on a training step after the collective schedule and the other offload
-    passes. Each forward value that depends on a graph input and that its
-    micro-batch's backward reads (all saved activations; with `--recompute`, the
-    kept checkpoints that the recomputation starts from) is copied to the host
-    right after it is made (`compute.to_host`; the device buffer then dies after
-    its last forward reader) and back right before its first backward reader
-    (`compute.to_device`, shared by the later backward readers). The same values
-    reach the same ops: losses and weights do not change. Data-parallel ranks hold
-    activations of their own samples, so there is nothing to partition across
-    them (DeepSpeed's `partition_activations` splits the activations that
-    model-parallel ranks share).
-
-    ```mlir
-    %h = compute.gelu %x : tensor<64x128xf32>
-    %saved = compute.to_host %h : tensor<64x128xf32>
-    ...
-    %back = compute.to_device %saved : tensor<64x128xf32>
-    ```
-  }];
-  let dependentDialects = ["::zero::compute::ComputeDialect"];
-}
-
 def OffloadNvmePass : Pass<"zero-offload-nvme", "mlir::ModuleOp"> {
   let summary = "ZeRO-Infinity: host-offloaded parameter slices and optimizer "
                 "state live in each rank's NVMe file between their uses.";

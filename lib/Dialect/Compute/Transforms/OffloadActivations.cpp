@@ -9,19 +9,20 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
-#include "zero/Dialect/Zero/Transforms/Passes.h"
+#include "zero/Dialect/Compute/Transforms/Passes.h"
+#include "zero/Dialect/Compute/Transforms/StepPhases.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/DenseSet.h"
 
 namespace zero {
 #define GEN_PASS_DEF_OFFLOADACTIVATIONSPASS
-#include "zero/Dialect/Zero/Transforms/Passes.h.inc"
+#include "zero/Dialect/Compute/Transforms/Passes.h.inc"
 } // namespace zero
 
 using namespace mlir;
 using namespace zero;
+using namespace zero::compute;
 
 namespace {
 
@@ -34,37 +35,11 @@ struct OffloadActivationsPass
       return signalPassFailure();
     }
     Block &entry = func.getBody().front();
-    Operation *terminator = entry.getTerminator();
-    Operation *lossOp =
-        terminator->getNumOperands() ? terminator->getOperand(0).getDefiningOp() : nullptr;
-    if (!lossOp) {
-      func.emitError("activation offload: @main returns no computed loss");
+    FailureOr<StepPhases> phases = analyzeStepPhases(func, "activation offload");
+    if (failed(phases))
       return signalPassFailure();
-    }
-    // Phases as the recomputation pass numbers them: micro-batch m's forward is 2m
-    // and its backward 2m + 1 (zero.micro_phase, with gradient accumulation);
-    // otherwise forward is the loss and what precedes it, backward what follows.
-    DenseMap<Operation *, int64_t> phase;
-    bool accumulating = false, afterLoss = false;
-    for (Operation &op : entry)
-      accumulating |= op.hasAttr("zero.micro_phase");
-    for (Operation &op : entry) {
-      if (auto p = op.getAttrOfType<IntegerAttr>("zero.micro_phase"))
-        phase[&op] = p.getInt();
-      else
-        phase[&op] = accumulating ? -1 : afterLoss ? 1 : 0;
-      afterLoss |= &op == lossOp;
-    }
-    phase[terminator] = -1;
-    // Activations: what depends on a graph input.
-    DenseSet<Value> activation;
-    for (BlockArgument a : entry.getArguments())
-      if (func.getArgAttr(a.getArgNumber(), "compute.input"))
-        activation.insert(a);
-    for (Operation &op : entry)
-      if (llvm::any_of(op.getOperands(), [&](Value v) { return activation.contains(v); }))
-        for (Value r : op.getResults())
-          activation.insert(r);
+    const DenseMap<Operation *, int64_t> &phase = phases->phase;
+    const DenseSet<Value> &activation = phases->activations;
 
     OpBuilder b(&getContext());
     int moved = 0;
@@ -72,8 +47,8 @@ struct OffloadActivationsPass
     for (Operation &op : entry)
       forward.push_back(&op);
     for (Operation *op : forward) {
-      int64_t p = phase[op];
-      if (p < 0 || p % 2 || op->hasAttr("zero.host") ||
+      int64_t p = phase.lookup(op);
+      if (!phases->isForward(op) || op->hasAttr("zero.host") ||
           isa<compute::ConstantOp, compute::ToHostOp, compute::ToDeviceOp>(op))
         continue;
       for (Value r : op->getResults()) {
