@@ -42,9 +42,10 @@ public:
   virtual std::vector<int64_t> allGatherInts(int64_t v) = 0;
   /// Rank 0's `bytes` at `data` to every rank (NCCL's unique id, say).
   virtual void broadcast(void *data, size_t bytes) = 0;
-  /// Called by a rank that failed: ranks that can see it (threads of this
-  /// process) stop waiting in collectives and fail too, instead of hanging.
-  virtual void abort() {}
+  /// Called by a rank that failed (`why`: its error): ranks that can see it
+  /// (threads of this process, TCP peers) stop waiting in collectives and fail
+  /// too, instead of hanging.
+  virtual void abort(const std::string &why = {}) {}
 
   /// Full-tensor elements moved by plan collectives so far, per kind (what the
   /// compiler's report predicts): an all-gather counts its output, a

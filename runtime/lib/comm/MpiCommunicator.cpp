@@ -92,7 +92,7 @@ public:
   ~MpiCommunicator() override { MPI_Finalize(); }
   /// A failed rank ends the whole job: the others may be waiting for it inside a
   /// collective, where nothing else would reach them.
-  void abort() override { MPI_Abort(MPI_COMM_WORLD, 1); }
+  void abort(const std::string &) override { MPI_Abort(MPI_COMM_WORLD, 1); }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }

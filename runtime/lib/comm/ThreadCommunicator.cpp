@@ -9,9 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RankOrderSum.h"
+
 #include "zrt/Communicator.h"
 #include "zrt/Error.h"
-#include "zrt/Float16.h"
 #include "zrt/Watchdog.h"
 
 #include <condition_variable>
@@ -61,54 +62,6 @@ private:
   uint64_t generation_ = 0;
 };
 
-template <typename T> void addTo(void *acc, const void *x, int64_t count) {
-  T *a = static_cast<T *>(acc);
-  const T *b = static_cast<const T *>(x);
-  for (int64_t i = 0; i < count; ++i)
-    a[i] += b[i];
-}
-
-/// acc += x, elementwise.
-void addTo(void *acc, const void *x, int64_t count, DType t) {
-  switch (t) {
-  case zero::zplan::F32:
-    return addTo<float>(acc, x, count);
-  case zero::zplan::F64:
-    return addTo<double>(acc, x, count);
-  case zero::zplan::I64:
-    return addTo<int64_t>(acc, x, count);
-  case zero::zplan::I32:
-    return addTo<int32_t>(acc, x, count);
-  default:
-    ZRT_FAIL("summing " << dtypeName(t) << " across ranks is not supported");
-  }
-}
-
-/// The sum over ranks of `count` elements at byte `offset` of each rank's posted
-/// buffer, into `sum`: 16-bit floats add in f32 and round once at the end.
-template <typename H>
-void sum16(const std::vector<const void *> &from, size_t offset, int64_t count,
-           std::vector<char> &sum) {
-  std::vector<float> acc(count, 0.0f);
-  for (const void *p : from) {
-    const H *x = reinterpret_cast<const H *>(static_cast<const char *>(p) + offset);
-    for (int64_t i = 0; i < count; ++i)
-      acc[i] += (float)x[i];
-  }
-  H *out = reinterpret_cast<H *>(sum.data());
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = H(acc[i]);
-}
-void sumOverRanks(const std::vector<const void *> &from, size_t offset, int64_t count,
-                  DType t, std::vector<char> &sum) {
-  if (t == zero::zplan::BF16)
-    return sum16<bf16>(from, offset, count, sum);
-  if (t == zero::zplan::F16)
-    return sum16<f16>(from, offset, count, sum);
-  for (const void *p : from)
-    addTo(sum.data(), static_cast<const char *>(p) + offset, count, t);
-}
-
 class ThreadCommunicator final : public Communicator {
 public:
   ThreadCommunicator(std::shared_ptr<Group> group, int rank)
@@ -118,7 +71,7 @@ public:
   std::string name() const override {
     return std::to_string(group_->ranks) + " ranks as threads of this process";
   }
-  void abort() override { group_->abort(); }
+  void abort(const std::string &) override { group_->abort(); }
 
   void allGather(const void *in, void *out, int64_t count, DType t) override {
     allGatherElements += count * size();
@@ -132,16 +85,16 @@ public:
   void reduceScatterSum(const void *in, void *out, int64_t count, DType t) override {
     reduceScatterElements += count * size();
     size_t bytes = count * dtypeSize(t);
-    std::vector<char> sum(bytes, 0);
+    std::vector<char> sum;
     post(in);
-    sumOverRanks(group_->pointers, rank_ * bytes, count, t, sum);
+    sumInRankOrder(group_->pointers, rank_ * bytes, count, t, sum);
     finish(out, sum);
   }
   void allReduceSum(const void *in, void *out, int64_t count, DType t) override {
     allReduceElements += count;
-    std::vector<char> sum(count * dtypeSize(t), 0);
+    std::vector<char> sum;
     post(in);
-    sumOverRanks(group_->pointers, 0, count, t, sum);
+    sumInRankOrder(group_->pointers, 0, count, t, sum);
     finish(out, sum);
   }
   void gatherToRoot(const void *in, void *out, int64_t count, DType t) override {

@@ -29,6 +29,7 @@
 #include "zrt/Error.h"
 #include "zrt/Executor.h"
 #include "zrt/Kernels.h"
+#include "zrt/Launch.h"
 #include "zrt/LossScaler.h"
 #include "zrt/LrSchedule.h"
 #include "zrt/NvmeFile.h"
@@ -84,7 +85,10 @@ const char *kUsage =
     "\n"
     "Runs a plan compiled by zero-opt. A plan compiled for N ranks runs as N\n"
     "threads of this process (GPUs 0..N-1 with --device cuda, NCCL communicators\n"
-    "from ncclCommInitAll), or one process per rank under `mpirun -np N`.\n"
+    "from ncclCommInitAll), or one process per rank: under `mpirun -np N`, or\n"
+    "started by torchrun, srun or a shell loop with RANK, WORLD_SIZE, LOCAL_RANK,\n"
+    "MASTER_ADDR, MASTER_PORT (or SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and\n"
+    "MASTER_ADDR, MASTER_PORT) set: those ranks meet through TCP at MASTER_ADDR.\n"
     "  --init MODEL.onnx      initial parameter values (the model's initializers,\n"
     "                         external data included, read from the model's folder)\n"
     "  --init W.safetensors   with --init MODEL.onnx: the parameters' values from a\n"
@@ -147,6 +151,9 @@ const char *kUsage =
     "  --collective-timeout S  a rank that waits for the others longer than S seconds\n"
     "                         (a collective, the GPU's NCCL work) names the wait and\n"
     "                         stops the job (default 600; 0: never)\n"
+    "  --rendezvous-timeout S  launched without mpirun (torchrun's or Slurm's\n"
+    "                         variables), ranks meet at MASTER_ADDR:MASTER_PORT\n"
+    "                         within S seconds or name who is missing (default 300)\n"
     "  --save-weights OUT     the model with its trained initializers, as ONNX, or\n"
     "                         (OUT.safetensors) the parameters by PyTorch name\n"
     "  --save-checkpoint DIR  sharded checkpoints DIR/step-S (one file per rank and a\n"
@@ -191,7 +198,7 @@ struct Options {
   std::string plan, init, initWeights, inputs, saveOutputs, data, dataFormat = "u8", logJson,
       saveWeights, trace, calibrate, device, saveCheckpoint, resume, consolidate, output;
   int64_t checkpointEvery = 0, keepCheckpoints = 0;
-  double commDelayNsPerByte = 0, collectiveTimeoutS = 600;
+  double commDelayNsPerByte = 0, collectiveTimeoutS = 600, rendezvousTimeoutS = 300;
   RankAtStep testFail, testStall, testOverflow, testNvmeCut, testNvmeDelete;
   int64_t steps = 1, printEvery = 1, threads = 0;
   bool printEveryGiven = false; // else the plan's steps_per_print, if it has one
@@ -302,6 +309,12 @@ Options parseArgs(int argc, char **argv) {
       ZRT_CHECK(!v.empty() && end && *end == 0 && o.collectiveTimeoutS >= 0,
                 "--collective-timeout needs a non-negative number of seconds, not '"
                     << v << "'");
+    } else if (is("--rendezvous-timeout")) {
+      std::string v = value("--rendezvous-timeout");
+      char *end = nullptr;
+      o.rendezvousTimeoutS = std::strtod(v.c_str(), &end);
+      ZRT_CHECK(!v.empty() && end && *end == 0 && o.rendezvousTimeoutS > 0,
+                "--rendezvous-timeout needs a positive number of seconds, not '" << v << "'");
     } else if (is("--test-fail-rank")) {
       o.testFail = parseRankAtStep("--test-fail-rank", value("--test-fail-rank"));
     } else if (is("--test-overflow-rank")) {
@@ -1135,7 +1148,7 @@ int run(const Options &o, Communicator &comm, bool launched) {
     // On a GPU (--device cuda) the kernel figures are its own; the CPU's otherwise.
     std::unique_ptr<Device> gpu;
     if (deviceKind(o) == "cuda")
-      gpu = makeCudaDevice(comm.rank() % cudaDeviceCount(), comm,
+      gpu = makeCudaDevice(localDeviceIndex(comm, cudaDeviceCount()), comm,
                            CudaOptions{o.allowTf32, false, o.cudnnAttention, o.generatedKernels, o.quiet});
     std::string json = calibrateMachine(comm, gpu.get(), o.calibrateSmall, o.nvmePath);
     if (comm.rank() == 0) {
@@ -1174,7 +1187,7 @@ int run(const Options &o, Communicator &comm, bool launched) {
   if (kind == "cpu")
     device = makeCpuDevice();
   else
-    device = makeCudaDevice(comm.rank() % cudaDeviceCount(), comm, CudaOptions{o.allowTf32, true, o.cudnnAttention, o.generatedKernels, o.quiet});
+    device = makeCudaDevice(localDeviceIndex(comm, cudaDeviceCount()), comm, CudaOptions{o.allowTf32, true, o.cudnnAttention, o.generatedKernels, o.quiet});
   return runRank(o, std::move(plan), *device, comm, &model);
 }
 
@@ -1188,13 +1201,22 @@ int main(int argc, char **argv) {
   // leaves its files behind.
   std::signal(SIGXFSZ, SIG_IGN);
   std::unique_ptr<Communicator> comm;
-  int rc = 1;
+  int rc = 1, launchRank = -1; // launchRank: before the rendezvous completes
   try {
     comm = makeMpiCommunicatorIfLaunched(&argc, &argv);
     bool launched = comm != nullptr;
     if (!launched)
       comm = makeLocalCommunicator();
     Options o = parseArgs(argc, argv);
+    // Not under mpirun: torchrun's or Slurm's variables say the rank, and the
+    // ranks meet through a TCP rendezvous.
+    if (!launched)
+      if (std::optional<LaunchVariables> v = readLaunchVariables(std::getenv))
+        if (v->worldSize > 1) {
+          launchRank = v->rank;
+          comm = makeTcpCommunicator(*v, o.rendezvousTimeoutS);
+          launched = true;
+        }
     setCpuThreads(o.threads ? (int)o.threads : defaultCpuThreads());
     // A rank waiting too long for the others reports the wait and ends the job.
     Communicator *c = comm.get();
@@ -1202,7 +1224,7 @@ int main(int argc, char **argv) {
       std::fflush(stdout);
       std::fprintf(stderr, "zero-run: error: %s\n", message.c_str());
       if (launched && c->size() > 1)
-        c->abort(); // MPI_Abort: ends every rank of the job
+        c->abort(message); // ends every rank of the job
       std::_Exit(1);
     });
     rc = run(o, *comm, launched);
@@ -1213,12 +1235,13 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
     std::string who = comm && comm->size() > 1
                           ? " (rank " + std::to_string(comm->rank()) + ")"
-                          : "";
+                      : launchRank >= 0 ? " (rank " + std::to_string(launchRank) + ")"
+                                        : "";
     std::fprintf(stderr, "zero-run: error%s: %s\n", who.c_str(), e.what());
     // Under mpirun the others may wait for this rank inside a collective: a failure
     // on one rank ends every rank (MPI_Abort), within seconds.
     if (comm && comm->size() > 1)
-      comm->abort();
+      comm->abort(e.what());
   }
   return rc;
 }
