@@ -39,6 +39,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <type_traits>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -53,10 +54,24 @@ static cl::OptionCategory scheduleCategory("Schedule");
 static cl::OptionCategory reportCategory("Report");
 static cl::OptionCategory outputCategory("Output");
 
+// A value's name in --help when its flag gives none: "number", "N" or "string"
+// (LLVM would print its parser's name; zero-opt's --help prints the value_desc).
+template <typename T> const char *valueName() {
+  if constexpr (std::is_same_v<T, bool>)
+    return ""; // a switch
+  else if constexpr (std::is_floating_point_v<T>)
+    return "number";
+  else if constexpr (std::is_integral_v<T>)
+    return "N";
+  else
+    return "string";
+}
+
 // The zero pipeline's options, as flags of the same names (declared once, in
 // ZeroPipelineOptions.def; pipelineOptions() copies them into the pipeline's).
 #define ZERO_PIPELINE_FLAG(TYPE, FIELD, NAME, DEFAULT, GROUP, VALUES, DESCRIPTION)    \
-  static cl::opt<TYPE> FIELD(NAME, cl::desc(DESCRIPTION), cl::value_desc(VALUES),     \
+  static cl::opt<TYPE> FIELD(NAME, cl::desc(DESCRIPTION),                            \
+                             cl::value_desc(*VALUES ? VALUES : valueName<TYPE>()),    \
                              cl::init(DEFAULT), cl::cat(GROUP##Category));
 #include "zero/Pipeline/ZeroPipelineOptions.def"
 
@@ -81,7 +96,7 @@ static cl::opt<int64_t> stepsPerPrint(
     "steps-per-print",
     cl::desc("Recorded in the plan: zero-run prints every N steps (its --print-every "
              "wins)"),
-    cl::init(0), cl::cat(trainingCategory));
+    cl::init(0), cl::value_desc(valueName<int64_t>()), cl::cat(trainingCategory));
 static cl::opt<bool> wallClockBreakdown(
     "wall-clock-breakdown",
     cl::desc("Recorded in the plan: zero-run times each kernel kind (--profile)"),
@@ -94,45 +109,45 @@ static cl::opt<std::string> lrSchedule(
     cl::cat(trainingCategory));
 static cl::opt<double> warmupMinLr("warmup-min-lr",
                                    cl::desc("Schedules: the first learning rate"),
-                                   cl::init(0.0), cl::cat(trainingCategory));
+                                   cl::init(0.0), cl::value_desc(valueName<double>()), cl::cat(trainingCategory));
 static cl::opt<double> warmupMaxLr("warmup-max-lr",
                                    cl::desc("Schedules: the rate after warm-up (default: "
                                             "--lr)"),
-                                   cl::init(-1.0), cl::cat(trainingCategory));
+                                   cl::init(-1.0), cl::value_desc(valueName<double>()), cl::cat(trainingCategory));
 static cl::opt<int64_t> warmupSteps("warmup-steps",
                                     cl::desc("Schedules: warm-up steps"), cl::init(1000),
-                                    cl::cat(trainingCategory));
+                                    cl::value_desc(valueName<int64_t>()), cl::cat(trainingCategory));
 static cl::opt<std::string> warmupType("warmup-type",
                                        cl::desc("Schedules: the warm-up's shape"),
                                        cl::value_desc("log|linear"), cl::init("log"),
                                        cl::cat(trainingCategory));
 static cl::opt<int64_t> totalSteps(
     "total-steps", cl::desc("warmup-decay, warmup-cosine: the steps of the whole run"),
-    cl::init(0), cl::cat(trainingCategory));
+    cl::init(0), cl::value_desc(valueName<int64_t>()), cl::cat(trainingCategory));
 static cl::opt<double> cosMinRatio("cos-min-ratio",
                                    cl::desc("warmup-cosine: the final ratio of --lr"),
-                                   cl::init(0.0001), cl::cat(trainingCategory));
+                                   cl::init(0.0001), cl::value_desc(valueName<double>()), cl::cat(trainingCategory));
 static cl::opt<double> warmupMinRatio(
     "warmup-min-ratio", cl::desc("warmup-cosine: the first ratio of --lr"),
-    cl::init(0.0), cl::cat(trainingCategory));
+    cl::init(0.0), cl::value_desc(valueName<double>()), cl::cat(trainingCategory));
 
 static cl::opt<double> lossScale("loss-scale",
                                  cl::desc("fp16: a fixed loss scale (0: dynamic)"),
-                                 cl::init(0.0), cl::cat(precisionCategory));
+                                 cl::init(0.0), cl::value_desc(valueName<double>()), cl::cat(precisionCategory));
 static cl::opt<int> initialScalePower(
     "initial-scale-power", cl::desc("fp16: the first dynamic loss scale is 2^N"),
-    cl::init(16), cl::cat(precisionCategory));
+    cl::init(16), cl::value_desc(valueName<int>()), cl::cat(precisionCategory));
 static cl::opt<int64_t> lossScaleWindow(
     "loss-scale-window",
     cl::desc("fp16: good steps after which the dynamic scale doubles"), cl::init(1000),
-    cl::cat(precisionCategory));
+    cl::value_desc(valueName<int64_t>()), cl::cat(precisionCategory));
 static cl::opt<int> hysteresis(
     "hysteresis", cl::desc("fp16: overflows tolerated before the dynamic scale halves"),
-    cl::init(2), cl::cat(precisionCategory));
+    cl::init(2), cl::value_desc(valueName<int>()), cl::cat(precisionCategory));
 static cl::opt<double> minLossScale(
     "min-loss-scale",
     cl::desc("fp16: the smallest dynamic scale; an overflow there stops training"),
-    cl::init(1.0), cl::cat(precisionCategory));
+    cl::value_desc("number"), cl::init(1.0), cl::cat(precisionCategory));
 
 static cl::list<std::string>
     inputShapes("input-shape",
@@ -172,7 +187,7 @@ static cl::opt<double> maxMemoryGb(
     cl::desc("Device memory per rank, GiB (0: no budget): the plan is made to fit by "
              "recomputing activations, then fewer prefetched buckets, then smaller "
              "buckets; an error if it cannot"),
-    cl::init(0.0), cl::cat(scheduleCategory));
+    cl::value_desc("GiB"), cl::init(0.0), cl::cat(scheduleCategory));
 static cl::opt<std::string> recompute(
     "recompute",
     cl::desc("Activation checkpointing: auto (as much as --max-memory-gb needs; none "
@@ -760,6 +775,32 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
   return success();
 }
 
+/// One option of `zero-opt --help`: its flag in a column, its description wrapped
+/// beside it, every line within 100 columns (LLVM's own printer puts a
+/// description on one line, however long).
+void printOptionHelp(StringRef flag, StringRef description) {
+  const size_t kColumn = 30, kWidth = 100;
+  std::string line = "  " + flag.str();
+  if (line.size() + 1 > kColumn) {
+    llvm::outs() << line << "\n";
+    line.clear();
+  }
+  line.resize(kColumn, ' ');
+  size_t start = line.size();
+  SmallVector<StringRef> words;
+  description.split(words, ' ', -1, /*KeepEmpty=*/false);
+  for (StringRef w : words) {
+    if (line.size() > start && line.size() + 1 + w.size() > kWidth) {
+      llvm::outs() << line << "\n";
+      line.assign(kColumn, ' ');
+    }
+    if (line.size() > start)
+      line += ' ';
+    line += w.str();
+  }
+  llvm::outs() << line << "\n";
+}
+
 /// `zero-opt --help`: zero-opt's own options by group, in a screen or two.
 /// (`--help-hidden` is LLVM's full list: every LLVM and MLIR option and pass.)
 void printHelp() {
@@ -774,16 +815,13 @@ void printHelp() {
                                              &zeroCategory, &scheduleCategory,
                                              &reportCategory, &outputCategory};
   auto &registered = cl::getRegisteredOptions();
-  size_t width = 0;
   std::vector<std::vector<cl::Option *>> groups(order.size());
   for (auto &entry : registered) {
     cl::Option *o = entry.second;
     for (size_t g = 0; g < order.size(); ++g)
       if (llvm::is_contained(o->Categories, order[g]) &&
-          !llvm::is_contained(groups[g], o)) {
+          !llvm::is_contained(groups[g], o))
         groups[g].push_back(o);
-        width = std::max(width, o->getOptionWidth());
-      }
   }
   for (size_t g = 0; g < order.size(); ++g) {
     llvm::sort(groups[g], [](cl::Option *a, cl::Option *b) {
@@ -791,10 +829,15 @@ void printHelp() {
     });
     llvm::outs() << "\n" << order[g]->getName() << ":\n";
     if (order[g] == &outputCategory)
-      llvm::outs() << "  -o <filename>" << std::string(width > 17 ? width - 17 : 1, ' ')
-                   << "- Output file: a .zplan plan, or IR for --emit (default: stdout)\n";
-    for (cl::Option *o : groups[g])
-      o->printOptionInfo(width);
+      printOptionHelp("-o FILE", "Output file: a .zplan plan, or IR for --emit "
+                                 "(default: stdout)");
+    for (cl::Option *o : groups[g]) {
+      std::string flag = "--" + o->ArgStr.str();
+      if (o->getValueExpectedFlag() != cl::ValueDisallowed && !o->ValueStr.empty() &&
+          o->ValueStr != "bool")
+        flag += "=<" + o->ValueStr.str() + ">";
+      printOptionHelp(flag, o->HelpStr);
+    }
   }
   llvm::outs() << "\nEvery LLVM and MLIR option (passes for .mlir input, --mlir-*): "
                   "--help-hidden\n";
