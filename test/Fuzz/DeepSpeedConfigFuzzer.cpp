@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DeepSpeedConfig.h"
+#include "zero/Driver/DeepSpeedConfig.h"
 
 #include "zero/InitAll.h"
 #include "zero/Pipeline/ZeroPipeline.h"

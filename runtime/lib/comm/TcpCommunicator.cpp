@@ -676,9 +676,15 @@ private:
           x.done = H + x.bytes; // nothing more from or to it
           continue;
         }
-        ZRT_CHECK(got > 0, "the connection to rank " << x.peer << " failed during "
-                                                     << kindName(kind) << ": "
-                                                     << errnoText());
+        int err = errno;
+        ZRT_CHECK(got > 0, "the connection to rank "
+                               << x.peer << " failed during " << kindName(kind) << ": "
+                               << errnoText(err)
+                               << (err == ETIMEDOUT || err == EHOSTUNREACH
+                                       ? " (rank " + std::to_string(x.peer) +
+                                             "'s host is unreachable: it is down, or the "
+                                             "network to it is cut)"
+                                       : std::string()));
         x.done += got;
         if (sending)
           midMessage_[x.peer] = x.done < H + x.bytes;

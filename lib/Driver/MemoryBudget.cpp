@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "MemoryBudget.h"
+#include "zero/Driver/MemoryBudget.h"
 
 #include "zero/Dialect/Plan/Analysis/ZeroReport.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"

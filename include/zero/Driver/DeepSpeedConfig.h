@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ZERO_OPT_DEEPSPEEDCONFIG_H
-#define ZERO_OPT_DEEPSPEEDCONFIG_H
+#ifndef ZERO_DRIVER_DEEPSPEEDCONFIG_H
+#define ZERO_DRIVER_DEEPSPEEDCONFIG_H
 
 #include <cstdint>
 #include <optional>
@@ -58,4 +58,4 @@ bool readDeepSpeedConfigText(const std::string &text, const std::string &path,
 
 } // namespace zero
 
-#endif // ZERO_OPT_DEEPSPEEDCONFIG_H
+#endif // ZERO_DRIVER_DEEPSPEEDCONFIG_H

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ZERO_OPT_MEMORYBUDGET_H
-#define ZERO_OPT_MEMORYBUDGET_H
+#ifndef ZERO_DRIVER_MEMORYBUDGET_H
+#define ZERO_DRIVER_MEMORYBUDGET_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -60,4 +60,4 @@ mlir::FailureOr<BudgetChoice> fitMemoryBudget(mlir::ModuleOp module, int64_t bud
 
 } // namespace zero
 
-#endif // ZERO_OPT_MEMORYBUDGET_H
+#endif // ZERO_DRIVER_MEMORYBUDGET_H

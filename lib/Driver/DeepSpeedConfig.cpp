@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DeepSpeedConfig.h"
+#include "zero/Driver/DeepSpeedConfig.h"
 
 #include "zrt/InputFile.h"
 

@@ -1,0 +1,457 @@
+//===- CompileSession.cpp - One zero-opt compilation ----------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zero/Driver/CompileSession.h"
+#include "zero/Driver/FlagSettings.h"
+#include "zero/Driver/MemoryBudget.h"
+#include "zero/Driver/ZeroOptFlags.h"
+
+#include "zero/Dialect/Plan/Analysis/CostModel.h"
+#include "zero/Dialect/Plan/Analysis/ZeroReport.h"
+#include "zero/Import/ONNX/ImportOnnx.h"
+#include "zero/Dialect/Compute/Transforms/Passes.h"
+#include "zero/InitAll.h"
+#include "zero/Pipeline/ZeroPipeline.h"
+#include "zero/Target/Zplan/ExportZplan.h"
+#include "zrt/AtomicFile.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/SourceMgr.h"
+#include <cmath>
+#include <map>
+#include <optional>
+#include <type_traits>
+
+using namespace mlir;
+using namespace zero::flags;
+
+namespace {
+
+/// The file a location points into (the importer fuses the ONNX node's name with
+/// the file), or "".
+std::string fileOf(Location loc) {
+  if (auto f = dyn_cast<FileLineColLoc>(loc))
+    return f.getFilename().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations()) {
+      std::string file = fileOf(inner);
+      if (!file.empty())
+        return file;
+    }
+  return "";
+}
+
+/// The ONNX node a location points back to (the importer fuses its name with the
+/// file), or "".
+std::string nodeOf(Location loc) {
+  if (auto n = dyn_cast<NameLoc>(loc))
+    return n.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations()) {
+      std::string node = nodeOf(inner);
+      if (!node.empty())
+        return node;
+    }
+  return "";
+}
+
+/// Prints diagnostics on ONNX input as `model.onnx: error: node 'x' ...`: the file
+/// and the ONNX node say where, MLIR's location syntax would add only noise.
+LogicalResult printDiagnostic(Diagnostic &diag) {
+  std::string file = fileOf(diag.getLocation());
+  std::string node = nodeOf(diag.getLocation());
+  std::string message = diag.str();
+  if (!node.empty() && !StringRef(message).starts_with("node '"))
+    message = "node '" + node + "': " + message;
+  const char *kind = diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
+                     : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
+                                                                         : "note";
+  llvm::errs() << (file.empty() ? "zero-opt" : file) << ": " << kind << ": " << message
+               << "\n";
+  return success();
+}
+
+} // namespace
+
+bool zero::isOnnxFile(StringRef path) {
+  return path.ends_with(".onnx") || path.ends_with(".onnxtxt");
+}
+
+namespace {
+
+LogicalResult parseInputShapes(zero::OnnxImportOptions &options) {
+  for (const std::string &spec : inputShapes) {
+    auto [name, dims] = StringRef(spec).rsplit('=');
+    if (name.empty() || dims.empty()) {
+      llvm::errs() << "zero-opt: error: --input-shape '" << spec
+                   << "' is not NAME=DxDx...\n";
+      return failure();
+    }
+    std::vector<int64_t> shape;
+    SmallVector<StringRef> parts;
+    dims.split(parts, 'x');
+    for (StringRef p : parts) {
+      int64_t d;
+      if (p.getAsInteger(10, d) || d < 0) {
+        llvm::errs() << "zero-opt: error: --input-shape '" << spec
+                     << "': '" << p << "' is not a dimension\n";
+        return failure();
+      }
+      shape.push_back(d);
+    }
+    options.inputShapes[name.str()] = shape;
+  }
+  for (const std::string &spec : constantInputs) {
+    auto [name, file] = StringRef(spec).split('=');
+    if (name.empty() || file.empty()) {
+      llvm::errs() << "zero-opt: error: --constant-input '" << spec
+                   << "' is not NAME=FILE.pb\n";
+      return failure();
+    }
+    options.constantInputs[name.str()] = file.str();
+  }
+  return success();
+}
+
+/// The passes from the imported graph (or the module's level) down to `level`, as
+/// zero-opt's flags choose them.
+void buildPipeline(PassManager &pm, bool isGraph, StringRef level,
+                   const zero::PlanSettings &s) {
+  if (!isGraph)
+    return; // a module already at the plan level is written as it is
+  zero::ZeroPipelineOptions o;
+  zero::pipelineOptionsFromFlags(o, level, s);
+  zero::buildZeroPipeline(pm, o);
+}
+
+/// What trains, counted on the imported graph (after --freeze), for --report.
+struct TrainableSummary {
+  int64_t tensors = 0, elements = 0;
+  std::string source;
+};
+std::optional<TrainableSummary> trainableSummary;
+
+/// Counts the trainable set and where it came from (the importer's
+/// compute.trainable_source). A model whose set is every float initializer
+/// (buffers included: PyTorch's older exporter writes rotary tables and masks as
+/// initializers too) gets one line that says so, and how many.
+void noteTrainableSet(ModuleOp module, StringRef input) {
+  auto func = module.lookupSymbol<func::FuncOp>("main");
+  if (!func)
+    return;
+  llvm::Regex frozen(freeze);
+  TrainableSummary summary;
+  if (auto source = func->getAttrOfType<StringAttr>("compute.trainable_source"))
+    summary.source = source.str();
+  int64_t all = 0;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    all += !zero::trainedParameterName(func, i, nullptr).empty();
+    if (zero::trainedParameterName(func, i, freeze.empty() ? nullptr : &frozen).empty())
+      continue;
+    ++summary.tensors;
+    summary.elements +=
+        cast<RankedTensorType>(func.getArgument(i).getType()).getNumElements();
+  }
+  trainableSummary = summary;
+  if (func->hasAttr("compute.trainable_listed"))
+    return;
+  llvm::errs() << input << ": note: no zero.trainable metadata and no torch.export "
+               << "graph signature: training every float initializer ("
+               << summary.tensors << " of " << all
+               << (freeze.empty() ? "" : " after --freeze")
+               << "); utils/zero_export.py exports a model with the entry\n";
+}
+
+/// Compiles clones of the module for bucket sizes and prefetch depths, and keeps
+/// the fastest predicted step whose gathered buckets fit --max-live-mb.
+LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
+                                zero::PlanSettings &settings) {
+  double best = -1;
+  int tried = 0;
+  for (double b : {1.0, 5.0, 25.0, 100.0})
+    for (int64_t k : {1, 2, 4, 8}) {
+      OwningOpRef<ModuleOp> clone = module.clone();
+      PassManager pm(module.getContext());
+      buildPipeline(pm, true, "plan", {settings.recomputeLevel, b, k});
+      // A candidate that does not fit is skipped, silently: the others may.
+      ScopedDiagnosticHandler quiet(module.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      if (failed(pm.run(*clone)))
+        continue;
+      auto p = zero::predictStep(*clone, m);
+      if (failed(p))
+        continue;
+      ++tried;
+      if (best < 0 || p->stepS < best) {
+        best = p->stepS;
+        settings.bucketMb = b;
+        settings.prefetch = k;
+      }
+    }
+  if (best < 0) {
+    llvm::errs() << "zero-opt: error: --auto-tune found no bucket size and prefetch "
+                    "depth that fit --max-live-mb="
+                 << maxLiveMb << "\n";
+    return failure();
+  }
+  llvm::errs() << "zero-opt: auto-tune on " << m.name
+               << ": --bucket-size-mb=" << llvm::format("%g", settings.bucketMb)
+               << " --prefetch-buckets=" << settings.prefetch << " (predicted step "
+               << llvm::format("%.3f", best * 1e3) << " ms, best of " << tried
+               << " candidates)\n";
+  return success();
+}
+
+/// The settings zero-run needs (the loss scaler's, the learning-rate schedule's,
+/// how often to print), on the module for the plan writer.
+void recordRuntimeSettings(ModuleOp module) {
+  if (mode != "train")
+    return;
+  Builder b(module.getContext());
+  if (stepsPerPrint > 0)
+    module->setAttr("zero.print_every", b.getI64IntegerAttr(stepsPerPrint));
+  if (wallClockBreakdown)
+    module->setAttr("zero.profile", b.getUnitAttr());
+  if (lrSchedule != "constant")
+    module->setAttr(
+        "zero.lr_schedule",
+        b.getDictionaryAttr(
+            {b.getNamedAttr("kind", b.getStringAttr(lrSchedule)),
+             b.getNamedAttr("min_lr", b.getF64FloatAttr(warmupMinLr)),
+             b.getNamedAttr("max_lr",
+                            b.getF64FloatAttr(warmupMaxLr < 0 ? (double)lr : warmupMaxLr)),
+             b.getNamedAttr("warmup_steps", b.getF64FloatAttr((double)warmupSteps)),
+             b.getNamedAttr("warmup_type", b.getStringAttr(warmupType)),
+             b.getNamedAttr("total_steps", b.getF64FloatAttr((double)totalSteps)),
+             b.getNamedAttr("base_lr", b.getF64FloatAttr(lr)),
+             b.getNamedAttr("cos_min_ratio", b.getF64FloatAttr(cosMinRatio)),
+             b.getNamedAttr("warmup_min_ratio", b.getF64FloatAttr(warmupMinRatio))}));
+  if (precision == "fp32")
+    return;
+  module->setAttr("zero.precision", b.getStringAttr(precision));
+  if (precision != "fp16")
+    return;
+  module->setAttr("zero.loss_scaling",
+                  b.getDictionaryAttr(
+                      {b.getNamedAttr("scale", b.getF64FloatAttr(lossScale)),
+                       b.getNamedAttr("initial_scale_power",
+                                      b.getF64FloatAttr(initialScalePower)),
+                       b.getNamedAttr("window", b.getF64FloatAttr(lossScaleWindow)),
+                       b.getNamedAttr("hysteresis", b.getF64FloatAttr(hysteresis)),
+                       b.getNamedAttr("min_scale", b.getF64FloatAttr(minLossScale))}));
+}
+
+/// The config's micro-batch must be the model's batch: the first dimension of
+/// graph input 0.
+bool checkMicroBatch(ModuleOp module, int64_t micro) {
+  auto func = module.lookupSymbol<func::FuncOp>("main");
+  if (!func)
+    return true;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto index = func.getArgAttrOfType<IntegerAttr>(i, "compute.input");
+    auto t = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+    if (!index || index.getInt() != 0 || !t || t.getRank() == 0)
+      continue;
+    if (t.getDimSize(0) != micro) {
+      llvm::errs() << "zero-opt: error: " << deepspeedConfig
+                   << ": train_micro_batch_size_per_gpu is " << micro
+                   << ", but the model's batch (graph input 0) is " << t.getDimSize(0)
+                   << " (export it with batch " << micro << ")\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Compiles from the module's current level down to `level` and writes it.
+LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
+                             StringRef output) {
+  bool isGraph = !module.getBody()->empty() &&
+                 !isa<zero::plan::ProgramOp>(module.getBody()->front());
+  std::optional<zero::MachineModel> m;
+  if (report.getNumOccurrences() || autoTune) {
+    std::string error;
+    auto loaded = zero::loadMachineModel(machine, error);
+    if (failed(loaded)) {
+      llvm::errs() << "zero-opt: error: --machine: " << error << "\n";
+      return failure();
+    }
+    m = *loaded;
+  }
+  zero::PlanSettings settings{zero::recomputeLevelFromFlags(), bucketSizeMb, prefetchBuckets};
+  if (autoTune && isGraph && mode == "train" &&
+      failed(chooseByCostModel(module, *m, settings)))
+    return failure();
+  // The memory budget: the cheapest settings whose plan fits.
+  int64_t noRecomputePeak = -1;
+  auto buildPlan = [&](PassManager &pm, const zero::PlanSettings &s) {
+    buildPipeline(pm, true, "plan", s);
+  };
+  if (maxMemoryGb > 0 && isGraph && mode == "train") {
+    SmallVector<int64_t> levels = {settings.recomputeLevel};
+    if (recompute == "auto")
+      levels = {0, 1, 2, 3, 4, 5, 6};
+    // With --recompute=auto the budget may also keep the saved activations in
+    // host memory, unless --offload-activations says where they go.
+    bool mayOffload = recompute == "auto" && !offloadActivations.getNumOccurrences();
+    auto choice = zero::fitMemoryBudget(module, (int64_t)(maxMemoryGb * 1073741824.0),
+                                        settings, levels, mayOffload, zeroStage, buildPlan);
+    if (failed(choice))
+      return failure();
+    settings = choice->settings;
+    noRecomputePeak = choice->noRecomputePeak;
+    llvm::errs() << llvm::format("zero-opt: --max-memory-gb=%g: peak %s per rank",
+                                 (double)maxMemoryGb, zero::formatBytes(choice->peak).c_str());
+    if (noRecomputePeak >= 0 && settings.recomputeLevel)
+      llvm::errs() << " (" << zero::formatBytes(noRecomputePeak) << " without recomputation)";
+    llvm::errs() << " with recompute level " << settings.recomputeLevel
+                 << llvm::format(", --bucket-size-mb=%g", settings.bucketMb)
+                 << ", --prefetch-buckets=" << settings.prefetch
+                 << (settings.offloadActivations ? ", --offload-activations=cpu" : "") << "\n";
+  }
+  if (report.getNumOccurrences() && settings.recomputeLevel && noRecomputePeak < 0 &&
+      isGraph && mode == "train") {
+    zero::PlanSettings none = settings;
+    none.recomputeLevel = 0;
+    noRecomputePeak = zero::planPeak(module, none, buildPlan);
+  }
+  PassManager pm(module.getContext());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  buildPipeline(pm, isGraph, level, settings);
+  if (failed(pm.run(module)))
+    return failure();
+  recordRuntimeSettings(module);
+  if (report.getNumOccurrences()) {
+    auto r = zero::computeZeroReport(module, zeroStage);
+    if (failed(r))
+      return failure();
+    auto p = zero::predictStep(module, *m);
+    if (failed(p))
+      return failure();
+    r->predicted = *p;
+    r->machine = m->name;
+    if (trainableSummary) {
+      r->trainableTensors = trainableSummary->tensors;
+      r->trainableElements = trainableSummary->elements;
+      r->trainableSource = trainableSummary->source;
+    }
+    if (noRecomputePeak >= 0 && r->recomputeLevel)
+      r->recomputeSavedBytes = noRecomputePeak - r->totalPeak;
+    if (report == "json")
+      zero::printReportJson(*r, llvm::outs());
+    else
+      zero::printReportTable(*r, llvm::outs());
+    if (output == "-") // the report was what was asked for
+      return success();
+  }
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
+  if (level == "zplan") {
+    if (failed(zero::exportZplan(module, os, input)))
+      return failure();
+  } else {
+    module.print(os);
+    os << "\n";
+  }
+  if (output == "-") {
+    llvm::outs() << bytes;
+    return success();
+  }
+  // Whole or not at all: a failed write leaves the previous plan as it was.
+  std::string error;
+  if (!zrt::writeFileAtomically(output.str(), bytes, error)) {
+    llvm::errs() << "zero-opt: error: " << error << "\n";
+    return failure();
+  }
+  return success();
+}
+
+} // namespace
+
+int zero::compileWithFlags(StringRef input, StringRef output, DialectRegistry &registry) {
+  std::string inputFile = input.str(), outputFile = output.str();
+  std::string level = emitLevel;
+  if (level.empty())
+    level = StringRef(outputFile).ends_with(".zplan") ? "zplan"
+            : report.getNumOccurrences()              ? "plan"
+                                                      : "graph";
+  if (report.getNumOccurrences() && report != "" && report != "table" &&
+      report != "json") {
+    llvm::errs() << "zero-opt: error: --report=" << report
+                 << " is not one of table, json\n";
+    return 1;
+  }
+  if (report.getNumOccurrences() && level != "plan" && level != "zplan") {
+    llvm::errs() << "zero-opt: error: --report needs the plan: it cannot go with "
+                    "--emit="
+                 << level << "\n";
+    return 1;
+  }
+  if (level != "graph" && level != "step" && level != "plan" && level != "zplan") {
+    llvm::errs() << "zero-opt: error: --emit=" << level
+                 << " is not one of graph, step, plan, zplan\n";
+    return 1;
+  }
+  std::optional<int64_t> configMicroBatch;
+  if (!deepspeedConfig.empty() && !zero::applyDeepSpeedConfig(configMicroBatch))
+    return 1;
+  {
+    zero::ZeroPipelineOptions options;
+    zero::pipelineOptionsFromFlags(options, level, {zero::recomputeLevelFromFlags(), bucketSizeMb, prefetchBuckets});
+    if (!zero::validateSettings(options))
+      return 1;
+  }
+  if (level == "zplan" && outputFile == "-") {
+    llvm::errs() << "zero-opt: error: a plan file is binary; name it with -o\n";
+    return 1;
+  }
+
+  if (outputFile != "-") {
+    std::string why = zrt::whyNotWritable(outputFile, "-o");
+    if (!why.empty()) {
+      llvm::errs() << "zero-opt: error: " << why << "\n";
+      return 1;
+    }
+  }
+
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  OwningOpRef<ModuleOp> module;
+  if (zero::isOnnxFile(inputFile)) {
+    ScopedDiagnosticHandler handler(&context, printDiagnostic);
+    zero::OnnxImportOptions options;
+    if (failed(parseInputShapes(options)))
+      return 1;
+    options.batch = configMicroBatch; // pins a symbolic batch; a fixed one is checked
+    options.fuseAttention = !noAttentionFusion;
+    module = zero::importOnnxModel(context, inputFile, options);
+    if (!module)
+      return 1;
+    if (mode != "inference" && level != "graph")
+      noteTrainableSet(*module, inputFile);
+    if (configMicroBatch && !checkMicroBatch(*module, *configMicroBatch))
+      return 1;
+    if (failed(compileAndEmit(*module, level, inputFile, outputFile)))
+      return 1;
+    return 0;
+  }
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  module = parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context);
+  if (!module || failed(compileAndEmit(*module, level, inputFile, outputFile)))
+    return 1;
+  return 0;
+}

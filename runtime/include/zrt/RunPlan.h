@@ -1,0 +1,25 @@
+//===- RunPlan.h - One run of zero-run, on its ranks ------------*- C++ -*-===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+// What zero-run runs once its ranks exist: a checkpoint's consolidation, the
+// machine's calibration, or the plan, on this process's ranks (threads, one per
+// device, when no launcher started it) after the ranks agree on what they run.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZRT_RUNPLAN_H
+#define ZRT_RUNPLAN_H
+
+#include "zrt/Communicator.h"
+#include "zrt/RunOptions.h"
+
+namespace zrt {
+
+/// Runs what `o` asks on this process's rank of `comm` (or, when not `launched`,
+/// on every rank of the plan as threads); the exit status.
+int runPlan(const RunOptions &o, Communicator &comm, bool launched);
+
+} // namespace zrt
+
+#endif // ZRT_RUNPLAN_H

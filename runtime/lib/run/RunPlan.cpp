@@ -1,0 +1,364 @@
+//===- RunPlan.cpp - One run of zero-run, on its ranks --------------------===//
+//
+// Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zrt/RunPlan.h"
+#include "zrt/TrainingLoop.h"
+#include "zplan/KernelKind.h"
+#include "zrt/AtomicFile.h"
+#include "zrt/Calibrate.h"
+#include "zrt/Checkpoint.h"
+#include "zrt/CheckpointReader.h"
+#include "zrt/Communicator.h"
+#include "zrt/Consolidate.h"
+#include "zrt/Device.h"
+#include "zrt/Error.h"
+#include "zrt/Executor.h"
+#include "zrt/Kernels.h"
+#include "zrt/Launch.h"
+#include "zrt/OnnxTensors.h"
+#include "zrt/PlanFile.h"
+#include "zrt/ResidentMemory.h"
+#include "zrt/RunAgreement.h"
+#include "zrt/SaveWeights.h"
+#include "zrt/TorchWeights.h"
+#include "zrt/TokenData.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <cerrno>
+#include <csignal>
+#include <cmath>
+#include <cstring>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <sys/stat.h>
+#include <unistd.h>
+
+
+using namespace zrt;
+
+namespace {
+
+/// --device, or CUDA when this build has it and a GPU is present.
+std::string deviceKind(const RunOptions &o) {
+  std::string kind = o.device;
+  if (kind.empty())
+    kind = cudaDeviceCount() > 0 ? "cuda" : "cpu";
+  if (kind == "cuda") {
+    ZRT_CHECK(cudaBackendBuilt(), "--device=cuda: this zero-run was built without CUDA");
+    ZRT_CHECK(cudaDeviceCount() > 0, "--device=cuda: no GPU is visible");
+  }
+  ZRT_CHECK(o.cudnnAttention || kind == "cuda",
+            "--attention chooses the GPU's attention kernels; the CPU backend has one");
+  ZRT_CHECK(o.generatedKernels || kind == "cuda",
+            "--fused-kernels chooses how the GPU runs fused programs; the CPU backend "
+            "has one way");
+  ZRT_CHECK(!o.allowTf32 || kind == "cuda",
+            "--allow-tf32 is for the GPU's tensor cores; the CPU backend's fp32 GEMMs "
+            "are fp32");
+  return kind;
+}
+
+/// The --init model, with the values of --init W.safetensors (by PyTorch name) in
+/// place of its own.
+onnx::ModelProto readInitModel(const RunOptions &o, bool announce) {
+  onnx::ModelProto model = readModelAsCompiled(o.init);
+  if (o.initWeights.empty())
+    return model;
+  int64_t unused = 0;
+  int64_t replaced = loadSafetensorsByName(model, o.initWeights, unused);
+  if (announce && !o.quiet)
+    std::printf("%s: %lld initializers of %s by PyTorch name%s\n", o.initWeights.c_str(),
+                (long long)replaced, o.init.c_str(),
+                unused ? (", " + std::to_string(unused) + " of its tensors unused").c_str()
+                       : "");
+  return model;
+}
+
+/// One rank's run of the plan on its device.
+int runRank(const RunOptions &o, zero::zplan::Plan plan, Device &device, Communicator &comm,
+            onnx::ModelProto *preloaded = nullptr) {
+  // The model first, then the memory in use: what the run adds to it is its
+  // measured memory (the arena and whatever else the run allocates). `preloaded`
+  // is --init when the caller has read it already.
+  onnx::ModelProto model;
+  if (preloaded)
+    model = std::move(*preloaded);
+  else if (!o.init.empty())
+    model = readInitModel(o, comm.rank() == 0);
+  int64_t memoryBefore = device.memoryInUse();
+  ExecutorOptions eopts;
+  eopts.commDelayNsPerByte = o.commDelayNsPerByte;
+  eopts.trace = !o.trace.empty();
+  eopts.graph = o.cudaGraph;
+  eopts.nvmePath = o.nvmePath;
+  eopts.nvmeQueueDepth = o.nvmeQueueDepth;
+  Executor exec(std::move(plan), device, comm, eopts);
+  bool needsParams = false;
+  for (const auto &b : exec.plan().buffers())
+    needsParams |= b.role() == zero::zplan::PARAM;
+  ZRT_CHECK(o.initWeights.empty() || !o.init.empty(),
+            "--init " << o.initWeights << " needs --init MODEL.onnx too: the exported "
+                         "model holds the constants, and says which initializer holds "
+                         "which parameter");
+  ZRT_CHECK(!o.randomInit || !o.init.empty(),
+            "--random-init needs --init MODEL.onnx too: the model holds the constants "
+            "and the parameters' names and shapes");
+  ZRT_CHECK(!o.randomInit || o.initWeights.empty(),
+            "--random-init and --init " << o.initWeights << " both give the parameters' "
+                                            "values; choose one");
+  ZRT_CHECK(!needsParams || !o.init.empty(),
+            "the plan has parameters; give their values with --init MODEL.onnx");
+  ZRT_CHECK(o.saveWeights.empty() || !o.init.empty(), "--save-weights needs --init");
+  if (!o.init.empty())
+    exec.loadParameters(model, folderOf(o.init), o.randomInit);
+  if (!o.data.empty())
+    return runTraining(o, exec, &model, memoryBefore);
+  ZRT_CHECK(comm.size() == 1, "running once on --inputs takes one rank");
+  ZRT_CHECK(o.saveWeights.empty(), "--save-weights goes with --data (training)");
+  return runOnInputs(o, exec);
+}
+
+/// No launcher: the plan's ranks are threads of this process, one device each
+/// (GPUs 0 .. N-1, their NCCL communicators from one ncclCommInitAll, or the CPU).
+/// The first rank to fail stops the others; its error is the one reported.
+int runInProcess(const RunOptions &o, const zero::zplan::Plan &plan) {
+  // Beyond this many, a rank per thread is a mistake (each holds a whole arena).
+  const int64_t kMaxThreadRanks = 64;
+  ZRT_CHECK(plan.world_size() <= kMaxThreadRanks,
+            o.plan << " was compiled for " << plan.world_size()
+                   << " ranks; one process runs at most " << kMaxThreadRanks
+                   << " as threads: launch it with mpirun -np " << plan.world_size());
+  int ranks = (int)plan.world_size();
+  std::string kind = deviceKind(o);
+  std::vector<std::unique_ptr<Device>> devices;
+  if (kind == "cuda") {
+    int gpus = cudaDeviceCount();
+    ZRT_CHECK(ranks <= gpus, o.plan << " was compiled for " << ranks
+                                    << " ranks and this machine has " << gpus
+                                    << " GPU(s), one per rank; launch it with mpirun -np "
+                                    << ranks << " across machines");
+    // One rank without collectives needs no NCCL communicator (its start is most
+    // of a small plan's run: the node tests, the gradient checks).
+    bool collectives = ranks > 1;
+    for (const auto &k : plan.kernels()) {
+      zero::zplan::Kernel::Kind kind = zero::zplan::synchronousKind(k.kind());
+      collectives |= kind == zero::zplan::Kernel::ALL_GATHER ||
+                     kind == zero::zplan::Kernel::REDUCE_SCATTER ||
+                     kind == zero::zplan::Kernel::ALL_REDUCE;
+    }
+    devices = makeCudaDevicesForThreads(ranks, CudaOptions{o.allowTf32, collectives, o.cudnnAttention, o.generatedKernels, o.quiet});
+  } else {
+    for (int r = 0; r < ranks; ++r)
+      devices.push_back(makeCpuDevice());
+  }
+  if (ranks == 1) {
+    std::unique_ptr<Communicator> comm = makeLocalCommunicator();
+    devices[0]->bindToCallingThread();
+    return runRank(o, plan, *devices[0], *comm);
+  }
+  if (!o.quiet)
+    std::printf("running the %d ranks as threads of this process, on %s\n", ranks,
+                kind == "cuda" ? ("GPUs 0-" + std::to_string(ranks - 1)).c_str() : "the CPU");
+  std::vector<std::unique_ptr<Communicator>> comms = makeThreadCommunicators(ranks);
+  std::mutex mutex;
+  std::string firstError;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        devices[r]->bindToCallingThread();
+        runRank(o, plan, *devices[r], *comms[r]);
+      } catch (const std::exception &e) {
+        bool first = false;
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          first = firstError.empty();
+          if (first)
+            firstError = "rank " + std::to_string(r) + ": " + e.what();
+        }
+        // The others may wait for this rank in a host-side collective or, on
+        // GPUs, inside NCCL: stop both.
+        comms[r]->abort();
+        if (first)
+          for (auto &d : devices)
+            d->abort();
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  ZRT_CHECK(firstError.empty(), firstError);
+  return 0;
+}
+
+/// Every file the run will write can be written: found now, not after training.
+void checkOutputPaths(const RunOptions &o, int rank) {
+  if (rank == 0) {
+    if (!o.logJson.empty())
+      checkWritable(o.logJson, "--log-json");
+    if (!o.saveWeights.empty())
+      checkWritable(o.saveWeights, "--save-weights");
+    if (!o.trace.empty())
+      checkWritable(o.trace, "--trace");
+    if (!o.saveCheckpoint.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.saveCheckpoint, ec);
+      ZRT_CHECK(!ec, "--save-checkpoint: cannot create " << o.saveCheckpoint << ": "
+                                                          << ec.message());
+      checkWritable((std::filesystem::path(o.saveCheckpoint) / "latest").string(),
+                    "--save-checkpoint");
+    }
+  } else if (!o.trace.empty()) {
+    checkWritable(traceFile(o.trace, rank), "--trace");
+  }
+  if (!o.saveOutputs.empty()) {
+    struct stat st;
+    if (::stat(o.saveOutputs.c_str(), &st) != 0)
+      ZRT_CHECK(::mkdir(o.saveOutputs.c_str(), 0755) == 0,
+                "--save-outputs '" << o.saveOutputs
+                                   << "': cannot create the folder: " << std::strerror(errno));
+    else
+      ZRT_CHECK(S_ISDIR(st.st_mode),
+                "--save-outputs '" << o.saveOutputs << "' is not a folder");
+    checkWritable(o.saveOutputs + "/output_0.pb", "--save-outputs");
+  }
+}
+
+/// What the ranks of an mpirun launch must agree on: the plan, what they read, the
+/// steps and data order, and the options that make them call collectives (saving
+/// weights and checkpoints, the JSON log, the device's set-up).
+std::vector<AgreedValue> runAgreement(const RunOptions &o, const zero::zplan::Plan &plan,
+                                      const onnx::ModelProto &model,
+                                      const std::string &deviceKind) {
+  auto hashOf = [](const std::string &s) {
+    return (int64_t)contentHash(s.data(), s.size());
+  };
+  std::vector<AgreedValue> v;
+  v.push_back({"plan", hashOf(planFingerprint(plan))});
+  v.push_back({"device", hashOf(deviceKind)});
+  // Generated weights: the seed, and the initializers' descriptions (their values,
+  // never read, may not exist).
+  int64_t weights = 0;
+  if (!o.init.empty()) {
+    uint64_t seed = o.randomInit ? *o.randomInit + 1 : 0; // 0: read, not generated
+    weights = (int64_t)contentHash(&seed, sizeof seed,
+                                   initializerFingerprint(model, folderOf(o.init),
+                                                          !o.randomInit));
+  }
+  v.push_back({"initial weights (--init, --random-init)", weights});
+  int64_t data = 0;
+  if (!o.data.empty())
+    data = (int64_t)TokenData::load(o.data, o.dataFormat).fingerprint();
+  v.push_back({"data (--data, --data-format)", data});
+  v.push_back({"--steps", o.steps, AgreedValue::Number});
+  v.push_back({"--shuffle", o.shuffle, AgreedValue::Flag});
+  v.push_back({"--seed", (int64_t)o.seed, AgreedValue::Number});
+  int64_t resume = 0;
+  if (!o.resume.empty())
+    resume = hashOf(CheckpointReader(o.resume).manifest().manifest_checksum());
+  v.push_back({"checkpoint to resume (--resume)", resume});
+  v.push_back({"--save-checkpoint", !o.saveCheckpoint.empty(), AgreedValue::Flag});
+  v.push_back({"--checkpoint-every", o.checkpointEvery, AgreedValue::Number});
+  v.push_back({"--save-weights", !o.saveWeights.empty(), AgreedValue::Flag});
+  v.push_back({"--log-json", !o.logJson.empty(), AgreedValue::Flag});
+  v.push_back({"--inputs", !o.inputs.empty(), AgreedValue::Flag});
+  return v;
+}
+
+/// --consolidate: one process writes the checkpoint's weights as one file.
+int consolidate(const RunOptions &o, Communicator &comm) {
+  ZRT_CHECK(comm.size() == 1, "--consolidate runs as one process, not under mpirun -np "
+                                  << comm.size());
+  auto endsWith = [&](const std::string &ext) { // and has a name before it
+    return o.output.size() > ext.size() && pathEndsWith(o.output, ext);
+  };
+  checkWritable(o.output, "-o");
+  ConsolidateResult r;
+  if (endsWith(".safetensors")) {
+    // With --init MODEL.onnx (the export), by PyTorch name.
+    onnx::ModelProto model;
+    if (!o.init.empty())
+      model = readModelAsCompiled(o.init);
+    r = consolidateToSafetensors(o.consolidate, o.output, o.withOptimizerState,
+                                 o.init.empty() ? nullptr : &model);
+  } else if (endsWith(".onnx")) {
+    ZRT_CHECK(!o.init.empty(), "-o " << o.output << " needs --init MODEL.onnx (the model "
+                                     << "whose initializers it replaces)");
+    ZRT_CHECK(!o.withOptimizerState,
+              "--with-optimizer-state writes safetensors only; ONNX has no place for it");
+    r = consolidateToOnnx(o.consolidate, o.init, o.output);
+  } else {
+    ZRT_FAIL("-o " << o.output << ": the output is OUT.safetensors or OUT.onnx");
+  }
+  if (!o.quiet)
+    std::printf("wrote %lld tensors (%.1f MB) of step %lld to %s; peak resident memory "
+                "%.1f MB\n",
+                (long long)r.tensors, r.bytes / 1e6, (long long)r.step, o.output.c_str(),
+                peakResidentBytes() / 1048576.0);
+  return 0;
+}
+
+} // namespace
+
+int zrt::runPlan(const RunOptions &o, Communicator &comm, bool launched) {
+  if (!o.consolidate.empty())
+    return consolidate(o, comm);
+  if (!o.calibrate.empty()) {
+    if (comm.rank() == 0)
+      checkWritable(o.calibrate, "--calibrate");
+    // On a GPU (--device cuda) the kernel figures are its own; the CPU's otherwise.
+    std::unique_ptr<Device> gpu;
+    if (deviceKind(o) == "cuda")
+      gpu = makeCudaDevice(localDeviceIndex(comm, cudaDeviceCount()), comm,
+                           CudaOptions{o.allowTf32, false, o.cudnnAttention, o.generatedKernels, o.quiet});
+    std::string json = calibrateMachine(comm, gpu.get(), o.calibrateSmall, o.nvmePath);
+    if (comm.rank() == 0) {
+      writeFileAtomically(o.calibrate, json);
+      if (!o.quiet)
+        std::printf("%s", json.c_str());
+    }
+    return 0;
+  }
+  checkOutputPaths(o, comm.rank());
+  zero::zplan::Plan plan = loadPlanFile(o.plan);
+  if (!launched)
+    return runInProcess(o, plan);
+  // Every rank finds a mismatch at once: they agree on it first, so that each says
+  // why and exits (an MPI_Abort from the first could end the others before they do).
+  bool mismatch = plan.world_size() != comm.size();
+  if (comm.meanOf(mismatch ? 1.0 : 0.0) > 0) {
+    std::ostringstream why;
+    if (mismatch)
+      why << o.plan << " was compiled for " << plan.world_size() << " ranks; this run has "
+          << comm.size();
+    else
+      why << "another rank's plan was compiled for another number of ranks";
+    throw AgreedError(why.str());
+  }
+  // Then everything else that must agree, before the ranks meet in anything that
+  // one of them might not call (NCCL's set-up, a collective, a checkpoint).
+  onnx::ModelProto model;
+  if (!o.init.empty())
+    model = readInitModel(o, comm.rank() == 0);
+  std::string kind = deviceKind(o);
+  if (comm.size() > 1)
+    agreeAcrossRanks(comm, runAgreement(o, plan, model, kind));
+  // Under mpirun each rank takes the GPU of its rank among the machine's.
+  std::unique_ptr<Device> device;
+  if (kind == "cpu")
+    device = makeCpuDevice();
+  else
+    device = makeCudaDevice(localDeviceIndex(comm, cudaDeviceCount()), comm, CudaOptions{o.allowTf32, true, o.cudnnAttention, o.generatedKernels, o.quiet});
+  return runRank(o, std::move(plan), *device, comm, &model);
+}
+
