@@ -38,3 +38,14 @@ with tempfile.TemporaryDirectory() as probe:
     if subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=4k tmpfs " + probe],
                       capture_output=True).returncode == 0:
         config.available_features.add("mount-namespace")
+
+# Hosts of their own (test/Integration/Inputs/two-hosts-check.py) are network
+# namespaces joined by a veth pair (iproute2's ip): that needs the right to make
+# them (root, as on CI's machines); without it those tests report UNSUPPORTED.
+import shutil
+
+_probe = "zero-probe-%d" % os.getpid()
+if shutil.which("ip") and subprocess.run(["ip", "netns", "add", _probe],
+                                         capture_output=True).returncode == 0:
+    subprocess.run(["ip", "netns", "del", _probe], capture_output=True)
+    config.available_features.add("net-namespace")

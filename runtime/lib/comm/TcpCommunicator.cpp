@@ -245,7 +245,8 @@ enum class Kind : uint32_t {
   AllReduce,
   Gather,
   Mean,
-  Ints,
+  Counts,
+  Agreement,
   Broadcast,
   Failure ///< a peer's last message: why it stops
 };
@@ -261,7 +262,9 @@ const char *kindName(Kind k) {
     return "a gather to rank 0";
   case Kind::Mean:
     return "the mean over ranks";
-  case Kind::Ints:
+  case Kind::Counts:
+    return "a gather of counts to rank 0";
+  case Kind::Agreement:
     return "the ranks' agreement";
   case Kind::Broadcast:
     return "a broadcast from rank 0";
@@ -391,13 +394,13 @@ public:
 
   std::vector<int64_t> gatherInts(int64_t v) override {
     std::vector<int64_t> all(rank_ == 0 ? size_ : 1);
-    gatherBytes(Kind::Ints, &v, all.data(), sizeof v);
+    gatherBytes(Kind::Counts, &v, all.data(), sizeof v);
     return all;
   }
 
   std::vector<int64_t> allGatherInts(int64_t v) override {
     std::vector<int64_t> all(size_);
-    allGatherBytes(Kind::Ints, &v, all.data(), sizeof v);
+    allGatherBytes(Kind::Agreement, &v, all.data(), sizeof v);
     return all;
   }
 
@@ -680,7 +683,7 @@ private:
         ZRT_CHECK(got > 0, "the connection to rank "
                                << x.peer << " failed during " << kindName(kind) << ": "
                                << errnoText(err)
-                               << (err == ETIMEDOUT || err == EHOSTUNREACH
+                               << (err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH
                                        ? " (rank " + std::to_string(x.peer) +
                                              "'s host is unreachable: it is down, or the "
                                              "network to it is cut)"
