@@ -30,6 +30,13 @@ inline constexpr const char *kKernelOverheadS = "kernel_overhead_s";
 /// Seconds per step of a ring collective (latency), and per byte on the wire.
 inline constexpr const char *kAlphaS = "alpha_s";
 inline constexpr const char *kBetaSPerByte = "beta_s_per_byte";
+/// Ranks per node (an integer): collectives among more ranks than this cross
+/// nodes, and their ring steps take the inter-node figures below. Absent: every
+/// rank on one node.
+inline constexpr const char *kRanksPerNode = "ranks_per_node";
+/// The ring figures of a link between nodes. Absent: alpha_s and beta_s_per_byte.
+inline constexpr const char *kInterAlphaS = "inter_alpha_s";
+inline constexpr const char *kInterBetaSPerByte = "inter_beta_s_per_byte";
 /// Bytes/s a rank reads from and writes to its NVMe offload file (direct I/O).
 inline constexpr const char *kNvmeReadBandwidth = "nvme_read_bandwidth";
 inline constexpr const char *kNvmeWriteBandwidth = "nvme_write_bandwidth";

@@ -89,11 +89,23 @@ FailureOr<MachineModel> zero::loadMachineModel(StringRef nameOrPath,
   read(key::kNvmeWriteBandwidth, m.nvmeWriteBandwidth);
   m.interAlphaS = m.alphaS;
   m.interBetaSPerByte = m.betaSPerByte;
+  read(key::kInterAlphaS, m.interAlphaS);
+  read(key::kInterBetaSPerByte, m.interBetaSPerByte);
   if (m.matmulFlops <= 0 || m.matmulFlops16 < 0 || m.vectorFlops <= 0 ||
       m.memoryBandwidth <= 0 || m.nvmeReadBandwidth <= 0 || m.nvmeWriteBandwidth <= 0 ||
-      m.kernelOverheadS < 0 || m.alphaS < 0 || m.betaSPerByte < 0) {
+      m.kernelOverheadS < 0 || m.alphaS < 0 || m.betaSPerByte < 0 || m.interAlphaS < 0 ||
+      m.interBetaSPerByte < 0) {
     error = "'" + nameOrPath.str() + "' has a non-positive rate or a negative time";
     return failure();
+  }
+  if (obj->get(key::kRanksPerNode)) {
+    std::optional<int64_t> r = obj->getInteger(key::kRanksPerNode);
+    if (!r || *r < 1) {
+      error = "'" + nameOrPath.str() + "': " + key::kRanksPerNode +
+              " must be a positive integer";
+      return failure();
+    }
+    m.ranksPerNode = *r;
   }
   return m;
 }
@@ -113,6 +125,21 @@ double ringSeconds(const MachineModel &m, int64_t n, int64_t bytes, int passes) 
   double alpha = inter ? m.interAlphaS : m.alphaS;
   double beta = inter ? m.interBetaSPerByte : m.betaSPerByte;
   return passes * (alpha * (n - 1) + beta * bytes * (double)(n - 1) / n);
+}
+
+/// What a ring collective moving `bytes` (the full tensor) `passes` times over
+/// `n` ranks sends on each node's links: every rank sends its ring successor
+/// passes * bytes * (n-1)/n; ranks are placed node by node, so the ring leaves
+/// each node once (over the network) and its other steps stay inside the node.
+void addLinkBytes(StepPrediction &p, const MachineModel &m, int64_t n, int64_t bytes,
+                  int passes) {
+  if (n <= 1)
+    return;
+  int64_t perNode = std::min(n, m.ranksPerNode);
+  double sent = passes * (double)bytes * (double)(n - 1) / n;
+  bool crosses = n > perNode;
+  p.interNodeBytes += crosses ? sent : 0;
+  p.intraNodeBytes += sent * (crosses ? perNode - 1 : perNode);
 }
 
 /// The view name of input `i` of `k` (of output `i` with `output`), when its kind
@@ -299,6 +326,8 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
     return module.emitError("no plan.program @main to predict"), failure();
   int64_t n = program.getWorldSizeAttr().getInt();
   StepPrediction p;
+  p.ranksPerNode = std::min(n, m.ranksPerNode);
+  p.nodes = (n + p.ranksPerNode - 1) / p.ranksPerNode;
   double now = 0, commFree = 0, nvmeFree = 0;
   DenseMap<int64_t, double> doneAt; // request -> when its collective ends
   DenseMap<Value, double> readAt;   // an NVMe read's result -> when it is in
@@ -319,6 +348,7 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
       Value full = kind == K::all_gather ? k.getOutputs()[0] : k.getInputs()[0];
       double t = ringSeconds(m, n, bytesOf(full), passes);
       p.commS += t;
+      addLinkBytes(p, m, n, bytesOf(full), passes);
       double begin = std::max(now, commFree);
       commFree = begin + t;
       if (started) {

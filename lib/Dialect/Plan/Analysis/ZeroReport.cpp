@@ -304,6 +304,12 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
       os << llvm::format("  %-20s %12.3f ms\n", "nvme", p.nvmeS * 1e3);
       os << llvm::format("  %-20s %12.3f ms\n", "exposed_nvme", p.exposedNvmeS * 1e3);
     }
+    os << "link traffic per step, per node (" << p.nodes << " x " << p.ranksPerNode
+       << " ranks; ring collectives)\n";
+    os << llvm::format("  %-20s %14.0f %12.3f GB\n", "intra_node", p.intraNodeBytes,
+                       p.intraNodeBytes / 1e9);
+    os << llvm::format("  %-20s %14.0f %12.3f GB\n", "inter_node", p.interNodeBytes,
+                       p.interNodeBytes / 1e9);
   }
   if (r.recomputeLevel) {
     os << "recomputation (activation checkpointing, level " << r.recomputeLevel << ")\n";
@@ -377,6 +383,12 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
         {"exposed_comm_ms", r.predicted->exposedCommS * 1e3},
         {"nvme_ms", r.predicted->nvmeS * 1e3},
         {"exposed_nvme_ms", r.predicted->exposedNvmeS * 1e3}};
+  if (r.predicted)
+    out["link_bytes_per_step"] = llvm::json::Object{
+        {"nodes", r.predicted->nodes},
+        {"ranks_per_node", r.predicted->ranksPerNode},
+        {"intra_node_per_node", r.predicted->intraNodeBytes},
+        {"inter_node_per_node", r.predicted->interNodeBytes}};
   if (r.recomputeLevel) {
     llvm::json::Object rc{{"level", r.recomputeLevel}, {"kernels", r.recomputeKernels}};
     if (r.predicted) {

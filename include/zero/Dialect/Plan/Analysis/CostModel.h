@@ -18,7 +18,8 @@ namespace zero {
 
 /// The figures the cost model needs about a machine. Collectives are rings:
 /// an all-gather or reduce-scatter of B bytes (the full tensor) over N ranks takes
-/// alpha (N-1) + beta B (N-1)/N; an all-reduce twice that. Kernels are rooflines:
+/// alpha (N-1) + beta B (N-1)/N; an all-reduce twice that; a ring over more
+/// ranks than a node holds runs at the inter-node figures (its slowest link). Kernels are rooflines:
 /// overhead + max(flops / peak, bytes / bandwidth).
 struct MachineModel {
   std::string name;
@@ -54,6 +55,11 @@ struct StepPrediction {
   /// Floating-point work of the compute kernels, and of those that recompute
   /// activations (with their predicted time).
   double flops = 0, recomputeFlops = 0, recomputeS = 0;
+  /// The world as the machine places it (node by node), and the bytes the
+  /// step's ring collectives send per node: over links inside the node, and out
+  /// of it over the network (zero when the world fits one node).
+  int64_t nodes = 1, ranksPerNode = 1;
+  double intraNodeBytes = 0, interNodeBytes = 0;
 };
 /// Floating-point operations of one compute kernel (2 m n k for a matmul; a
 /// per-element estimate otherwise; none for data movement).
