@@ -37,6 +37,11 @@ inline constexpr const char *kRanksPerNode = "ranks_per_node";
 /// The ring figures of a link between nodes. Absent: alpha_s and beta_s_per_byte.
 inline constexpr const char *kInterAlphaS = "inter_alpha_s";
 inline constexpr const char *kInterBetaSPerByte = "inter_beta_s_per_byte";
+/// A string: how collectives move their bytes, for the report's traffic by link
+/// class. "ring" (NCCL's and MPI's rings; the default) or "direct" (each rank
+/// sends every peer its part at once: zero-run's TCP collectives, launched
+/// without mpirun).
+inline constexpr const char *kCollectiveAlgorithm = "collective_algorithm";
 /// Bytes/s a rank reads from and writes to its NVMe offload file (direct I/O).
 inline constexpr const char *kNvmeReadBandwidth = "nvme_read_bandwidth";
 inline constexpr const char *kNvmeWriteBandwidth = "nvme_write_bandwidth";

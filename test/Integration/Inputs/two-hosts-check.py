@@ -152,6 +152,31 @@ def main():
         check(crossed > 0, "two hosts: the link carried the ranks' traffic")
         check("TCP (4 ranks, met at 10.77.0.1:29500)" in read(a.work, "parity", 0),
               "two hosts: rank 0 met the others at 10.77.0.1:29500")
+        # The bytes steps 3-8 put on the link (a run of 8 steps less one of 2: the
+        # rendezvous and set-up cancel) against the report's inter-node bytes for
+        # direct exchange on nodes of 2 ranks, both nodes' (each direction of the
+        # link), within what TCP/IP, Ethernet and zero-run's message headers add.
+        carried = {}
+        for n in (2, 8):
+            before = hosts.link_bytes()
+            procs = hosts.launch(2, 2, [zero_run, plans[4]] + common + ["--steps", str(n)],
+                                 a.work, f"bytes{n}")
+            check(wait_all(procs, 120) == [0, 0, 0, 0], f"two hosts: {n} steps ran")
+            carried[n] = hosts.link_bytes() - before
+        machine = os.path.join(a.work, "hosts-machine.json")
+        with open(machine, "w") as f:
+            json.dump({"name": "two hosts", "ranks_per_node": 2,
+                       "collective_algorithm": "direct"}, f)
+        report = json.loads(run([zero_opt, gpt, "--zero-stage=3", "--world-size=4",
+                                 "--machine=" + machine, "--report=json"]).stdout)
+        links = report["link_bytes_per_step"]
+        predicted = 6 * links["nodes"] * links["inter_node_per_node"]
+        measured = carried[8] - carried[2]
+        ratio = measured / predicted
+        print(f"two hosts: the link carried {measured} bytes in 6 steps; the report's "
+              f"inter-node bytes: {predicted:.0f} (x {ratio:.3f})", flush=True)
+        check(1.0 <= ratio <= 1.15, "two hosts: the link's bytes are the report's "
+              "inter-node bytes, plus headers (1 to 1.15 times)")
 
     # 2. A failed host, twice: its link cut, its ranks killed. The first run
     # checkpoints every 10 steps; its last checkpoint is resumed below.

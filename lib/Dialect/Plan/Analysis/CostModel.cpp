@@ -98,6 +98,15 @@ FailureOr<MachineModel> zero::loadMachineModel(StringRef nameOrPath,
     error = "'" + nameOrPath.str() + "' has a non-positive rate or a negative time";
     return failure();
   }
+  if (obj->get(key::kCollectiveAlgorithm)) {
+    std::optional<StringRef> a = obj->getString(key::kCollectiveAlgorithm);
+    if (!a || (*a != "ring" && *a != "direct")) {
+      error = "'" + nameOrPath.str() + "': " + key::kCollectiveAlgorithm +
+              " must be \"ring\" or \"direct\"";
+      return failure();
+    }
+    m.directExchange = *a == "direct";
+  }
   if (obj->get(key::kRanksPerNode)) {
     std::optional<int64_t> r = obj->getInteger(key::kRanksPerNode);
     if (!r || *r < 1) {
@@ -127,19 +136,27 @@ double ringSeconds(const MachineModel &m, int64_t n, int64_t bytes, int passes) 
   return passes * (alpha * (n - 1) + beta * bytes * (double)(n - 1) / n);
 }
 
-/// What a ring collective moving `bytes` (the full tensor) `passes` times over
-/// `n` ranks sends on each node's links: every rank sends its ring successor
-/// passes * bytes * (n-1)/n; ranks are placed node by node, so the ring leaves
-/// each node once (over the network) and its other steps stay inside the node.
+/// What a collective moving `bytes` (the full tensor) `passes` times over `n`
+/// ranks, placed node by node, sends on each node's links. A ring: every rank
+/// sends its successor passes * bytes * (n-1)/n, and the ring leaves each node
+/// once (over the network), its other steps inside the node. Direct exchange:
+/// every rank sends each peer its 1/n part, so a node of r ranks sends
+/// r (n-r)/n of the tensor out and r (r-1)/n inside, per pass.
 void addLinkBytes(StepPrediction &p, const MachineModel &m, int64_t n, int64_t bytes,
                   int passes) {
   if (n <= 1)
     return;
-  int64_t perNode = std::min(n, m.ranksPerNode);
-  double sent = passes * (double)bytes * (double)(n - 1) / n;
-  bool crosses = n > perNode;
+  int64_t r = std::min(n, m.ranksPerNode);
+  double moved = passes * (double)bytes;
+  if (m.directExchange) {
+    p.interNodeBytes += moved * r * (n - r) / n;
+    p.intraNodeBytes += moved * r * (r - 1) / n;
+    return;
+  }
+  double sent = moved * (double)(n - 1) / n;
+  bool crosses = n > r;
   p.interNodeBytes += crosses ? sent : 0;
-  p.intraNodeBytes += sent * (crosses ? perNode - 1 : perNode);
+  p.intraNodeBytes += sent * (crosses ? r - 1 : r);
 }
 
 /// The view name of input `i` of `k` (of output `i` with `output`), when its kind
@@ -328,6 +345,7 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
   StepPrediction p;
   p.ranksPerNode = std::min(n, m.ranksPerNode);
   p.nodes = (n + p.ranksPerNode - 1) / p.ranksPerNode;
+  p.directExchange = m.directExchange;
   double now = 0, commFree = 0, nvmeFree = 0;
   DenseMap<int64_t, double> doneAt; // request -> when its collective ends
   DenseMap<Value, double> readAt;   // an NVMe read's result -> when it is in

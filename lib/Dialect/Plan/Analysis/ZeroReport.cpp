@@ -305,7 +305,8 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
       os << llvm::format("  %-20s %12.3f ms\n", "exposed_nvme", p.exposedNvmeS * 1e3);
     }
     os << "link traffic per step, per node (" << p.nodes << " x " << p.ranksPerNode
-       << " ranks; ring collectives)\n";
+       << " ranks; " << (p.directExchange ? "direct exchange" : "ring collectives")
+       << ")\n";
     os << llvm::format("  %-20s %14.0f %12.3f GB\n", "intra_node", p.intraNodeBytes,
                        p.intraNodeBytes / 1e9);
     os << llvm::format("  %-20s %14.0f %12.3f GB\n", "inter_node", p.interNodeBytes,
@@ -387,6 +388,7 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
     out["link_bytes_per_step"] = llvm::json::Object{
         {"nodes", r.predicted->nodes},
         {"ranks_per_node", r.predicted->ranksPerNode},
+        {"algorithm", r.predicted->directExchange ? "direct" : "ring"},
         {"intra_node_per_node", r.predicted->intraNodeBytes},
         {"inter_node_per_node", r.predicted->interNodeBytes}};
   if (r.recomputeLevel) {

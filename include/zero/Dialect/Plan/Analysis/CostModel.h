@@ -33,6 +33,9 @@ struct MachineModel {
   /// Ranks that share the fast link (NVLink); beyond them, the `inter` figures.
   int64_t ranksPerNode = 1 << 30;
   double interAlphaS = 1e-5, interBetaSPerByte = 1e-9;
+  /// How the collectives' bytes travel, for the traffic by link class: rings,
+  /// or each rank straight to every peer (zero-run's TCP collectives).
+  bool directExchange = false;
   /// NVMe offload: bytes/s one rank reads from and writes to its file.
   double nvmeReadBandwidth = 1e9, nvmeWriteBandwidth = 1e9;
 };
@@ -60,6 +63,7 @@ struct StepPrediction {
   /// of it over the network (zero when the world fits one node).
   int64_t nodes = 1, ranksPerNode = 1;
   double intraNodeBytes = 0, interNodeBytes = 0;
+  bool directExchange = false; ///< the machine's collective algorithm
 };
 /// Floating-point operations of one compute kernel (2 m n k for a matmul; a
 /// per-element estimate otherwise; none for data movement).
