@@ -33,6 +33,7 @@ public:
   std::vector<int64_t> gatherInts(int64_t) override { refuse(); }
   std::vector<int64_t> allGatherInts(int64_t) override { refuse(); }
   void broadcast(void *, size_t) override { refuse(); }
+  std::unique_ptr<Communicator> split(int, int) override { refuse(); }
 
 private:
   [[noreturn]] static void refuse() { ZRT_FAIL("a plan check moves no data"); }

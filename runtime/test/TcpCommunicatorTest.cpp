@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommunicatorGroups.h"
+
 #include "zrt/Communicator.h"
 #include "zrt/Error.h"
 #include "zrt/Float16.h"
@@ -163,6 +165,14 @@ TEST(TcpCommunicator, CollectivesMatchThreadRanksBitForBit) {
   expectSameAsThreads<f16>(zero::zplan::F16, 3, 5);
   // Larger than a socket's buffers: the exchange interleaves sends and receives.
   expectSameAsThreads<float>(zero::zplan::F32, 4, 3 << 20);
+}
+
+TEST(TcpCommunicator, Groups) {
+  auto errors = onTcpRanks(allRanks(4), 4, [](int, Communicator &comm) {
+    test::checkGroupsOfFour(comm);
+  });
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(errors[r], "");
 }
 
 TEST(TcpCommunicator, NamesTheRankThatNeverArrives) {

@@ -4,6 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommunicatorGroups.h"
+
 #include "zrt/Communicator.h"
 #include "zrt/Error.h"
 
@@ -63,6 +65,29 @@ TEST(ThreadCommunicator, CollectivesMatchTheirDefinitions) {
     for (int i = 0; i < ranks * count; ++i)
       EXPECT_EQ(reduced[r][i], 6 * i);
   }
+}
+
+TEST(ThreadCommunicator, Groups) {
+  onRanks(4, [](int, Communicator &comm) { test::checkGroupsOfFour(comm); });
+}
+
+TEST(ThreadCommunicator, AFailingRankAlsoStopsTheOthersInGroups) {
+  std::vector<std::string> errors(4);
+  onRanks(4, [&](int r, Communicator &comm) {
+    std::unique_ptr<Communicator> pair = comm.split(r / 2, r);
+    if (r == 1) {
+      comm.abort();
+      return;
+    }
+    try {
+      pair->meanOf(1.0); // rank 0 waits for rank 1 in their group
+      comm.meanOf(1.0);
+    } catch (const Error &e) {
+      errors[r] = e.what();
+    }
+  });
+  for (int r : {0, 2, 3})
+    EXPECT_EQ(errors[r], "another rank of this process failed") << r;
 }
 
 TEST(ThreadCommunicator, AFailingRankStopsTheOthersWaiting) {

@@ -42,6 +42,11 @@ public:
   virtual std::vector<int64_t> allGatherInts(int64_t v) = 0;
   /// Rank 0's `bytes` at `data` to every rank (NCCL's unique id, say).
   virtual void broadcast(void *data, size_t bytes) = 0;
+  /// The ranks that pass the same `color`, as a communicator of their own,
+  /// ordered by `key` (equal keys: by rank here). Every rank calls it, in the same
+  /// order as its other collectives. The group uses this communicator's
+  /// connections and lives no longer than it.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
   /// Called by a rank that failed (`why`: its error): ranks that can see it
   /// (threads of this process, TCP peers) stop waiting in collectives and fail
   /// too, instead of hanging.

@@ -36,6 +36,9 @@ public:
   std::vector<int64_t> gatherInts(int64_t v) override { return {v}; }
   std::vector<int64_t> allGatherInts(int64_t v) override { return {v}; }
   void broadcast(void *, size_t) override {}
+  std::unique_ptr<Communicator> split(int, int) override {
+    return std::make_unique<LocalCommunicator>();
+  }
 };
 
 } // namespace

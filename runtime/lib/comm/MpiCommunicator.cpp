@@ -84,12 +84,24 @@ constexpr int64_t kMaxCount = 1 << 30;
 
 class MpiCommunicator final : public Communicator {
 public:
-  MpiCommunicator() {
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    ZERO_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
-    ZERO_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+  /// MPI_COMM_WORLD (finalized with this communicator), or a group of it.
+  explicit MpiCommunicator(MPI_Comm comm = MPI_COMM_WORLD) : comm_(comm) {
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    ZERO_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+    ZERO_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   }
-  ~MpiCommunicator() override { MPI_Finalize(); }
+  ~MpiCommunicator() override {
+    if (comm_ == MPI_COMM_WORLD)
+      MPI_Finalize();
+    else
+      MPI_Comm_free(&comm_);
+  }
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    MPI_Comm group;
+    WatchedWait watched(rank_, "a split of the ranks into groups");
+    ZERO_MPI_CHECK(MPI_Comm_split(comm_, color, key, &group));
+    return std::make_unique<MpiCommunicator>(group);
+  }
   /// A failed rank ends the whole job: the others may be waiting for it inside a
   /// collective, where nothing else would reach them.
   void abort(const std::string &) override { MPI_Abort(MPI_COMM_WORLD, 1); }
@@ -97,7 +109,8 @@ public:
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string name() const override {
-    return "MPI (" + std::to_string(size_) + " ranks)";
+    return std::string(comm_ == MPI_COMM_WORLD ? "MPI (" : "MPI group (") +
+           std::to_string(size_) + " ranks)";
   }
 
   void allGather(const void *in, void *out, int64_t count, DType t) override {
@@ -105,7 +118,7 @@ public:
                                                    << "exceeds MPI's int counts");
     MPI_Request request;
     ZERO_MPI_CHECK(MPI_Iallgather(in, (int)count, mpiType(t), out, (int)count,
-                                  mpiType(t), MPI_COMM_WORLD, &request));
+                                  mpiType(t), comm_, &request));
     wait(request, "an all-gather");
     allGatherElements += count * size_;
   }
@@ -114,7 +127,7 @@ public:
                                                        << "rank exceeds MPI's int counts");
     MPI_Request request;
     ZERO_MPI_CHECK(MPI_Ireduce_scatter_block(in, out, (int)count, mpiType(t), sumOp(t),
-                                             MPI_COMM_WORLD, &request));
+                                             comm_, &request));
     wait(request, "a reduce-scatter");
     reduceScatterElements += count * size_;
   }
@@ -126,7 +139,7 @@ public:
       char *dst = static_cast<char *>(out) + done * size;
       MPI_Request request;
       ZERO_MPI_CHECK(MPI_Iallreduce(src == dst ? MPI_IN_PLACE : src, dst, n, mpiType(t),
-                                    sumOp(t), MPI_COMM_WORLD, &request));
+                                    sumOp(t), comm_, &request));
       wait(request, "an all-reduce");
     }
     allReduceElements += count;
@@ -136,23 +149,23 @@ public:
                                                << "exceeds MPI's int counts");
     WatchedWait watched(rank_, "a gather to rank 0");
     ZERO_MPI_CHECK(MPI_Gather(in, (int)count, mpiType(t), out, (int)count, mpiType(t), 0,
-                              MPI_COMM_WORLD));
+                              comm_));
   }
   double meanOf(double v) override {
     double sum = 0;
     WatchedWait watched(rank_, "the mean of the loss over ranks");
-    ZERO_MPI_CHECK(MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    ZERO_MPI_CHECK(MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, comm_));
     return sum / size_;
   }
   void broadcast(void *data, size_t bytes) override {
     WatchedWait watched(rank_, "a broadcast from rank 0");
-    ZERO_MPI_CHECK(MPI_Bcast(data, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD));
+    ZERO_MPI_CHECK(MPI_Bcast(data, (int)bytes, MPI_BYTE, 0, comm_));
   }
   std::vector<int64_t> gatherInts(int64_t v) override {
     std::vector<int64_t> all(size_);
     WatchedWait watched(rank_, "a gather to rank 0");
     ZERO_MPI_CHECK(
-        MPI_Gather(&v, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
+        MPI_Gather(&v, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, 0, comm_));
     return rank_ == 0 ? all : std::vector<int64_t>{v};
   }
 
@@ -160,7 +173,7 @@ public:
     std::vector<int64_t> all(size_);
     WatchedWait watched(rank_, "the ranks' agreement");
     ZERO_MPI_CHECK(MPI_Allgather(&v, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T,
-                                 MPI_COMM_WORLD));
+                                 comm_));
     return all;
   }
 
@@ -171,6 +184,7 @@ private:
     ZERO_MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
   }
 
+  MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
 };
 

@@ -15,7 +15,9 @@
 #include "zrt/Error.h"
 #include "zrt/Watchdog.h"
 
+#include <algorithm>
 #include <condition_variable>
+#include <map>
 #include <cstring>
 #include <mutex>
 
@@ -43,10 +45,28 @@ struct Group {
     cv.wait(lock, [&] { return generation_ != generation || aborted; });
     ZRT_CHECK(generation_ != generation, "another rank of this process failed");
   }
+  /// Breaks this group's barrier, and its groups' (a rank waiting in a group of
+  /// the world must see the world's failure too).
   void abort() {
+    std::vector<std::shared_ptr<Group>> split;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      aborted = true;
+      cv.notify_all();
+      for (auto &[id, g] : children)
+        split.push_back(g);
+    }
+    for (auto &g : split)
+      g->abort();
+  }
+  /// The group of `ranks` ranks that split number `n` with `color` makes: made by
+  /// the first of its members to ask.
+  std::shared_ptr<Group> child(int64_t n, int64_t color, int ranks) {
     std::lock_guard<std::mutex> lock(mutex);
-    aborted = true;
-    cv.notify_all();
+    std::shared_ptr<Group> &g = children[{n, color}];
+    if (!g)
+      g = std::make_shared<Group>(ranks);
+    return g;
   }
 
   const int ranks;
@@ -56,6 +76,7 @@ struct Group {
   std::mutex mutex;
   std::condition_variable cv;
   bool aborted = false;
+  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<Group>> children;
 
 private:
   int arrived_ = 0;
@@ -141,6 +162,19 @@ public:
       std::memcpy(data, group_->pointers[0], bytes);
     group_->barrier(rank_);
   }
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    int64_t n = splits_++; // every rank splits in the same order
+    std::vector<int64_t> colors = allGatherInts(color), keys = allGatherInts(key);
+    std::vector<int> members;
+    for (int p = 0; p < size(); ++p)
+      if (colors[p] == color)
+        members.push_back(p);
+    std::stable_sort(members.begin(), members.end(),
+                     [&](int a, int b) { return keys[a] < keys[b]; });
+    int index = (int)(std::find(members.begin(), members.end(), rank_) - members.begin());
+    return std::make_unique<ThreadCommunicator>(
+        group_->child(n, color, (int)members.size()), index);
+  }
 
 private:
   /// Publishes this rank's pointer; after it returns every rank's is readable.
@@ -156,6 +190,7 @@ private:
 
   std::shared_ptr<Group> group_;
   int rank_;
+  int64_t splits_ = 0;
 };
 
 } // namespace
