@@ -115,10 +115,16 @@ const Table kZero = {
     {"legacy_stage1", {Role::Note, "one stage-1 implementation"}},
     {"memory_efficient_linear", {Role::Note, "DeepSpeed's own linear layer"}},
     {"use_multi_rank_bucket_allreduce", {Role::Note, "the stage chooses the collectives"}},
-    {"zero_hpz_partition_size", {Role::Unsupported, "no hierarchical partitioning"}},
-    {"zero_quantized_weights", {Role::Unsupported, "collectives move full values"}},
-    {"zero_quantized_gradients", {Role::Unsupported, "collectives move full values"}},
-    {"mics_shard_size", {Role::Unsupported, "every rank is in one ZeRO group"}},
+    {"zero_hpz_partition_size",
+     {Role::Unsupported, "ZeRO++'s secondary partition of the parameters (hpZ) is not "
+                         "built yet; mics_shard_size (hybrid sharding) is"}},
+    {"zero_quantized_weights",
+     {Role::Unsupported, "quantized collectives (ZeRO++'s qwZ) are not built yet"}},
+    {"zero_quantized_gradients",
+     {Role::Unsupported, "quantized collectives (ZeRO++'s qgZ) are not built yet"}},
+    {"mics_shard_size", {Role::Read}},
+    {"mics_hierarchical_params_gather",
+     {Role::Note, "a shard group's gathers run within the group"}},
 };
 
 // offload_optimizer and offload_param (deepspeed/runtime/zero/offload_config.py):
@@ -536,6 +542,15 @@ bool Reader::zero(const json::Object &o) {
       return false;
     flag("persistence-threshold", integer(*v),
          "zero_optimization.stage3_param_persistence_threshold");
+  }
+  // MiCS: shard within groups of this many ranks, replicate across them (-1, its
+  // default: off).
+  if (auto v = number(o, "mics_shard_size", "zero_optimization.mics_shard_size",
+                      "--zero-shard-group-size")) {
+    if (*v != -1 && !whole(*v, "zero_optimization.mics_shard_size"))
+      return false;
+    if (*v > 0)
+      flag("zero-shard-group-size", integer(*v), "zero_optimization.mics_shard_size");
   }
   if (auto v = boolean(o, "overlap_comm", "zero_optimization.overlap_comm", "--no-overlap"))
     if (!*v)

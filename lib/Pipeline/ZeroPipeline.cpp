@@ -76,6 +76,19 @@ std::optional<zero::OptionProblem> zero::findOptionProblem(const ZeroPipelineOpt
     return count("world-size", o.worldSize, "must be 1 to 65536");
   if (o.zeroStage < 0 || o.zeroStage > 3)
     return count("zero-stage", o.zeroStage, "must be one of 0, 1, 2, 3");
+  if (o.shardGroupSize < 0 || (o.shardGroupSize > 0 && o.worldSize % o.shardGroupSize))
+    return count("zero-shard-group-size", o.shardGroupSize,
+                 "must divide --world-size (" + std::to_string(o.worldSize) +
+                     ") into groups of equal size (0: one group of every rank)");
+  bool hybrid = o.shardGroupSize > 0 && o.shardGroupSize < o.worldSize;
+  if (hybrid && (o.mode != "train" || o.zeroStage == 0))
+    return count("zero-shard-group-size", o.shardGroupSize,
+                 "shards within groups: it needs mode train and ZeRO stage 1, 2 or 3 "
+                 "(stage 0 shards nothing)");
+  if (hybrid && (o.offloadOptimizer != "none" || o.offloadParam != "none"))
+    return count("zero-shard-group-size", o.shardGroupSize,
+                 "hybrid sharding with --offload-optimizer or --offload-param is not "
+                 "built yet");
   if (o.offloadOptimizer != "none" && (o.mode != "train" || o.zeroStage == 0))
     return zero::OptionProblem{"offload-optimizer", o.offloadOptimizer,
                          "offloads a ZeRO optimizer: it needs mode train and ZeRO "
@@ -170,6 +183,7 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
       ShardZeroPassOptions zopts;
       zopts.stage = o.zeroStage;
       zopts.worldSize = o.worldSize;
+      zopts.shardGroupSize = o.shardGroupSize;
       zopts.bucketSizeMb = o.bucketSizeMb;
       zopts.persistenceThreshold = o.persistenceThreshold;
       zopts.reduceDtype = o.reduceDtype;

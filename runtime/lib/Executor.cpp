@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/Executor.h"
+#include "zrt/RankGroups.h"
 #include "zrt/AsyncCollectives.h"
 #include "zrt/Error.h"
 #include "zrt/Float16.h"
@@ -36,6 +37,16 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
             "the plan keeps model states in NVMe files (" << plan_.nvme_arena_bytes()
                 << " bytes per rank; zero-opt --offload-param=nvme or "
                    "--offload-optimizer=nvme): give their folder with --nvme-path DIR");
+  if (int64_t g = planShardGroupSize(plan_, "the plan")) {
+    // Every rank splits in the same order: shard groups, then replica groups.
+    ZRT_CHECK(device_.name() == "cpu",
+              "the plan shards within groups of " << g << " ranks (zero-opt "
+              "--zero-shard-group-size); hybrid sharding runs on the CPU backend only: "
+              "NCCL groups are not built yet (--device=cpu)");
+    int r = comm_.rank();
+    shardComm_ = comm_.split((int)(r / g), r);
+    replicaComm_ = comm_.split((int)(r % g), r);
+  }
   // One allocation for the whole plan, zeroed (optimizer state starts at zero).
   arena_ = static_cast<char *>(device_.allocate(plan_.arena_bytes()));
   try {
@@ -60,8 +71,13 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
 }
 
 BoundKernel Executor::bindKernel(const KernelTable &table, int k) {
+  int64_t groupSize = 0;
+  RankGroup group = kernelRankGroup(plan_, k, groupSize, "the plan");
+  Communicator *comm = group == RankGroup::Shard     ? shardComm_.get()
+                       : group == RankGroup::Replica ? replicaComm_.get()
+                                                     : &comm_;
   KernelCall call =
-      planKernelCall(plan_, k, arena_, hostArena_, &comm_, async_.get(), nvme_.get());
+      planKernelCall(plan_, k, arena_, hostArena_, comm, async_.get(), nvme_.get());
   KernelKind kind = plan_.kernels(k).kind();
   HostWaits waits = hostWaits_[k];
   if (kind == Kernel::TO_HOST || kind == Kernel::TO_DEVICE) {
@@ -404,7 +420,7 @@ void Executor::loadParameters(const onnx::ModelProto &model, const std::string &
     // This rank owns elements [first, first + n) of the flat bucket; each member
     // contributes the part of it that falls in that range, and only that part is
     // read or generated.
-    int64_t n = dst.numel(), first = comm_.rank() * n, size = dtypeSize(dst.dtype);
+    int64_t n = dst.numel(), first = shardComm().rank() * n, size = dtypeSize(dst.dtype);
     for (const auto &m : b.bucket().members()) {
       std::vector<int64_t> shape(m.shape().begin(), m.shape().end());
       int64_t elements = TensorView{nullptr, dst.dtype, shape}.numel();
@@ -450,9 +466,12 @@ std::vector<char> Executor::gatherParameter(const std::string &name, DType &dtyp
       for (const auto &m : b.bucket().members()) {
         if (m.name() != name)
           continue;
-        std::vector<char> full(v.bytes() * comm_.size());
+        // The slices of the bucket are its shard group's (rank 0 is the first
+        // group's first rank).
+        Communicator &group = shardComm();
+        std::vector<char> full(v.bytes() * group.size());
         HostTensor slice = read(i);
-        comm_.gatherToRoot(slice.bytes.data(), full.data(), v.numel(), v.dtype);
+        group.gatherToRoot(slice.bytes.data(), full.data(), v.numel(), v.dtype);
         dtype = v.dtype;
         shape.assign(m.shape().begin(), m.shape().end());
         TensorView whole{nullptr, v.dtype, shape};
@@ -646,9 +665,21 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
   }
   drainWorkers();
   device_.synchronize();
+  countGroupTraffic();
   if (options_.trace && async_)
     for (auto &e : async_->takeEvents())
       trace_.push_back({e.name, 1, us(e.begin), us(e.end) - us(e.begin)});
+}
+
+void Executor::countGroupTraffic() {
+  for (Communicator *g : {shardComm_.get(), replicaComm_.get()}) {
+    if (!g)
+      continue;
+    comm_.allGatherElements += g->allGatherElements;
+    comm_.reduceScatterElements += g->reduceScatterElements;
+    comm_.allReduceElements += g->allReduceElements;
+    g->allGatherElements = g->reduceScatterElements = g->allReduceElements = 0;
+  }
 }
 
 std::vector<TraceEvent> Executor::takeTrace() { return std::move(trace_); }

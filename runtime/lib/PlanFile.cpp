@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/PlanFile.h"
+#include "zrt/RankGroups.h"
 #include "zrt/Error.h"
 #include "zrt/InputFile.h"
 #include "zplan/KernelKind.h"
@@ -50,6 +51,10 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
             what << ": host arena size " << plan.host_arena_bytes()
                  << " bytes is out of range");
   int64_t maxInput = -1;
+  // Bucket slices are 1/world of their bucket, or 1/G of it with hybrid
+  // sharding's groups of G ranks.
+  int64_t shardGroup = planShardGroupSize(plan, what);
+  int64_t shards = shardGroup ? shardGroup : plan.world_size();
   for (int i = 0; i < plan.buffers_size(); ++i) {
     const auto &b = plan.buffers(i);
     std::string name = "buffer " + std::to_string(i) +
@@ -87,16 +92,15 @@ void zrt::validatePlan(const Plan &plan, const std::string &what) {
                 what << ": " << name << " lies at offset " << b.offset()
                      << " of the NVMe file, not a multiple of " << kNvmeAlignment);
     }
-    // A bucket slice (PARAM, MASTER, STATE above stage 0): 1/world of the bucket,
-    // every member inside it.
+    // A bucket slice (PARAM, MASTER, STATE above stage 0): 1/world of the bucket
+    // (1/G with hybrid sharding's groups of G), every member inside it.
     auto checkBucket = [&] {
       if (!b.has_bucket())
         return;
       const auto &layout = b.bucket();
-      ZRT_CHECK(b.shape_size() == 1 &&
-                    layout.elements() == b.shape(0) * (int64_t)plan.world_size(),
+      ZRT_CHECK(b.shape_size() == 1 && layout.elements() == b.shape(0) * shards,
                 what << ": " << name << " holds " << numel << " elements, not 1/"
-                     << plan.world_size() << " of its bucket of " << layout.elements());
+                     << shards << " of its bucket of " << layout.elements());
       for (const auto &m : layout.members()) {
         int64_t n = 1;
         for (int64_t d : m.shape()) {

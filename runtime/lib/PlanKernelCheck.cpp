@@ -11,6 +11,7 @@
 #include "zrt/Kernels.h"
 #include "zrt/PlanFile.h"
 #include "zrt/PlanVerifier.h"
+#include "zrt/RankGroups.h"
 
 #include <cstdint>
 
@@ -51,8 +52,12 @@ std::string zrt::checkPlanKernels(const zero::zplan::Plan &plan, const std::stri
     // Binding computes addresses inside the arena but never reads or writes them:
     // an address range that no allocation will ever have stands in for it.
     char *arena = reinterpret_cast<char *>(uintptr_t(1) << 46);
-    for (int k = 0; k < plan.kernels_size(); ++k)
-      bindPlanKernel(cpuKernels(), plan, k, arena, arena, &comm, &async);
+    for (int k = 0; k < plan.kernels_size(); ++k) {
+      int64_t groupSize = 0;
+      kernelRankGroup(plan, k, groupSize, what);
+      ShapeOnlyCommunicator group((int)groupSize); // its group's size
+      bindPlanKernel(cpuKernels(), plan, k, arena, arena, &group, &async);
+    }
   } catch (const Error &e) {
     return e.what();
   }

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/PlanVerifier.h"
+#include "zrt/RankGroups.h"
 #include "zrt/Error.h"
 #include "zrt/Tensor.h"
 #include "zplan/KernelKind.h"
@@ -55,12 +56,14 @@ void checkCollective(const Plan &plan, int k, const std::string &what) {
   const auto &in = plan.buffers(kern.inputs(0)), &out = plan.buffers(kern.outputs(0));
   ZRT_CHECK(in.shape_size() == 1 && out.shape_size() == 1 && in.dtype() == out.dtype(),
             what << ": " << kernelName(plan, k) << " needs flat buffers of one dtype");
-  int64_t n = plan.world_size(), i = numel(in), o = numel(out);
+  int64_t n = 0, i = numel(in), o = numel(out);
+  bool group = kernelRankGroup(plan, k, n, what) != RankGroup::World;
   bool fits = kind == Kernel::ALL_GATHER   ? o / n == i && o % n == 0
               : kind == Kernel::ALL_REDUCE ? i == o
                                            : i / n == o && i % n == 0;
   ZRT_CHECK(fits, what << ": " << kernelName(plan, k) << " moves " << i << " -> " << o
-                       << " elements, which does not fit the plan's " << n << " ranks");
+                       << " elements, which does not fit the " << n << " ranks of "
+                       << (group ? "its group" : "the plan"));
 }
 
 /// Start/wait pairs: each start's request is its own and waited for once, later,

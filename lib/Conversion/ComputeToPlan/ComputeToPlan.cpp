@@ -41,20 +41,45 @@ int64_t bytesOf(Value v) {
   return zero::shapedBytes(cast<RankedTensorType>(v.getType()));
 }
 
-/// The runtime's collectives work on the whole 1-D grid, on flat tensors, along
-/// axis 0, and reduce by summing: anything else is refused here.
-LogicalResult checkCollective(Operation &op, int64_t worldSize) {
+/// The ranks a collective runs among, as the runtime knows them: every rank
+/// (kWorld), the group of consecutive ranks a hybrid grid shards over (kShard), or
+/// the ranks at the same place of every group (kReplica). A plan kernel names its
+/// group with the attributes `group` and `group_size` (none: the world).
+enum RankGroup : int64_t { kWorld = 0, kShard = 1, kReplica = 2 };
+
+/// The runtime's collectives work on the whole 1-D grid, or on one axis of a 2-D
+/// hybrid grid [world / G, G] (axis 1: a shard group, axis 0: a replica group), on
+/// flat tensors, and reduce by summing: anything else is refused here. `group`
+/// and `groupSize` say which ranks.
+LogicalResult checkCollective(Operation &op, int64_t worldSize, RankGroup &group,
+                              int64_t &groupSize) {
   auto grid = op.getAttrOfType<FlatSymbolRefAttr>("grid");
   auto module = op.getParentOfType<ModuleOp>();
   auto gridOp = module ? module.lookupSymbol<mlir::shard::GridOp>(grid.getAttr())
                        : mlir::shard::GridOp();
-  if (!gridOp || gridOp.getShape().size() != 1 || gridOp.getShape()[0] != worldSize)
+  ArrayRef<int64_t> shape = gridOp ? gridOp.getShape() : ArrayRef<int64_t>{};
+  bool flat = shape.size() == 1 && shape[0] == worldSize;
+  bool hybrid = shape.size() == 2 && shape[0] > 0 && shape[1] > 0 &&
+                shape[0] * shape[1] == worldSize;
+  if (!flat && !hybrid)
     return op.emitError("collective on grid ")
-           << grid << ", which is not a 1-D grid of the " << worldSize
-           << " ranks the plan is compiled for";
+           << grid << ", which is neither a 1-D grid of the " << worldSize
+           << " ranks the plan is compiled for nor a 2-D grid [groups, group size] of them";
   auto axes = op.getAttrOfType<DenseI16ArrayAttr>("grid_axes");
-  if (!axes || axes.asArrayRef() != ArrayRef<int16_t>{0})
-    return op.emitError("collective must use grid axis 0");
+  ArrayRef<int16_t> a = axes ? axes.asArrayRef() : ArrayRef<int16_t>{};
+  group = kWorld;
+  groupSize = worldSize;
+  if (hybrid && a == ArrayRef<int16_t>{1}) {
+    group = kShard;
+    groupSize = shape[1];
+  } else if (hybrid && a == ArrayRef<int16_t>{0}) {
+    group = kReplica;
+    groupSize = shape[0];
+  } else if (!(flat && a == ArrayRef<int16_t>{0}) &&
+             !(hybrid && a == ArrayRef<int16_t>{0, 1})) {
+    return op.emitError("collective must use grid axis 0 of a 1-D grid, or one axis "
+                        "(or both) of a 2-D grid");
+  }
   for (StringRef key : {"gather_axis", "scatter_axis", "slice_axis"})
     if (auto a = op.getAttrOfType<IntegerAttr>(key); a && a.getInt() != 0)
       return op.emitError(key) << " must be 0";
@@ -836,7 +861,9 @@ private:
              << op.getName()
              << "' to the plan: only compute ops and shard collectives are supported";
     // Every collective, split or not, must be one the runtime runs.
-    if (isCollective && failed(checkCollective(op, worldSize)))
+    RankGroup group = kWorld;
+    int64_t groupSize = worldSize;
+    if (isCollective && failed(checkCollective(op, worldSize, group, groupSize)))
       return failure();
     if (isa<compute::ConstantOp>(op) || emitsNothing(op))
       return success();
@@ -884,6 +911,12 @@ private:
     FailureOr<DictionaryAttr> attrs = kernelAttrs(op, isCollective, isStart);
     if (failed(attrs))
       return failure();
+    if (group != kWorld) { // a hybrid grid's group, which the runtime makes
+      NamedAttrList withGroup(*attrs);
+      withGroup.set("group", b.getI64IntegerAttr(group));
+      withGroup.set("group_size", b.getI64IntegerAttr(groupSize));
+      attrs = withGroup.getDictionary(op.getContext());
+    }
     if (!newBuffers && joinOptimizerGroup(op, ins, outs, *attrs)) {
       copyUpdatesEarly(op);
       releaseDead(op);

@@ -101,6 +101,9 @@ public:
   /// Every parameter name, in plan order (bucket members expanded).
   std::vector<std::string> parameterNames() const;
   Communicator &comm() { return comm_; }
+  /// Hybrid sharding: the group of ranks this rank's bucket slices are shared
+  /// with (the world, without it); slice i of a bucket is its rank i's.
+  Communicator &shardComm() { return shardComm_ ? *shardComm_ : comm_; }
   /// Positions of the graph inputs the plan reads, ascending (an input bound as a
   /// constant at compile time leaves a gap).
   std::vector<int> inputIndices() const;
@@ -165,6 +168,12 @@ private:
   zero::zplan::Plan plan_;
   Device &device_;
   Communicator &comm_;
+  /// Hybrid sharding's groups of comm_ (zero-opt --zero-shard-group-size): the
+  /// shard group (consecutive ranks) and the replica group (ranks at the same
+  /// place of every shard group); none without it.
+  std::unique_ptr<Communicator> shardComm_, replicaComm_;
+  /// Adds the groups' traffic to comm_'s counters (what the log reports).
+  void countGroupTraffic();
   char *arena_ = nullptr;
   /// An offloaded optimizer's memory, and the thread that runs its kernels.
   char *hostArena_ = nullptr;

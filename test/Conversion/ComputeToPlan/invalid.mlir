@@ -32,7 +32,8 @@ func.func @main(%x: tensor<4xf32> {compute.param = "x"}) -> (tensor<4xf32> {comp
 // -----
 
 // Split-phase collectives keep their contract, and the lowering checks it: the
-// runtime only sums, over the one 1-D grid of the ranks.
+// runtime only sums, over the 1-D grid of the ranks or one axis of a 2-D
+// [groups, group size] grid of them (hybrid sharding).
 // CHECK: error: only sum reductions are supported
 shard.grid @zero(shape = 1)
 func.func @main(%x: tensor<4xf32> {compute.input = 0 : i64}) -> tensor<4xf32> {
@@ -43,11 +44,22 @@ func.func @main(%x: tensor<4xf32> {compute.input = 0 : i64}) -> tensor<4xf32> {
 
 // -----
 
-// CHECK: error: collective on grid @other, which is not a 1-D grid of the 1 ranks the plan is compiled for
+// CHECK: error: collective on grid @other, which is neither a 1-D grid of the 1 ranks the plan is compiled for nor a 2-D grid [groups, group size] of them
 shard.grid @zero(shape = 1)
 shard.grid @other(shape = 2)
 func.func @main(%x: tensor<4xf32> {compute.input = 0 : i64}) -> tensor<8xf32> {
   %p, %t = zero.all_gather_start %x on @other grid_axes = [0] : tensor<4xf32> -> tensor<8xf32>
+  %0 = zero.wait %t, %p : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// A 2-D grid of another world size, and an axis order the runtime has no group for.
+// CHECK: error: collective on grid @zero, which is neither a 1-D grid of the 1 ranks the plan is compiled for nor a 2-D grid [groups, group size] of them
+shard.grid @zero(shape = 2x2)
+func.func @main(%x: tensor<4xf32> {compute.input = 0 : i64}) -> tensor<8xf32> {
+  %p, %t = zero.all_gather_start %x on @zero grid_axes = [1] : tensor<4xf32> -> tensor<8xf32>
   %0 = zero.wait %t, %p : tensor<8xf32>
   return %0 : tensor<8xf32>
 }

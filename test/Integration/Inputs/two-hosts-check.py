@@ -8,13 +8,16 @@ fails. Needs root (ip netns).
                                               folder; default: from PATH)
 
 1. Parity: 4 ranks over two hosts train like the 4 thread ranks of one zero-run,
-   bit for bit; traffic crossed the link (its byte counters).
+   bit for bit; a 2 x 2 grid (hybrid sharding, a shard group per host) within
+   1e-6; the link's byte counters against the report's inter-node bytes, flat
+   and hybrid.
 2. A failed host: the link cut, or the second host's ranks killed, ends every rank
    within 60 s, each naming a rank.
 3. The last checkpoint of the failed run resumes on the remaining host (2 ranks,
    the checkpoint resharded), as the same resume does in one process.
 """
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -24,6 +27,21 @@ import sys
 import time
 
 HOSTS = [("10.77.0.1", 0), ("10.77.0.2", 1)]
+
+# Every rank started, killed when the check ends however it ends (a failed check,
+# an exception, lit's timeout): none outlives it.
+STARTED = []
+
+
+def kill_started():
+    for p in STARTED:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+atexit.register(kill_started)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 
 
 def run(cmd, **kw):
@@ -50,6 +68,7 @@ class TwoHosts:
         return self
 
     def __exit__(self, *exc):
+        kill_started()
         for ns in self.ns:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
@@ -76,6 +95,7 @@ class TwoHosts:
             out = open(os.path.join(work, f"{name}.{r}.txt"), "w")
             procs.append(subprocess.Popen(["ip", "netns", "exec", self.ns[h]] + args,
                                           env=env, stdout=out, stderr=subprocess.STDOUT))
+            STARTED.append(procs[-1])
         return procs
 
 
@@ -131,6 +151,10 @@ def main():
         f.write(bytes(i * 7 % 64 for i in range(8192)))
     common = ["--device=cpu", "--init", gpt, "--data", tokens, "--threads", "1"]
 
+    hybrid = os.path.join(a.work, "hybrid.zplan")
+    run([zero_opt, gpt, "--zero-stage=3", "--world-size=4", "--zero-shard-group-size=2",
+         "-o", hybrid])
+
     # 1. Parity with the thread ranks of one process.
     ref = os.path.join(a.work, "threads.json")
     run([zero_run, plans[4]] + common + ["--steps", "6", "--log-json", ref, "--save-weights",
@@ -152,31 +176,43 @@ def main():
         check(crossed > 0, "two hosts: the link carried the ranks' traffic")
         check("TCP (4 ranks, met at 10.77.0.1:29500)" in read(a.work, "parity", 0),
               "two hosts: rank 0 met the others at 10.77.0.1:29500")
+        # Hybrid sharding, one shard group per host: like flat stage 3 in one
+        # process, within 1e-6.
+        log2 = os.path.join(a.work, "hosts-hybrid.json")
+        procs = hosts.launch(2, 2, [zero_run, hybrid] + common +
+                             ["--steps", "6", "--log-json", log2], a.work, "hybrid")
+        check(wait_all(procs, 120) == [0, 0, 0, 0], "2 x 2 grid: ranks exit 0")
+        worst = max(abs(x - y) / abs(y) for x, y in zip(losses(log2), losses(ref)))
+        check(len(losses(log2)) == 6 and worst <= 1e-6,
+              "2 x 2 grid on two hosts: 6 steps within 1e-6 of flat stage 3 in one process")
         # The bytes steps 3-8 put on the link (a run of 8 steps less one of 2: the
         # rendezvous and set-up cancel) against the report's inter-node bytes for
         # direct exchange on nodes of 2 ranks, both nodes' (each direction of the
         # link), within what TCP/IP, Ethernet and zero-run's message headers add.
-        carried = {}
-        for n in (2, 8):
-            before = hosts.link_bytes()
-            procs = hosts.launch(2, 2, [zero_run, plans[4]] + common + ["--steps", str(n)],
-                                 a.work, f"bytes{n}")
-            check(wait_all(procs, 120) == [0, 0, 0, 0], f"two hosts: {n} steps ran")
-            carried[n] = hosts.link_bytes() - before
         machine = os.path.join(a.work, "hosts-machine.json")
         with open(machine, "w") as f:
             json.dump({"name": "two hosts", "ranks_per_node": 2,
                        "collective_algorithm": "direct"}, f)
-        report = json.loads(run([zero_opt, gpt, "--zero-stage=3", "--world-size=4",
-                                 "--machine=" + machine, "--report=json"]).stdout)
-        links = report["link_bytes_per_step"]
-        predicted = 6 * links["nodes"] * links["inter_node_per_node"]
-        measured = carried[8] - carried[2]
-        ratio = measured / predicted
-        print(f"two hosts: the link carried {measured} bytes in 6 steps; the report's "
-              f"inter-node bytes: {predicted:.0f} (x {ratio:.3f})", flush=True)
-        check(1.0 <= ratio <= 1.15, "two hosts: the link's bytes are the report's "
-              "inter-node bytes, plus headers (1 to 1.15 times)")
+        for name, plan, flags in (("flat", plans[4], []),
+                                  ("2 x 2 grid", hybrid, ["--zero-shard-group-size=2"])):
+            carried = {}
+            for n in (2, 8):
+                before = hosts.link_bytes()
+                procs = hosts.launch(2, 2, [zero_run, plan] + common + ["--steps", str(n)],
+                                     a.work, f"bytes{n}")
+                check(wait_all(procs, 120) == [0, 0, 0, 0], f"{name}: {n} steps ran")
+                carried[n] = hosts.link_bytes() - before
+            report = json.loads(run([zero_opt, gpt, "--zero-stage=3", "--world-size=4",
+                                     "--machine=" + machine, "--report=json"] +
+                                    flags).stdout)
+            links = report["link_bytes_per_step"]
+            predicted = 6 * links["nodes"] * links["inter_node_per_node"]
+            measured = carried[8] - carried[2]
+            ratio = measured / predicted
+            print(f"{name}: the link carried {measured} bytes in 6 steps; the report's "
+                  f"inter-node bytes: {predicted:.0f} (x {ratio:.3f})", flush=True)
+            check(1.0 <= ratio <= 1.15, f"{name}: the link's bytes are the report's "
+                  "inter-node bytes, plus headers (1 to 1.15 times)")
 
     # 2. A failed host, twice: its link cut, its ranks killed. The first run
     # checkpoints every 10 steps; its last checkpoint is resumed below.

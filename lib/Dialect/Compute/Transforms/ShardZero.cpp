@@ -91,6 +91,12 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       module.emitError("--zero-stage must be 0 to 3 and --world-size at least 1");
       return signalPassFailure();
     }
+    if (shardGroupSize < 0 || (shardGroupSize > 0 && worldSize % shardGroupSize) ||
+        (hybrid() && stage == 0)) {
+      module.emitError("shard-group-size must divide world-size, and a hybrid "
+                       "grid needs stage 1, 2 or 3");
+      return signalPassFailure();
+    }
     if (failed(shard(module, func)))
       return signalPassFailure();
     // For the plan (checkpoint manifests name the stage that wrote them).
@@ -134,27 +140,34 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     return ReshapeOp::create(b, loc, typeOf(m.param).clone(et), s);
   }
 
-  /// Collectives: one grid axis, flat tensors, axis 0.
+  /// Hybrid sharding: groups of shard-group-size ranks, fewer than the world.
+  bool hybrid() const { return shardGroupSize > 0 && shardGroupSize < worldSize; }
+  /// The ranks a bucket is sharded over: the group, or the world.
+  int64_t shardRanks() const { return hybrid() ? shardGroupSize : worldSize; }
+  /// The grid axis within a group (1 of [groups, group size]), or the world's.
+  SmallVector<int16_t> shardAxes() const { return {int16_t(hybrid() ? 1 : 0)}; }
+  /// The grid axis across the groups (hybrid sharding only).
+  SmallVector<int16_t> replicaAxes() const { return {0}; }
+
+  /// Collectives: flat tensors, along `axes` of the grid (shardAxes by default).
   Value allGather(OpBuilder &b, Location loc, Value shard, int64_t full) {
     auto t = RankedTensorType::get({full}, typeOf(shard).getElementType());
-    return mlir::shard::AllGatherOp::create(b, loc, t, kGrid, ArrayRef<int16_t>{0},
-                                            shard, APInt(64, 0));
+    return mlir::shard::AllGatherOp::create(b, loc, t, kGrid, shardAxes(), shard,
+                                            APInt(64, 0));
   }
   Value reduceScatter(OpBuilder &b, Location loc, Value full, int64_t part) {
     auto t = RankedTensorType::get({part}, typeOf(full).getElementType());
-    return mlir::shard::ReduceScatterOp::create(b, loc, t, kGrid, ArrayRef<int16_t>{0},
-                                                full, mlir::shard::ReductionKind::Sum,
+    return mlir::shard::ReduceScatterOp::create(b, loc, t, kGrid, shardAxes(), full,
+                                                mlir::shard::ReductionKind::Sum,
                                                 APInt(64, 0));
   }
-  Value allReduce(OpBuilder &b, Location loc, Value full) {
-    return mlir::shard::AllReduceOp::create(b, loc, full.getType(), kGrid,
-                                            ArrayRef<int16_t>{0}, full,
+  Value allReduce(OpBuilder &b, Location loc, Value full, ArrayRef<int16_t> axes) {
+    return mlir::shard::AllReduceOp::create(b, loc, full.getType(), kGrid, axes, full,
                                             mlir::shard::ReductionKind::Sum);
   }
   Value allSlice(OpBuilder &b, Location loc, Value full, int64_t part) {
     auto t = RankedTensorType::get({part}, typeOf(full).getElementType());
-    return mlir::shard::AllSliceOp::create(b, loc, t, full, kGrid, ArrayRef<int16_t>{0},
-                                           0);
+    return mlir::shard::AllSliceOp::create(b, loc, t, full, kGrid, shardAxes(), 0);
   }
   /// Gradients are averaged: each rank's loss is the mean over its micro-batch.
   Value average(OpBuilder &b, Location loc, Value sum) {
@@ -234,8 +247,9 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
         add(buckets, p, false);
     }
     llvm::append_range(buckets, replicatedBuckets);
+    int64_t n = shardRanks();
     for (Bucket &bk : buckets)
-      bk.padded = (bk.elements + worldSize - 1) / worldSize * worldSize;
+      bk.padded = (bk.elements + n - 1) / n * n;
     return buckets;
   }
 
@@ -269,8 +283,12 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       return failure();
 
     OpBuilder mb(module.getBody(), module.getBody()->begin());
-    if (!module.lookupSymbol(kGrid))
-      mlir::shard::GridOp::create(mb, module.getLoc(), kGrid, ArrayRef<int64_t>{worldSize});
+    if (!module.lookupSymbol(kGrid)) {
+      SmallVector<int64_t> shape = {worldSize};
+      if (hybrid())
+        shape = {worldSize / shardGroupSize, shardGroupSize};
+      mlir::shard::GridOp::create(mb, module.getLoc(), kGrid, shape);
+    }
 
     StepRewrite s;
     s.func = func;
@@ -370,7 +388,7 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       gflat = toComm(flatten(b, loc, bucket, grads)); // accumulated locally
 
     if (stage == 0) {
-      Value sum = allReduce(b, loc, gflat);
+      Value sum = allReduce(b, loc, gflat, {0});
       Value gavg = mixed ? sum : average(b, loc, sum);
       s.reduced.push_back(gavg);
       for (auto [m, g] : llvm::zip(bucket.members, grads)) {
@@ -381,7 +399,7 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       return gavg;
     }
 
-    int64_t part = bucket.padded / worldSize;
+    int64_t part = bucket.padded / shardRanks();
     Value gsum;
     if (gflat) {
       gsum = reduceScatter(b, loc, gflat, part);
@@ -416,6 +434,10 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
                     : shard;
       }
     }
+    // Hybrid sharding: the groups hold the same slice of the bucket, each summed
+    // over its own ranks; the slice's sum over every rank adds them up.
+    if (hybrid())
+      gsum = allReduce(b, loc, gsum, replicaAxes());
     Value gavg = mixed ? gsum : average(b, loc, gsum);
     s.reduced.push_back(gavg);
     return gavg;
@@ -431,7 +453,7 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     bool mixed = s.mixed;
     OpBuilder b(s.ret);
     Location loc = bucket.members.front().param.getLoc();
-    int64_t part = bucket.padded / worldSize;
+    int64_t part = bucket.padded / shardRanks();
     Type masterType = typeOf(bucket.members.front().master).getElementType();
     auto shardType = RankedTensorType::get({part}, bucket.elementType);
     auto masterShardType = RankedTensorType::get({part}, masterType);
@@ -540,13 +562,15 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       if (worldSize > 1) {
         auto flat = RankedTensorType::get({1}, fb.getF32Type());
         overflow = ReshapeOp::create(
-            fb, loc, scalarF32, allReduce(fb, loc, ReshapeOp::create(fb, loc, flat, overflow)));
+            fb, loc, scalarF32,
+            allReduce(fb, loc, ReshapeOp::create(fb, loc, flat, overflow), shardAxes()));
       }
       s.oldOverflow.replaceAllUsesWith(overflow);
     }
     if (s.clip) {
       // Each rank's slices are disjoint above stage 0 (padding is zero): their
-      // squares add up over the ranks. At stage 0 every rank has every gradient.
+      // squares add up over the ranks (over a group's, with hybrid sharding: the
+      // groups hold the same slices). At stage 0 every rank has every gradient.
       OpBuilder fb(first);
       Location loc = s.clip.getLoc();
       auto scalarF32 = RankedTensorType::get({}, fb.getF32Type());
@@ -558,7 +582,8 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       if (worldSize > 1 && stage != 0) {
         auto flat = RankedTensorType::get({1}, fb.getF32Type());
         sumSq = ReshapeOp::create(
-            fb, loc, scalarF32, allReduce(fb, loc, ReshapeOp::create(fb, loc, flat, sumSq)));
+            fb, loc, scalarF32,
+            allReduce(fb, loc, ReshapeOp::create(fb, loc, flat, sumSq), shardAxes()));
       }
       s.clip.getSumSquaresMutable().assign(sumSq);
       if (s.mixed)

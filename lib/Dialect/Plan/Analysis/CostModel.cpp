@@ -126,37 +126,71 @@ int64_t bytesOf(Value v) {
   return zero::shapedBytes(cast<MemRefType>(v.getType()));
 }
 
-/// Ring time of a collective moving `bytes` (the full tensor) over `n` ranks.
-double ringSeconds(const MachineModel &m, int64_t n, int64_t bytes, int passes) {
+/// The ranks a collective runs among: `n` of them, `stride` apart (a hybrid
+/// grid's replica group: the shard group size; otherwise 1), and how many such
+/// groups the world holds. Ranks are placed node by node.
+struct RankGroupShape {
+  int64_t n = 1, stride = 1, groups = 1;
+  /// Members on one node, and the nodes the group spans.
+  int64_t perNode(const MachineModel &m) const {
+    return std::min(n, std::max<int64_t>(1, m.ranksPerNode / stride));
+  }
+  int64_t nodes(const MachineModel &m) const { return (n + perNode(m) - 1) / perNode(m); }
+};
+
+/// Kernel `k`'s group (its `group` and `group_size`; none: the world of `world`).
+RankGroupShape rankGroupOf(plan::KernelOp k, int64_t world) {
+  RankGroupShape g{world, 1, 1};
+  auto size = k.getAttrs().getAs<IntegerAttr>("group_size");
+  auto group = k.getAttrs().getAs<IntegerAttr>("group");
+  if (!size || !group || size.getInt() < 1 || world % size.getInt())
+    return g;
+  g.n = size.getInt();
+  g.groups = world / g.n;
+  g.stride = group.getInt() == 2 ? world / g.n : 1; // 2: a replica group
+  return g;
+}
+
+/// Ring time of a collective moving `bytes` (the full tensor) over the group.
+double ringSeconds(const MachineModel &m, const RankGroupShape &g, int64_t bytes,
+                   int passes) {
+  int64_t n = g.n;
   if (n <= 1)
     return 0;
-  bool inter = n > m.ranksPerNode;
+  bool inter = g.nodes(m) > 1;
   double alpha = inter ? m.interAlphaS : m.alphaS;
   double beta = inter ? m.interBetaSPerByte : m.betaSPerByte;
   return passes * (alpha * (n - 1) + beta * bytes * (double)(n - 1) / n);
 }
 
-/// What a collective moving `bytes` (the full tensor) `passes` times over `n`
-/// ranks, placed node by node, sends on each node's links. A ring: every rank
+/// What a collective moving `bytes` (the full tensor) `passes` times among its
+/// `n` ranks sends on each node's links. A ring: every rank
 /// sends its successor passes * bytes * (n-1)/n, and the ring leaves each node
 /// once (over the network), its other steps inside the node. Direct exchange:
 /// every rank sends each peer its 1/n part, so a node of r ranks sends
 /// r (n-r)/n of the tensor out and r (r-1)/n inside, per pass.
-void addLinkBytes(StepPrediction &p, const MachineModel &m, int64_t n, int64_t bytes,
-                  int passes) {
+///
+/// Over a group of the world (hybrid sharding), the same per group: its members
+/// on one node stay inside it; every group's bytes add up, divided among the
+/// world's nodes.
+void addLinkBytes(StepPrediction &p, const MachineModel &m, const RankGroupShape &g,
+                  int64_t bytes, int passes) {
+  int64_t n = g.n;
   if (n <= 1)
     return;
-  int64_t r = std::min(n, m.ranksPerNode);
-  double moved = passes * (double)bytes;
+  int64_t r = g.perNode(m), spanned = g.nodes(m);
+  double moved = passes * (double)bytes, inter = 0, intra = 0;
   if (m.directExchange) {
-    p.interNodeBytes += moved * r * (n - r) / n;
-    p.intraNodeBytes += moved * r * (r - 1) / n;
-    return;
+    inter = moved * (n - r);
+    intra = moved * (r - 1);
+  } else {
+    double sent = moved * (double)(n - 1) / n;
+    int64_t crossings = spanned > 1 ? spanned : 0; // the ring leaves each node once
+    inter = sent * crossings;
+    intra = sent * (n - crossings);
   }
-  double sent = moved * (double)(n - 1) / n;
-  bool crosses = n > r;
-  p.interNodeBytes += crosses ? sent : 0;
-  p.intraNodeBytes += sent * (crosses ? r - 1 : r);
+  p.interNodeBytes += inter * g.groups / p.nodes;
+  p.intraNodeBytes += intra * g.groups / p.nodes;
 }
 
 /// The view name of input `i` of `k` (of output `i` with `output`), when its kind
@@ -364,9 +398,10 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
     int passes = kind == K::all_reduce ? 2 : 1;
     if (kind == K::all_gather || kind == K::reduce_scatter || kind == K::all_reduce) {
       Value full = kind == K::all_gather ? k.getOutputs()[0] : k.getInputs()[0];
-      double t = ringSeconds(m, n, bytesOf(full), passes);
+      RankGroupShape g = rankGroupOf(k, n);
+      double t = ringSeconds(m, g, bytesOf(full), passes);
       p.commS += t;
-      addLinkBytes(p, m, n, bytesOf(full), passes);
+      addLinkBytes(p, m, g, bytesOf(full), passes);
       double begin = std::max(now, commFree);
       commFree = begin + t;
       if (started) {

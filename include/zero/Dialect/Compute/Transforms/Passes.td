@@ -420,6 +420,14 @@ def ShardZeroPass : Pass<"zero-shard", "mlir::ModuleOp"> {
     Communication per step in elements (Ψ trainable parameters, up to padding):
     stages 0-2 move 2Ψ (an all-reduce counts twice), stage 3 moves 3Ψ.
 
+    Hybrid sharding (`shard-group-size` G dividing the world N, 1 <= G < N,
+    stages 1-3): the grid is 2-D, `@zero = [N/G, G]`; buckets are padded to a
+    multiple of G and rank r owns slice r mod G. Gathers and slices run along axis
+    1 (within the group of consecutive ranks), a gradient bucket is
+    reduce-scattered along axis 1 and its slice then all-reduced along axis 0
+    (across the groups, which hold the same slices); the overflow count and the
+    clipping norm sum along axis 1 only.
+
     ```mlir
     // stage 2, one bucket of two parameters (abridged)
     %g = compute.concat %gw, %gb, %pad {axis = 0 : i64} : ... -> tensor<12xf32>
@@ -438,6 +446,10 @@ def ShardZeroPass : Pass<"zero-shard", "mlir::ModuleOp"> {
            "Target bucket size in MiB.">,
     Option<"persistenceThreshold", "persistence-threshold", "int64_t", "0",
            "Stage 3: parameters with fewer elements stay replicated (0: off).">,
+    Option<"shardGroupSize", "shard-group-size", "int64_t", "0",
+           "Hybrid sharding: shard over groups of this many consecutive ranks (grid "
+           "axis 1 of @zero = [world / size, size]) and replicate across them (axis "
+           "0); 0 or the world size: one 1-D grid of every rank.">,
     Option<"reduceDtype", "reduce-dtype", "std::string", "\"\"",
            "Mixed precision: fp32 reduces the 16-bit gradients in f32 (default: in "
            "their own type).">,
