@@ -174,30 +174,54 @@ void noteTrainableSet(ModuleOp module, StringRef input) {
                << "); utils/zero_export.py exports a model with the entry\n";
 }
 
+/// The shard group sizes --auto-tune tries besides the flag's: around the
+/// machine's ranks per node (a group inside a node keeps the gathers and
+/// reduce-scatters off the network), when the world spans nodes, the step shards
+/// (stages 1-3, no offload: what hybrid sharding supports) and
+/// --zero-shard-group-size was not given.
+SmallVector<int64_t> shardGroupCandidates(const zero::MachineModel &m) {
+  SmallVector<int64_t> sizes;
+  int64_t n = worldSize, p = m.ranksPerNode;
+  if (shardGroupSize.getNumOccurrences() || mode != "train" || zeroStage == 0 ||
+      offloadOptimizer != "none" || offloadParam != "none" || p >= n)
+    return sizes;
+  for (int64_t g : {p / 2, p, 2 * p})
+    if (g >= 1 && g < n && n % g == 0)
+      sizes.push_back(g);
+  return sizes;
+}
+
 /// Compiles clones of the module for bucket sizes and prefetch depths, and keeps
-/// the fastest predicted step whose gathered buckets fit --max-live-mb.
+/// the fastest predicted step whose gathered buckets fit --max-live-mb; then, with
+/// those, shard group sizes (shardGroupCandidates), kept when faster still.
 LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
                                 zero::PlanSettings &settings) {
   double best = -1;
   int tried = 0;
+  auto predict = [&](const zero::PlanSettings &s) -> std::optional<double> {
+    OwningOpRef<ModuleOp> clone = module.clone();
+    PassManager pm(module.getContext());
+    buildPipeline(pm, true, "plan", s);
+    // A candidate that does not fit is skipped, silently: the others may.
+    ScopedDiagnosticHandler quiet(module.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    if (failed(pm.run(*clone)))
+      return std::nullopt;
+    auto p = zero::predictStep(*clone, m);
+    if (failed(p))
+      return std::nullopt;
+    ++tried;
+    return p->stepS;
+  };
   for (double b : {1.0, 5.0, 25.0, 100.0})
     for (int64_t k : {1, 2, 4, 8}) {
-      OwningOpRef<ModuleOp> clone = module.clone();
-      PassManager pm(module.getContext());
-      buildPipeline(pm, true, "plan", {settings.recomputeLevel, b, k});
-      // A candidate that does not fit is skipped, silently: the others may.
-      ScopedDiagnosticHandler quiet(module.getContext(),
-                                    [](Diagnostic &) { return success(); });
-      if (failed(pm.run(*clone)))
-        continue;
-      auto p = zero::predictStep(*clone, m);
-      if (failed(p))
-        continue;
-      ++tried;
-      if (best < 0 || p->stepS < best) {
-        best = p->stepS;
-        settings.bucketMb = b;
-        settings.prefetch = k;
+      zero::PlanSettings s = settings;
+      s.bucketMb = b;
+      s.prefetch = k;
+      std::optional<double> t = predict(s);
+      if (t && (best < 0 || *t < best)) {
+        best = *t;
+        settings = s;
       }
     }
   if (best < 0) {
@@ -206,11 +230,22 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
                  << maxLiveMb << "\n";
     return failure();
   }
+  for (int64_t g : shardGroupCandidates(m)) {
+    zero::PlanSettings s = settings;
+    s.shardGroupSize = g;
+    std::optional<double> t = predict(s);
+    if (t && *t < best) {
+      best = *t;
+      settings = s;
+    }
+  }
   llvm::errs() << "zero-opt: auto-tune on " << m.name
                << ": --bucket-size-mb=" << llvm::format("%g", settings.bucketMb)
-               << " --prefetch-buckets=" << settings.prefetch << " (predicted step "
-               << llvm::format("%.3f", best * 1e3) << " ms, best of " << tried
-               << " candidates)\n";
+               << " --prefetch-buckets=" << settings.prefetch;
+  if (settings.shardGroupSize > 0)
+    llvm::errs() << " --zero-shard-group-size=" << settings.shardGroupSize;
+  llvm::errs() << " (predicted step " << llvm::format("%.3f", best * 1e3)
+               << " ms, best of " << tried << " candidates)\n";
   return success();
 }
 

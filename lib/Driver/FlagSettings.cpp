@@ -30,6 +30,8 @@ void zero::pipelineOptionsFromFlags(zero::ZeroPipelineOptions &o, StringRef leve
   o.recomputeLevel = s.recomputeLevel;
   if (s.offloadActivations)
     o.offloadActivations = "cpu";
+  if (s.shardGroupSize >= 0)
+    o.shardGroupSize = s.shardGroupSize;
 }
 
 /// --recompute as a --zero-recompute level (auto: none until a budget asks).

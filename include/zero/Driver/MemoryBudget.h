@@ -28,6 +28,7 @@ struct PlanSettings {
   double bucketMb = 25;
   int64_t prefetch = 2;
   bool offloadActivations = false; // --offload-activations=cpu
+  int64_t shardGroupSize = -1;     // --zero-shard-group-size (-1: the flag's)
 };
 
 /// "12.34 GiB", or MiB below one GiB.
