@@ -156,7 +156,7 @@ void prune(const std::string &dir, int keep, const std::string &model) {
 /// holds both, so that a plan breaking the rule could never lose them silently.
 void checkDerivedParameters(Executor &exec, const std::vector<int> &stored) {
   const auto &plan = exec.plan();
-  int rank = exec.comm().rank(), world = exec.comm().size();
+  int rank = exec.shardComm().rank(), world = exec.shardComm().size();
   struct Run {
     int64_t first, count;
     const float *values;
@@ -255,20 +255,23 @@ void zrt::checkCheckpointTargets(const zero::zplan::Plan &plan, const std::strin
 void zrt::saveCheckpoint(Executor &exec, const std::string &dir, const TrainerState &state,
                          int keep) {
   const auto &plan = exec.plan();
-  Communicator &comm = exec.comm();
+  // The files are one shard group's (every rank's, without hybrid sharding): the
+  // other groups hold the same slices and only meet the barriers.
+  Communicator &all = exec.comm(), &comm = exec.shardComm();
+  bool writes = all.rank() < comm.size();
   std::string name = "step-" + std::to_string(state.step);
   fs::path folder = fs::path(dir) / name;
   CheckpointManifest m;
   std::vector<int> planIndex;
   layoutCheckpoint(plan, m, planIndex);
-  if (comm.rank() == 0) {
+  if (all.rank() == 0) {
     checkTargetFolder(folder, m.model_fingerprint());
     std::error_code ec;
     fs::create_directories(folder, ec);
     ZRT_CHECK(!ec, "cannot create the checkpoint folder " << folder.string() << ": "
                                                           << ec.message());
   }
-  comm.meanOf(0); // a barrier: the folder exists for every rank
+  all.meanOf(0); // a barrier: the folder exists for every rank
   checkDerivedParameters(exec, planIndex);
   // This rank's payload: the sharded buffers, then the replicated ones it stores.
   std::string payload(payloadBytes(m, comm.rank()), '\0');
@@ -300,17 +303,18 @@ void zrt::saveCheckpoint(Executor &exec, const std::string &dir, const TrainerSt
   payload.clear();
   payload.shrink_to_fit();
   std::string fileName = "rank-" + std::to_string(comm.rank()) + ".bin";
-  writeFileAtomically((folder / fileName).string(), file);
+  if (writes)
+    writeFileAtomically((folder / fileName).string(), file);
 
   // Every rank's file is complete once rank 0 has every checksum.
   std::vector<int64_t> allChunkSums(maxChunks * comm.size());
   comm.gatherToRoot(chunkSums.data(), allChunkSums.data(), maxChunks, zero::zplan::I64);
   std::vector<int64_t> sums = comm.gatherInts((int64_t)sum);
-  if (comm.rank() == 0) {
+  if (all.rank() == 0) {
     m.set_format_version(kCheckpointFormat);
     m.set_plan_fingerprint(planFingerprint(plan));
     m.set_model(plan.source());
-    m.set_world_size(plan.world_size());
+    m.set_world_size(comm.size());
     m.set_zero_stage(plan.zero_stage());
     m.set_precision(precisionOf(plan));
     m.set_grad_accum_steps(std::max(1, plan.grad_accum_steps()));
@@ -341,13 +345,15 @@ void zrt::saveCheckpoint(Executor &exec, const std::string &dir, const TrainerSt
     if (keep > 0)
       prune(dir, keep, m.model_fingerprint());
   }
-  comm.meanOf(0); // a barrier: no rank goes on before `latest` names this checkpoint
+  all.meanOf(0); // a barrier: no rank goes on before `latest` names this checkpoint
 }
 
 TrainerState zrt::loadCheckpoint(Executor &exec, const std::string &path,
                                  std::string *summary) {
   const auto &plan = exec.plan();
-  Communicator &comm = exec.comm();
+  // A rank reads its slices as rank r of its shard group (of the world, without
+  // hybrid sharding).
+  Communicator &comm = exec.shardComm();
   CheckpointReader reader(path);
   const CheckpointManifest &m = reader.manifest();
   checkCompatible(reader, plan);

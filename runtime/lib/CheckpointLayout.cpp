@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/CheckpointLayout.h"
+#include "zrt/RankGroups.h"
 #include "zrt/Error.h"
 #include "zplan/PlanFormat.h"
 #include "zrt/Tensor.h"
@@ -141,7 +142,11 @@ void zrt::layoutCheckpoint(const zero::zplan::Plan &plan, CheckpointManifest &m,
     d.set_offset(shardedBytes);
     shardedBytes += d.bytes();
   }
-  std::vector<int64_t> load(std::max(1, plan.world_size()), shardedBytes);
+  // One file per slice of a bucket: per rank, or per rank of a shard group with
+  // hybrid sharding (the other groups hold the same slices).
+  int64_t files = planShardGroupSize(plan, "the plan");
+  std::vector<int64_t> load(std::max<int64_t>(1, files ? files : plan.world_size()),
+                            shardedBytes);
   for (auto &[d, i] : replicated) {
     int r = (int)(std::min_element(load.begin(), load.end()) - load.begin());
     d.set_rank(r);

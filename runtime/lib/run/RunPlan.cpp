@@ -6,7 +6,6 @@
 
 #include "zrt/RunPlan.h"
 #include "zrt/TrainingLoop.h"
-#include "zrt/RankGroups.h"
 #include "zplan/KernelKind.h"
 #include "zrt/AtomicFile.h"
 #include "zrt/Calibrate.h"
@@ -98,11 +97,6 @@ int runRank(const RunOptions &o, zero::zplan::Plan plan, Device &device, Communi
   else if (!o.init.empty())
     model = readInitModel(o, comm.rank() == 0);
   int64_t memoryBefore = device.memoryInUse();
-  if (int64_t g = planShardGroupSize(plan, o.plan))
-    ZRT_CHECK(o.saveCheckpoint.empty() && o.resume.empty(),
-              o.plan << " shards within groups of " << g << " ranks (zero-opt "
-                     << "--zero-shard-group-size): checkpoints of hybrid sharding are not "
-                        "built yet (--save-checkpoint, --resume)");
   ExecutorOptions eopts;
   eopts.commDelayNsPerByte = o.commDelayNsPerByte;
   eopts.trace = !o.trace.empty();
