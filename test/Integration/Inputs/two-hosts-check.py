@@ -8,7 +8,7 @@ fails. Needs root (ip netns).
                                               folder; default: from PATH)
 
 1. Parity: 4 ranks over two hosts train like the 4 thread ranks of one zero-run,
-   bit for bit; a 2 x 2 grid (hybrid sharding, a shard group per host) within
+   bit for bit; under mpirun (OpenMPI over TCP) flat and hybrid within 1e-6; a 2 x 2 grid (hybrid sharding, a shard group per host) within
    1e-6; the link's byte counters against the report's inter-node bytes, flat
    and hybrid.
 2. A failed host: the link cut, or the second host's ranks killed, ends every rank
@@ -51,7 +51,8 @@ def run(cmd, **kw):
 class TwoHosts:
     """Namespaces zh0-ID and zh1-ID, veths zv0-ID and zv1-ID, 10.77.0.1 and .2."""
 
-    def __init__(self):
+    def __init__(self, folder):
+        self.dir = folder
         tag = str(os.getpid() % 100000)
         self.ns = [f"zh0-{tag}", f"zh1-{tag}"]
         self.veth = [f"zv0-{tag}", f"zv1-{tag}"]
@@ -71,6 +72,27 @@ class TwoHosts:
         kill_started()
         for ns in self.ns:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+    def mpirun(self, ranks, args, timeout=120):
+        """`mpirun -np ranks ARGS` from host 0, two slots per host, the second host's
+        ranks started in its namespace by an rsh agent; every byte between ranks
+        over TCP on the link's subnet (no shared memory: the hosts share a kernel)."""
+        agent = os.path.join(self.dir, "agent.sh")
+        with open(agent, "w") as f:
+            f.write("#!/bin/sh\nhost=$1; shift\ncase \"$host\" in\n")
+            for (address, h), ns in zip(HOSTS, self.ns):
+                f.write(f"  {address}) ns={ns} ;;\n")
+            f.write("  *) echo \"unknown host $host\" >&2; exit 1 ;;\nesac\n"
+                    "exec ip netns exec $ns sh -c \"$*\"\n")
+        os.chmod(agent, 0o755)
+        hostfile = os.path.join(self.dir, "hosts")
+        with open(hostfile, "w") as f:
+            f.write("".join(f"{address} slots=2\n" for address, _ in HOSTS))
+        cmd = ["ip", "netns", "exec", self.ns[0], "mpirun", "--allow-run-as-root",
+               "-np", str(ranks), "--hostfile", hostfile, "--mca", "plm_rsh_agent", agent,
+               "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "10.77.0.0/24",
+               "--mca", "oob_tcp_if_include", "10.77.0.0/24"] + args
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
     def link_bytes(self):
         """Bytes host 0's end of the link sent and received."""
@@ -159,7 +181,7 @@ def main():
     ref = os.path.join(a.work, "threads.json")
     run([zero_run, plans[4]] + common + ["--steps", "6", "--log-json", ref, "--save-weights",
                                          os.path.join(a.work, "threads.onnx"), "--quiet"])
-    with TwoHosts() as hosts:
+    with TwoHosts(a.work) as hosts:
         before = hosts.link_bytes()
         log = os.path.join(a.work, "hosts.json")
         procs = hosts.launch(2, 2, [zero_run, plans[4]] + common +
@@ -176,6 +198,20 @@ def main():
         check(crossed > 0, "two hosts: the link carried the ranks' traffic")
         check("TCP (4 ranks, met at 10.77.0.1:29500)" in read(a.work, "parity", 0),
               "two hosts: rank 0 met the others at 10.77.0.1:29500")
+        # OpenMPI over TCP between the hosts: flat and hybrid, within 1e-6 of flat
+        # stage 3 in one process.
+        for name, plan in (("flat", plans[4]), ("2 x 2 grid", hybrid)):
+            log3 = os.path.join(a.work, f"mpi-{name[0]}.json")
+            before = hosts.link_bytes()
+            r = hosts.mpirun(4, [zero_run, plan] + common +
+                             ["--steps", "6", "--log-json", log3, "--quiet"])
+            check(r.returncode == 0, f"mpirun, {name}: 4 ranks on two hosts exit 0 "
+                  f"({r.returncode}: {r.stderr.strip()[-300:]})")
+            worst = max(abs(x - y) / abs(y) for x, y in zip(losses(log3), losses(ref)))
+            check(len(losses(log3)) == 6 and worst <= 1e-6 and
+                  hosts.link_bytes() - before > 0,
+                  f"mpirun, {name}: 6 steps within 1e-6 of flat stage 3 in one process, "
+                  "over the link")
         # Hybrid sharding, one shard group per host: like flat stage 3 in one
         # process, within 1e-6.
         log2 = os.path.join(a.work, "hosts-hybrid.json")
@@ -218,7 +254,7 @@ def main():
     # checkpoints every 10 steps; its last checkpoint is resumed below.
     ckpt = os.path.join(a.work, "ckpt")
     for failure in ("cut", "killed"):
-        with TwoHosts() as hosts:
+        with TwoHosts(a.work) as hosts:
             extra = ["--save-checkpoint", ckpt, "--checkpoint-every", "10"] \
                 if failure == "cut" else []
             procs = hosts.launch(2, 2, [zero_run, plans[4]] + common +
@@ -259,7 +295,7 @@ def main():
                                          ref, "--save-weights",
                                          os.path.join(a.work, "resumed-threads.onnx"),
                                          "--quiet"])
-    with TwoHosts() as hosts:
+    with TwoHosts(a.work) as hosts:
         log = os.path.join(a.work, "resumed-host.json")
         procs = hosts.launch(2, 1, [zero_run, plans[2]] + common +
                              ["--steps", until, "--resume", ckpt, "--log-json", log,
