@@ -115,9 +115,7 @@ const Table kZero = {
     {"legacy_stage1", {Role::Note, "one stage-1 implementation"}},
     {"memory_efficient_linear", {Role::Note, "DeepSpeed's own linear layer"}},
     {"use_multi_rank_bucket_allreduce", {Role::Note, "the stage chooses the collectives"}},
-    {"zero_hpz_partition_size",
-     {Role::Unsupported, "ZeRO++'s secondary partition of the parameters (hpZ) is not "
-                         "built yet; mics_shard_size (hybrid sharding) is"}},
+    {"zero_hpz_partition_size", {Role::Read}},
     {"zero_quantized_weights",
      {Role::Unsupported, "quantized collectives (ZeRO++'s qwZ) are not built yet"}},
     {"zero_quantized_gradients",
@@ -551,6 +549,17 @@ bool Reader::zero(const json::Object &o) {
       return false;
     if (*v > 0)
       flag("zero-shard-group-size", integer(*v), "zero_optimization.mics_shard_size");
+  }
+  // ZeRO++'s hpZ: a secondary partition of the gathered parameters per node (1,
+  // its default: off).
+  if (auto v = number(o, "zero_hpz_partition_size",
+                      "zero_optimization.zero_hpz_partition_size",
+                      "--zero-hpz-partition-size")) {
+    if (!whole(*v, "zero_optimization.zero_hpz_partition_size"))
+      return false;
+    if (*v > 1)
+      flag("zero-hpz-partition-size", integer(*v),
+           "zero_optimization.zero_hpz_partition_size");
   }
   if (auto v = boolean(o, "overlap_comm", "zero_optimization.overlap_comm", "--no-overlap"))
     if (!*v)

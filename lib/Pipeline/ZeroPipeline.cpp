@@ -89,6 +89,18 @@ std::optional<zero::OptionProblem> zero::findOptionProblem(const ZeroPipelineOpt
     return count("zero-shard-group-size", o.shardGroupSize,
                  "hybrid sharding with --offload-optimizer or --offload-param is not "
                  "built yet");
+  if (o.hpzPartitionSize < 1 || o.worldSize % o.hpzPartitionSize)
+    return count("zero-hpz-partition-size", o.hpzPartitionSize,
+                 "must divide --world-size (" + std::to_string(o.worldSize) +
+                     ") into groups of equal size (1: off)");
+  bool hpz = o.hpzPartitionSize > 1 && o.hpzPartitionSize < o.worldSize;
+  if (hpz && (o.mode != "train" || o.zeroStage != 3))
+    return count("zero-hpz-partition-size", o.hpzPartitionSize,
+                 "partitions stage 3's gathered parameters: it needs mode train and "
+                 "ZeRO stage 3");
+  if (hpz && (hybrid || o.offloadParam != "none"))
+    return count("zero-hpz-partition-size", o.hpzPartitionSize,
+                 "hpZ with --zero-shard-group-size or --offload-param is not built yet");
   if (o.offloadOptimizer != "none" && (o.mode != "train" || o.zeroStage == 0))
     return zero::OptionProblem{"offload-optimizer", o.offloadOptimizer,
                          "offloads a ZeRO optimizer: it needs mode train and ZeRO "
@@ -184,6 +196,7 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
       zopts.stage = o.zeroStage;
       zopts.worldSize = o.worldSize;
       zopts.shardGroupSize = o.shardGroupSize;
+      zopts.hpzPartitionSize = o.hpzPartitionSize;
       zopts.bucketSizeMb = o.bucketSizeMb;
       zopts.persistenceThreshold = o.persistenceThreshold;
       zopts.reduceDtype = o.reduceDtype;

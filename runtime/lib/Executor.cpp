@@ -47,6 +47,13 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
     shardComm_ = comm_.split((int)(r / g), r);
     replicaComm_ = comm_.split((int)(r % g), r);
   }
+  if (int64_t g = planNodeGroupSize(plan_, "the plan")) {
+    ZRT_CHECK(device_.name() == "cpu",
+              "the plan keeps hpZ's secondary partitions over groups of "
+                  << g << " ranks (zero-opt --zero-hpz-partition-size); it runs on the "
+                     "CPU backend only: NCCL groups are not built yet (--device=cpu)");
+    nodeComm_ = comm_.split((int)(comm_.rank() / g), comm_.rank());
+  }
   // One allocation for the whole plan, zeroed (optimizer state starts at zero).
   arena_ = static_cast<char *>(device_.allocate(plan_.arena_bytes()));
   try {
@@ -75,6 +82,7 @@ BoundKernel Executor::bindKernel(const KernelTable &table, int k) {
   RankGroup group = kernelRankGroup(plan_, k, groupSize, "the plan");
   Communicator *comm = group == RankGroup::Shard     ? shardComm_.get()
                        : group == RankGroup::Replica ? replicaComm_.get()
+                       : group == RankGroup::Node    ? nodeComm_.get()
                                                      : &comm_;
   KernelCall call =
       planKernelCall(plan_, k, arena_, hostArena_, comm, async_.get(), nvme_.get());
@@ -672,7 +680,7 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
 }
 
 void Executor::countGroupTraffic() {
-  for (Communicator *g : {shardComm_.get(), replicaComm_.get()}) {
+  for (Communicator *g : {shardComm_.get(), replicaComm_.get(), nodeComm_.get()}) {
     if (!g)
       continue;
     comm_.allGatherElements += g->allGatherElements;

@@ -31,7 +31,7 @@ RankGroup zrt::kernelRankGroup(const zero::zplan::Plan &plan, int k, int64_t &si
   int64_t group = intAttrOr(kern, "group", 0, hasGroup);
   size = intAttrOr(kern, "group_size", plan.world_size(), hasSize);
   int64_t world = plan.world_size();
-  ZRT_CHECK(hasGroup == hasSize && group >= 0 && group <= 2 && size >= 1 &&
+  ZRT_CHECK(hasGroup == hasSize && group >= 0 && group <= 3 && size >= 1 &&
                 world % size == 0 && (group != 0 || size == world),
             what << ": kernel " << k << " (" << zero::zplan::kernelKindName(kern.kind())
                  << ") names rank group "
@@ -45,7 +45,7 @@ int64_t zrt::planShardGroupSize(const zero::zplan::Plan &plan, const std::string
   for (int k = 0; k < plan.kernels_size(); ++k) {
     int64_t size = 0;
     RankGroup g = kernelRankGroup(plan, k, size, what);
-    if (g == RankGroup::World)
+    if (g == RankGroup::World || g == RankGroup::Node)
       continue;
     int64_t g0 = g == RankGroup::Shard ? size : plan.world_size() / size;
     ZRT_CHECK(shard == 0 || shard == g0,
@@ -56,4 +56,20 @@ int64_t zrt::planShardGroupSize(const zero::zplan::Plan &plan, const std::string
     shard = g0;
   }
   return shard;
+}
+
+int64_t zrt::planNodeGroupSize(const zero::zplan::Plan &plan, const std::string &what) {
+  int64_t node = 0;
+  for (int k = 0; k < plan.kernels_size(); ++k) {
+    int64_t size = 0;
+    if (kernelRankGroup(plan, k, size, what) != RankGroup::Node)
+      continue;
+    ZRT_CHECK(node == 0 || node == size,
+              what << ": kernel " << k << " ("
+                   << zero::zplan::kernelKindName(plan.kernels(k).kind())
+                   << ") gathers within groups of " << size << " ranks, an earlier kernel "
+                   << node);
+    node = size;
+  }
+  return node;
 }

@@ -42,10 +42,11 @@ int64_t bytesOf(Value v) {
 }
 
 /// The ranks a collective runs among, as the runtime knows them: every rank
-/// (kWorld), the group of consecutive ranks a hybrid grid shards over (kShard), or
-/// the ranks at the same place of every group (kReplica). A plan kernel names its
+/// (kWorld), the group of consecutive ranks a hybrid grid shards over (kShard),
+/// the ranks at the same place of every group (kReplica), or hpZ's group of
+/// consecutive ranks that shares a secondary partition (kNode). A plan kernel names its
 /// group with the attributes `group` and `group_size` (none: the world).
-enum RankGroup : int64_t { kWorld = 0, kShard = 1, kReplica = 2 };
+enum RankGroup : int64_t { kWorld = 0, kShard = 1, kReplica = 2, kNode = 3 };
 
 /// The runtime's collectives work on the whole 1-D grid, or on one axis of a 2-D
 /// hybrid grid [world / G, G] (axis 1: a shard group, axis 0: a replica group), on
@@ -69,7 +70,15 @@ LogicalResult checkCollective(Operation &op, int64_t worldSize, RankGroup &group
   ArrayRef<int16_t> a = axes ? axes.asArrayRef() : ArrayRef<int16_t>{};
   group = kWorld;
   groupSize = worldSize;
-  if (hybrid && a == ArrayRef<int16_t>{1}) {
+  // hpZ's grid of its own: the groups its secondary partitions are sliced and
+  // gathered within, which hold no bucket's primary slices.
+  bool hpz = grid.getValue() == "zero_hpz";
+  if (hybrid && hpz && a == ArrayRef<int16_t>{1}) {
+    group = kNode;
+    groupSize = shape[1];
+  } else if (hpz) {
+    return op.emitError("hpZ's grid @zero_hpz takes collectives along axis 1 only");
+  } else if (hybrid && a == ArrayRef<int16_t>{1}) {
     group = kShard;
     groupSize = shape[1];
   } else if (hybrid && a == ArrayRef<int16_t>{0}) {

@@ -172,6 +172,9 @@ private:
   /// shard group (consecutive ranks) and the replica group (ranks at the same
   /// place of every shard group); none without it.
   std::unique_ptr<Communicator> shardComm_, replicaComm_;
+  /// hpZ's group (zero-opt --zero-hpz-partition-size): consecutive ranks that
+  /// gather the secondary partitions among themselves.
+  std::unique_ptr<Communicator> nodeComm_;
   /// Adds the groups' traffic to comm_'s counters (what the log reports).
   void countGroupTraffic();
   char *arena_ = nullptr;

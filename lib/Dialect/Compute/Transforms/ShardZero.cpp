@@ -32,6 +32,9 @@ using namespace zero::compute;
 namespace {
 
 constexpr StringLiteral kGrid = "zero";
+/// hpZ's groups: axis 1 of [world / size, size] (a grid of its own, so that the
+/// primary collectives keep the world's 1-D grid).
+constexpr StringLiteral kHpzGrid = "zero_hpz";
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
@@ -97,6 +100,11 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
                        "grid needs stage 1, 2 or 3");
       return signalPassFailure();
     }
+    if (hpzPartitionSize < 1 || worldSize % hpzPartitionSize || (hpz() && hybrid())) {
+      module.emitError("hpz-partition-size must divide world-size, and goes without "
+                       "shard-group-size");
+      return signalPassFailure();
+    }
     if (failed(shard(module, func)))
       return signalPassFailure();
     // For the plan (checkpoint manifests name the stage that wrote them).
@@ -148,6 +156,10 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
   SmallVector<int16_t> shardAxes() const { return {int16_t(hybrid() ? 1 : 0)}; }
   /// The grid axis across the groups (hybrid sharding only).
   SmallVector<int16_t> replicaAxes() const { return {0}; }
+  /// hpZ: a secondary partition of stage 3's gathered buckets within groups.
+  bool hpz() const {
+    return stage == 3 && hpzPartitionSize > 1 && hpzPartitionSize < worldSize;
+  }
 
   /// Collectives: flat tensors, along `axes` of the grid (shardAxes by default).
   Value allGather(OpBuilder &b, Location loc, Value shard, int64_t full) {
@@ -289,6 +301,10 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
         shape = {worldSize / shardGroupSize, shardGroupSize};
       mlir::shard::GridOp::create(mb, module.getLoc(), kGrid, shape);
     }
+    if (hpz() && !module.lookupSymbol(kHpzGrid))
+      mlir::shard::GridOp::create(
+          mb, module.getLoc(), kHpzGrid,
+          ArrayRef<int64_t>{worldSize / hpzPartitionSize, hpzPartitionSize});
 
     StepRewrite s;
     s.func = func;
@@ -760,6 +776,7 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
           continue; // the optimizer goes; ops this pass built read the shard
         usesByPhase[phaseOf(user)].push_back(&use);
       }
+    Value secondary; // hpZ: this rank's slice of the bucket within its group
     for (auto &[phase, uses] : usesByPhase) {
       Operation *firstUser = nullptr;
       for (OpOperand *use : uses)
@@ -767,7 +784,21 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
           firstUser = use->getOwner();
       OpBuilder b(firstUser);
       Location loc = shardArg.getLoc();
-      Value full = allGather(b, loc, shardArg, bucket.padded);
+      Value full;
+      if (secondary) { // hpZ: within the group, from the secondary partition
+        auto t = RankedTensorType::get({bucket.padded}, typeOf(shardArg).getElementType());
+        full = mlir::shard::AllGatherOp::create(b, loc, t, kHpzGrid, ArrayRef<int16_t>{1},
+                                                secondary, APInt(64, 0));
+      } else {
+        full = allGather(b, loc, shardArg, bucket.padded);
+      }
+      if (hpz() && !secondary) {
+        // The first gather (forward) also keeps its group's slice of the bucket.
+        auto t = RankedTensorType::get({bucket.padded / hpzPartitionSize},
+                                       typeOf(shardArg).getElementType());
+        secondary = mlir::shard::AllSliceOp::create(b, loc, t, full, kHpzGrid,
+                                                    ArrayRef<int16_t>{1}, 0);
+      }
       // Without this the gathers are identical pure ops and CSE would merge them,
       // keeping the full bucket alive from forward to backward.
       std::string name = phase % 2 ? "backward" : "forward";

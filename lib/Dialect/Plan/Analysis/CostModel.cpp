@@ -147,7 +147,8 @@ RankGroupShape rankGroupOf(plan::KernelOp k, int64_t world) {
     return g;
   g.n = size.getInt();
   g.groups = world / g.n;
-  g.stride = group.getInt() == 2 ? world / g.n : 1; // 2: a replica group
+  g.stride = group.getInt() == 2 ? world / g.n : 1; // 2: a replica group; 1, 3:
+                                                     // consecutive ranks
   return g;
 }
 

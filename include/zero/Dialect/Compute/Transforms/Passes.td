@@ -446,6 +446,11 @@ def ShardZeroPass : Pass<"zero-shard", "mlir::ModuleOp"> {
            "Target bucket size in MiB.">,
     Option<"persistenceThreshold", "persistence-threshold", "int64_t", "0",
            "Stage 3: parameters with fewer elements stay replicated (0: off).">,
+    Option<"hpzPartitionSize", "hpz-partition-size", "int64_t", "1",
+           "Stage 3 (ZeRO++'s hpZ): the first gather of a bucket also slices out a "
+           "secondary partition over groups of this many consecutive ranks (grid "
+           "@zero_hpz = [world / size, size], axis 1), and the bucket's later "
+           "gathers run within the group from it; 1: off.">,
     Option<"shardGroupSize", "shard-group-size", "int64_t", "0",
            "Hybrid sharding: shard over groups of this many consecutive ranks (grid "
            "axis 1 of @zero = [world / size, size]) and replicate across them (axis "
