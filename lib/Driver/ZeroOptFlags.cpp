@@ -58,8 +58,6 @@ cl::opt<std::string>
               cl::value_desc("graph|step|plan|zplan"), cl::init(""),
               cl::cat(outputCategory));
 
-
-
 cl::opt<std::string> deepspeedConfig(
     "deepspeed",
     cl::desc("A DeepSpeed JSON config: its batch sizes, optimizer, scheduler, "
@@ -148,7 +146,6 @@ cl::opt<std::string>
                     "table, --report=json for one JSON object"),
            cl::value_desc("table|json"), cl::ValueOptional, cl::init(""),
            cl::cat(reportCategory));
-
 
 cl::opt<std::string>
     machine("machine",

@@ -44,7 +44,6 @@ struct RunOptions {
   int nvmeQueueDepth = kDefaultNvmeQueueDepth; // --nvme-queue-depth N
 };
 
-
 /// `zero-run --help`.
 const char *runUsage();
 

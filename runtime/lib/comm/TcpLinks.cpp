@@ -79,7 +79,6 @@ int millisecondsLeft(Clock::time_point deadline) {
   return (int)std::max<int64_t>(0, std::min<int64_t>(left.count(), 1000));
 }
 
-
 void setBlocking(int fd, bool blocking) {
   int flags = fcntl(fd, F_GETFL, 0);
   fcntl(fd, F_SETFL, blocking ? flags & ~O_NONBLOCK : flags | O_NONBLOCK);
@@ -252,7 +251,6 @@ const char *zrt::tcp::kindName(Kind k) {
   return "a collective";
 }
 
-
 TcpLinks::TcpLinks(const LaunchVariables &v, double timeoutSeconds)
     : rank_(v.rank), size_(v.worldSize), peers_(v.worldSize), midMessage_(v.worldSize) {
   where_ = v.masterAddress + ":" + std::to_string(v.masterPort);
@@ -266,7 +264,6 @@ TcpLinks::TcpLinks(const LaunchVariables &v, double timeoutSeconds)
     if (p != rank_)
       tune(peers_[p].fd);
 }
-
 
 /// The peers see their connections to this rank close and fail naming it.
 /// Each peer gets a notice naming the failure (where this rank's messages to it
@@ -292,7 +289,6 @@ void TcpLinks::abort(const std::string &why) {
     ::shutdown(peers_[p].fd, SHUT_RDWR);
   }
 }
-
 
 /// Rank 0: waits for every other rank's hello, then answers each with the
 /// table or with why the rendezvous failed.
@@ -431,7 +427,6 @@ void TcpLinks::rendezvousAsPeer(uint32_t master, int port, Clock::duration timeo
     peers_[m.rank] = std::move(s);
   }
 }
-
 
 /// Runs `sends` and `recvs` (at most one of each per peer) to completion.
 void TcpLinks::exchange(Kind kind, std::vector<Transfer> &sends, std::vector<Transfer> &recvs) {

@@ -44,7 +44,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 using namespace zrt;
 
 namespace {

@@ -42,7 +42,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 using namespace zrt;
 
 namespace {
@@ -126,7 +125,6 @@ void drawBar(int64_t done, int64_t total) {
               (long long)total);
   std::fflush(stdout);
 }
-
 
 /// Chrome trace-event JSON: one complete event per kernel (track 0, compute) and per
 /// collective (track 1, communication); the process is the rank. Built in memory,
