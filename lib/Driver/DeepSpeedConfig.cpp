@@ -541,25 +541,22 @@ bool Reader::zero(const json::Object &o) {
     flag("persistence-threshold", integer(*v),
          "zero_optimization.stage3_param_persistence_threshold");
   }
-  // MiCS: shard within groups of this many ranks, replicate across them (-1, its
-  // default: off).
-  if (auto v = number(o, "mics_shard_size", "zero_optimization.mics_shard_size",
-                      "--zero-shard-group-size")) {
-    if (*v != -1 && !whole(*v, "zero_optimization.mics_shard_size"))
-      return false;
-    if (*v > 0)
-      flag("zero-shard-group-size", integer(*v), "zero_optimization.mics_shard_size");
-  }
-  // ZeRO++'s hpZ: a secondary partition of the gathered parameters per node (1,
-  // its default: off).
-  if (auto v = number(o, "zero_hpz_partition_size",
-                      "zero_optimization.zero_hpz_partition_size",
-                      "--zero-hpz-partition-size")) {
-    if (!whole(*v, "zero_optimization.zero_hpz_partition_size"))
-      return false;
-    if (*v > 1)
-      flag("zero-hpz-partition-size", integer(*v),
-           "zero_optimization.zero_hpz_partition_size");
+  // Groups of ranks: MiCS shards within groups and replicates across them; ZeRO++'s
+  // hpZ keeps a secondary partition of the gathered parameters per group. Each
+  // key's default (`off`) leaves its flag alone.
+  struct GroupKey {
+    const char *key, *flag;
+    double off;
+  };
+  for (GroupKey g : {GroupKey{"mics_shard_size", "zero-shard-group-size", -1},
+                     GroupKey{"zero_hpz_partition_size", "zero-hpz-partition-size", 1}}) {
+    std::string name = std::string("zero_optimization.") + g.key;
+    if (auto v = number(o, g.key, name, (std::string("--") + g.flag).c_str())) {
+      if (*v != g.off && !whole(*v, name))
+        return false;
+      if (*v > std::max(g.off, 0.0))
+        flag(g.flag, integer(*v), name);
+    }
   }
   if (auto v = boolean(o, "overlap_comm", "zero_optimization.overlap_comm", "--no-overlap"))
     if (!*v)

@@ -37,23 +37,26 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
             "the plan keeps model states in NVMe files (" << plan_.nvme_arena_bytes()
                 << " bytes per rank; zero-opt --offload-param=nvme or "
                    "--offload-optimizer=nvme): give their folder with --nvme-path DIR");
-  if (int64_t g = planShardGroupSize(plan_, "the plan")) {
-    // Every rank splits in the same order: shard groups, then replica groups.
+  // Groups of ranks (hybrid sharding, hpZ), split by every rank in the same order;
+  // the CPU backend only (NCCL groups are not built).
+  int64_t shardGroup = planShardGroupSize(plan_, "the plan");
+  int64_t nodeGroup = planNodeGroupSize(plan_, "the plan");
+  if (shardGroup || nodeGroup)
     ZRT_CHECK(device_.name() == "cpu",
-              "the plan shards within groups of " << g << " ranks (zero-opt "
-              "--zero-shard-group-size); hybrid sharding runs on the CPU backend only: "
-              "NCCL groups are not built yet (--device=cpu)");
-    int r = comm_.rank();
-    shardComm_ = comm_.split((int)(r / g), r);
-    replicaComm_ = comm_.split((int)(r % g), r);
+              "the plan " << (shardGroup ? "shards within groups of " : "keeps hpZ's "
+                                           "secondary partitions over groups of ")
+                          << (shardGroup ? shardGroup : nodeGroup) << " ranks (zero-opt "
+                          << (shardGroup ? "--zero-shard-group-size); hybrid sharding"
+                                         : "--zero-hpz-partition-size); it")
+                          << " runs on the CPU backend only: NCCL groups are not built "
+                             "yet (--device=cpu)");
+  int r = comm_.rank();
+  if (shardGroup) {
+    shardComm_ = comm_.split((int)(r / shardGroup), r);
+    replicaComm_ = comm_.split((int)(r % shardGroup), r);
   }
-  if (int64_t g = planNodeGroupSize(plan_, "the plan")) {
-    ZRT_CHECK(device_.name() == "cpu",
-              "the plan keeps hpZ's secondary partitions over groups of "
-                  << g << " ranks (zero-opt --zero-hpz-partition-size); it runs on the "
-                     "CPU backend only: NCCL groups are not built yet (--device=cpu)");
-    nodeComm_ = comm_.split((int)(comm_.rank() / g), comm_.rank());
-  }
+  if (nodeGroup)
+    nodeComm_ = comm_.split((int)(r / nodeGroup), r);
   // One allocation for the whole plan, zeroed (optimizer state starts at zero).
   arena_ = static_cast<char *>(device_.allocate(plan_.arena_bytes()));
   try {

@@ -8,6 +8,9 @@
 #include "zrt/Error.h"
 #include "zplan/KernelKind.h"
 
+#include <algorithm>
+#include <initializer_list>
+
 using namespace zrt;
 
 namespace {
@@ -40,36 +43,35 @@ RankGroup zrt::kernelRankGroup(const zero::zplan::Plan &plan, int k, int64_t &si
   return RankGroup(group);
 }
 
-int64_t zrt::planShardGroupSize(const zero::zplan::Plan &plan, const std::string &what) {
-  int64_t shard = 0;
+namespace {
+
+/// The group size the plan's kernels of `kinds` imply, checked to be one; 0 when
+/// there are none.
+int64_t impliedGroupSize(const zero::zplan::Plan &plan, const std::string &what,
+                         std::initializer_list<RankGroup> kinds, const char *meaning) {
+  int64_t implied = 0;
   for (int k = 0; k < plan.kernels_size(); ++k) {
     int64_t size = 0;
     RankGroup g = kernelRankGroup(plan, k, size, what);
-    if (g == RankGroup::World || g == RankGroup::Node)
+    if (std::find(kinds.begin(), kinds.end(), g) == kinds.end())
       continue;
-    int64_t g0 = g == RankGroup::Shard ? size : plan.world_size() / size;
-    ZRT_CHECK(shard == 0 || shard == g0,
+    // A replica group of R ranks implies shard groups of world / R.
+    int64_t n = g == RankGroup::Replica ? plan.world_size() / size : size;
+    ZRT_CHECK(implied == 0 || implied == n,
               what << ": kernel " << k << " ("
-                   << zero::zplan::kernelKindName(plan.kernels(k).kind())
-                   << ") implies shard groups of " << g0 << " ranks, an earlier kernel "
-                   << shard);
-    shard = g0;
+                   << zero::zplan::kernelKindName(plan.kernels(k).kind()) << ") implies "
+                   << meaning << " of " << n << " ranks, an earlier kernel " << implied);
+    implied = n;
   }
-  return shard;
+  return implied;
+}
+
+} // namespace
+
+int64_t zrt::planShardGroupSize(const zero::zplan::Plan &plan, const std::string &what) {
+  return impliedGroupSize(plan, what, {RankGroup::Shard, RankGroup::Replica}, "shard groups");
 }
 
 int64_t zrt::planNodeGroupSize(const zero::zplan::Plan &plan, const std::string &what) {
-  int64_t node = 0;
-  for (int k = 0; k < plan.kernels_size(); ++k) {
-    int64_t size = 0;
-    if (kernelRankGroup(plan, k, size, what) != RankGroup::Node)
-      continue;
-    ZRT_CHECK(node == 0 || node == size,
-              what << ": kernel " << k << " ("
-                   << zero::zplan::kernelKindName(plan.kernels(k).kind())
-                   << ") gathers within groups of " << size << " ranks, an earlier kernel "
-                   << node);
-    node = size;
-  }
-  return node;
+  return impliedGroupSize(plan, what, {RankGroup::Node}, "hpZ groups");
 }

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RankOrderSum.h"
+#include "SplitMembers.h"
 #include "TcpLinks.h"
 
 #include "zrt/Communicator.h"
@@ -53,31 +54,14 @@ public:
   void abort(const std::string &why) override { links_->abort(why); }
 
   std::unique_ptr<Communicator> split(int color, int key) override {
-    std::vector<int64_t> colors = allGatherInts(color), keys = allGatherInts(key);
-    std::vector<int> group;
-    for (int p = 0; p < size_; ++p)
-      if (colors[p] == color)
-        group.push_back(p);
-    std::stable_sort(group.begin(), group.end(),
-                     [&](int a, int b) { return keys[a] < keys[b]; });
+    std::vector<int> group = splitMembers(allGatherInts(color), allGatherInts(key), color);
     for (int &p : group)
       p = members_[p];
     return std::make_unique<TcpCommunicator>(links_, std::move(group));
   }
 
   void allGather(const void *in, void *out, int64_t count, DType t) override {
-    size_t bytes = count * dtypeSize(t);
-    std::vector<char> mine(static_cast<const char *>(in),
-                           static_cast<const char *>(in) + bytes);
-    char *o = static_cast<char *>(out);
-    std::vector<Transfer> sends, recvs;
-    for (int p = 0; p < size_; ++p)
-      if (p != rank_) {
-        sends.push_back({members_[p], mine.data(), bytes});
-        recvs.push_back({members_[p], o + p * bytes, bytes});
-      }
-    links_->exchange(Kind::AllGather, sends, recvs);
-    std::memcpy(o + rank_ * bytes, mine.data(), bytes);
+    allGatherBytes(Kind::AllGather, in, out, count * dtypeSize(t));
     allGatherElements += count * size_;
   }
 
@@ -173,16 +157,25 @@ private:
     return sum;
   }
 
+  /// out[p * bytes ..] = rank p's `in`. `in` may be this rank's own slot of `out`
+  /// (the plan's buckets); lying elsewhere in `out`, it is copied first, since the
+  /// others' parts land there while it is being sent.
   void allGatherBytes(Kind kind, const void *in, void *out, size_t bytes) {
-    std::vector<Transfer> sends, recvs;
     char *o = static_cast<char *>(out);
+    const char *src = static_cast<const char *>(in);
+    std::vector<char> copy;
+    if (src != o + rank_ * bytes && src < o + size_ * bytes && src + bytes > o) {
+      copy.assign(src, src + bytes);
+      src = copy.data();
+    }
+    std::vector<Transfer> sends, recvs;
     for (int p = 0; p < size_; ++p)
       if (p != rank_) {
-        sends.push_back({members_[p], const_cast<char *>(static_cast<const char *>(in)), bytes});
+        sends.push_back({members_[p], const_cast<char *>(src), bytes});
         recvs.push_back({members_[p], o + p * bytes, bytes});
       }
     links_->exchange(kind, sends, recvs);
-    std::memmove(o + rank_ * bytes, in, bytes);
+    std::memmove(o + rank_ * bytes, src, bytes);
   }
 
   /// Rank 0's `out` gets every rank's `bytes` in rank order; the others' gets

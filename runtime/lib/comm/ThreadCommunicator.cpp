@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RankOrderSum.h"
+#include "SplitMembers.h"
 
 #include "zrt/Communicator.h"
 #include "zrt/Error.h"
@@ -164,13 +165,7 @@ public:
   }
   std::unique_ptr<Communicator> split(int color, int key) override {
     int64_t n = splits_++; // every rank splits in the same order
-    std::vector<int64_t> colors = allGatherInts(color), keys = allGatherInts(key);
-    std::vector<int> members;
-    for (int p = 0; p < size(); ++p)
-      if (colors[p] == color)
-        members.push_back(p);
-    std::stable_sort(members.begin(), members.end(),
-                     [&](int a, int b) { return keys[a] < keys[b]; });
+    std::vector<int> members = splitMembers(allGatherInts(color), allGatherInts(key), color);
     int index = (int)(std::find(members.begin(), members.end(), rank_) - members.begin());
     return std::make_unique<ThreadCommunicator>(
         group_->child(n, color, (int)members.size()), index);

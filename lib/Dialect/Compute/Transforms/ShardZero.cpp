@@ -161,11 +161,13 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     return stage == 3 && hpzPartitionSize > 1 && hpzPartitionSize < worldSize;
   }
 
-  /// Collectives: flat tensors, along `axes` of the grid (shardAxes by default).
-  Value allGather(OpBuilder &b, Location loc, Value shard, int64_t full) {
+  /// Collectives: flat tensors, along the shard axes of @zero unless said.
+  Value allGather(OpBuilder &b, Location loc, Value shard, int64_t full,
+                  StringRef grid = kGrid, ArrayRef<int16_t> axes = {}) {
     auto t = RankedTensorType::get({full}, typeOf(shard).getElementType());
-    return mlir::shard::AllGatherOp::create(b, loc, t, kGrid, shardAxes(), shard,
-                                            APInt(64, 0));
+    return mlir::shard::AllGatherOp::create(
+        b, loc, t, grid, axes.empty() ? ArrayRef<int16_t>(shardAxes()) : axes, shard,
+        APInt(64, 0));
   }
   Value reduceScatter(OpBuilder &b, Location loc, Value full, int64_t part) {
     auto t = RankedTensorType::get({part}, typeOf(full).getElementType());
@@ -784,14 +786,9 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
           firstUser = use->getOwner();
       OpBuilder b(firstUser);
       Location loc = shardArg.getLoc();
-      Value full;
-      if (secondary) { // hpZ: within the group, from the secondary partition
-        auto t = RankedTensorType::get({bucket.padded}, typeOf(shardArg).getElementType());
-        full = mlir::shard::AllGatherOp::create(b, loc, t, kHpzGrid, ArrayRef<int16_t>{1},
-                                                secondary, APInt(64, 0));
-      } else {
-        full = allGather(b, loc, shardArg, bucket.padded);
-      }
+      // hpZ: after the first, within the group from the secondary partition.
+      Value full = secondary ? allGather(b, loc, secondary, bucket.padded, kHpzGrid, {1})
+                             : allGather(b, loc, shardArg, bucket.padded);
       if (hpz() && !secondary) {
         // The first gather (forward) also keeps its group's slice of the bucket.
         auto t = RankedTensorType::get({bucket.padded / hpzPartitionSize},
