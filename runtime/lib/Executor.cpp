@@ -50,6 +50,12 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
                                          : "--zero-hpz-partition-size); it")
                           << " runs on the CPU backend only: NCCL groups are not built "
                              "yet (--device=cpu)");
+  // ZeRO++'s quantized collectives: the host's kernels only.
+  for (const zero::zplan::Kernel &k : plan_.kernels())
+    ZRT_CHECK(!k.attrs().count("quantize_block") || device_.name() == "cpu",
+              "the plan's collectives are quantized (zero-opt --zero-quantized-weights or "
+              "--zero-quantized-gradients); they run on the CPU backend only: the CUDA "
+              "quantization kernels are not built yet (--device=cpu)");
   int r = comm_.rank();
   if (shardGroup) {
     shardComm_ = comm_.split((int)(r / shardGroup), r);
@@ -690,6 +696,8 @@ void Executor::countGroupTraffic() {
     comm_.reduceScatterElements += g->reduceScatterElements;
     comm_.allReduceElements += g->allReduceElements;
     g->allGatherElements = g->reduceScatterElements = g->allReduceElements = 0;
+    comm_.quantization.add(g->quantization);
+    g->quantization = {};
   }
 }
 

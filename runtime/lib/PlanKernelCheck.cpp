@@ -29,6 +29,7 @@ public:
   void allGather(const void *, void *, int64_t, DType) override { refuse(); }
   void reduceScatterSum(const void *, void *, int64_t, DType) override { refuse(); }
   void allReduceSum(const void *, void *, int64_t, DType) override { refuse(); }
+  void allToAllBytes(const void *, void *, size_t) override { refuse(); }
   void gatherToRoot(const void *, void *, int64_t, DType) override { refuse(); }
   double meanOf(double) override { refuse(); }
   std::vector<int64_t> gatherInts(int64_t) override { refuse(); }

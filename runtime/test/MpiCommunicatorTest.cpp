@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommunicatorGroups.h"
+#include "CommunicatorQuantized.h"
 
 #include "zrt/Communicator.h"
 
@@ -20,4 +21,7 @@ TEST(MpiCommunicator, Groups) {
   if (!world)
     GTEST_SKIP() << "not under mpirun";
   test::checkGroupsOfFour(*world);
+  test::checkQuantizedCollectives(*world);
+  std::unique_ptr<Communicator> pair = world->split(world->rank() / 2, world->rank());
+  test::checkQuantizedCollectives(*pair);
 }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommunicatorGroups.h"
+#include "CommunicatorQuantized.h"
 
 #include "zrt/Communicator.h"
 #include "zrt/Error.h"
@@ -170,6 +171,16 @@ TEST(TcpCommunicator, CollectivesMatchThreadRanksBitForBit) {
 TEST(TcpCommunicator, Groups) {
   auto errors = onTcpRanks(allRanks(4), 4, [](int, Communicator &comm) {
     test::checkGroupsOfFour(comm);
+  });
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(errors[r], "");
+}
+
+TEST(TcpCommunicator, QuantizedCollectives) {
+  auto errors = onTcpRanks(allRanks(4), 4, [](int r, Communicator &comm) {
+    test::checkQuantizedCollectives(comm);
+    std::unique_ptr<Communicator> replicas = comm.split(r % 2, r);
+    test::checkQuantizedCollectives(*replicas);
   });
   for (int r = 0; r < 4; ++r)
     EXPECT_EQ(errors[r], "");

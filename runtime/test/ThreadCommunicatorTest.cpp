@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommunicatorGroups.h"
+#include "CommunicatorQuantized.h"
 
 #include "zrt/Communicator.h"
 #include "zrt/Error.h"
@@ -69,6 +70,15 @@ TEST(ThreadCommunicator, CollectivesMatchTheirDefinitions) {
 
 TEST(ThreadCommunicator, Groups) {
   onRanks(4, [](int, Communicator &comm) { test::checkGroupsOfFour(comm); });
+}
+
+TEST(ThreadCommunicator, QuantizedCollectives) {
+  onRanks(4, [](int r, Communicator &comm) {
+    test::checkQuantizedCollectives(comm);
+    std::unique_ptr<Communicator> pair = comm.split(r / 2, r); // a group, as hybrid grids
+    test::checkQuantizedCollectives(*pair);
+  });
+  onRanks(3, [](int, Communicator &comm) { test::checkQuantizedCollectives(comm); });
 }
 
 TEST(ThreadCommunicator, AFailingRankAlsoStopsTheOthersInGroups) {

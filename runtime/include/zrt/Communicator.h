@@ -7,6 +7,7 @@
 #ifndef ZRT_COMMUNICATOR_H
 #define ZRT_COMMUNICATOR_H
 
+#include "zrt/BlockQuantization.h"
 #include "zrt/Tensor.h"
 
 #include <cstdint>
@@ -31,6 +32,10 @@ public:
   virtual void reduceScatterSum(const void *in, void *out, int64_t count, DType t) = 0;
   /// out = the sum over ranks of in, count elements.
   virtual void allReduceSum(const void *in, void *out, int64_t count, DType t) = 0;
+  /// Personalized exchange: rank p receives in[p * bytes .. (p+1) * bytes), and
+  /// out[r * bytes ..] is what rank r sent this rank. `in` and `out` do not
+  /// overlap. Not counted as a plan collective (its callers count).
+  virtual void allToAllBytes(const void *in, void *out, size_t bytes) = 0;
   /// Rank 0 receives every rank's `count` elements, in rank order.
   virtual void gatherToRoot(const void *in, void *out, int64_t count, DType t) = 0;
   /// The mean over ranks of one double (for logging).
@@ -56,6 +61,8 @@ public:
   /// compiler's report predicts): an all-gather counts its output, a
   /// reduce-scatter its input, an all-reduce its buffer.
   int64_t allGatherElements = 0, reduceScatterElements = 0, allReduceElements = 0;
+  /// What the quantized collectives (qwZ, qgZ) lost and sent so far.
+  QuantizationError quantization;
 };
 
 /// One rank, no launcher: every collective is a copy.

@@ -29,6 +29,9 @@ public:
     allReduceElements += count;
     std::memmove(out, in, count * dtypeSize(t));
   }
+  void allToAllBytes(const void *in, void *out, size_t bytes) override {
+    std::memmove(out, in, bytes);
+  }
   void gatherToRoot(const void *in, void *out, int64_t count, DType t) override {
     std::memmove(out, in, count * dtypeSize(t));
   }

@@ -51,6 +51,8 @@ MPI_Datatype mpiType(DType t) {
   case zero::zplan::BF16:
   case zero::zplan::F16:
     return MPI_UINT16_T; // moved as bits; summed by sum16Op below
+  case zero::zplan::U8:
+    return MPI_UINT8_T; // bytes: the quantized collectives' wire form
   default:
     ZRT_FAIL("no MPI datatype for " << dtypeName(t));
   }
@@ -143,6 +145,14 @@ public:
       wait(request, "an all-reduce");
     }
     allReduceElements += count;
+  }
+  void allToAllBytes(const void *in, void *out, size_t bytes) override {
+    ZRT_CHECK(bytes <= (size_t)kMaxCount, "all-to-all of " << bytes << " bytes per rank "
+                                                          << "exceeds MPI's int counts");
+    MPI_Request request;
+    ZERO_MPI_CHECK(MPI_Ialltoall(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, comm_,
+                                 &request));
+    wait(request, "an all-to-all");
   }
   void gatherToRoot(const void *in, void *out, int64_t count, DType t) override {
     ZRT_CHECK(count <= kMaxCount, "gather of " << count << " elements per rank "

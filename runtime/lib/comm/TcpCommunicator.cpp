@@ -90,6 +90,19 @@ public:
     allReduceElements += count;
   }
 
+  void allToAllBytes(const void *in, void *out, size_t bytes) override {
+    const char *i = static_cast<const char *>(in);
+    char *o = static_cast<char *>(out);
+    std::vector<Transfer> sends, recvs;
+    for (int p = 0; p < size_; ++p)
+      if (p != rank_) {
+        sends.push_back({members_[p], const_cast<char *>(i) + p * bytes, bytes});
+        recvs.push_back({members_[p], o + p * bytes, bytes});
+      }
+    links_->exchange(Kind::AllToAll, sends, recvs);
+    std::memcpy(o + rank_ * bytes, i + rank_ * bytes, bytes);
+  }
+
   void gatherToRoot(const void *in, void *out, int64_t count, DType t) override {
     gatherBytes(Kind::Gather, in, out, count * dtypeSize(t));
   }

@@ -245,6 +245,8 @@ const char *zrt::tcp::kindName(Kind k) {
     return "the ranks' agreement";
   case Kind::Broadcast:
     return "a broadcast from rank 0";
+  case Kind::AllToAll:
+    return "an all-to-all";
   case Kind::Failure:
     return "a failure notice";
   }

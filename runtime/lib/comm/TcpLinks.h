@@ -36,6 +36,7 @@ enum class Kind : uint32_t {
   Counts,
   Agreement,
   Broadcast,
+  AllToAll,
   Failure ///< a peer's last message: why it stops
 };
 const char *kindName(Kind k);

@@ -119,6 +119,14 @@ public:
     sumInRankOrder(group_->pointers, 0, count, t, sum);
     finish(out, sum);
   }
+  void allToAllBytes(const void *in, void *out, size_t bytes) override {
+    std::vector<char> mine(bytes * size());
+    post(in);
+    for (int r = 0; r < size(); ++r)
+      std::memcpy(mine.data() + r * bytes,
+                  static_cast<const char *>(group_->pointers[r]) + rank_ * bytes, bytes);
+    finish(out, mine);
+  }
   void gatherToRoot(const void *in, void *out, int64_t count, DType t) override {
     size_t bytes = count * dtypeSize(t);
     std::vector<char> all;

@@ -10,6 +10,7 @@
 #include "KernelUtil.h"
 #include "zrt/AsyncCollectives.h"
 #include "zrt/Communicator.h"
+#include "zrt/QuantizedCollectives.h"
 
 #include <cstring>
 
@@ -30,10 +31,22 @@ void checkFlat(const KernelCall &call, int64_t inScale, int64_t outScale) {
                          << " does not fit " << call.comm->size() << " ranks");
 }
 
+/// ZeRO++'s int8 blocks (`quantize_block`, values per scale), or 0: full precision.
+int64_t quantizeBlock(const KernelCall &call) {
+  if (!call.hasAttr("quantize_block"))
+    return 0;
+  int64_t block = call.intAttr("quantize_block");
+  ZRT_CHECK(block >= 1 && block <= (1 << 20),
+            call.where() << ": quantize_block " << block << " is not 1 to 2^20 values");
+  return block;
+}
+
 BoundKernel bindAllGather(const KernelCall &call) {
   checkFlat(call, call.comm ? call.comm->size() : 1, 1);
   TensorView in = call.ins[0], out = call.outs[0];
   Communicator *comm = call.comm;
+  if (int64_t block = quantizeBlock(call))
+    return [=] { quantizedAllGather(*comm, in.data, out.data, in.numel(), in.dtype, block); };
   return [=] { comm->allGather(in.data, out.data, in.numel(), in.dtype); };
 }
 
@@ -41,6 +54,10 @@ BoundKernel bindReduceScatter(const KernelCall &call) {
   checkFlat(call, 1, call.comm ? call.comm->size() : 1);
   TensorView in = call.ins[0], out = call.outs[0];
   Communicator *comm = call.comm;
+  if (int64_t block = quantizeBlock(call))
+    return [=] {
+      quantizedReduceScatterSum(*comm, in.data, out.data, out.numel(), in.dtype, block);
+    };
   return [=] { comm->reduceScatterSum(in.data, out.data, out.numel(), in.dtype); };
 }
 
@@ -48,6 +65,8 @@ BoundKernel bindAllReduce(const KernelCall &call) {
   checkFlat(call, 1, 1);
   TensorView in = call.ins[0], out = call.outs[0];
   Communicator *comm = call.comm;
+  if (int64_t block = quantizeBlock(call))
+    return [=] { quantizedAllReduceSum(*comm, in.data, out.data, in.numel(), in.dtype, block); };
   return [=] { comm->allReduceSum(in.data, out.data, in.numel(), in.dtype); };
 }
 

@@ -258,6 +258,7 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
     std::printf("graph input 1 is 'labels': fed the tokens of input 0 (the model shifts "
                 "them)\n");
   double totalMs = 0;
+  QuantizationError quantized; // this rank's, over the run (qwZ, qgZ)
   std::map<std::string, double> msByKernel;
   // Mixed precision: the loss scale each step starts its gradients from, and the
   // plan's overflow count (summed over the ranks by the plan, so every rank skips
@@ -369,6 +370,7 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
       }
       int64_t ag = comm.allGatherElements, rs = comm.reduceScatterElements,
               ar = comm.allReduceElements;
+      comm.quantization = {};
       int64_t toHost = exec.copiedToHostBytes(), toDevice = exec.copiedToDeviceBytes();
       exec.takeNvmeTraffic(); // what loading and checkpoints moved is not the step's
       double scaleUsed = scaler.scale();
@@ -394,6 +396,8 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
       ag = comm.allGatherElements - ag;
       rs = comm.reduceScatterElements - rs;
       ar = comm.allReduceElements - ar;
+      QuantizationError stepQuantized = comm.quantization;
+      quantized.add(stepQuantized);
       // Each rank's loss is the mean over its micro-batch; the global batch's loss
       // is their mean.
       double loss = comm.meanOf(scalarOf(exec.readOutput(0).view()));
@@ -446,6 +450,12 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
                       "\"nvme_busy_s\": {\"read\": %.6f, \"write\": %.6f}",
                       (long long)t.read, (long long)t.written, t.readS, t.writeS);
         }
+        if (stepQuantized.values)
+          log->printf(", \"quantized\": {\"wire_bytes\": %lld, \"full_bytes\": %lld, "
+                      "\"relative_error\": %s, \"worst_block_error\": %s}",
+                      (long long)stepQuantized.wireBytes, (long long)stepQuantized.fullBytes,
+                      jsonNumber(stepQuantized.relative()).c_str(),
+                      jsonNumber(stepQuantized.worstBlock).c_str());
         if (mixed)
           log->printf(", \"loss_scale\": %s, \"skipped\": %s",
                       jsonNumber(scaleUsed, 17).c_str(), skipped ? "true" : "false");
@@ -489,6 +499,14 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
   int64_t ran = o.steps - firstStep; // a resumed run ran only the rest
   if (!quiet && ran)
     std::printf("%lld steps, %.2f ms/step on average\n", (long long)ran, totalMs / ran);
+  if (!quiet && quantized.values)
+    std::printf("quantized collectives (rank %d): sent %.3f MB instead of %.3f MB (x%.3f); "
+                "relative error %.3f%%, worst block %.3f%% of its largest value (bound "
+                "%.3f%%)\n",
+                comm.rank(), quantized.wireBytes / 1e6, quantized.fullBytes / 1e6,
+                quantized.fullBytes ? (double)quantized.wireBytes / quantized.fullBytes : 0.0,
+                100 * quantized.relative(), 100 * quantized.worstBlock,
+                100 * kQuantizationErrorBound);
   if (!quiet && skippedSteps)
     std::printf("%lld of %lld steps skipped (gradient overflow)\n",
                 (long long)skippedSteps, (long long)ran);
