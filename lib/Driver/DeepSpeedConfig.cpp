@@ -116,10 +116,8 @@ const Table kZero = {
     {"memory_efficient_linear", {Role::Note, "DeepSpeed's own linear layer"}},
     {"use_multi_rank_bucket_allreduce", {Role::Note, "the stage chooses the collectives"}},
     {"zero_hpz_partition_size", {Role::Read}},
-    {"zero_quantized_weights",
-     {Role::Unsupported, "quantized collectives (ZeRO++'s qwZ) are not built yet"}},
-    {"zero_quantized_gradients",
-     {Role::Unsupported, "quantized collectives (ZeRO++'s qgZ) are not built yet"}},
+    {"zero_quantized_weights", {Role::Read}},
+    {"zero_quantized_gradients", {Role::Read}},
     {"mics_shard_size", {Role::Read}},
     {"mics_hierarchical_params_gather",
      {Role::Note, "a shard group's gathers run within the group"}},
@@ -557,6 +555,15 @@ bool Reader::zero(const json::Object &o) {
       if (*v > std::max(g.off, 0.0))
         flag(g.flag, integer(*v), name);
     }
+  }
+  // ZeRO++'s qwZ and qgZ.
+  for (auto [key, flagName] : {std::pair{"zero_quantized_weights", "zero-quantized-weights"},
+                               std::pair{"zero_quantized_gradients",
+                                         "zero-quantized-gradients"}}) {
+    std::string name = std::string("zero_optimization.") + key;
+    if (auto v = boolean(o, key, name, (std::string("--") + flagName).c_str()))
+      if (*v)
+        flag(flagName, "true", name);
   }
   if (auto v = boolean(o, "overlap_comm", "zero_optimization.overlap_comm", "--no-overlap"))
     if (!*v)

@@ -101,6 +101,23 @@ std::optional<zero::OptionProblem> zero::findOptionProblem(const ZeroPipelineOpt
   if (hpz && (hybrid || o.offloadParam != "none"))
     return count("zero-hpz-partition-size", o.hpzPartitionSize,
                  "hpZ with --zero-shard-group-size or --offload-param is not built yet");
+  if (o.quantizeBlock < 1 || o.quantizeBlock > (1 << 20))
+    return count("zero-quantize-block", o.quantizeBlock, "must be 1 to 1048576 values");
+  if (o.quantizedWeights && (o.mode != "train" || o.zeroStage != 3 || o.worldSize == 1))
+    return zero::OptionProblem{"zero-quantized-weights", "true",
+                               "quantizes stage 3's parameter gathers: it needs mode "
+                               "train, ZeRO stage 3 and --world-size above 1"};
+  if (o.quantizedGradients && (o.mode != "train" || o.zeroStage == 0 || o.worldSize == 1))
+    return zero::OptionProblem{"zero-quantized-gradients", "true",
+                               "quantizes the gradients' reduce-scatter: it needs mode "
+                               "train, ZeRO stage 1, 2 or 3 and --world-size above 1"};
+  if ((o.quantizedWeights && o.offloadParam != "none") ||
+      (o.quantizedGradients && o.offloadOptimizer != "none"))
+    return zero::OptionProblem{
+        o.quantizedWeights && o.offloadParam != "none" ? "zero-quantized-weights"
+                                                       : "zero-quantized-gradients",
+        "true", "quantized collectives with --offload-param or --offload-optimizer are "
+                "not built yet"};
   if (o.offloadOptimizer != "none" && (o.mode != "train" || o.zeroStage == 0))
     return zero::OptionProblem{"offload-optimizer", o.offloadOptimizer,
                          "offloads a ZeRO optimizer: it needs mode train and ZeRO "
@@ -197,6 +214,9 @@ void zero::buildZeroPipeline(OpPassManager &pm, const ZeroPipelineOptions &o) {
       zopts.worldSize = o.worldSize;
       zopts.shardGroupSize = o.shardGroupSize;
       zopts.hpzPartitionSize = o.hpzPartitionSize;
+      zopts.quantizedWeights = o.quantizedWeights;
+      zopts.quantizedGradients = o.quantizedGradients;
+      zopts.quantizeBlock = o.quantizeBlock;
       zopts.bucketSizeMb = o.bucketSizeMb;
       zopts.persistenceThreshold = o.persistenceThreshold;
       zopts.reduceDtype = o.reduceDtype;

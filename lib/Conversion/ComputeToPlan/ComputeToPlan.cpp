@@ -8,6 +8,7 @@
 #include "zero/Conversion/ComputeToPlan/FusedProgram.h"
 #include "zplan/AttentionViews.h"
 #include "zplan/PlanFormat.h"
+#include "zero/Support/CollectiveQuantization.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Conversion/Passes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
@@ -1043,6 +1044,8 @@ private:
           continue;
         attrs.append(a);
       }
+    if (auto block = op.getAttrOfType<IntegerAttr>(kQuantizeBlockAttr); block && isCollective)
+      attrs.append("quantize_block", block);
     if (isStart) {
       int64_t id = requestOf.size();
       requestOf[&op] = id;

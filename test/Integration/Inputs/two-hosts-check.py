@@ -10,7 +10,8 @@ fails. Needs root (ip netns).
 1. Parity: 4 ranks over two hosts train like the 4 thread ranks of one zero-run,
    bit for bit; under mpirun (OpenMPI over TCP) flat and hybrid within 1e-6; a 2 x 2 grid (hybrid sharding, a shard group per host) within
    1e-6; the link's byte counters against the report's inter-node bytes, flat
-   and hybrid.
+   and hybrid, full precision and quantized (ZeRO++'s qwZ, qgZ), and the drop
+   quantization brings against the report's.
 2. A failed host: the link cut, or the second host's ranks killed, ends every rank
    within 60 s, each naming a rank.
 3. The last checkpoint of the failed run resumes on the remaining host (2 ranks,
@@ -176,6 +177,13 @@ def main():
     hybrid = os.path.join(a.work, "hybrid.zplan")
     run([zero_opt, gpt, "--zero-stage=3", "--world-size=4", "--zero-shard-group-size=2",
          "-o", hybrid])
+    # ZeRO++'s quantized collectives: qwZ and qgZ on the flat world, qgZ on the grid.
+    qflat_flags = ["--zero-quantized-weights", "--zero-quantized-gradients"]
+    qgrid_flags = ["--zero-shard-group-size=2", "--zero-quantized-gradients"]
+    qflat = os.path.join(a.work, "quantized.zplan")
+    qgrid = os.path.join(a.work, "quantized-grid.zplan")
+    run([zero_opt, gpt, "--zero-stage=3", "--world-size=4", "-o", qflat] + qflat_flags)
+    run([zero_opt, gpt, "--zero-stage=3", "--world-size=4", "-o", qgrid] + qgrid_flags)
 
     # 1. Parity with the thread ranks of one process.
     ref = os.path.join(a.work, "threads.json")
@@ -229,8 +237,11 @@ def main():
         with open(machine, "w") as f:
             json.dump({"name": "two hosts", "ranks_per_node": 2,
                        "collective_algorithm": "direct"}, f)
+        measured_of, predicted_of = {}, {}
         for name, plan, flags in (("flat", plans[4], []),
-                                  ("2 x 2 grid", hybrid, ["--zero-shard-group-size=2"])):
+                                  ("2 x 2 grid", hybrid, ["--zero-shard-group-size=2"]),
+                                  ("flat, qwZ + qgZ", qflat, qflat_flags),
+                                  ("2 x 2 grid, qgZ", qgrid, qgrid_flags)):
             carried = {}
             for n in (2, 8):
                 before = hosts.link_bytes()
@@ -247,8 +258,29 @@ def main():
             ratio = measured / predicted
             print(f"{name}: the link carried {measured} bytes in 6 steps; the report's "
                   f"inter-node bytes: {predicted:.0f} (x {ratio:.3f})", flush=True)
-            check(1.0 <= ratio <= 1.15, f"{name}: the link's bytes are the report's "
-                  "inter-node bytes, plus headers (1 to 1.15 times)")
+            if "Z" not in name:
+                check(1.0 <= ratio <= 1.15, f"{name}: the link's bytes are the report's "
+                      "inter-node bytes, plus headers (1 to 1.15 times)")
+            measured_of[name], predicted_of[name] = measured, predicted
+        # Quantization's drop on the link, measured, against the report's. A
+        # quantized run sends as many messages as its full-precision twin, so the
+        # headers (zero-run's, TCP/IP's, Ethernet's, the ACKs) are the same bytes
+        # and the payload saved must be the report's.
+        for quantized, full in (("flat, qwZ + qgZ", "flat"),
+                                ("2 x 2 grid, qgZ", "2 x 2 grid")):
+            drop = measured_of[quantized] / measured_of[full]
+            stated = predicted_of[quantized] / predicted_of[full]
+            saved = measured_of[full] - measured_of[quantized]
+            saved_stated = predicted_of[full] - predicted_of[quantized]
+            print(f"{quantized}: the link's bytes dropped to x {drop:.3f} of {full}'s "
+                  f"({saved} bytes fewer); the report states x {stated:.3f} "
+                  f"({saved_stated:.0f} fewer)", flush=True)
+            check(abs(saved / saved_stated - 1) <= 0.02, f"{quantized}: the link saved "
+                  "the bytes the report states, within 2%")
+            headers = measured_of[quantized] - predicted_of[quantized]
+            full_headers = measured_of[full] - predicted_of[full]
+            check(abs(headers / full_headers - 1) <= 0.1, f"{quantized}: beyond the report's "
+                  "bytes, the link carried the headers of full precision's messages, within 10%")
 
     # 2. A failed host, twice: its link cut, its ranks killed. The first run
     # checkpoints every 10 steps; its last checkpoint is resumed below.

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Support/CollectiveQuantization.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Compute/Transforms/Passes.h"
 
@@ -105,6 +106,12 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
                        "shard-group-size");
       return signalPassFailure();
     }
+    if ((quantizedWeights && stage != 3) || (quantizedGradients && stage == 0) ||
+        quantizeBlock < 1 || quantizeBlock > (1 << 20)) {
+      module.emitError("quantized-weights needs stage 3, quantized-gradients stage 1, "
+                       "2 or 3, and quantize-block 1 to 2^20 values");
+      return signalPassFailure();
+    }
     if (failed(shard(module, func)))
       return signalPassFailure();
     // For the plan (checkpoint manifests name the stage that wrote them).
@@ -182,6 +189,14 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
   Value allSlice(OpBuilder &b, Location loc, Value full, int64_t part) {
     auto t = RankedTensorType::get({part}, typeOf(full).getElementType());
     return mlir::shard::AllSliceOp::create(b, loc, t, full, kGrid, shardAxes(), 0);
+  }
+  /// Marks the collective that made `v` as quantized (qwZ, qgZ) when `on`.
+  Value quantizedIf(bool on, Value v) {
+    if (on)
+      v.getDefiningOp()->setAttr(
+          kQuantizeBlockAttr, IntegerAttr::get(IntegerType::get(v.getContext(), 64),
+                                               quantizeBlock));
+    return v;
   }
   /// Gradients are averaged: each rank's loss is the mean over its micro-batch.
   Value average(OpBuilder &b, Location loc, Value sum) {
@@ -420,7 +435,7 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     int64_t part = bucket.padded / shardRanks();
     Value gsum;
     if (gflat) {
-      gsum = reduceScatter(b, loc, gflat, part);
+      gsum = quantizedIf(quantizedGradients, reduceScatter(b, loc, gflat, part));
     } else {
       // Gradient accumulation at stages 2-3: each micro-batch's bucket is
       // reduce-scattered as soon as its backward completes it, into a sharded
@@ -445,7 +460,9 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
           b.setInsertionPointAfter(last);
         else
           b.setInsertionPoint(first);
-        Value shard = reduceScatter(b, loc, toComm(flatten(b, loc, bucket, micro)), part);
+        Value shard = quantizedIf(
+            quantizedGradients,
+            reduceScatter(b, loc, toComm(flatten(b, loc, bucket, micro)), part));
         if (mixed)
           shard = CastOp::create(b, loc, typeOf(shard).clone(b.getF32Type()), shard);
         gsum = gsum ? AddOp::create(b, loc, shard.getType(), gsum, shard).getResult()
@@ -455,7 +472,7 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     // Hybrid sharding: the groups hold the same slice of the bucket, each summed
     // over its own ranks; the slice's sum over every rank adds them up.
     if (hybrid())
-      gsum = allReduce(b, loc, gsum, replicaAxes());
+      gsum = quantizedIf(quantizedGradients, allReduce(b, loc, gsum, replicaAxes()));
     Value gavg = mixed ? gsum : average(b, loc, gsum);
     s.reduced.push_back(gavg);
     return gavg;
@@ -788,7 +805,8 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       Location loc = shardArg.getLoc();
       // hpZ: after the first, within the group from the secondary partition.
       Value full = secondary ? allGather(b, loc, secondary, bucket.padded, kHpzGrid, {1})
-                             : allGather(b, loc, shardArg, bucket.padded);
+                             : quantizedIf(quantizedWeights,
+                                           allGather(b, loc, shardArg, bucket.padded));
       if (hpz() && !secondary) {
         // The first gather (forward) also keeps its group's slice of the bucket.
         auto t = RankedTensorType::get({bucket.padded / hpzPartitionSize},

@@ -10,6 +10,7 @@
 #include "zplan/AttentionViews.h"
 #include "zplan/FusedProgram.h"
 #include "zplan/MachineFile.h"
+#include "zplan/QuantizedWire.h"
 #include "zrt/InputFile.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -151,6 +152,21 @@ RankGroupShape rankGroupOf(plan::KernelOp k, int64_t world) {
                                                      // consecutive ranks
   return g;
 }
+
+} // namespace
+
+int64_t zero::collectiveWireBytes(plan::KernelOp k, int64_t world) {
+  using K = plan::KernelKind;
+  K kind = plan::synchronousKind(k.getKernel());
+  Value full = kind == K::all_gather ? k.getOutputs()[0] : k.getInputs()[0];
+  auto block = k.getAttrs().getAs<IntegerAttr>("quantize_block");
+  if (!block || block.getInt() < 1)
+    return bytesOf(full);
+  return zplan::quantizedCollectiveBytes(cast<MemRefType>(full.getType()).getNumElements(),
+                                       rankGroupOf(k, world).n, block.getInt());
+}
+
+namespace {
 
 /// Ring time of a collective moving `bytes` (the full tensor) over the group.
 double ringSeconds(const MachineModel &m, const RankGroupShape &g, int64_t bytes,
@@ -400,9 +416,10 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
     if (kind == K::all_gather || kind == K::reduce_scatter || kind == K::all_reduce) {
       Value full = kind == K::all_gather ? k.getOutputs()[0] : k.getInputs()[0];
       RankGroupShape g = rankGroupOf(k, n);
-      double t = ringSeconds(m, g, bytesOf(full), passes);
+      int64_t wire = collectiveWireBytes(k, n);
+      double t = ringSeconds(m, g, wire, passes);
       p.commS += t;
-      addLinkBytes(p, m, g, bytesOf(full), passes);
+      addLinkBytes(p, m, g, wire, passes);
       double begin = std::max(now, commFree);
       commFree = begin + t;
       if (started) {

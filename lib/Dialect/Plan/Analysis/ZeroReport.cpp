@@ -102,7 +102,15 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
         r.nvmeReadBytes += bytesOf(k.getInputs()[0]);
       else if (kind == K::nvme_write)
         r.nvmeWriteBytes += bytesOf(k.getInputs()[0]);
-      else if (kind == K::all_gather)
+      if (auto block = k.getAttrs().getAs<IntegerAttr>("quantize_block")) {
+        int passes = kind == K::all_reduce ? 2 : 1;
+        Value full = kind == K::all_gather ? k.getOutputs()[0] : k.getInputs()[0];
+        ++r.quantizedKernels;
+        r.quantizeBlock = block.getInt();
+        r.quantizedFullBytes += passes * bytesOf(full);
+        r.quantizedWireBytes += passes * collectiveWireBytes(k, r.worldSize);
+      }
+      if (kind == K::all_gather)
         r.allGather += elementsOf(k.getOutputs()[0]);
       else if (kind == K::reduce_scatter) {
         r.reduceScatter += elementsOf(k.getInputs()[0]);
@@ -282,6 +290,13 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
   crow("reduce_scatter", r.reduceScatter);
   crow("all_reduce", r.allReduce);
   crow("volume", r.volume());
+  if (r.quantizedKernels)
+    os << llvm::format("quantized collectives: %lld, int8 blocks of %lld; %.3f MB per "
+                       "step instead of %.3f MB (x%.4f); each value within "
+                       "max|block|/254\n",
+                       (long long)r.quantizedKernels, (long long)r.quantizeBlock,
+                       r.quantizedWireBytes / 1e6, r.quantizedFullBytes / 1e6,
+                       (double)r.quantizedWireBytes / r.quantizedFullBytes);
   os << "work per step: " << r.stepKernels << " kernels" << "\n";
   os << "                           GFLOP         GB moved\n";
   static const char *const classes[] = {"gemm", "attention", "other"};
@@ -384,6 +399,14 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
         {"exposed_comm_ms", r.predicted->exposedCommS * 1e3},
         {"nvme_ms", r.predicted->nvmeS * 1e3},
         {"exposed_nvme_ms", r.predicted->exposedNvmeS * 1e3}};
+  if (r.quantizedKernels)
+    out["quantized_collectives"] = llvm::json::Object{
+        {"kernels", r.quantizedKernels},
+        {"block", r.quantizeBlock},
+        {"full_bytes_per_step", r.quantizedFullBytes},
+        {"wire_bytes_per_step", r.quantizedWireBytes},
+        {"factor", (double)r.quantizedWireBytes / r.quantizedFullBytes},
+        {"error_bound", "max|block|/254 per value per quantization"}};
   if (r.predicted)
     out["link_bytes_per_step"] = llvm::json::Object{
         {"nodes", r.predicted->nodes},

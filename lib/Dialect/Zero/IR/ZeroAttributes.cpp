@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Dialect/Zero/IR/ZeroDialect.h"
+#include "zero/Support/CollectiveQuantization.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -35,6 +36,8 @@ const llvm::StringMap<AttrRule> &rules() {
       {"zero.accumulate", {false, Holds::Unit, "a gradient accumulation"}},
       {"zero.recompute", {false, Holds::Unit, "a recomputed copy of a forward op"}},
       {"zero.host", {false, Holds::Unit, "runs on the host (optimizer offload)"}},
+      {zero::kQuantizeBlockAttr,
+       {false, Holds::Count, "values per int8 block of a quantized collective"}},
       // On the module.
       {"zero.stage", {true, Holds::Count, "the ZeRO stage"}},
       {"zero.recompute_level", {true, Holds::Count, "the recomputation level chosen"}},

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
+#include "zero/Support/CollectiveQuantization.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Zero/Transforms/Passes.h"
 
@@ -77,9 +78,11 @@ struct ScheduleCollectivesPass
     return isa<mlir::shard::AllGatherOp>(op) ? op->getResult(0) : op->getOperand(0);
   }
 
-  /// A collective on grid @zero along axis 0, summing if it reduces: what
-  /// fusePair builds, so what it may fuse.
+  /// A collective on grid @zero along axis 0, summing if it reduces, in full
+  /// precision: what fusePair builds, so what it may fuse.
   static bool isZeroContract(Operation *op) {
+    if (op->hasAttr(kQuantizeBlockAttr))
+      return false;
     auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid");
     auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
     auto reduction = op->getAttrOfType<mlir::shard::ReductionKindAttr>("reduction");
@@ -234,6 +237,8 @@ struct ScheduleCollectivesPass
       }
       if (Attribute phase = op->getAttr("zero.phase"))
         start->setAttr("zero.phase", phase);
+      if (Attribute block = op->getAttr(kQuantizeBlockAttr))
+        start->setAttr(kQuantizeBlockAttr, block);
       auto wait = WaitOp::create(b, loc, type, start->getResult(1), start->getResult(0));
       op->getResult(0).replaceAllUsesWith(wait.getResult());
       if (isa<mlir::shard::AllGatherOp>(op)) {

@@ -455,6 +455,16 @@ def ShardZeroPass : Pass<"zero-shard", "mlir::ModuleOp"> {
            "Hybrid sharding: shard over groups of this many consecutive ranks (grid "
            "axis 1 of @zero = [world / size, size]) and replicate across them (axis "
            "0); 0 or the world size: one 1-D grid of every rank.">,
+    Option<"quantizedWeights", "quantized-weights", "bool", "false",
+           "Stage 3 (ZeRO++'s qwZ): the parameter gathers move int8 blocks with "
+           "one scale each (attribute zero.quantize_block); hpZ's gathers within "
+           "a group stay exact.">,
+    Option<"quantizedGradients", "quantized-gradients", "bool", "false",
+           "Stages 1-3 (ZeRO++'s qgZ): the gradient reduce-scatters, and a hybrid "
+           "grid's all-reduce across groups, move int8 blocks.">,
+    Option<"quantizeBlock", "quantize-block", "int64_t", "256",
+           "Values per int8 block (one f32 scale each) of the quantized "
+           "collectives.">,
     Option<"reduceDtype", "reduce-dtype", "std::string", "\"\"",
            "Mixed precision: fp32 reduces the 16-bit gradients in f32 (default: in "
            "their own type).">,

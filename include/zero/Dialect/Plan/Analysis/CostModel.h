@@ -65,6 +65,10 @@ struct StepPrediction {
   double intraNodeBytes = 0, interNodeBytes = 0;
   bool directExchange = false; ///< the machine's collective algorithm
 };
+/// Bytes a collective kernel's full tensor takes in one pass's messages: its
+/// bytes, or in ZeRO++'s int8 wire form (`quantize_block`) over its group's ranks
+/// of the world `world`.
+int64_t collectiveWireBytes(plan::KernelOp k, int64_t world);
 /// Floating-point operations of one compute kernel (2 m n k for a matmul; a
 /// per-element estimate otherwise; none for data movement).
 double kernelFlops(plan::KernelOp k);

@@ -65,6 +65,11 @@ struct ZeroReport {
   /// the gradients' squared norm (clipping).
   int64_t overflowCheck = 0;
   int64_t volume() const { return allGather + reduceScatter + 2 * allReduce; }
+  /// ZeRO++'s quantized collectives (qwZ, qgZ): how many kernels, their block
+  /// size, and the bytes of their full tensors per pass per step, in full
+  /// precision and in the int8 wire form (what the link figures count).
+  int64_t quantizedKernels = 0, quantizeBlock = 0, quantizedFullBytes = 0,
+          quantizedWireBytes = 0;
   /// Activation checkpointing: the level chosen (0: none), the kernels that
   /// recompute activations, and the peak it saves (when zero-opt compiled the
   /// plan without it too; -1: not known).
