@@ -350,17 +350,26 @@ void readGroupedHeadsOnce(AttentionOp att) {
   eraseIfDead(value);
 }
 
+/// Masks already judged, by constant and shape: every layer of a model reads the
+/// same (uniqued) mask, and judging one reads all of its elements (4M at 2048).
+using CausalVerdicts = DenseMap<std::tuple<Attribute, int64_t, int64_t>, bool>;
+
 /// An imported attention's constant causal mask becomes the op's `causal` (the
 /// kernels then skip the keys after each query instead of reading a mask).
-void maskAsCausal(AttentionOp att) {
+void maskAsCausal(AttentionOp att, CausalVerdicts &verdicts) {
   Value mask = att.getMask();
   if (!mask)
     return;
   Type mt = typeOf(mask).getElementType();
   if (!isa<FloatType>(mt) && !mt.isInteger(1))
     return;
-  if (!isCausal(mask, typeOf(att.getQuery()).getDimSize(2),
-                typeOf(att.getKey()).getDimSize(2), isa<FloatType>(mt)))
+  int64_t tq = typeOf(att.getQuery()).getDimSize(2), tk = typeOf(att.getKey()).getDimSize(2);
+  auto cst = mask.getDefiningOp<ConstantOp>();
+  std::tuple<Attribute, int64_t, int64_t> key{cst ? cst.getValue() : Attribute(), tq, tk};
+  auto [it, fresh] = verdicts.try_emplace(key, false);
+  if (fresh || !cst) // the attribute's type holds the element type: float or i1
+    it->second = isCausal(mask, tq, tk, isa<FloatType>(mt));
+  if (!it->second)
     return;
   att.getMaskMutable().clear();
   att.setCausal(true);
@@ -401,9 +410,10 @@ struct FuseAttentionPass : public zero::impl::FuseAttentionPassBase<FuseAttentio
         eraseIfDead(def);
     }
     // Every attention op, fused here or imported (ONNX's Attention).
-    getOperation().walk([](AttentionOp att) {
+    CausalVerdicts verdicts;
+    getOperation().walk([&](AttentionOp att) {
       readGroupedHeadsOnce(att);
-      maskAsCausal(att);
+      maskAsCausal(att, verdicts);
     });
   }
 };

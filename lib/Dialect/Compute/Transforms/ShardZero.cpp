@@ -341,6 +341,7 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
         return failure();
     }
     reduceOverflowAndNorm(s);
+    commitNewArgs(func);
     if (stage == 0)
       return success(); // the optimizer and its results are unchanged
     return rebuildSignature(s, *buckets);
@@ -717,20 +718,56 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
   std::string argName(func::FuncOp func, unsigned arg) {
     for (StringRef key : {"compute.param", "compute.state", "compute.param_bucket",
                           "compute.master", "compute.master_bucket"})
-      if (auto n = func.getArgAttrOfType<StringAttr>(arg, key))
+      if (auto n = dyn_cast_or_null<StringAttr>(argAttr(func, arg, key)))
         return n.str();
     return "";
   }
 
+  /// A new argument of the entry block; its attributes wait in `newArgAttrs`
+  /// and the signature takes them all at once (commitNewArgs): inserting into
+  /// the function type one by one is quadratic in the arguments (a 175B model's
+  /// buckets add tens of thousands).
   BlockArgument addArg(func::FuncOp func, Type type, StringRef key, StringRef name) {
-    unsigned index = func.getNumArguments();
-    Builder b(func.getContext());
-    (void)func.insertArgument(index, type,
-                              b.getDictionaryAttr(
-                                  b.getNamedAttr(key, b.getStringAttr(name))),
-                              func.getLoc());
-    return func.getBody().front().getArgument(index);
+    Block &entry = func.getBody().front();
+    if (newArgAttrs.empty())
+      committedArgs = func.getNumArguments();
+    BlockArgument a = entry.addArgument(type, func.getLoc());
+    NamedAttrList attrs;
+    attrs.set(key, StringAttr::get(func.getContext(), name));
+    newArgAttrs.push_back(attrs);
+    return a;
   }
+
+  /// Argument `arg`'s attribute `key`, new arguments' included.
+  Attribute argAttr(func::FuncOp func, unsigned arg, StringRef key) {
+    if (!newArgAttrs.empty() && arg >= committedArgs)
+      return newArgAttrs[arg - committedArgs].get(key);
+    return func.getArgAttr(arg, key);
+  }
+  void setArgAttr(func::FuncOp func, unsigned arg, StringRef key, Attribute value) {
+    if (!newArgAttrs.empty() && arg >= committedArgs)
+      newArgAttrs[arg - committedArgs].set(key, value);
+    else
+      func.setArgAttr(arg, key, value);
+  }
+
+  /// The signature takes the entry block's arguments and the new ones' attributes.
+  void commitNewArgs(func::FuncOp func) {
+    if (newArgAttrs.empty())
+      return;
+    Block &entry = func.getBody().front();
+    SmallVector<DictionaryAttr> attrs;
+    for (unsigned i = 0; i < committedArgs; ++i)
+      attrs.push_back(func.getArgAttrDict(i));
+    for (NamedAttrList &l : newArgAttrs)
+      attrs.push_back(l.getDictionary(func.getContext()));
+    func.setFunctionType(FunctionType::get(func.getContext(), entry.getArgumentTypes(),
+                                           func.getResultTypes()));
+    func.setAllArgAttrs(attrs);
+    newArgAttrs.clear();
+  }
+  unsigned committedArgs = 0;
+  SmallVector<NamedAttrList> newArgAttrs;
 
   /// Records where each member of a bucket lives, for the runtime to load its
   /// slice from the model's initializers, to gather the weights back, and to map
@@ -745,8 +782,8 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
            b.getNamedAttr("shape", b.getDenseI64ArrayAttr(
                                        cast<RankedTensorType>(m.param.getType())
                                            .getShape()))}));
-    func.setArgAttr(arg, "compute.bucket_members", b.getArrayAttr(members));
-    func.setArgAttr(arg, "compute.bucket_elements", b.getI64IntegerAttr(bucket.padded));
+    setArgAttr(func, arg, "compute.bucket_members", b.getArrayAttr(members));
+    setArgAttr(func, arg, "compute.bucket_elements", b.getI64IntegerAttr(bucket.padded));
   }
 
   /// Gradient accumulation: a gradient that is a chain of `zero.accumulate` adds

@@ -302,13 +302,15 @@ struct ScheduleCollectivesPass
     struct Interval {
       int64_t from, to, bytes;
     };
-    auto positions = [&] {
-      DenseMap<Operation *, int64_t> pos;
-      int64_t i = 0;
-      for (Operation &op : entry)
-        pos[&op] = i++;
-      return pos;
-    };
+    // The block's order and each op's index in it, kept as starts move (a model
+    // of 96 layers has tens of thousands of gathers and ops: no rescans).
+    std::vector<Operation *> order;
+    DenseMap<Operation *, int64_t> pos;
+    for (Operation &op : entry) {
+      pos[&op] = (int64_t)order.size();
+      order.push_back(&op);
+    }
+    bool limited = budget != INT64_MAX;
     // Through slices and reshapes: the plan reads the parameters in place from
     // the gathered bucket (views), so it lives until their last reader.
     auto lastUse = [&](WaitOp w, DenseMap<Operation *, int64_t> &pos) {
@@ -324,7 +326,6 @@ struct ScheduleCollectivesPass
     };
     SmallVector<Interval> placed;
     for (size_t i = 0; i < gathers.size(); ++i) {
-      auto pos = positions();
       auto [start, wait] = gathers[i];
       int64_t original = pos[start];
       int64_t earliest = 0;
@@ -334,12 +335,16 @@ struct ScheduleCollectivesPass
         earliest = std::max(earliest, pos[def] + 1);
       if (i > 0) // starts keep their order
         earliest = std::max(earliest, pos[gathers[i - 1].first] + 1);
-      int64_t end = lastUse(wait, pos), bytes = bytesOf(start->getResult(0));
-      // Earlier gathers have moved: recompute their intervals in this order.
+      int64_t end = 0, bytes = bytesOf(start->getResult(0));
+      // Earlier gathers have moved: recompute their intervals in this order
+      // (only a live-bytes budget needs them).
       placed.clear();
-      for (size_t j = 0; j < i; ++j)
-        placed.push_back({pos[gathers[j].first], lastUse(gathers[j].second, pos),
-                          bytesOf(gathers[j].first->getResult(0))});
+      if (limited) {
+        end = lastUse(wait, pos);
+        for (size_t j = 0; j < i; ++j)
+          placed.push_back({pos[gathers[j].first], lastUse(gathers[j].second, pos),
+                            bytesOf(gathers[j].first->getResult(0))});
+      }
       auto fits = [&](int64_t from) {
         // The live total only rises at interval starts: check those in range.
         SmallVector<int64_t> points = {from};
@@ -357,11 +362,14 @@ struct ScheduleCollectivesPass
         return true;
       };
       int64_t at = std::min(earliest, original);
-      while (at < original && !fits(at))
+      while (limited && at < original && !fits(at))
         ++at;
       if (at < original) {
-        Operation *anchor = &*std::next(entry.begin(), at);
-        start->moveBefore(anchor);
+        start->moveBefore(order[at]);
+        std::rotate(order.begin() + at, order.begin() + original,
+                    order.begin() + original + 1);
+        for (int64_t k = at; k <= original; ++k)
+          pos[order[k]] = k;
       }
     }
     return success();
