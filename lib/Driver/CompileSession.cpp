@@ -191,14 +191,18 @@ SmallVector<int64_t> shardGroupCandidates(const zero::MachineModel &m) {
   return sizes;
 }
 
-/// Compiles clones of the module for bucket sizes and prefetch depths, and keeps
-/// the fastest predicted step whose gathered buckets fit --max-live-mb; then, with
-/// those, shard group sizes (shardGroupCandidates), kept when faster still.
+/// Compiles clones of the module for bucket sizes and prefetch depths (those not
+/// given as flags), and keeps the fastest predicted step whose gathered buckets
+/// fit --max-live-mb; then estimates, from that plan, the step of each shard
+/// group size (shardGroupCandidates; predictStep's asShardGroupSize) and keeps
+/// one that is faster still. Estimating instead of compiling each group size
+/// keeps a model of GPT-3's size to two compilations.
 LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
                                 zero::PlanSettings &settings) {
   double best = -1;
   int tried = 0;
-  auto predict = [&](const zero::PlanSettings &s) -> std::optional<double> {
+  OwningOpRef<ModuleOp> bestPlan;
+  auto compile = [&](const zero::PlanSettings &s) -> std::optional<double> {
     OwningOpRef<ModuleOp> clone = module.clone();
     PassManager pm(module.getContext());
     buildPipeline(pm, true, "plan", s);
@@ -211,14 +215,22 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
     if (failed(p))
       return std::nullopt;
     ++tried;
+    if (best < 0 || p->stepS < best)
+      bestPlan = std::move(clone);
     return p->stepS;
   };
-  for (double b : {1.0, 5.0, 25.0, 100.0})
-    for (int64_t k : {1, 2, 4, 8}) {
+  SmallVector<double> bucketSizes = {1.0, 5.0, 25.0, 100.0};
+  SmallVector<int64_t> depths = {1, 2, 4, 8};
+  if (bucketSizeMb.getNumOccurrences())
+    bucketSizes = {(double)bucketSizeMb};
+  if (prefetchBuckets.getNumOccurrences())
+    depths = {(int64_t)prefetchBuckets};
+  for (double b : bucketSizes)
+    for (int64_t k : depths) {
       zero::PlanSettings s = settings;
       s.bucketMb = b;
       s.prefetch = k;
-      std::optional<double> t = predict(s);
+      std::optional<double> t = compile(s);
       if (t && (best < 0 || *t < best)) {
         best = *t;
         settings = s;
@@ -230,13 +242,20 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
                  << maxLiveMb << "\n";
     return failure();
   }
+  bool estimated = false;
+  double flat = best;
   for (int64_t g : shardGroupCandidates(m)) {
-    zero::PlanSettings s = settings;
-    s.shardGroupSize = g;
-    std::optional<double> t = predict(s);
-    if (t && *t < best) {
-      best = *t;
-      settings = s;
+    auto p = zero::predictStep(*bestPlan, m, g);
+    if (failed(p))
+      continue;
+    ++tried;
+    llvm::errs() << "zero-opt: auto-tune: --zero-shard-group-size=" << g
+                 << llvm::format(" estimated at %.3f ms per step (flat: %.3f ms)\n",
+                                 p->stepS * 1e3, flat * 1e3);
+    if (p->stepS < best) {
+      best = p->stepS;
+      settings.shardGroupSize = g;
+      estimated = true;
     }
   }
   llvm::errs() << "zero-opt: auto-tune on " << m.name
@@ -244,8 +263,9 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
                << " --prefetch-buckets=" << settings.prefetch;
   if (settings.shardGroupSize > 0)
     llvm::errs() << " --zero-shard-group-size=" << settings.shardGroupSize;
-  llvm::errs() << " (predicted step " << llvm::format("%.3f", best * 1e3)
-               << " ms, best of " << tried << " candidates)\n";
+  llvm::errs() << " (predicted step " << llvm::format("%.3f", best * 1e3) << " ms"
+               << (estimated ? ", estimated from the flat plan" : "") << ", best of "
+               << tried << " candidates)\n";
   return success();
 }
 

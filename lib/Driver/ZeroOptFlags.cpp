@@ -168,8 +168,9 @@ cl::opt<std::string> recompute(
     cl::value_desc("auto|none|cheap|blocks"), cl::init("auto"), cl::cat(scheduleCategory));
 cl::opt<bool>
     autoTune("auto-tune",
-             cl::desc("Choose --bucket-size-mb and --prefetch-buckets by the predicted "
-                      "step time on --machine (within --max-live-mb)"),
+             cl::desc("Choose --bucket-size-mb and --prefetch-buckets (those not given) "
+                      "by the predicted step time on --machine (within --max-live-mb), "
+                      "and, when the world spans nodes, --zero-shard-group-size"),
              cl::init(false), cl::cat(scheduleCategory));
 
 } // namespace zero::flags

@@ -155,15 +155,24 @@ RankGroupShape rankGroupOf(plan::KernelOp k, int64_t world) {
 
 } // namespace
 
-int64_t zero::collectiveWireBytes(plan::KernelOp k, int64_t world) {
+namespace {
+
+/// A collective kernel's full tensor, `fraction` of it (an all-reduce of a
+/// slice), on the wire of one pass among `ranks` ranks.
+int64_t wireBytes(plan::KernelOp k, int64_t ranks, int64_t fraction = 1) {
   using K = plan::KernelKind;
   K kind = plan::synchronousKind(k.getKernel());
   Value full = kind == K::all_gather ? k.getOutputs()[0] : k.getInputs()[0];
   auto block = k.getAttrs().getAs<IntegerAttr>("quantize_block");
   if (!block || block.getInt() < 1)
-    return bytesOf(full);
-  return zplan::quantizedCollectiveBytes(cast<MemRefType>(full.getType()).getNumElements(),
-                                       rankGroupOf(k, world).n, block.getInt());
+    return bytesOf(full) / fraction;
+  return zplan::quantizedCollectiveBytes(elementsOf(full) / fraction, ranks, block.getInt());
+}
+
+} // namespace
+
+int64_t zero::collectiveWireBytes(plan::KernelOp k, int64_t world) {
+  return wireBytes(k, rankGroupOf(k, world).n);
 }
 
 namespace {
@@ -388,7 +397,8 @@ double zero::kernelFlops(plan::KernelOp k) {
   }
 }
 
-FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel &m) {
+FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel &m,
+                                            int64_t asShardGroupSize) {
   auto program = module.lookupSymbol<plan::ProgramOp>("main");
   if (!program)
     return module.emitError("no plan.program @main to predict"), failure();
@@ -414,14 +424,29 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
     bool started = kind != k.getKernel();
     int passes = kind == K::all_reduce ? 2 : 1;
     if (kind == K::all_gather || kind == K::reduce_scatter || kind == K::all_reduce) {
-      Value full = kind == K::all_gather ? k.getOutputs()[0] : k.getInputs()[0];
       RankGroupShape g = rankGroupOf(k, n);
-      int64_t wire = collectiveWireBytes(k, n);
+      int64_t G = asShardGroupSize;
+      bool regroup = G > 1 && G < n && n % G == 0 && g.n == n;
+      if (regroup) // as a hybrid plan: within the shard groups
+        g = RankGroupShape{G, 1, n / G};
+      int64_t wire = wireBytes(k, g.n);
       double t = ringSeconds(m, g, wire, passes);
       p.commS += t;
       addLinkBytes(p, m, g, wire, passes);
       double begin = std::max(now, commFree);
       commFree = begin + t;
+      if (regroup && kind == K::reduce_scatter) {
+        // The slice's all-reduce across the groups starts from the finished
+        // reduce-scatter, which the compute stream waits for.
+        p.exposedCommS += commFree - now;
+        now = commFree;
+        RankGroupShape replicas{n / G, G, G};
+        int64_t slice = wireBytes(k, replicas.n, G);
+        double tr = ringSeconds(m, replicas, slice, 2);
+        p.commS += tr;
+        addLinkBytes(p, m, replicas, slice, 2);
+        commFree = now + tr;
+      }
       if (started) {
         doneAt[k.getAttrs().getAs<IntegerAttr>("request").getInt()] = commFree;
       } else { // synchronous: compute waits for all of it
@@ -449,8 +474,16 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
       continue;
     }
     double t = kernelSeconds(m, k);
+    double flops = kernelFlops(k);
+    if (asShardGroupSize > 1 && asShardGroupSize < n && n % asShardGroupSize == 0 &&
+        (kind == K::adamw || kind == K::sgd)) {
+      // A hybrid plan's optimizer updates slices of 1/G, not 1/N, of each bucket.
+      double more = (double)n / asShardGroupSize;
+      t = m.kernelOverheadS + (t - m.kernelOverheadS) * more;
+      flops *= more;
+    }
     p.computeS += t;
-    p.flops += kernelFlops(k);
+    p.flops += flops;
     if (k->hasAttr("zero.recompute")) { // activation checkpointing's extra work
       p.recomputeS += t;
       p.recomputeFlops += kernelFlops(k);

@@ -29,6 +29,35 @@ int64_t bytesOf(Value v) {
   return zero::shapedBytes(cast<RankedTensorType>(v.getType()));
 }
 
+/// The order of a block's ops as this pass moves them: MLIR recomputes a block's
+/// order after most moves, which made sinking quadratic (a 96-layer model has
+/// tens of thousands of waits and ops). A moved op takes the midpoint of its new
+/// neighbours' positions; the block is renumbered when doubles run out of room.
+class BlockOrder {
+public:
+  explicit BlockOrder(Block &block) : block(block) { renumber(); }
+  bool isBefore(Operation *a, Operation *b) const { return pos.lookup(a) < pos.lookup(b); }
+  void moveBefore(Operation *op, Operation *anchor) {
+    op->moveBefore(anchor);
+    Operation *prev = op->getPrevNode();
+    double hi = pos.lookup(anchor), lo = prev ? pos.lookup(prev) : hi - 1.0;
+    double mid = lo + (hi - lo) / 2;
+    if (lo < mid && mid < hi)
+      pos[op] = mid;
+    else
+      renumber();
+  }
+
+private:
+  void renumber() {
+    double i = 0;
+    for (Operation &op : block)
+      pos[&op] = i++;
+  }
+  Block &block;
+  DenseMap<Operation *, double> pos;
+};
+
 struct ScheduleCollectivesPass
     : public zero::impl::ScheduleCollectivesPassBase<ScheduleCollectivesPass> {
   using Base::Base;
@@ -45,11 +74,13 @@ struct ScheduleCollectivesPass
       for (Operation &op : entry)
         if (isa<mlir::shard::ReduceScatterOp, mlir::shard::AllReduceOp>(op))
           reductions.push_back(&op);
-      if (!noOverlap)
+      if (!noOverlap) {
+        BlockOrder order(entry);
         for (Operation *op : reductions)
           for (Operation *u : llvm::to_vector(op->getUsers()))
             if (isPureCompute(u))
-              sink(u);
+              sink(u, order);
+      }
       fuse(entry, (int64_t)(fuseBelowKb * 1024));
     }
     SmallVector<WaitOp> gradientWaits;
@@ -57,9 +88,10 @@ struct ScheduleCollectivesPass
     split(entry, gradientWaits, gathers);
     if (noOverlap)
       return;
+    BlockOrder order(entry);
     for (WaitOp w : gradientWaits)
-      sink(w);
-    boundReductionsInFlight(gradientWaits);
+      sink(w, order);
+    boundReductionsInFlight(gradientWaits, order);
     if (failed(prefetch(entry, gathers)))
       signalPassFailure();
   }
@@ -153,11 +185,13 @@ struct ScheduleCollectivesPass
     b->erase();
     // The reductions' slices go where the optimizer reads them, so the fused
     // reduction can meet the next one.
-    if (!noOverlap && !isGather)
+    if (!noOverlap && !isGather) {
+      BlockOrder order(*ra.getParentBlock()); // with the ops just built
       for (Value v : {ra, rb})
         if (Operation *def = v.getDefiningOp())
           if (!def->use_empty())
-            sink(def);
+            sink(def, order);
+    }
   }
 
   /// Fuses neighbouring collectives of one kind while the fused full tensor stays
@@ -255,28 +289,28 @@ struct ScheduleCollectivesPass
   /// every wait at the optimizer, every gradient bucket of the step would be alive
   /// at the end of backward. At most max(1, prefetch-buckets) reductions are in
   /// flight: reduction i is waited for before reduction i + that many starts.
-  void boundReductionsInFlight(MutableArrayRef<WaitOp> waits) {
+  void boundReductionsInFlight(MutableArrayRef<WaitOp> waits, BlockOrder &order) {
     size_t inFlight = std::max<int64_t>(1, prefetchBuckets);
     for (size_t i = 0; i + inFlight < waits.size(); ++i) {
       Operation *laterStart = waits[i + inFlight].getToken().getDefiningOp();
-      if (laterStart->isBeforeInBlock(waits[i]))
-        waits[i]->moveBefore(laterStart);
+      if (order.isBefore(laterStart, waits[i]))
+        order.moveBefore(waits[i], laterStart);
     }
   }
 
   /// Moves `op` down to just before its first user, after first moving its pure
   /// compute users the same way, so a waited result is consumed where it is needed.
-  void sink(Operation *op) {
+  void sink(Operation *op, BlockOrder &order) {
     SmallVector<Operation *> users(op->getUsers().begin(), op->getUsers().end());
     for (Operation *u : users)
       if (u->getBlock() == op->getBlock() && isPureCompute(u) && u != op)
-        sink(u);
+        sink(u, order);
     Operation *first = nullptr;
     for (Operation *u : op->getUsers())
-      if (u->getBlock() == op->getBlock() && (!first || u->isBeforeInBlock(first)))
+      if (u->getBlock() == op->getBlock() && (!first || order.isBefore(u, first)))
         first = u;
     if (first && op->getNextNode() != first)
-      op->moveBefore(first);
+      order.moveBefore(op, first);
   }
 
   static bool isPureCompute(Operation *op) {

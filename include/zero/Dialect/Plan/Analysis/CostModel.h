@@ -82,8 +82,15 @@ int64_t optimizerTensors(plan::KernelOp k);
 /// over its tensors.
 int64_t optimizerElements(plan::KernelOp k, unsigned operand = 0);
 
+/// The step of a plan on `machine`. With `asShardGroupSize` G (1 < G < world),
+/// the step of the plan hybrid sharding over groups of G would give, estimated
+/// from this flat plan: its collectives run within the groups, and each
+/// gradient reduce-scatter, once complete, is followed by its slice's all-reduce
+/// across the groups (what ShardZero builds and the schedule places), the
+/// slice's wait where the reduce-scatter's was. --auto-tune's group sizes.
 mlir::FailureOr<StepPrediction> predictStep(mlir::ModuleOp module,
-                                            const MachineModel &machine);
+                                            const MachineModel &machine,
+                                            int64_t asShardGroupSize = 0);
 
 } // namespace zero
 
