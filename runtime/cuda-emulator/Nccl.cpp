@@ -24,7 +24,7 @@ using namespace zero_cuda_emulator::detail;
 
 namespace {
 
-enum class Kind { AllGather, ReduceScatter, AllReduce };
+enum class Kind { AllGather, ReduceScatter, AllReduce, AlltoAll };
 
 /// What one rank brings to a collective.
 struct Post {
@@ -131,7 +131,8 @@ namespace {
 /// freed while its collectives may still be queued.
 void collective(Clique &c, int rank, Post post, void *recv) {
   size_t size = typeSize(post.type), n = (size_t)c.ranks;
-  size_t outCount = post.kind == Kind::AllGather ? post.count * n : post.count;
+  bool spread = post.kind == Kind::AllGather || post.kind == Kind::AlltoAll;
+  size_t outCount = spread ? post.count * n : post.count;
   std::vector<char> out(outCount * size);
   std::unique_lock<std::mutex> lock(c.mutex);
   c.posts[rank] = post;
@@ -146,7 +147,12 @@ void collective(Clique &c, int rank, Post post, void *recv) {
             std::to_string(p.count));
   lock.unlock();
   // Every rank's send buffer stays put until all have read it (the second meeting).
-  if (post.kind == Kind::AllGather) {
+  if (post.kind == Kind::AlltoAll) {
+    for (size_t r = 0; r < n; ++r)
+      std::memcpy(out.data() + r * post.count * size,
+                  static_cast<const char *>(c.posts[r].send) + rank * post.count * size,
+                  post.count * size);
+  } else if (post.kind == Kind::AllGather) {
     for (size_t r = 0; r < n; ++r)
       std::memcpy(out.data() + r * post.count * size, c.posts[r].send, post.count * size);
   } else {
@@ -174,8 +180,10 @@ ncclResult_t enqueueCollective(const char *call, ncclComm_t comm, cudaStream_t s
     return ncclInvalidUsage;
   }
   size_t size = typeSize(post.type), n = (size_t)comm->clique->ranks;
-  size_t sendCount = post.kind == Kind::ReduceScatter ? post.count * n : post.count;
-  size_t recvCount = post.kind == Kind::AllGather ? post.count * n : post.count;
+  bool toAll = post.kind == Kind::AlltoAll;
+  size_t sendCount =
+      post.kind == Kind::ReduceScatter || toAll ? post.count * n : post.count;
+  size_t recvCount = post.kind == Kind::AllGather || toAll ? post.count * n : post.count;
   if (!post.count)
     return ncclSuccess;
   if (deviceOf(call, post.send, sendCount * size) < 0 ||
@@ -294,3 +302,8 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataT
                            Post{Kind::AllReduce, send, count, type}, recv);
 }
 
+ncclResult_t ncclAlltoAll(const void *send, void *recv, size_t count, ncclDataType_t type,
+                          ncclComm_t comm, cudaStream_t stream) {
+  return enqueueCollective("ncclAlltoAll", comm, stream,
+                           Post{Kind::AlltoAll, send, count, type}, recv);
+}

@@ -50,12 +50,6 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
                                          : "--zero-hpz-partition-size); it")
                           << " runs on the CPU backend only: NCCL groups are not built "
                              "yet (--device=cpu)");
-  // ZeRO++'s quantized collectives: the host's kernels only.
-  for (const zero::zplan::Kernel &k : plan_.kernels())
-    ZRT_CHECK(!k.attrs().count("quantize_block") || device_.name() == "cpu",
-              "the plan's collectives are quantized (zero-opt --zero-quantized-weights or "
-              "--zero-quantized-gradients); they run on the CPU backend only: the CUDA "
-              "quantization kernels are not built yet (--device=cpu)");
   int r = comm_.rank();
   if (shardGroup) {
     shardComm_ = comm_.split((int)(r / shardGroup), r);
@@ -630,6 +624,7 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
       // is what every replay moves.
       int64_t gathered = comm_.allGatherElements, scattered = comm_.reduceScatterElements,
               reduced = comm_.allReduceElements;
+      QuantizationError quantized = comm_.quantization;
       bool captured = device_.captureGraph(
           [&] {
             for (const BoundKernel &k : kernels_)
@@ -640,9 +635,12 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
       graphTraffic_ = {comm_.allGatherElements - gathered,
                        comm_.reduceScatterElements - scattered,
                        comm_.allReduceElements - reduced};
+      graphQuantizedBytes_ = {comm_.quantization.wireBytes - quantized.wireBytes,
+                              comm_.quantization.fullBytes - quantized.fullBytes};
       comm_.allGatherElements = gathered; // counted again below, as each replay's
       comm_.reduceScatterElements = scattered;
       comm_.allReduceElements = reduced;
+      comm_.quantization = quantized;
       if (!captured && !why.empty())
         std::fprintf(stderr, "zero-run: %s: the step runs kernel by kernel, not as one "
                              "CUDA graph: %s\n", device_.name().c_str(), why.c_str());
@@ -656,6 +654,8 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
       comm_.allGatherElements += graphTraffic_[0];
       comm_.reduceScatterElements += graphTraffic_[1];
       comm_.allReduceElements += graphTraffic_[2];
+      comm_.quantization.wireBytes += graphQuantizedBytes_[0];
+      comm_.quantization.fullBytes += graphQuantizedBytes_[1];
       device_.synchronize();
       return;
     }

@@ -519,7 +519,7 @@ TEST(CudaEmulator, CollectivesMeetAcrossThreads) {
   const int ranks = 3;
   std::vector<ncclComm_t> comms(ranks);
   ASSERT_EQ(ncclCommInitAll(comms.data(), ranks, nullptr), ncclSuccess);
-  std::vector<std::vector<float>> reduced(ranks), gathered(ranks);
+  std::vector<std::vector<float>> reduced(ranks), gathered(ranks), exchanged(ranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
@@ -536,6 +536,11 @@ TEST(CudaEmulator, CollectivesMeetAcrossThreads) {
       cudaStreamSynchronize(s);
       gathered[r].resize(ranks);
       cudaMemcpy(gathered[r].data(), all, ranks * sizeof(float), cudaMemcpyDeviceToHost);
+      // All-to-all: rank r gets element r of every rank.
+      ncclAlltoAll(in, all, 1, ncclFloat32, comms[r], s);
+      cudaStreamSynchronize(s);
+      exchanged[r].resize(ranks);
+      cudaMemcpy(exchanged[r].data(), all, ranks * sizeof(float), cudaMemcpyDeviceToHost);
       cudaFree(in);
       cudaFree(sum);
       cudaFree(all);
@@ -546,6 +551,9 @@ TEST(CudaEmulator, CollectivesMeetAcrossThreads) {
   // Element i summed over ranks: i * 3 + (0 + 10 + 20).
   for (int r = 0; r < ranks; ++r)
     EXPECT_EQ(gathered[r], (std::vector<float>{30, 33, 36}));
+  // Rank r receives element r of each rank q's input: 10 q + r.
+  for (int r = 0; r < ranks; ++r)
+    EXPECT_EQ(exchanged[r], (std::vector<float>{float(r), float(10 + r), float(20 + r)}));
   for (ncclComm_t c : comms)
     ncclCommDestroy(c);
 }

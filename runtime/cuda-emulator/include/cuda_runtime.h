@@ -33,6 +33,11 @@ struct uint3 {
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
+/// Float arithmetic rounded to nearest, never fused (the host's IEEE operations).
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+
 /// The emulated thread's coordinates (set before each emulated thread runs).
 extern thread_local uint3 threadIdx, blockIdx;
 extern thread_local dim3 blockDim, gridDim;

@@ -60,5 +60,9 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvCount,
                                cudaStream_t stream);
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+/// NCCL 2.28's: rank r receives `count` elements from every rank p at
+/// recv + p * count, what p sent from its send + r * count.
+ncclResult_t ncclAlltoAll(const void *send, void *recv, size_t count, ncclDataType_t type,
+                          ncclComm_t comm, cudaStream_t stream);
 
 #endif // ZERO_CUDA_EMULATOR_NCCL_H

@@ -217,6 +217,8 @@ private:
   /// What one replay moves (all-gather, reduce-scatter, all-reduce elements): the
   /// collectives the capture queued.
   std::array<int64_t, 3> graphTraffic_{};
+  /// And the quantized collectives' bytes one replay sends (wire, full precision).
+  std::array<int64_t, 2> graphQuantizedBytes_{};
   /// The device's clock for profiles (made at the first profiled run; null on the
   /// CPU, whose kernels the host's clock times).
   std::unique_ptr<KernelClock> clock_;

@@ -15,9 +15,11 @@
 #include "CudnnAttention.h"
 #include "CudnnLoader.h"
 #include "GeneratedKernels.h"
+#include "QuantizeKernels.h"
 
 #include "../cpu/KernelUtil.h"
 #include "../kernels/MatMulGeometry.h"
+#include "zrt/BlockQuantization.h"
 #include "zrt/Communicator.h"
 
 #include <algorithm>
@@ -993,10 +995,83 @@ ncclDataType_t ncclTypeOf(DType t) {
 
 enum class Kind { AllGather, ReduceScatter, AllReduce };
 
+/// ZeRO++'s quantized form of a collective kernel (its `quantize_block`), as
+/// zrt/QuantizedCollectives.h does it on the CPU, bit for bit: int8 messages
+/// (QuantizeKernels.h) through ncclAllGather and ncclAlltoAll. Its buffers are
+/// made when the kernel is bound, outside the arena, and live with the device.
+struct Quantized {
+  int64_t block = 0; // 0: full precision
+  int rank = 0, ranks = 1;
+  int64_t chunk = 0;   // values per rank's message
+  size_t message = 0;  // one message's bytes
+  void *sent = nullptr, *received = nullptr, *sums = nullptr;
+};
+
+void *deviceBuffer(Context &ctx, size_t bytes) {
+  void *p = nullptr;
+  ZERO_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
+  ctx.retiredWorkspaces.push_back(p); // freed with the device
+  return p;
+}
+
+Quantized quantizedOf(const KernelCall &call, Kind kind) {
+  Quantized q;
+  if (!call.hasAttr("quantize_block"))
+    return q;
+  Context &ctx = context();
+  q.block = call.intAttr("quantize_block");
+  DType t = call.ins[0].dtype;
+  ZRT_CHECK(t == zero::zplan::F32 || t == zero::zplan::BF16 || t == zero::zplan::F16,
+            call.where() << ": quantized collectives take f32, bf16 or f16 buffers, not "
+                         << dtypeName(t));
+  q.rank = call.comm->rank();
+  q.ranks = call.comm->size();
+  int64_t n = q.ranks;
+  const TensorView &in = call.ins[0], &out = call.outs[0];
+  q.chunk = kind == Kind::AllGather       ? in.numel()
+            : kind == Kind::ReduceScatter ? out.numel()
+                                          : (in.numel() + n - 1) / n;
+  q.message = (size_t)quantizedBytes(q.chunk, q.block);
+  q.sent = deviceBuffer(ctx, q.message * (kind == Kind::AllGather ? 1 : n));
+  q.received = deviceBuffer(ctx, q.message * n);
+  if (kind == Kind::AllReduce)
+    q.sums = deviceBuffer(ctx, q.chunk * dtypeSize(in.dtype));
+  return q;
+}
+
+/// The quantized collective, on the communication stream (ctx.ncclMutex held).
+void launchQuantized(Context &ctx, Kind kind, const TensorView &in, const TensorView &out,
+                     const Quantized &q) {
+  Elem t = elemOf(in.dtype);
+  int64_t n = q.ranks, chunk = q.chunk, block = q.block;
+  const char *src = in.as<char>();
+  size_t width = dtypeSize(in.dtype);
+  if (kind == Kind::AllGather) {
+    quantizeChunks(ctx.comm, t, src, chunk, chunk, 1, block, -1, q.sent);
+    ZERO_NCCL_CHECK(ncclAllGather(q.sent, q.received, q.message, ncclUint8, ctx.nccl, ctx.comm));
+    dequantizeChunks(ctx.comm, t, q.received, chunk, block, chunk * n, out.data);
+    return;
+  }
+  // Each rank's chunk to its owner, all at once; the owner sums them in rank order.
+  int64_t count = kind == Kind::ReduceScatter ? chunk * n : in.numel();
+  int64_t first = q.rank * chunk, kept = std::max<int64_t>(0, std::min(chunk, count - first));
+  quantizeChunks(ctx.comm, t, src, count, chunk, n, block, q.rank, q.sent);
+  ZERO_NCCL_CHECK(ncclAlltoAll(q.sent, q.received, q.message, ncclUint8, ctx.nccl, ctx.comm));
+  const char *own = kept ? src + first * width : src;
+  void *sum = kind == Kind::ReduceScatter ? out.data : q.sums;
+  sumQuantizedChunks(ctx.comm, t, q.received, own, kept, q.rank, (int)n, chunk, block, sum);
+  if (kind == Kind::ReduceScatter)
+    return;
+  // An all-reduce then gathers the sums, quantized.
+  quantizeChunks(ctx.comm, t, q.sums, kept, chunk, 1, block, -1, q.sent);
+  ZERO_NCCL_CHECK(ncclAllGather(q.sent, q.received, q.message, ncclUint8, ctx.nccl, ctx.comm));
+  dequantizeChunks(ctx.comm, t, q.received, chunk, block, count, out.data);
+}
+
 /// Enqueues the collective on the communication stream after everything the
 /// compute stream has done so far, and records `done` when it ends.
 void launchCollective(Kind kind, const TensorView &in, const TensorView &out,
-                      cudaEvent_t done) {
+                      cudaEvent_t done, const Quantized &q) {
   Context &ctx = context();
   ZERO_CUDA_CHECK(cudaEventRecord(ctx.ready, ctx.compute));
   ZERO_CUDA_CHECK(cudaStreamWaitEvent(ctx.comm, ctx.ready, 0));
@@ -1007,7 +1082,9 @@ void launchCollective(Kind kind, const TensorView &in, const TensorView &out,
   ZRT_CHECK(!ctx.ncclAborted, "stopped on cuda:" << ctx.ordinal << ": another rank of this "
                                                  << "process failed and its NCCL "
                                                  << "communicator was aborted");
-  if (kind == Kind::AllGather)
+  if (q.block)
+    launchQuantized(ctx, kind, in, out, q);
+  else if (kind == Kind::AllGather)
     ZERO_NCCL_CHECK(ncclAllGather(in.data, out.data, in.numel(), t, ctx.nccl, ctx.comm));
   else if (kind == Kind::ReduceScatter)
     ZERO_NCCL_CHECK(
@@ -1018,7 +1095,13 @@ void launchCollective(Kind kind, const TensorView &in, const TensorView &out,
   ZERO_CUDA_CHECK(cudaEventRecord(done, ctx.comm));
 }
 
-void count(Communicator *comm, Kind kind, const TensorView &in, const TensorView &out) {
+void count(Communicator *comm, Kind kind, const TensorView &in, const TensorView &out,
+           const Quantized &q) {
+  if (q.block) { // what this rank sent the others (the error is not measured here)
+    int64_t passes = kind == Kind::AllReduce ? 2 : 1, others = q.ranks - 1;
+    comm->quantization.wireBytes += passes * others * (int64_t)q.message;
+    comm->quantization.fullBytes += passes * others * q.chunk * dtypeSize(in.dtype);
+  }
   if (kind == Kind::AllGather)
     comm->allGatherElements += out.numel();
   else if (kind == Kind::ReduceScatter)
@@ -1032,10 +1115,11 @@ BoundKernel bindCollective(const KernelCall &call, Kind kind) {
   validate(call);
   TensorView in = call.ins[0], out = call.outs[0];
   Communicator *comm = call.comm;
+  Quantized q = quantizedOf(call, kind);
   return [=] {
-    launchCollective(kind, in, out, context().doneSync);
+    launchCollective(kind, in, out, context().doneSync, q);
     ZERO_CUDA_CHECK(cudaStreamWaitEvent(context().compute, context().doneSync, 0));
-    count(comm, kind, in, out);
+    count(comm, kind, in, out, q);
   };
 }
 
@@ -1055,9 +1139,10 @@ BoundKernel bindStart(const KernelCall &call, Kind kind) {
   TensorView in = call.ins[0], out = call.outs[0];
   cudaEvent_t done = requestEvent(call.intAttr("request"));
   Communicator *comm = call.comm;
+  Quantized q = quantizedOf(call, kind);
   return [=] {
-    launchCollective(kind, in, out, done);
-    count(comm, kind, in, out);
+    launchCollective(kind, in, out, done, q);
+    count(comm, kind, in, out, q);
   };
 }
 

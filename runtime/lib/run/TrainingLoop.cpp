@@ -450,12 +450,15 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
                       "\"nvme_busy_s\": {\"read\": %.6f, \"write\": %.6f}",
                       (long long)t.read, (long long)t.written, t.readS, t.writeS);
         }
-        if (stepQuantized.values)
-          log->printf(", \"quantized\": {\"wire_bytes\": %lld, \"full_bytes\": %lld, "
-                      "\"relative_error\": %s, \"worst_block_error\": %s}",
-                      (long long)stepQuantized.wireBytes, (long long)stepQuantized.fullBytes,
-                      jsonNumber(stepQuantized.relative()).c_str(),
-                      jsonNumber(stepQuantized.worstBlock).c_str());
+        if (stepQuantized.fullBytes) {
+          log->printf(", \"quantized\": {\"wire_bytes\": %lld, \"full_bytes\": %lld",
+                      (long long)stepQuantized.wireBytes, (long long)stepQuantized.fullBytes);
+          if (stepQuantized.values) // measured on the host only
+            log->printf(", \"relative_error\": %s, \"worst_block_error\": %s",
+                        jsonNumber(stepQuantized.relative()).c_str(),
+                        jsonNumber(stepQuantized.worstBlock).c_str());
+          log->printf("}");
+        }
         if (mixed)
           log->printf(", \"loss_scale\": %s, \"skipped\": %s",
                       jsonNumber(scaleUsed, 17).c_str(), skipped ? "true" : "false");
@@ -499,14 +502,17 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
   int64_t ran = o.steps - firstStep; // a resumed run ran only the rest
   if (!quiet && ran)
     std::printf("%lld steps, %.2f ms/step on average\n", (long long)ran, totalMs / ran);
-  if (!quiet && quantized.values)
-    std::printf("quantized collectives (rank %d): sent %.3f MB instead of %.3f MB (x%.3f); "
-                "relative error %.3f%%, worst block %.3f%% of its largest value (bound "
-                "%.3f%%)\n",
+  if (!quiet && quantized.fullBytes) {
+    std::printf("quantized collectives (rank %d): sent %.3f MB instead of %.3f MB (x%.3f)",
                 comm.rank(), quantized.wireBytes / 1e6, quantized.fullBytes / 1e6,
-                quantized.fullBytes ? (double)quantized.wireBytes / quantized.fullBytes : 0.0,
-                100 * quantized.relative(), 100 * quantized.worstBlock,
-                100 * kQuantizationErrorBound);
+                (double)quantized.wireBytes / quantized.fullBytes);
+    if (quantized.values) // measured on the host; a GPU's kernels do not report it
+      std::printf("; relative error %.3f%%, worst block %.3f%% of its largest value (bound "
+                  "%.3f%%)",
+                  100 * quantized.relative(), 100 * quantized.worstBlock,
+                  100 * kQuantizationErrorBound);
+    std::printf("\n");
+  }
   if (!quiet && skippedSteps)
     std::printf("%lld of %lld steps skipped (gradient overflow)\n",
                 (long long)skippedSteps, (long long)ran);
