@@ -36,6 +36,9 @@
 #          fp16, with and without epilogues) as its NVRTC-compiled kernel against
 #          the interpreter kernel: 3 steps' losses and weights bit for bit
 #          (utils/fused-kernels-bitwise.py);
+#      3i. with 2 GPUs or more: ZeRO++'s quantized collectives (qwZ + qgZ, ZeRO-3
+#          on 2 ranks: the quantization kernels around ncclAllGather and
+#          ncclAlltoAll), per-step losses within 1e-4 of the CPU's quantized run;
 #   4. the GPT-2 small training step in zero-run, PyTorch eager and torch.compile,
 #      with tokens/s, model FLOPs utilization and zero-run's time per kernel kind
 #      (utils/bench-gpu.py);
@@ -100,6 +103,11 @@ bundle() {
   $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=3 --world-size=2 -o "$B/gpt/step-w2.zplan"
   $BUILD/bin/zero-run "$B/gpt/step-w2.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
     --steps 20 --log-json "$B/gpt/cpu-w2.json" --device cpu --quiet
+  # 3i. the same with ZeRO++'s quantized collectives.
+  $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=3 --world-size=2 --zero-quantized-weights \
+    --zero-quantized-gradients -o "$B/gpt/step-w2q.zplan"
+  $BUILD/bin/zero-run "$B/gpt/step-w2q.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+    --steps 20 --log-json "$B/gpt/cpu-w2q.json" --device cpu --quiet
   # 3d. mixed precision, the same GPT.
   for p in bf16 fp16; do
     $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=2 --world-size=1 --precision=$p \
@@ -363,6 +371,16 @@ PY
     echo "== 3h. generated fused kernels (NVRTC) against the interpreter kernel, bit for bit"
     $PY utils/fused-kernels-bitwise.py --bin "$B/bin" --zero-run "$ZR" \
       --prebuilt "$B/generated" || failed=1
+  fi
+  if want 3i; then
+    echo "== 3i. GPT at ZeRO-3 on 2 GPUs with quantized collectives (qwZ + qgZ) vs cpu"
+    if [ -n "$rehearse" ] || [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+      "$ZR" "$B/gpt/step-w2q.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+        --steps 20 --log-json "$B/gpt/cuda-w2q.json" --device cuda --quiet || failed=1
+      compare_losses "$B/gpt/cpu-w2q.json" "$B/gpt/cuda-w2q.json" || failed=1
+    else
+      echo "skipped: this machine has fewer than 2 GPUs"
+    fi
   fi
   if want 4; then
     echo "== 4. GPT-2 small training step: zero-run vs PyTorch eager and torch.compile (fp32, then bf16)"
