@@ -39,6 +39,9 @@
 #      3i. with 2 GPUs or more: ZeRO++'s quantized collectives (qwZ + qgZ, ZeRO-3
 #          on 2 ranks: the quantization kernels around ncclAllGather and
 #          ncclAlltoAll), per-step losses within 1e-4 of the CPU's quantized run;
+#      3j. with 4 GPUs or more: a 2 x 2 hybrid grid (ZeRO-3 sharded in groups of 2,
+#          NCCL communicators split per group), per-step losses within 1e-4 of the
+#          CPU's run of the same plan;
 #   4. the GPT-2 small training step in zero-run, PyTorch eager and torch.compile,
 #      with tokens/s, model FLOPs utilization and zero-run's time per kernel kind
 #      (utils/bench-gpu.py);
@@ -108,6 +111,11 @@ bundle() {
     --zero-quantized-gradients -o "$B/gpt/step-w2q.zplan"
   $BUILD/bin/zero-run "$B/gpt/step-w2q.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
     --steps 20 --log-json "$B/gpt/cpu-w2q.json" --device cpu --quiet
+  # 3j. a 2 x 2 hybrid grid.
+  $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=3 --world-size=4 --zero-shard-group-size=2 \
+    -o "$B/gpt/step-grid.zplan"
+  $BUILD/bin/zero-run "$B/gpt/step-grid.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+    --steps 20 --log-json "$B/gpt/cpu-grid.json" --device cpu --quiet
   # 3d. mixed precision, the same GPT.
   for p in bf16 fp16; do
     $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=2 --world-size=1 --precision=$p \
@@ -380,6 +388,16 @@ PY
       compare_losses "$B/gpt/cpu-w2q.json" "$B/gpt/cuda-w2q.json" || failed=1
     else
       echo "skipped: this machine has fewer than 2 GPUs"
+    fi
+  fi
+  if want 3j; then
+    echo "== 3j. GPT on a 2 x 2 hybrid grid, 4 GPUs (NCCL communicators split per group) vs cpu"
+    if [ -n "$rehearse" ] || [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 4 ]; then
+      "$ZR" "$B/gpt/step-grid.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+        --steps 20 --log-json "$B/gpt/cuda-grid.json" --device cuda --quiet || failed=1
+      compare_losses "$B/gpt/cpu-grid.json" "$B/gpt/cuda-grid.json" || failed=1
+    else
+      echo "skipped: this machine has fewer than 4 GPUs"
     fi
   fi
   if want 4; then

@@ -11,6 +11,7 @@
 #include "nccl.h"
 #include "zrt/Float16.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -45,6 +46,10 @@ struct Clique {
   int arrived = 0, joined = 0;
   uint64_t generation = 0, collectives = 0;
   bool aborted = false; // ncclCommAbort on any rank: collectives stop
+  // ncclCommSplit: each rank's color and key, and the groups made so far (by
+  // split number and color), each made by the first of its members to look.
+  std::vector<std::pair<int, int>> splitPosts;
+  std::map<std::pair<uint64_t, int>, std::shared_ptr<Clique>> groups;
 };
 
 /// Waits (mutex held) until every rank of `c` has arrived; false when the clique
@@ -122,6 +127,7 @@ void sumInto(std::vector<char> &out, const std::vector<Post> &posts, size_t offs
 struct ncclComm {
   std::shared_ptr<Clique> clique;
   int rank = 0, device = 0;
+  uint64_t splits = 0; // ncclCommSplit calls so far (every rank makes the same)
 };
 
 namespace {
@@ -307,3 +313,40 @@ ncclResult_t ncclAlltoAll(const void *send, void *recv, size_t count, ncclDataTy
   return enqueueCollective("ncclAlltoAll", comm, stream,
                            Post{Kind::AlltoAll, send, count, type}, recv);
 }
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+                           ncclConfig_t *) {
+  if (!comm || !newcomm)
+    return ncclInvalidArgument;
+  Clique &c = *comm->clique;
+  uint64_t split = comm->splits++;
+  std::unique_lock<std::mutex> lock(c.mutex);
+  c.splitPosts.resize(c.ranks);
+  c.splitPosts[comm->rank] = {color, key};
+  if (!meet(lock, c, comm->rank))
+    return ncclInvalidUsage;
+  // The members of this color, by key then rank; this rank's place among them.
+  std::vector<std::pair<int, int>> members; // (key, rank)
+  for (int r = 0; r < c.ranks; ++r)
+    if (c.splitPosts[r].first == color)
+      members.push_back({c.splitPosts[r].second, r});
+  std::sort(members.begin(), members.end());
+  int index = 0;
+  while (members[index].second != comm->rank)
+    ++index;
+  std::shared_ptr<Clique> group;
+  if (color != NCCL_SPLIT_NOCOLOR) {
+    std::shared_ptr<Clique> &slot = c.groups[{split, color}];
+    if (!slot) {
+      slot = std::make_shared<Clique>((int)members.size());
+      slot->joined = (int)members.size();
+    }
+    group = slot;
+  }
+  // Every rank has read the posts before the next split may write them.
+  if (!meet(lock, c, comm->rank))
+    return ncclInvalidUsage;
+  *newcomm = group ? new ncclComm{group, index, comm->device} : nullptr;
+  return ncclSuccess;
+}
+

@@ -37,26 +37,22 @@ Executor::Executor(zero::zplan::Plan plan, Device &device, Communicator &comm,
             "the plan keeps model states in NVMe files (" << plan_.nvme_arena_bytes()
                 << " bytes per rank; zero-opt --offload-param=nvme or "
                    "--offload-optimizer=nvme): give their folder with --nvme-path DIR");
-  // Groups of ranks (hybrid sharding, hpZ), split by every rank in the same order;
-  // the CPU backend only (NCCL groups are not built).
+  // Groups of ranks (hybrid sharding, hpZ), split by every rank in the same order,
+  // on the host and on the device (NCCL: ncclCommSplit).
   int64_t shardGroup = planShardGroupSize(plan_, "the plan");
   int64_t nodeGroup = planNodeGroupSize(plan_, "the plan");
-  if (shardGroup || nodeGroup)
-    ZRT_CHECK(device_.name() == "cpu",
-              "the plan " << (shardGroup ? "shards within groups of " : "keeps hpZ's "
-                                           "secondary partitions over groups of ")
-                          << (shardGroup ? shardGroup : nodeGroup) << " ranks (zero-opt "
-                          << (shardGroup ? "--zero-shard-group-size); hybrid sharding"
-                                         : "--zero-hpz-partition-size); it")
-                          << " runs on the CPU backend only: NCCL groups are not built "
-                             "yet (--device=cpu)");
   int r = comm_.rank();
+  auto split = [&](int color) {
+    std::unique_ptr<Communicator> group = comm_.split(color, r);
+    device_.addCollectiveGroup(group.get(), color, r);
+    return group;
+  };
   if (shardGroup) {
-    shardComm_ = comm_.split((int)(r / shardGroup), r);
-    replicaComm_ = comm_.split((int)(r % shardGroup), r);
+    shardComm_ = split((int)(r / shardGroup));
+    replicaComm_ = split((int)(r % shardGroup));
   }
   if (nodeGroup)
-    nodeComm_ = comm_.split((int)(r / nodeGroup), r);
+    nodeComm_ = split((int)(r / nodeGroup));
   // One allocation for the whole plan, zeroed (optimizer state starts at zero).
   arena_ = static_cast<char *>(device_.allocate(plan_.arena_bytes()));
   try {
@@ -632,6 +628,7 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
           },
           why);
       graphState_ = captured ? GraphState::captured : GraphState::direct;
+      countGroupTraffic(); // what the groups' collectives queued (hybrid, hpZ)
       graphTraffic_ = {comm_.allGatherElements - gathered,
                        comm_.reduceScatterElements - scattered,
                        comm_.allReduceElements - reduced};

@@ -558,6 +558,43 @@ TEST(CudaEmulator, CollectivesMeetAcrossThreads) {
     ncclCommDestroy(c);
 }
 
+TEST(CudaEmulator, SplitCommunicatorsSumWithinTheirGroup) {
+  // 4 ranks: groups {0, 1} and {2, 3} (color r / 2), ranked by key -r (reversed).
+  const int ranks = 4;
+  std::vector<ncclComm_t> comms(ranks);
+  ASSERT_EQ(ncclCommInitAll(comms.data(), ranks, nullptr), ncclSuccess);
+  std::vector<float> sums(ranks), gathered(2 * ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      cudaSetDevice(r);
+      cudaStream_t s;
+      cudaStreamCreate(&s);
+      ncclComm_t group = nullptr;
+      ASSERT_EQ(ncclCommSplit(comms[r], r / 2, -r, &group, nullptr), ncclSuccess);
+      float *in = deviceFloats(1), *sum = deviceFloats(1), *all = deviceFloats(2);
+      float v = float(r + 1);
+      cudaMemcpy(in, &v, sizeof v, cudaMemcpyHostToDevice);
+      ncclAllReduce(in, sum, 1, ncclFloat32, ncclSum, group, s);
+      ncclAllGather(in, all, 1, ncclFloat32, group, s);
+      cudaStreamSynchronize(s);
+      cudaMemcpy(&sums[r], sum, sizeof(float), cudaMemcpyDeviceToHost);
+      cudaMemcpy(&gathered[2 * r], all, 2 * sizeof(float), cudaMemcpyDeviceToHost);
+      cudaFree(in);
+      cudaFree(sum);
+      cudaFree(all);
+      ncclCommDestroy(group);
+      cudaStreamDestroy(s);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(sums, (std::vector<float>{3, 3, 7, 7}));
+  // Keys reverse the order: rank 1 is the group's first, then rank 0.
+  EXPECT_EQ(gathered, (std::vector<float>{2, 1, 2, 1, 4, 3, 4, 3}));
+  for (ncclComm_t c : comms)
+    ncclCommDestroy(c);
+}
+
 TEST(CudaEmulatorDeathTest, RanksThatDisagreeAreFatal) {
   EXPECT_EXIT(
       {

@@ -53,6 +53,13 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm);
 /// Stops the communicator's pending and future collectives (they return without
 /// data) and frees it; the other ranks' collectives on the same clique stop too.
 ncclResult_t ncclCommAbort(ncclComm_t comm);
+/// Options of a new communicator: the emulator takes none (null is NCCL's default).
+struct ncclConfig_t {};
+#define NCCL_SPLIT_NOCOLOR -1
+/// Every rank of `comm` calls it: those passing the same `color` get a communicator
+/// of their own, ranked by `key` (then by rank); NCCL_SPLIT_NOCOLOR gets none.
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+                           ncclConfig_t *config);
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendCount,
                            ncclDataType_t type, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvCount,

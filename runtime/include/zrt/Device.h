@@ -67,6 +67,11 @@ public:
   /// waits for the other ranks (NCCL collectives) is stopped, so the thread that
   /// waits for it returns and fails too instead of hanging.
   virtual void abort() {}
+  /// A group of this device's ranks (hybrid sharding's shard and replica groups,
+  /// hpZ's): `group`, the host's communicator that `split(color, key)` made, will
+  /// bind collectives that the device must run among the same ranks (NCCL:
+  /// ncclCommSplit). Every rank calls it, in the same order, before binding.
+  virtual void addCollectiveGroup(const Communicator *group, int color, int key) {}
   /// Memory in use, measured: the host's resident set (the process's, shared by
   /// the ranks that are its threads), a GPU's memory in use (cudaMemGetInfo). And
   /// the peak so far where the system keeps one (the host's VmHWM; a GPU's arena

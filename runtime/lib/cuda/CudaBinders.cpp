@@ -1040,15 +1040,15 @@ Quantized quantizedOf(const KernelCall &call, Kind kind) {
 }
 
 /// The quantized collective, on the communication stream (ctx.ncclMutex held).
-void launchQuantized(Context &ctx, Kind kind, const TensorView &in, const TensorView &out,
-                     const Quantized &q) {
+void launchQuantized(Context &ctx, ncclComm_t nccl, Kind kind, const TensorView &in,
+                     const TensorView &out, const Quantized &q) {
   Elem t = elemOf(in.dtype);
   int64_t n = q.ranks, chunk = q.chunk, block = q.block;
   const char *src = in.as<char>();
   size_t width = dtypeSize(in.dtype);
   if (kind == Kind::AllGather) {
     quantizeChunks(ctx.comm, t, src, chunk, chunk, 1, block, -1, q.sent);
-    ZERO_NCCL_CHECK(ncclAllGather(q.sent, q.received, q.message, ncclUint8, ctx.nccl, ctx.comm));
+    ZERO_NCCL_CHECK(ncclAllGather(q.sent, q.received, q.message, ncclUint8, nccl, ctx.comm));
     dequantizeChunks(ctx.comm, t, q.received, chunk, block, chunk * n, out.data);
     return;
   }
@@ -1056,7 +1056,7 @@ void launchQuantized(Context &ctx, Kind kind, const TensorView &in, const Tensor
   int64_t count = kind == Kind::ReduceScatter ? chunk * n : in.numel();
   int64_t first = q.rank * chunk, kept = std::max<int64_t>(0, std::min(chunk, count - first));
   quantizeChunks(ctx.comm, t, src, count, chunk, n, block, q.rank, q.sent);
-  ZERO_NCCL_CHECK(ncclAlltoAll(q.sent, q.received, q.message, ncclUint8, ctx.nccl, ctx.comm));
+  ZERO_NCCL_CHECK(ncclAlltoAll(q.sent, q.received, q.message, ncclUint8, nccl, ctx.comm));
   const char *own = kept ? src + first * width : src;
   void *sum = kind == Kind::ReduceScatter ? out.data : q.sums;
   sumQuantizedChunks(ctx.comm, t, q.received, own, kept, q.rank, (int)n, chunk, block, sum);
@@ -1064,14 +1064,14 @@ void launchQuantized(Context &ctx, Kind kind, const TensorView &in, const Tensor
     return;
   // An all-reduce then gathers the sums, quantized.
   quantizeChunks(ctx.comm, t, q.sums, kept, chunk, 1, block, -1, q.sent);
-  ZERO_NCCL_CHECK(ncclAllGather(q.sent, q.received, q.message, ncclUint8, ctx.nccl, ctx.comm));
+  ZERO_NCCL_CHECK(ncclAllGather(q.sent, q.received, q.message, ncclUint8, nccl, ctx.comm));
   dequantizeChunks(ctx.comm, t, q.received, chunk, block, count, out.data);
 }
 
 /// Enqueues the collective on the communication stream after everything the
 /// compute stream has done so far, and records `done` when it ends.
 void launchCollective(Kind kind, const TensorView &in, const TensorView &out,
-                      cudaEvent_t done, const Quantized &q) {
+                      cudaEvent_t done, const Quantized &q, const Communicator *group) {
   Context &ctx = context();
   ZERO_CUDA_CHECK(cudaEventRecord(ctx.ready, ctx.compute));
   ZERO_CUDA_CHECK(cudaStreamWaitEvent(ctx.comm, ctx.ready, 0));
@@ -1082,16 +1082,19 @@ void launchCollective(Kind kind, const TensorView &in, const TensorView &out,
   ZRT_CHECK(!ctx.ncclAborted, "stopped on cuda:" << ctx.ordinal << ": another rank of this "
                                                  << "process failed and its NCCL "
                                                  << "communicator was aborted");
+  // The ranks of the kernel's group (hybrid sharding, hpZ), or every rank.
+  auto g = ctx.groupNccl.find(group);
+  ncclComm_t nccl = g == ctx.groupNccl.end() ? ctx.nccl : g->second;
   if (q.block)
-    launchQuantized(ctx, kind, in, out, q);
+    launchQuantized(ctx, nccl, kind, in, out, q);
   else if (kind == Kind::AllGather)
-    ZERO_NCCL_CHECK(ncclAllGather(in.data, out.data, in.numel(), t, ctx.nccl, ctx.comm));
+    ZERO_NCCL_CHECK(ncclAllGather(in.data, out.data, in.numel(), t, nccl, ctx.comm));
   else if (kind == Kind::ReduceScatter)
     ZERO_NCCL_CHECK(
-        ncclReduceScatter(in.data, out.data, out.numel(), t, ncclSum, ctx.nccl, ctx.comm));
+        ncclReduceScatter(in.data, out.data, out.numel(), t, ncclSum, nccl, ctx.comm));
   else
     ZERO_NCCL_CHECK(
-        ncclAllReduce(in.data, out.data, in.numel(), t, ncclSum, ctx.nccl, ctx.comm));
+        ncclAllReduce(in.data, out.data, in.numel(), t, ncclSum, nccl, ctx.comm));
   ZERO_CUDA_CHECK(cudaEventRecord(done, ctx.comm));
 }
 
@@ -1117,7 +1120,7 @@ BoundKernel bindCollective(const KernelCall &call, Kind kind) {
   Communicator *comm = call.comm;
   Quantized q = quantizedOf(call, kind);
   return [=] {
-    launchCollective(kind, in, out, context().doneSync, q);
+    launchCollective(kind, in, out, context().doneSync, q, comm);
     ZERO_CUDA_CHECK(cudaStreamWaitEvent(context().compute, context().doneSync, 0));
     count(comm, kind, in, out, q);
   };
@@ -1141,7 +1144,7 @@ BoundKernel bindStart(const KernelCall &call, Kind kind) {
   Communicator *comm = call.comm;
   Quantized q = quantizedOf(call, kind);
   return [=] {
-    launchCollective(kind, in, out, done, q);
+    launchCollective(kind, in, out, done, q, comm);
     count(comm, kind, in, out, q);
   };
 }

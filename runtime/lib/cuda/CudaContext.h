@@ -8,6 +8,7 @@
 #define ZRT_LIB_CUDA_CUDACONTEXT_H
 
 #include "CudaLaunch.h"
+#include "zrt/Communicator.h"
 #include "zrt/Error.h"
 #include "zrt/Kernels.h"
 
@@ -17,6 +18,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -66,6 +68,9 @@ struct Context {
   size_t attentionWorkspaceBytes = 0;
   std::vector<void *> retiredWorkspaces; // outgrown, freed with the device
   ncclComm_t nccl = nullptr;
+  /// NCCL communicators of the groups of ranks (hybrid sharding, hpZ), split from
+  /// `nccl`, by the host communicator that binds their collectives.
+  std::map<const Communicator *, ncclComm_t> groupNccl;
   // Another rank's thread may abort (and so free) `nccl` while this rank enqueues a
   // collective: both hold ncclMutex, and nothing uses `nccl` once ncclAborted.
   std::mutex ncclMutex;

@@ -74,6 +74,9 @@ public:
       cudaGraphExecDestroy(graph_);
     cudaEventDestroy(ctx_.ready);
     cudaEventDestroy(ctx_.doneSync);
+    if (!ctx_.ncclAborted)
+      for (auto &[group, nccl] : ctx_.groupNccl)
+        ncclCommDestroy(nccl);
     if (ctx_.nccl && !ctx_.ncclAborted)
       ncclCommDestroy(ctx_.nccl);
     cublasLt().destroy(ctx_.blasLt);
@@ -225,8 +228,22 @@ public:
   }
   void abort() override {
     std::lock_guard<std::mutex> lock(ctx_.ncclMutex); // not while a collective enqueues
-    if (ctx_.nccl && !ctx_.ncclAborted.exchange(true))
+    if (ctx_.nccl && !ctx_.ncclAborted.exchange(true)) {
+      for (auto &[group, nccl] : ctx_.groupNccl) // a rank may wait in a group's
+        ncclCommAbort(nccl);
       ncclCommAbort(ctx_.nccl);
+    }
+  }
+  void addCollectiveGroup(const Communicator *group, int color, int key) override {
+    std::lock_guard<std::mutex> lock(ctx_.ncclMutex);
+    ZRT_CHECK(ctx_.nccl && !ctx_.ncclAborted,
+              name_ << ": no NCCL communicator to split into groups of ranks");
+    ncclComm_t split = nullptr;
+    ZERO_CUDA_CHECK(cudaSetDevice(ctx_.ordinal));
+    ZERO_NCCL_CHECK(ncclCommSplit(ctx_.nccl, color, key, &split, nullptr));
+    ZRT_CHECK(split, name_ << ": ncclCommSplit gave this rank no group (color " << color
+                           << ")");
+    ctx_.groupNccl[group] = split;
   }
 
 private:
