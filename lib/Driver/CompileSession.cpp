@@ -192,17 +192,19 @@ SmallVector<int64_t> shardGroupCandidates(const zero::MachineModel &m) {
 }
 
 /// Compiles clones of the module for bucket sizes and prefetch depths (those not
-/// given as flags), and keeps the fastest predicted step whose gathered buckets
-/// fit --max-live-mb; then estimates, from that plan, the step of each shard
-/// group size (shardGroupCandidates; predictStep's asShardGroupSize) and keeps
-/// one that is faster still. Estimating instead of compiling each group size
-/// keeps a model of GPT-3's size to two compilations.
+/// given as flags) and predicts each one's step, flat and, estimated from that
+/// plan, with each shard group size (shardGroupCandidates; predictStep's
+/// asShardGroupSize); keeps the fastest whose gathered buckets fit --max-live-mb.
+/// Estimating instead of compiling each group size keeps a model of GPT-3's size
+/// to one compilation per bucket candidate.
 LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
                                 zero::PlanSettings &settings) {
-  double best = -1;
+  SmallVector<int64_t> groups = shardGroupCandidates(m);
+  double best = -1, bestFlat = -1;
   int tried = 0;
-  OwningOpRef<ModuleOp> bestPlan;
-  auto compile = [&](const zero::PlanSettings &s) -> std::optional<double> {
+  // The winner's flat step and group estimates, for the user.
+  SmallVector<std::pair<int64_t, double>> estimates;
+  auto consider = [&](const zero::PlanSettings &s) {
     OwningOpRef<ModuleOp> clone = module.clone();
     PassManager pm(module.getContext());
     buildPipeline(pm, true, "plan", s);
@@ -210,14 +212,25 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
     ScopedDiagnosticHandler quiet(module.getContext(),
                                   [](Diagnostic &) { return success(); });
     if (failed(pm.run(*clone)))
-      return std::nullopt;
-    auto p = zero::predictStep(*clone, m);
-    if (failed(p))
-      return std::nullopt;
+      return;
+    auto flat = zero::predictStep(*clone, m);
+    if (failed(flat))
+      return;
     ++tried;
-    if (best < 0 || p->stepS < best)
-      bestPlan = std::move(clone);
-    return p->stepS;
+    SmallVector<std::pair<int64_t, double>> mine = {{0, flat->stepS}};
+    for (int64_t g : groups)
+      if (auto p = zero::predictStep(*clone, m, g); succeeded(p)) {
+        ++tried;
+        mine.push_back({g, p->stepS});
+      }
+    for (auto [g, t] : mine)
+      if (best < 0 || t < best) {
+        best = t;
+        bestFlat = flat->stepS;
+        settings = s;
+        settings.shardGroupSize = g;
+        estimates = mine;
+      }
   };
   SmallVector<double> bucketSizes = {1.0, 5.0, 25.0, 100.0};
   SmallVector<int64_t> depths = {1, 2, 4, 8};
@@ -225,16 +238,13 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
     bucketSizes = {(double)bucketSizeMb};
   if (prefetchBuckets.getNumOccurrences())
     depths = {(int64_t)prefetchBuckets};
+  zero::PlanSettings base = settings;
   for (double b : bucketSizes)
     for (int64_t k : depths) {
-      zero::PlanSettings s = settings;
+      zero::PlanSettings s = base;
       s.bucketMb = b;
       s.prefetch = k;
-      std::optional<double> t = compile(s);
-      if (t && (best < 0 || *t < best)) {
-        best = *t;
-        settings = s;
-      }
+      consider(s);
     }
   if (best < 0) {
     llvm::errs() << "zero-opt: error: --auto-tune found no bucket size and prefetch "
@@ -242,30 +252,19 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
                  << maxLiveMb << "\n";
     return failure();
   }
-  bool estimated = false;
-  double flat = best;
-  for (int64_t g : shardGroupCandidates(m)) {
-    auto p = zero::predictStep(*bestPlan, m, g);
-    if (failed(p))
-      continue;
-    ++tried;
-    llvm::errs() << "zero-opt: auto-tune: --zero-shard-group-size=" << g
-                 << llvm::format(" estimated at %.3f ms per step (flat: %.3f ms)\n",
-                                 p->stepS * 1e3, flat * 1e3);
-    if (p->stepS < best) {
-      best = p->stepS;
-      settings.shardGroupSize = g;
-      estimated = true;
-    }
-  }
+  for (auto [g, t] : estimates)
+    if (g)
+      llvm::errs() << "zero-opt: auto-tune: --zero-shard-group-size=" << g
+                   << llvm::format(" estimated at %.3f ms per step (flat: %.3f ms)\n",
+                                   t * 1e3, bestFlat * 1e3);
   llvm::errs() << "zero-opt: auto-tune on " << m.name
                << ": --bucket-size-mb=" << llvm::format("%g", settings.bucketMb)
                << " --prefetch-buckets=" << settings.prefetch;
   if (settings.shardGroupSize > 0)
     llvm::errs() << " --zero-shard-group-size=" << settings.shardGroupSize;
   llvm::errs() << " (predicted step " << llvm::format("%.3f", best * 1e3) << " ms"
-               << (estimated ? ", estimated from the flat plan" : "") << ", best of "
-               << tried << " candidates)\n";
+               << (settings.shardGroupSize > 0 ? ", estimated from the flat plan" : "")
+               << ", best of " << tried << " candidates)\n";
   return success();
 }
 

@@ -94,8 +94,8 @@ std::vector<float> reduceChunks(Communicator &comm, const char *in, int64_t coun
   std::vector<char> sent(wire * n), received(wire * n);
   for (int r = 0; r < n; ++r) {
     int64_t first = r * chunk, kept = std::max<int64_t>(0, std::min(chunk, count - first));
-    if (r != me) // its own chunk stays exact
-      pack(comm, in + first * width, kept, chunk, t, block, sent.data() + r * wire);
+    if (r != me) // its own chunk stays exact; a chunk past the end is all padding
+      pack(comm, kept ? in + first * width : in, kept, chunk, t, block, sent.data() + r * wire);
   }
   comm.allToAllBytes(sent.data(), received.data(), wire);
   countSent(comm, n - 1, wire, chunk * width);
@@ -103,7 +103,8 @@ std::vector<float> reduceChunks(Communicator &comm, const char *in, int64_t coun
   int64_t mineFirst = me * chunk, mineKept = std::max<int64_t>(0, std::min(chunk, count - mineFirst));
   for (int r = 0; r < n; ++r) {
     if (r == me) {
-      addTo(in + mineFirst * width, mineKept, t, sum.data());
+      if (mineKept)
+        addTo(in + mineFirst * width, mineKept, t, sum.data());
       continue;
     }
     dequantizeBlocks(received.data() + r * wire, chunk, block, part.data());

@@ -436,16 +436,14 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
       double begin = std::max(now, commFree);
       commFree = begin + t;
       if (regroup && kind == K::reduce_scatter) {
-        // The slice's all-reduce across the groups starts from the finished
-        // reduce-scatter, which the compute stream waits for.
-        p.exposedCommS += commFree - now;
-        now = commFree;
+        // The slice's all-reduce across the groups, started right after it (the
+        // schedule chains the two); the reduce-scatter's wait goes with its.
         RankGroupShape replicas{n / G, G, G};
         int64_t slice = wireBytes(k, replicas.n, G);
         double tr = ringSeconds(m, replicas, slice, 2);
         p.commS += tr;
         addLinkBytes(p, m, replicas, slice, 2);
-        commFree = now + tr;
+        commFree += tr;
       }
       if (started) {
         doneAt[k.getAttrs().getAs<IntegerAttr>("request").getInt()] = commFree;

@@ -91,7 +91,11 @@ struct ScheduleCollectivesPass
     BlockOrder order(entry);
     for (WaitOp w : gradientWaits)
       sink(w, order);
-    boundReductionsInFlight(gradientWaits, order);
+    SmallVector<std::pair<WaitOp, WaitOp>> chained;
+    SmallVector<WaitOp> reductions = chainReplicaReductions(gradientWaits, chained);
+    boundReductionsInFlight(reductions, order);
+    for (auto [first, second] : chained)
+      order.moveBefore(first, second);
     if (failed(prefetch(entry, gathers)))
       signalPassFailure();
   }
@@ -296,6 +300,32 @@ struct ScheduleCollectivesPass
       if (order.isBefore(laterStart, waits[i]))
         order.moveBefore(waits[i], laterStart);
     }
+  }
+
+  /// Hybrid sharding: a reduce-scatter whose slice only the all-reduce across the
+  /// groups reads. The all-reduce starts from the reduce-scatter's pending slice,
+  /// right after it, with no wait between: collectives run in the order started
+  /// (one communication thread, one communication stream), so it reads the slice
+  /// once written, and compute never stops for the reduce-scatter. The
+  /// reduce-scatter's wait then goes just before the all-reduce's (`chained`:
+  /// those pairs). Returns the waits that bound the reductions in flight: the
+  /// others, a chain counting once (by its all-reduce).
+  SmallVector<WaitOp> chainReplicaReductions(ArrayRef<WaitOp> waits,
+                                             SmallVectorImpl<std::pair<WaitOp, WaitOp>> &chained) {
+    SmallVector<WaitOp> bounding;
+    for (WaitOp w : waits) {
+      auto rs = w.getToken().getDefiningOp<ReduceScatterStartOp>();
+      auto ar = w.getResult().hasOneUse()
+                    ? dyn_cast<AllReduceStartOp>(*w.getResult().getUsers().begin())
+                    : AllReduceStartOp();
+      if (!rs || !ar || ar->getBlock() != w->getBlock() || !ar.getToken().hasOneUse()) {
+        bounding.push_back(w);
+        continue;
+      }
+      ar.getInputMutable().assign(w.getPending());
+      chained.push_back({w, cast<WaitOp>(*ar.getToken().getUsers().begin())});
+    }
+    return bounding;
   }
 
   /// Moves `op` down to just before its first user, after first moving its pure

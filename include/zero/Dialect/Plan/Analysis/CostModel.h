@@ -85,9 +85,10 @@ int64_t optimizerElements(plan::KernelOp k, unsigned operand = 0);
 /// The step of a plan on `machine`. With `asShardGroupSize` G (1 < G < world),
 /// the step of the plan hybrid sharding over groups of G would give, estimated
 /// from this flat plan: its collectives run within the groups, and each
-/// gradient reduce-scatter, once complete, is followed by its slice's all-reduce
-/// across the groups (what ShardZero builds and the schedule places), the
-/// slice's wait where the reduce-scatter's was. --auto-tune's group sizes.
+/// gradient reduce-scatter is followed by its slice's all-reduce across the
+/// groups (what ShardZero builds; the schedule chains the two, waiting for both
+/// where the reduce-scatter's wait was), the optimizer on slices N/G times
+/// larger. --auto-tune's group sizes.
 mlir::FailureOr<StepPrediction> predictStep(mlir::ModuleOp module,
                                             const MachineModel &machine,
                                             int64_t asShardGroupSize = 0);

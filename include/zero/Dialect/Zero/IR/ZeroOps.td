@@ -62,7 +62,9 @@ class Zero_StartOp<string mnemonic, string what, string example, string result,
     Begins }] # what # [{ of a flat tensor over the ranks of `grid` along
     `grid_axes`. The transfer proceeds while the ops between the start and its
     `zero.wait` run; the input must not change and the result must not be read
-    before the wait.
+    before the wait, except by a later start: collectives run in the order they
+    are started, each after the one before has written its result (hybrid
+    sharding chains a slice's all-reduce to its reduce-scatter so).
 
     ```mlir
     shard.grid @zero(shape = 4)
