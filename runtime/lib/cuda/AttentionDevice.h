@@ -13,7 +13,7 @@
 
 #include "CudaLaunch.h"
 
-#include <zrt_kernel_launch.h> // the GPU's or the emulator's (see the header)
+#include "CheckedLaunch.h"
 
 #include <cmath>
 #include <cstdint>
@@ -26,12 +26,7 @@ namespace zrt::cuda::attention_device {
 template <bool Barriers, typename... P, typename... A>
 void launchBlocks(const char *name, void (*kernel)(P...), int64_t blocks, int threads,
                   cudaStream_t s, A... args) {
-  if (blocks <= 0)
-    return;
-  detail::startKernel<Barriers>(name, kernel, blocks, threads, s, args...);
-  cudaError_t rc = cudaGetLastError();
-  if (rc != cudaSuccess)
-    checkCuda(rc, (std::string("launching the kernel ") + name).c_str());
+  launchChecked<Barriers>(name, kernel, blocks, threads, s, args...);
 }
 
 /// The compute type: f32 for 16-bit and f32 storage, f64 for f64.

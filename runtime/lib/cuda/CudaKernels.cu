@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CheckedLaunch.h"
 #include "CudaLaunch.h"
 
 #include "../kernels/ElementwiseMath.h"
@@ -35,12 +36,7 @@ constexpr int kThreads = 256;
 template <bool Barriers = false, typename... P, typename... A>
 void launch(const char *name, void (*kernel)(P...), int64_t grid, int block,
             cudaStream_t s, A... args) {
-  if (grid <= 0)
-    return;
-  detail::startKernel<Barriers>(name, kernel, grid, block, s, args...);
-  cudaError_t rc = cudaGetLastError();
-  if (rc != cudaSuccess) // the message only when needed: launches are the hot path
-    checkCuda(rc, (std::string("launching the kernel ") + name).c_str());
+  launchChecked<Barriers>(name, kernel, grid, block, s, args...);
 }
 
 /// One thread per element of `n`.

@@ -11,10 +11,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "QuantizeKernels.h"
+#include "CheckedLaunch.h"
 
 #include "zrt/Float16.h"
-
-#include <zrt_kernel_launch.h> // the GPU's or the emulator's (see the header)
 
 #include <cmath>
 #include <cstdint>
@@ -117,17 +116,6 @@ __global__ void sumKernel(const uint8_t *wire, const T *own, int64_t ownCount, i
   out[i] = T(sum);
 }
 
-template <bool Barriers, typename... P, typename... A>
-void launch(const char *name, void (*kernel)(P...), int64_t grid, int block,
-            cudaStream_t s, A... args) {
-  if (grid <= 0)
-    return;
-  detail::startKernel<Barriers>(name, kernel, grid, block, s, args...);
-  cudaError_t rc = cudaGetLastError();
-  if (rc != cudaSuccess)
-    checkCuda(rc, (std::string("launching the kernel ") + name).c_str());
-}
-
 } // namespace
 
 void quantizeChunks(cudaStream_t s, Elem t, const void *in, int64_t count, int64_t chunk,
@@ -135,7 +123,7 @@ void quantizeChunks(cudaStream_t s, Elem t, const void *in, int64_t count, int64
   int64_t blocks = (chunk + block - 1) / block;
   dispatchFloat(t, [&](auto z) {
     using T = decltype(z);
-    launch<true>("quantize_blocks", quantizeKernel<T>, chunks * blocks, kThreads, s,
+    launchChecked<true>("quantize_blocks", quantizeKernel<T>, chunks * blocks, kThreads, s,
                  static_cast<const T *>(in), count, chunk, blocks, block, skip,
                  static_cast<uint8_t *>(wire));
   });
@@ -146,7 +134,7 @@ void dequantizeChunks(cudaStream_t s, Elem t, const void *wire, int64_t chunk,
   int64_t blocks = (chunk + block - 1) / block;
   dispatchFloat(t, [&](auto z) {
     using T = decltype(z);
-    launch<false>("dequantize_blocks", dequantizeKernel<T>, (count + kThreads - 1) / kThreads,
+    launchChecked<false>("dequantize_blocks", dequantizeKernel<T>, (count + kThreads - 1) / kThreads,
                   kThreads, s, static_cast<const uint8_t *>(wire), chunk, blocks, block,
                   count, static_cast<T *>(out));
   });
@@ -158,7 +146,7 @@ void sumQuantizedChunks(cudaStream_t s, Elem t, const void *wire, const void *ow
   int64_t blocks = (chunk + block - 1) / block;
   dispatchFloat(t, [&](auto z) {
     using T = decltype(z);
-    launch<false>("sum_quantized_chunks", sumKernel<T>, (chunk + kThreads - 1) / kThreads,
+    launchChecked<false>("sum_quantized_chunks", sumKernel<T>, (chunk + kThreads - 1) / kThreads,
                   kThreads, s, static_cast<const uint8_t *>(wire), static_cast<const T *>(own),
                   ownCount, me, ranks, chunk, blocks, block, static_cast<T *>(out));
   });
