@@ -153,10 +153,6 @@ RankGroupShape rankGroupOf(plan::KernelOp k, int64_t world) {
   return g;
 }
 
-} // namespace
-
-namespace {
-
 /// A collective kernel's full tensor, `fraction` of it (an all-reduce of a
 /// slice), on the wire of one pass among `ranks` ranks.
 int64_t wireBytes(plan::KernelOp k, int64_t ranks, int64_t fraction = 1) {
