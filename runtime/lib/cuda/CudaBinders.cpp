@@ -997,21 +997,25 @@ enum class Kind { AllGather, ReduceScatter, AllReduce };
 
 /// ZeRO++'s quantized form of a collective kernel (its `quantize_block`), as
 /// zrt/QuantizedCollectives.h does it on the CPU, bit for bit: int8 messages
-/// (QuantizeKernels.h) through ncclAllGather and ncclAlltoAll. Its buffers are
-/// made when the kernel is bound, outside the arena, and live with the device.
+/// (QuantizeKernels.h) through ncclAllGather and ncclAlltoAll, in the device's
+/// message buffers (Context::quantizeSent ...: outside the arena, shared by every
+/// quantized collective, sized for the largest).
 struct Quantized {
   int64_t block = 0; // 0: full precision
   int rank = 0, ranks = 1;
   int64_t chunk = 0;   // values per rank's message
   size_t message = 0;  // one message's bytes
-  void *sent = nullptr, *received = nullptr, *sums = nullptr;
 };
 
-void *deviceBuffer(Context &ctx, size_t bytes) {
-  void *p = nullptr;
-  ZERO_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
-  ctx.retiredWorkspaces.push_back(p); // freed with the device
-  return p;
+/// `s` holds at least `bytes`. Kernels are bound before any runs, so the
+/// outgrown memory is unused; every allocation is freed with the device.
+void growScratch(Context &ctx, Scratch &s, size_t bytes) {
+  if (s.bytes >= bytes)
+    return;
+  s.data = nullptr;
+  ZERO_CUDA_CHECK(cudaMalloc(&s.data, bytes));
+  ctx.retiredWorkspaces.push_back(s.data);
+  s.bytes = bytes;
 }
 
 Quantized quantizedOf(const KernelCall &call, Kind kind) {
@@ -1032,10 +1036,10 @@ Quantized quantizedOf(const KernelCall &call, Kind kind) {
             : kind == Kind::ReduceScatter ? out.numel()
                                           : (in.numel() + n - 1) / n;
   q.message = (size_t)quantizedBytes(q.chunk, q.block);
-  q.sent = deviceBuffer(ctx, q.message * (kind == Kind::AllGather ? 1 : n));
-  q.received = deviceBuffer(ctx, q.message * n);
+  growScratch(ctx, ctx.quantizeSent, q.message * (kind == Kind::AllGather ? 1 : n));
+  growScratch(ctx, ctx.quantizeReceived, q.message * n);
   if (kind == Kind::AllReduce)
-    q.sums = deviceBuffer(ctx, q.chunk * dtypeSize(in.dtype));
+    growScratch(ctx, ctx.quantizeSums, q.chunk * dtypeSize(in.dtype));
   return q;
 }
 
@@ -1046,26 +1050,28 @@ void launchQuantized(Context &ctx, ncclComm_t nccl, Kind kind, const TensorView 
   int64_t n = q.ranks, chunk = q.chunk, block = q.block;
   const char *src = in.as<char>();
   size_t width = dtypeSize(in.dtype);
+  void *sent = ctx.quantizeSent.data, *received = ctx.quantizeReceived.data,
+       *sums = ctx.quantizeSums.data;
   if (kind == Kind::AllGather) {
-    quantizeChunks(ctx.comm, t, src, chunk, chunk, 1, block, -1, q.sent);
-    ZERO_NCCL_CHECK(ncclAllGather(q.sent, q.received, q.message, ncclUint8, nccl, ctx.comm));
-    dequantizeChunks(ctx.comm, t, q.received, chunk, block, chunk * n, out.data);
+    quantizeChunks(ctx.comm, t, src, chunk, chunk, 1, block, -1, sent);
+    ZERO_NCCL_CHECK(ncclAllGather(sent, received, q.message, ncclUint8, nccl, ctx.comm));
+    dequantizeChunks(ctx.comm, t, received, chunk, block, chunk * n, out.data);
     return;
   }
   // Each rank's chunk to its owner, all at once; the owner sums them in rank order.
   int64_t count = kind == Kind::ReduceScatter ? chunk * n : in.numel();
   int64_t first = q.rank * chunk, kept = std::max<int64_t>(0, std::min(chunk, count - first));
-  quantizeChunks(ctx.comm, t, src, count, chunk, n, block, q.rank, q.sent);
-  ZERO_NCCL_CHECK(ncclAlltoAll(q.sent, q.received, q.message, ncclUint8, nccl, ctx.comm));
+  quantizeChunks(ctx.comm, t, src, count, chunk, n, block, q.rank, sent);
+  ZERO_NCCL_CHECK(ncclAlltoAll(sent, received, q.message, ncclUint8, nccl, ctx.comm));
   const char *own = kept ? src + first * width : src;
-  void *sum = kind == Kind::ReduceScatter ? out.data : q.sums;
-  sumQuantizedChunks(ctx.comm, t, q.received, own, kept, q.rank, (int)n, chunk, block, sum);
+  void *sum = kind == Kind::ReduceScatter ? out.data : sums;
+  sumQuantizedChunks(ctx.comm, t, received, own, kept, q.rank, (int)n, chunk, block, sum);
   if (kind == Kind::ReduceScatter)
     return;
   // An all-reduce then gathers the sums, quantized.
-  quantizeChunks(ctx.comm, t, q.sums, kept, chunk, 1, block, -1, q.sent);
-  ZERO_NCCL_CHECK(ncclAllGather(q.sent, q.received, q.message, ncclUint8, nccl, ctx.comm));
-  dequantizeChunks(ctx.comm, t, q.received, chunk, block, count, out.data);
+  quantizeChunks(ctx.comm, t, sums, kept, chunk, 1, block, -1, sent);
+  ZERO_NCCL_CHECK(ncclAllGather(sent, received, q.message, ncclUint8, nccl, ctx.comm));
+  dequantizeChunks(ctx.comm, t, received, chunk, block, count, out.data);
 }
 
 /// Enqueues the collective on the communication stream after everything the

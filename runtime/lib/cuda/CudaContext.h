@@ -67,6 +67,10 @@ struct Context {
   void *attentionWorkspace = nullptr; // cuDNN attention's, grown when one is bound
   size_t attentionWorkspaceBytes = 0;
   std::vector<void *> retiredWorkspaces; // outgrown, freed with the device
+  /// The quantized collectives' messages sent and received, and an all-reduce's
+  /// sums: one set for all of them (they run one at a time on `comm`), grown as
+  /// their kernels are bound.
+  Scratch quantizeSent, quantizeReceived, quantizeSums;
   ncclComm_t nccl = nullptr;
   /// NCCL communicators of the groups of ranks (hybrid sharding, hpZ), split from
   /// `nccl`, by the host communicator that binds their collectives.
