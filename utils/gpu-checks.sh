@@ -293,15 +293,20 @@ PY
       --steps 20 --log-json "$B/gpt/cuda.json" --device cuda --quiet || failed=1
     compare_losses "$B/gpt/cpu.json" "$B/gpt/cuda.json" || failed=1
   fi
+  # The GPT's plan $B/gpt/step-$2.zplan on $1 GPUs (threads of one zero-run), 20
+  # steps against the CPU's run of it (cpu-$2.json); skipped on fewer GPUs.
+  on_gpus() {
+    if [ -n "$rehearse" ] || [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge "$1" ]; then
+      "$ZR" "$B/gpt/step-$2.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
+        --steps 20 --log-json "$B/gpt/cuda-$2.json" --device cuda --quiet || failed=1
+      compare_losses "$B/gpt/cpu-$2.json" "$B/gpt/cuda-$2.json" || failed=1
+    else
+      echo "skipped: this machine has fewer than $1 GPUs"
+    fi
+  }
   if want 3b; then
     echo "== 3b. GPT at ZeRO-3 on 2 GPUs, one process (ncclCommInitAll) vs cpu"
-    if [ -n "$rehearse" ] || [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
-      "$ZR" "$B/gpt/step-w2.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
-        --steps 20 --log-json "$B/gpt/cuda-w2.json" --device cuda --quiet || failed=1
-      compare_losses "$B/gpt/cpu-w2.json" "$B/gpt/cuda-w2.json" || failed=1
-    else
-      echo "skipped: this machine has fewer than 2 GPUs"
-    fi
+    on_gpus 2 w2
   fi
   if want 3c; then
     echo "== 3c. integer division by zero on cuda is an error"
@@ -382,23 +387,11 @@ PY
   fi
   if want 3i; then
     echo "== 3i. GPT at ZeRO-3 on 2 GPUs with quantized collectives (qwZ + qgZ) vs cpu"
-    if [ -n "$rehearse" ] || [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
-      "$ZR" "$B/gpt/step-w2q.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
-        --steps 20 --log-json "$B/gpt/cuda-w2q.json" --device cuda --quiet || failed=1
-      compare_losses "$B/gpt/cpu-w2q.json" "$B/gpt/cuda-w2q.json" || failed=1
-    else
-      echo "skipped: this machine has fewer than 2 GPUs"
-    fi
+    on_gpus 2 w2q
   fi
   if want 3j; then
     echo "== 3j. GPT on a 2 x 2 hybrid grid, 4 GPUs (NCCL communicators split per group) vs cpu"
-    if [ -n "$rehearse" ] || [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 4 ]; then
-      "$ZR" "$B/gpt/step-grid.zplan" --init "$B/gpt/gpt.onnx" --data "$B/gpt/text.u8" \
-        --steps 20 --log-json "$B/gpt/cuda-grid.json" --device cuda --quiet || failed=1
-      compare_losses "$B/gpt/cpu-grid.json" "$B/gpt/cuda-grid.json" || failed=1
-    else
-      echo "skipped: this machine has fewer than 4 GPUs"
-    fi
+    on_gpus 4 grid
   fi
   if want 4; then
     echo "== 4. GPT-2 small training step: zero-run vs PyTorch eager and torch.compile (fp32, then bf16)"
