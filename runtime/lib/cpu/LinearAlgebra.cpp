@@ -12,6 +12,7 @@
 #include <cblas.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -151,6 +152,28 @@ void gemm(bool ta, bool tb, const f16 *a, int64_t lda, const f16 *b, int64_t ldb
 /// costs more in packing and waking than it saves.
 constexpr int64_t kParallelGemmMacs = 1 << 18;
 
+/// The rows of C that one OpenBLAS call computes when a product is split into
+/// row blocks. OpenBLAS's result for a row depends on where the row falls among
+/// the rows of its call: its x86 kernels compute C in tiles of several rows with
+/// other code (another order of sums) for the last, partial tile, and some cores
+/// (SkylakeX) switch to other kernels below a product size. Row blocks chosen by
+/// the thread count or by whichever threads are free (another rank's thread may
+/// hold the pool) made runs differ in their last bits on Zen (2 thread ranks,
+/// 19 of 21 weights differed between runs). So a product's blocks are a function
+/// of its shape alone; the threads share whole blocks, and each block is one call
+/// of the same shape at any thread count and load. 48 rows, a multiple of every
+/// x86 kernel's tile (4 to 24 rows), keeps each block free of partial tiles but
+/// the last; about 2^22 multiply-adds a block keeps B's repacking (once per call)
+/// small next to the arithmetic.
+constexpr int64_t kGemmRowQuantum = 48;
+constexpr int64_t kGemmBlockMacs = int64_t(1) << 22;
+int64_t gemmBlockRows(int64_t m, int64_t n, int64_t k) {
+  int64_t perRow = std::max<int64_t>(1, n * k);
+  int64_t rows = (kGemmBlockMacs + perRow - 1) / perRow;
+  rows = (rows + kGemmRowQuantum - 1) / kGemmRowQuantum * kGemmRowQuantum;
+  return std::max<int64_t>(1, std::min(rows, m));
+}
+
 /// lhs_sums: each of the m rows of op(A) (one product, A at `a` with leading
 /// dimension ld) summed over k in double, in the order of k, as reduce_sum sums
 /// a column (a transposed A is a column-major matrix: its rows are G's columns).
@@ -221,8 +244,9 @@ BoundKernel productsOf(const kernels::MatMulGeometry &g, TensorView a, TensorVie
            g.b.ld, pc + g.c.offsets[i], g.c.ld, m, n, k, epilogue(i));
     };
     // OpenBLAS runs on one thread (setCpuThreads): the kernels' threads split
-    // the GEMMs, by products when there are several, else by rows of f32/f64
-    // results (16-bit products widen whole operands, so they stay whole).
+    // the GEMMs, by products when there are several (each one call), else by
+    // the fixed row blocks of f32/f64 results (gemmBlockRows; 16-bit products
+    // widen whole operands, so they stay whole).
     int64_t macs = m * n * k;
     if (g.batches() > 1) {
       parallelFor(g.batches(), std::max<int64_t>(1, kParallelGemmMacs / macs),
@@ -235,13 +259,15 @@ BoundKernel productsOf(const kernels::MatMulGeometry &g, TensorView a, TensorVie
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       const T *a0 = pa + g.a.offsets[0], *b0 = pb + g.b.offsets[0];
       T *c0 = pc + g.c.offsets[0];
-      parallelFor(m, std::max<int64_t>(8, kParallelGemmMacs / (n * k)),
-                  [&](int64_t lo, int64_t hi) {
-                    // Rows lo..hi of A: its rows, or with a transpose its columns.
-                    gemm(g.a.transpose, g.b.transpose,
-                         a0 + (g.a.transpose ? lo : lo * g.a.ld), g.a.ld, b0, g.b.ld,
-                         c0 + lo * g.c.ld, g.c.ld, hi - lo, n, k, epilogue(0).from(lo));
-                  });
+      int64_t rows = gemmBlockRows(m, n, k), blocks = (m + rows - 1) / rows;
+      parallelFor(blocks, 1, [&](int64_t first, int64_t last) {
+        for (int64_t block = first; block < last; ++block) {
+          // Rows lo..hi of A: its rows, or with a transpose its columns.
+          int64_t lo = block * rows, hi = std::min(m, lo + rows);
+          gemm(g.a.transpose, g.b.transpose, a0 + (g.a.transpose ? lo : lo * g.a.ld), g.a.ld,
+               b0, g.b.ld, c0 + lo * g.c.ld, g.c.ld, hi - lo, n, k, epilogue(0).from(lo));
+        }
+      });
       return;
     }
     product(0);
