@@ -11,8 +11,10 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <vector>
 
@@ -32,14 +34,105 @@ std::string baseOf(const std::string &path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+/// /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: the process's own
+/// streams, whatever they are (a terminal, a pipe, a file the shell redirected).
+bool ownStream(const std::string &path) {
+  for (const char *prefix : {"/dev/fd/", "/proc/self/fd/"})
+    if (path.rfind(prefix, 0) == 0) {
+      std::string n = path.substr(std::strlen(prefix));
+      return !n.empty() && n.find_first_not_of("0123456789") == std::string::npos;
+    }
+  return path == "/dev/stdout" || path == "/dev/stderr";
+}
+
+/// Character devices written through: /dev/null (1,3) and terminals (4,*: the
+/// virtual consoles and serial lines; 5,0 /dev/tty; 5,1 the console; 136-143,*:
+/// pseudo-terminals), told apart by number: opening a device to ask it can act
+/// (a watchdog starts counting).
+bool streamDevice(dev_t dev) {
+  unsigned ma = major(dev), mi = minor(dev);
+  return (ma == 1 && mi == 3) || ma == 4 || (ma == 5 && mi <= 1) || (ma >= 136 && ma <= 143);
+}
+
+/// Where and how an output named `path` is written.
+struct Target {
+  std::string path;    ///< the file replaced (a link's target) or opened
+  bool stream = false; ///< written through, not replaced
+  std::string problem; ///< why nothing is written there ("is a socket"); "" if it can be
+};
+
+Target targetOf(const std::string &path) {
+  Target t{path};
+  if (path.empty() || path.back() == '/') {
+    t.problem = "is not a file name";
+    return t;
+  }
+  if (ownStream(path)) {
+    t.stream = true;
+    return t;
+  }
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT)
+      t.problem = std::string("cannot be examined: ") + std::strerror(errno);
+    return t; // a new file
+  }
+  if (S_ISLNK(st.st_mode)) {
+    char to[4096];
+    ssize_t n = ::readlink(path.c_str(), to, sizeof to - 1);
+    std::string link = n >= 0 ? std::string(to, (size_t)n) : "?";
+    if (::stat(path.c_str(), &st) != 0) {
+      t.problem = "is a symbolic link to '" + link + "', which " +
+                  (errno == ENOENT ? std::string("does not exist")
+                                   : std::string("cannot be reached: ") + std::strerror(errno)) +
+                  ": nothing is written through a dangling link (name the file itself, or "
+                  "remove the link)";
+      return t;
+    }
+    if (char *real = ::realpath(path.c_str(), nullptr)) {
+      t.path = real;
+      std::free(real);
+    }
+  }
+  if (S_ISREG(st.st_mode))
+    return t;
+  if (S_ISDIR(st.st_mode))
+    t.problem = "is a folder, not a file";
+  else if (S_ISFIFO(st.st_mode) || (S_ISCHR(st.st_mode) && streamDevice(st.st_rdev)))
+    t.stream = true;
+  else if (S_ISCHR(st.st_mode))
+    t.problem = "is a character device: of devices, only /dev/null and terminals are "
+                "written to (and no file is put in a device's place)";
+  else if (S_ISBLK(st.st_mode))
+    t.problem = "is a block device: nothing is written to it (and no file is put in its "
+                "place)";
+  else if (S_ISSOCK(st.st_mode))
+    t.problem = "is a socket: nothing is written to it (and no file is put in its place)";
+  else
+    t.problem = "is a special file, not a regular one";
+  return t;
+}
+
 } // namespace
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
-  ZRT_CHECK(!path_.empty() && path_.back() != '/',
-            "cannot write '" << path_ << "': not a file name");
-  std::string folder = folderOf(path_);
+  Target target = targetOf(path_);
+  ZRT_CHECK(target.problem.empty(), "cannot write '" << path_ << "': it " << target.problem);
+  if (target.stream) {
+    // O_NONBLOCK: a fifo nobody reads is an error now, not a wait forever.
+    stream_ = true;
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    ZRT_CHECK(fd_ >= 0, "cannot write '" << path_ << "': "
+                                         << (errno == ENXIO ? "it is a fifo that nobody reads "
+                                                              "(start its reader first)"
+                                                            : std::strerror(errno)));
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+    return;
+  }
+  target_ = target.path; // a link's target: the link stays
+  std::string folder = folderOf(target_);
   // Hidden, beside the target: the rename stays inside one file system.
-  temp_ = folder + "/." + baseOf(path_) + ".tmp-XXXXXX";
+  temp_ = folder + "/." + baseOf(target_) + ".tmp-XXXXXX";
   std::vector<char> name(temp_.begin(), temp_.end());
   name.push_back('\0');
   fd_ = ::mkstemp(name.data());
@@ -102,6 +195,12 @@ void AtomicFile::commit() {
   ZRT_CHECK(fd_ >= 0, "cannot write '" << path_ << "': the file is already closed");
   ZRT_CHECK(!failed_, "cannot write '" << path_ << "': a write failed; the previous "
                                        << "file, if any, is unchanged");
+  if (stream_) {
+    int closed = ::close(fd_);
+    fd_ = -1;
+    ZRT_CHECK(closed == 0, "cannot write '" << path_ << "': " << std::strerror(errno));
+    return;
+  }
   int rc = ::fsync(fd_);
   int err = errno;
   int closed = ::close(fd_);
@@ -109,7 +208,7 @@ void AtomicFile::commit() {
   ZRT_CHECK(rc == 0 && closed == 0,
             "cannot write '" << path_ << "': " << std::strerror(rc ? err : errno)
                              << "; the previous file, if any, is unchanged");
-  ZRT_CHECK(::rename(temp_.c_str(), path_.c_str()) == 0,
+  ZRT_CHECK(::rename(temp_.c_str(), target_.c_str()) == 0,
             "cannot write '" << path_ << "': " << std::strerror(errno)
                              << "; the previous file, if any, is unchanged");
   temp_.clear();
@@ -133,12 +232,14 @@ bool zrt::writeFileAtomically(const std::string &path, const std::string &bytes,
 }
 
 std::string zrt::whyNotWritable(const std::string &path, const std::string &flag) {
-  std::string folder = folderOf(path);
+  Target target = targetOf(path);
+  if (!target.problem.empty())
+    return flag + " '" + path + "' " + target.problem;
+  if (target.stream)
+    return ""; // a fifo's reader is looked for when it is written: opening it here
+               // would end the reader's input
+  std::string folder = folderOf(target.path);
   struct stat st;
-  if (path.empty() || path.back() == '/')
-    return flag + " '" + path + "' is not a file name";
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    return flag + " '" + path + "' is a folder, not a file";
   if (::stat(folder.c_str(), &st) != 0)
     return flag + " '" + path + "': folder '" + folder + "' does not exist";
   if (!S_ISDIR(st.st_mode))

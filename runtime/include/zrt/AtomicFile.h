@@ -9,6 +9,13 @@
 // size limit) is an error, the temporary file is removed, and the previous file at
 // the target stays whole.
 //
+// Only a regular file (or a new path) is replaced; a symbolic link to one is
+// followed and its target replaced, the link kept. What is no regular file is
+// never renamed over: a fifo, a terminal, /dev/null and the process's own
+// streams (/dev/stdout, /dev/fd/N) are written through as streams (whole or
+// not at all cannot hold there); any other device, a socket, a folder or a
+// dangling link is refused with a message naming it.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ZRT_ATOMICFILE_H
@@ -39,9 +46,10 @@ public:
   const std::string &path() const { return path_; }
 
 private:
-  std::string path_, temp_;
+  std::string path_, target_, temp_; ///< target_: path_, or the file a link names
   int fd_ = -1;
   bool failed_ = false;
+  bool stream_ = false; ///< written through: no temporary file, no rename
 };
 
 /// `bytes` into `path`, whole or not at all; throws zrt::Error on failure.
@@ -50,9 +58,10 @@ void writeFileAtomically(const std::string &path, const std::string &bytes);
 bool writeFileAtomically(const std::string &path, const std::string &bytes,
                          std::string &error);
 
-/// Checks, before any work is done, that a file can be written at `path`: its
-/// folder exists and is writable, and `path` is not a folder. Throws zrt::Error
-/// naming `flag` (the option that gave the path).
+/// Checks, before any work is done, that a file can be written at `path`: a
+/// regular file or a new path in a writable folder, or something written through
+/// (see above); not a folder, a device, a socket or a dangling link. Throws
+/// zrt::Error naming `flag` (the option that gave the path).
 void checkWritable(const std::string &path, const std::string &flag);
 /// The same without exceptions: "" when writable, else the message.
 std::string whyNotWritable(const std::string &path, const std::string &flag);
