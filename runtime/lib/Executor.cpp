@@ -443,16 +443,7 @@ void Executor::loadParameters(const onnx::ModelProto &model, const std::string &
 }
 
 std::vector<std::string> Executor::parameterNames() const {
-  std::vector<std::string> names;
-  for (const auto &b : plan_.buffers()) {
-    if (b.role() != zero::zplan::PARAM)
-      continue;
-    if (!b.has_bucket())
-      names.push_back(b.name());
-    for (const auto &m : b.bucket().members())
-      names.push_back(m.name());
-  }
-  return names;
+  return planParameterNames(plan_);
 }
 
 std::vector<char> Executor::gatherParameter(const std::string &name, DType &dtype,

@@ -291,3 +291,16 @@ std::string zrt::planFingerprint(const Plan &plan) {
   }
   return hex64(fnv1a64(bytes.data(), bytes.size()));
 }
+
+std::vector<std::string> zrt::planParameterNames(const Plan &plan) {
+  std::vector<std::string> names;
+  for (const auto &b : plan.buffers()) {
+    if (b.role() != zero::zplan::PARAM)
+      continue;
+    if (!b.has_bucket())
+      names.push_back(b.name());
+    for (const auto &m : b.bucket().members())
+      names.push_back(m.name());
+  }
+  return names;
+}

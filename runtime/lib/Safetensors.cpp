@@ -8,10 +8,9 @@
 #include "zrt/AtomicFile.h"
 #include "zrt/Error.h"
 #include "zrt/InputFile.h"
+#include "zrt/StrictJson.h"
 
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-
+#include <algorithm>
 #include <cmath>
 #include <unistd.h>
 
@@ -66,17 +65,26 @@ void readAt(int fd, char *out, int64_t bytes, int64_t offset, const std::string 
   }
 }
 
-/// A JSON number that is a non-negative integer below 2^53 (exact in a double).
-int64_t wholeNumber(const google::protobuf::Value &v, const std::string &where) {
-  double d = v.number_value();
-  ZRT_CHECK(v.kind_case() == google::protobuf::Value::kNumberValue && d >= 0 &&
-                d < 9007199254740992.0 && std::floor(d) == d,
-            where << " is not a non-negative integer");
-  return (int64_t)d;
+/// A field the format reads as an unsigned integer (Rust's usize): a JSON
+/// integer, never 1.0 or 1e3, within int64.
+int64_t wholeNumber(const JsonValue &v, const std::string &where) {
+  std::optional<int64_t> n = v.integer();
+  ZRT_CHECK(n && *n >= 0, where << " is not a non-negative integer (it is "
+                                << (v.kind == JsonValue::Kind::Number
+                                        ? "'" + v.text + "'"
+                                        : std::string(JsonValue::kindName(v.kind)))
+                                << ")");
+  return *n;
 }
 
 } // namespace
 
+// As strictly as the reference reader (safetensors' Metadata::validate): a JSON
+// object without duplicate names; __metadata__, if present, an object of
+// strings; each tensor's dtype, shape and data_offsets, integers where integers
+// are; the tensors' bytes, in order of their offsets, one after another from the
+// start of the data to its end: no overlap (one tensor reading another's bytes),
+// no hole, nothing after the last.
 SafetensorsFile::SafetensorsFile(const std::string &path) : path_(path) {
   InputFile file(path, "safetensors file", INT64_MAX);
   ZRT_CHECK(file.size() >= 8, path << " is not a safetensors file: shorter than its "
@@ -92,53 +100,82 @@ SafetensorsFile::SafetensorsFile(const std::string &path) : path_(path) {
                  << " exceeds the file or the format's 100 MB");
   std::string header(headerBytes, '\0');
   readAt(file.fd(), header.data(), headerBytes, 8, path);
-  std::string nesting = jsonNestingProblem(header);
-  ZRT_CHECK(nesting.empty(), path << ": the header " << nesting);
-  google::protobuf::Struct json;
-  ZRT_CHECK(google::protobuf::util::JsonStringToMessage(header, &json).ok(),
-            path << " is not a safetensors file: its header is not a JSON object");
+  JsonValue json;
+  std::string why;
+  ZRT_CHECK(parseStrictJson(header, json, why),
+            path << " is not a safetensors file: its header is not valid JSON: " << why);
+  ZRT_CHECK(json.kind == JsonValue::Kind::Object,
+            path << " is not a safetensors file: its header is "
+                 << JsonValue::kindName(json.kind) << ", not a JSON object");
   dataStart_ = 8 + headerBytes;
   int64_t dataBytes = file.size() - dataStart_;
-  for (const auto &[name, value] : json.fields()) {
-    if (name == "__metadata__")
+  std::vector<std::pair<std::string, const SafetensorsEntry *>> byOffset;
+  for (const auto &[name, value] : json.members) {
+    if (name == "__metadata__") {
+      ZRT_CHECK(value.kind == JsonValue::Kind::Object,
+                path << ": __metadata__ is " << JsonValue::kindName(value.kind)
+                     << ", not an object of strings");
+      for (const auto &[key, text] : value.members)
+        ZRT_CHECK(text.kind == JsonValue::Kind::String,
+                  path << ": __metadata__ '" << key << "' is "
+                       << JsonValue::kindName(text.kind) << ", not a string");
       continue;
+    }
     std::string where = path + ": tensor '" + name + "'";
-    ZRT_CHECK(value.kind_case() == google::protobuf::Value::kStructValue,
-              where << " is not described by an object");
-    const auto &fields = value.struct_value().fields();
-    auto dtype = fields.find("dtype"), shape = fields.find("shape"),
-         offsets = fields.find("data_offsets");
-    ZRT_CHECK(dtype != fields.end() && shape != fields.end() && offsets != fields.end(),
-              where << " lacks dtype, shape or data_offsets");
+    ZRT_CHECK(value.kind == JsonValue::Kind::Object, where << " is not described by an object");
+    const JsonValue *dtype = value.find("dtype"), *shape = value.find("shape"),
+                    *offsets = value.find("data_offsets");
+    ZRT_CHECK(dtype && shape && offsets, where << " lacks dtype, shape or data_offsets");
     SafetensorsEntry e;
     for (const auto &d : kDtypes)
-      if (dtype->second.string_value() == d.name)
+      if (dtype->kind == JsonValue::Kind::String && dtype->text == d.name)
         e.dtype = d.dtype;
     ZRT_CHECK(e.dtype != zero::zplan::DTYPE_INVALID,
-              where << " has dtype '" << dtype->second.string_value()
+              where << " has dtype '"
+                    << (dtype->kind == JsonValue::Kind::String ? dtype->text
+                                                               : JsonValue::kindName(dtype->kind))
                     << "', which zero-run does not read");
-    ZRT_CHECK(shape->second.kind_case() == google::protobuf::Value::kListValue &&
-                  shape->second.list_value().values_size() <= 64,
+    ZRT_CHECK(shape->kind == JsonValue::Kind::Array && shape->items.size() <= 64,
               where << ": shape is not a list of at most 64 dimensions");
     int64_t numel = 1;
-    for (const auto &d : shape->second.list_value().values()) {
+    for (const JsonValue &d : shape->items) {
       int64_t n = wholeNumber(d, where + ": a dimension");
       ZRT_CHECK(!__builtin_mul_overflow(numel, n, &numel), where << " is too large");
       e.shape.push_back(n);
     }
-    ZRT_CHECK(offsets->second.kind_case() == google::protobuf::Value::kListValue &&
-                  offsets->second.list_value().values_size() == 2,
+    ZRT_CHECK(offsets->kind == JsonValue::Kind::Array && offsets->items.size() == 2,
               where << ": data_offsets is not [begin, end]");
-    e.begin = wholeNumber(offsets->second.list_value().values(0), where + ": begin");
-    e.end = wholeNumber(offsets->second.list_value().values(1), where + ": end");
+    e.begin = wholeNumber(offsets->items[0], where + ": begin");
+    e.end = wholeNumber(offsets->items[1], where + ": end");
     int64_t bytes;
     ZRT_CHECK(!__builtin_mul_overflow(numel, dtypeSize(e.dtype), &bytes) &&
                   e.begin <= e.end && e.end <= dataBytes && e.end - e.begin == bytes,
               where << ": bytes [" << e.begin << ", " << e.end
                     << ") are not its shape's size or lie outside the file's "
                     << dataBytes << " bytes of data");
-    entries_[name] = std::move(e);
+    byOffset.emplace_back(name, &(entries_[name] = std::move(e)));
   }
+  std::sort(byOffset.begin(), byOffset.end(), [](const auto &a, const auto &b) {
+    return std::make_pair(a.second->begin, a.second->end) <
+           std::make_pair(b.second->begin, b.second->end);
+  });
+  int64_t covered = 0;
+  std::string previous;
+  for (const auto &[name, e] : byOffset) {
+    ZRT_CHECK(e->begin >= covered,
+              path << ": tensor '" << name << "' (bytes [" << e->begin << ", " << e->end
+                   << ")) overlaps tensor '" << previous << "', which ends at " << covered
+                   << ": each tensor's bytes are its own");
+    ZRT_CHECK(e->begin == covered,
+              path << ": bytes [" << covered << ", " << e->begin << ") of the data belong to "
+                   << "no tensor (a hole before tensor '" << name << "')");
+    covered = e->end;
+    previous = name;
+  }
+  ZRT_CHECK(covered == dataBytes,
+            path << ": the last " << (dataBytes - covered) << " of its " << dataBytes
+                 << " bytes of data belong to no tensor (the format allows nothing after "
+                 << "the last tensor's bytes)");
 }
 
 const SafetensorsEntry *SafetensorsFile::find(const std::string &name) const {

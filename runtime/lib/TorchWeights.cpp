@@ -42,9 +42,11 @@ std::vector<char> convert(const std::vector<char> &src, DType from, DType to,
 } // namespace
 
 int64_t zrt::loadSafetensorsByName(onnx::ModelProto &model, const std::string &path,
-                                   int64_t &unused) {
+                                   const std::vector<std::string> &trained, int64_t &unused) {
   SafetensorsFile file(path);
   TorchNameMap map = torchNames(model);
+  std::set<std::string> mustHave(trained.begin(), trained.end());
+  mustHave.insert(map.parameters.begin(), map.parameters.end());
   std::set<std::string> used;
   std::vector<std::string> missing;
   int64_t replaced = 0;
@@ -67,7 +69,7 @@ int64_t zrt::loadSafetensorsByName(onnx::ModelProto &model, const std::string &p
                                 << " (the exporter's optimizer computed it from the "
                                    "export's weights), so it cannot be read from "
                                 << path << " by name; export with optimize=False");
-      if (map.parameters.count(init.name()))
+      if (mustHave.count(init.name()))
         missing.push_back(names->second.back().name);
       continue;
     }

@@ -10,6 +10,7 @@
 #include "zplan.pb.h"
 
 #include <string>
+#include <vector>
 
 namespace zrt {
 
@@ -27,6 +28,10 @@ void validatePlan(const zero::zplan::Plan &plan, const std::string &what);
 /// The plan's identity: FNV-1a 64 of its deterministic serialization, 16 hex
 /// digits (a checkpoint records it; ranks compare it).
 std::string planFingerprint(const zero::zplan::Plan &plan);
+
+/// The names of the parameters the plan trains (its PARAM buffers and their
+/// bucket members), in plan order.
+std::vector<std::string> planParameterNames(const zero::zplan::Plan &plan);
 
 } // namespace zrt
 
