@@ -252,6 +252,11 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
                  << maxLiveMb << "\n";
     return failure();
   }
+  if (!std::isfinite(best)) {
+    llvm::errs() << "zero-opt: error: --auto-tune: the machine's figures predict no finite "
+                    "step for any candidate; nothing to choose from\n";
+    return failure();
+  }
   for (auto [g, t] : estimates)
     if (g)
       llvm::errs() << "zero-opt: auto-tune: --zero-shard-group-size=" << g
@@ -404,9 +409,16 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
     }
     if (noRecomputePeak >= 0 && r->recomputeLevel)
       r->recomputeSavedBytes = noRecomputePeak - r->totalPeak;
-    if (report == "json")
-      zero::printReportJson(*r, llvm::outs());
-    else
+    if (report == "json") {
+      // Printed whole or not at all: a number JSON cannot hold is an error.
+      std::string text;
+      llvm::raw_string_ostream json(text);
+      if (std::string why = zero::printReportJson(*r, json); !why.empty()) {
+        llvm::errs() << "zero-opt: error: " << why << "\n";
+        return failure();
+      }
+      llvm::outs() << text;
+    } else
       zero::printReportTable(*r, llvm::outs());
     if (output == "-") // the report was what was asked for
       return success();

@@ -10,6 +10,7 @@
 #include "zero/Driver/DeepSpeedConfig.h"
 
 #include "zrt/InputFile.h"
+#include "zrt/StrictJson.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -711,10 +712,16 @@ bool Reader::read(const json::Object &top) {
 bool zero::readDeepSpeedConfigText(const std::string &text, const std::string &path,
                                    int64_t worldSize, DeepSpeedConfig &config,
                                    std::string &error) {
-  // LLVM's parser recurses per level: the depth is bounded before it runs.
-  std::string deep = zrt::jsonNestingProblem(text);
-  if (!deep.empty()) {
-    error = path + ": not a DeepSpeed config: " + deep;
+  // Strictly first: a duplicate key is an error, as in DeepSpeed's own parser
+  // (LLVM's keeps the last in silence: "stage": 3, "stage": 1 compiled stage 1),
+  // and the depth is bounded before LLVM's parser, which recurses per level, runs.
+  zrt::JsonValue strict;
+  std::string why;
+  if (!zrt::parseStrictJson(text, strict, why)) {
+    error = path + ": not a DeepSpeed config: " + why +
+            (why.find("appears twice") != std::string::npos
+                 ? " (DeepSpeed refuses duplicate keys too)"
+                 : "");
     return false;
   }
   auto parsed = json::parse(text);

@@ -12,12 +12,18 @@
 #include "zplan/MachineFile.h"
 #include "zplan/QuantizedWire.h"
 #include "zrt/InputFile.h"
+#include "zrt/StrictJson.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace mlir;
 using namespace zero;
@@ -58,64 +64,119 @@ FailureOr<MachineModel> zero::loadMachineModel(StringRef nameOrPath,
             "machine file (" + why + ")";
     return failure();
   }
-  // The parser recurses per level: bounded first.
-  if (std::string deep = zrt::jsonNestingProblem(text); !deep.empty()) {
-    error = "'" + nameOrPath.str() + "' is not a machine file: " + deep;
+  zrt::JsonValue json;
+  std::string why2;
+  if (!zrt::parseStrictJson(text, json, why2)) {
+    error = "'" + nameOrPath.str() + "' is not a machine file: " + why2;
     return failure();
   }
-  auto json = llvm::json::parse(text);
-  if (!json) {
-    error = "'" + nameOrPath.str() + "' is not JSON: " + llvm::toString(json.takeError());
-    return failure();
-  }
-  auto *obj = json->getAsObject();
-  if (!obj) {
-    error = "'" + nameOrPath.str() + "' is not a JSON object";
+  if (json.kind != zrt::JsonValue::Kind::Object) {
+    error = "'" + nameOrPath.str() + "' is not a machine file: it holds " +
+            zrt::JsonValue::kindName(json.kind) + ", not a JSON object";
     return failure();
   }
   namespace key = zplan::machine;
-  m.name = obj->getString(key::kName).value_or(nameOrPath).str();
-  auto read = [&](StringRef key, double &field) {
-    if (auto v = obj->getNumber(key))
-      field = *v;
+  // Each figure, with the range a machine can have: rates from 1 to 10^18 per
+  // second, times from 0 to an hour, seconds per byte from 0 to 1. Outside them
+  // the model's predictions overflow (1e-308 FLOP/s: an infinite step) or mean
+  // nothing.
+  struct Figure {
+    const char *key;
+    double *field;
+    double lo, hi;
+    const char *unit;
   };
-  read(key::kMatmulFlops, m.matmulFlops);
-  read(key::kMatmulFlops16, m.matmulFlops16);
-  read(key::kVectorFlops, m.vectorFlops);
-  read(key::kMemoryBandwidth, m.memoryBandwidth);
-  read(key::kKernelOverheadS, m.kernelOverheadS);
-  read(key::kAlphaS, m.alphaS);
-  read(key::kBetaSPerByte, m.betaSPerByte);
-  read(key::kNvmeReadBandwidth, m.nvmeReadBandwidth);
-  read(key::kNvmeWriteBandwidth, m.nvmeWriteBandwidth);
-  m.interAlphaS = m.alphaS;
-  m.interBetaSPerByte = m.betaSPerByte;
-  read(key::kInterAlphaS, m.interAlphaS);
-  read(key::kInterBetaSPerByte, m.interBetaSPerByte);
-  if (m.matmulFlops <= 0 || m.matmulFlops16 < 0 || m.vectorFlops <= 0 ||
-      m.memoryBandwidth <= 0 || m.nvmeReadBandwidth <= 0 || m.nvmeWriteBandwidth <= 0 ||
-      m.kernelOverheadS < 0 || m.alphaS < 0 || m.betaSPerByte < 0 || m.interAlphaS < 0 ||
-      m.interBetaSPerByte < 0) {
-    error = "'" + nameOrPath.str() + "' has a non-positive rate or a negative time";
+  double unsetInterAlpha = -1, unsetInterBeta = -1;
+  const Figure figures[] = {
+      {key::kMatmulFlops, &m.matmulFlops, 1, 1e18, "FLOP/s"},
+      {key::kMatmulFlops16, &m.matmulFlops16, 1, 1e18, "FLOP/s"},
+      {key::kVectorFlops, &m.vectorFlops, 1, 1e18, "FLOP/s"},
+      {key::kMemoryBandwidth, &m.memoryBandwidth, 1, 1e18, "bytes/s"},
+      {key::kKernelOverheadS, &m.kernelOverheadS, 0, 3600, "s"},
+      {key::kAlphaS, &m.alphaS, 0, 3600, "s"},
+      {key::kBetaSPerByte, &m.betaSPerByte, 0, 1, "s per byte"},
+      {key::kInterAlphaS, &unsetInterAlpha, 0, 3600, "s"},
+      {key::kInterBetaSPerByte, &unsetInterBeta, 0, 1, "s per byte"},
+      {key::kNvmeReadBandwidth, &m.nvmeReadBandwidth, 1, 1e18, "bytes/s"},
+      {key::kNvmeWriteBandwidth, &m.nvmeWriteBandwidth, 1, 1e18, "bytes/s"},
+  };
+  const char *others[] = {key::kName, key::kRanksPerNode, key::kCollectiveAlgorithm};
+  std::string file = "'" + nameOrPath.str() + "'";
+  int figuresGiven = 0;
+  for (const auto &[name, value] : json.members) {
+    const Figure *f = nullptr;
+    for (const Figure &g : figures)
+      if (name == g.key)
+        f = &g;
+    bool other = llvm::is_contained(others, StringRef(name));
+    if (!f && !other) {
+      // The known key nearest in spelling, as a suggestion.
+      std::string best;
+      unsigned bestDistance = 4;
+      auto consider = [&](StringRef known) {
+        unsigned d = StringRef(name).edit_distance(known, true, bestDistance);
+        if (d < bestDistance)
+          bestDistance = d, best = known.str();
+      };
+      for (const Figure &g : figures)
+        consider(g.key);
+      for (const char *o : others)
+        consider(o);
+      error = file + ": unknown key '" + name + "'" +
+              (best.empty() ? std::string(" (docs/UserGuide.md lists a machine file's keys)")
+                            : " (did you mean '" + best + "'?)");
+      return failure();
+    }
+    if (name != key::kName)
+      ++figuresGiven;
+    if (!f)
+      continue;
+    char range[96];
+    std::snprintf(range, sizeof range, "a number from %g to %g (%s)", f->lo, f->hi, f->unit);
+    if (value.kind != zrt::JsonValue::Kind::Number) {
+      error = file + ": " + name + " is " + zrt::JsonValue::kindName(value.kind) + ", not " +
+              range;
+      return failure();
+    }
+    double v = std::strtod(value.text.c_str(), nullptr);
+    if (!std::isfinite(v) || v < f->lo || v > f->hi) {
+      error = file + ": " + name + " is " + value.text + ", not " + range;
+      return failure();
+    }
+    *f->field = v;
+  }
+  if (const zrt::JsonValue *n = json.find(key::kName)) {
+    if (n->kind != zrt::JsonValue::Kind::String) {
+      error = file + ": " + key::kName + " is " + zrt::JsonValue::kindName(n->kind) +
+              ", not a string";
+      return failure();
+    }
+    m.name = n->text;
+  } else {
+    m.name = nameOrPath.str();
+  }
+  m.interAlphaS = unsetInterAlpha >= 0 ? unsetInterAlpha : m.alphaS;
+  m.interBetaSPerByte = unsetInterBeta >= 0 ? unsetInterBeta : m.betaSPerByte;
+  if (const zrt::JsonValue *a = json.find(key::kCollectiveAlgorithm)) {
+    if (a->kind != zrt::JsonValue::Kind::String || (a->text != "ring" && a->text != "direct")) {
+      error = file + ": " + key::kCollectiveAlgorithm + " must be \"ring\" or \"direct\"";
+      return failure();
+    }
+    m.directExchange = a->text == "direct";
+  }
+  if (const zrt::JsonValue *r = json.find(key::kRanksPerNode)) {
+    std::optional<int64_t> n = r->integer();
+    if (!n || *n < 1 || *n > (int64_t(1) << 20)) {
+      error = file + ": " + key::kRanksPerNode + " must be a whole number from 1 to 1048576";
+      return failure();
+    }
+    m.ranksPerNode = *n;
+  }
+  if (figuresGiven == 0) {
+    error = file + " gives none of a machine's figures (matmul_flops, memory_bandwidth, "
+            "alpha_s, ...): it would predict the 'cpu' machine's step; zero-run "
+            "--calibrate FILE measures and writes them";
     return failure();
-  }
-  if (obj->get(key::kCollectiveAlgorithm)) {
-    std::optional<StringRef> a = obj->getString(key::kCollectiveAlgorithm);
-    if (!a || (*a != "ring" && *a != "direct")) {
-      error = "'" + nameOrPath.str() + "': " + key::kCollectiveAlgorithm +
-              " must be \"ring\" or \"direct\"";
-      return failure();
-    }
-    m.directExchange = *a == "direct";
-  }
-  if (obj->get(key::kRanksPerNode)) {
-    std::optional<int64_t> r = obj->getInteger(key::kRanksPerNode);
-    if (!r || *r < 1) {
-      error = "'" + nameOrPath.str() + "': " + key::kRanksPerNode +
-              " must be a positive integer";
-      return failure();
-    }
-    m.ranksPerNode = *r;
   }
   return m;
 }

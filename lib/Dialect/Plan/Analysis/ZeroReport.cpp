@@ -12,6 +12,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace zero;
 
@@ -345,7 +347,29 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
   }
 }
 
-void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
+namespace {
+
+/// The first number in `v` that is not finite (JSON has no inf or NaN), as the
+/// path to it ("predicted.step_ms"); "" when all are.
+std::string nonFiniteAt(const llvm::json::Value &v, const std::string &path) {
+  if (auto d = v.getAsNumber(); d && !std::isfinite(*d))
+    return path.empty() ? "the report" : path;
+  if (const auto *o = v.getAsObject())
+    for (const auto &[k, child] : *o)
+      if (std::string at = nonFiniteAt(child, path.empty() ? k.str() : path + "." + k.str());
+          !at.empty())
+        return at;
+  if (const auto *a = v.getAsArray())
+    for (size_t i = 0; i < a->size(); ++i)
+      if (std::string at = nonFiniteAt((*a)[i], path + "[" + std::to_string(i) + "]");
+          !at.empty())
+        return at;
+  return "";
+}
+
+} // namespace
+
+std::string zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
   llvm::json::Object out{
       {"zero_stage", r.stage},
       {"world_size", r.worldSize},
@@ -425,5 +449,9 @@ void zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
       rc["saved_peak_bytes"] = r.recomputeSavedBytes;
     out["recompute"] = std::move(rc);
   }
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(out))) << "\n";
+  llvm::json::Value value(std::move(out));
+  if (std::string at = nonFiniteAt(value, ""); !at.empty())
+    return "the report's " + at + " is not a finite number, which JSON cannot hold";
+  os << llvm::formatv("{0:2}", value) << "\n";
+  return "";
 }

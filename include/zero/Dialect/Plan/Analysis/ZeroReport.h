@@ -90,7 +90,9 @@ struct ZeroReport {
 mlir::FailureOr<ZeroReport> computeZeroReport(mlir::ModuleOp module, int64_t stage);
 
 void printReportTable(const ZeroReport &r, llvm::raw_ostream &os);
-void printReportJson(const ZeroReport &r, llvm::raw_ostream &os);
+/// Prints the report as JSON; returns "" or, printing nothing, why it cannot be
+/// (a number that is not finite).
+std::string printReportJson(const ZeroReport &r, llvm::raw_ostream &os);
 
 } // namespace zero
 
