@@ -13,7 +13,7 @@ packages=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libprotobuf-dev protobuf-compiler curl ca-certificates
   libopenmpi-dev openmpi-bin
-  libopenblas-dev libgtest-dev libaio-dev iproute2
+  libopenblas-dev libgtest-dev libaio-dev libssl-dev iproute2
   clang-22 libfuzzer-22-dev libclang-rt-22-dev
   python3-venv python3-dev
 )

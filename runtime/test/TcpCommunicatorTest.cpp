@@ -45,13 +45,16 @@ int freePort() {
   return ntohs(a.sin_port);
 }
 
-LaunchVariables launch(int rank, int world, int port) {
+constexpr const char *kSecret = "0123456789abcdef-test-secret";
+
+LaunchVariables launch(int rank, int world, int port, const std::string &secret = kSecret) {
   LaunchVariables v;
   v.launcher = "torchrun";
   v.rank = rank;
   v.worldSize = world;
   v.masterAddress = "127.0.0.1";
   v.masterPort = port;
+  v.secret = secret;
   return v;
 }
 
@@ -216,6 +219,49 @@ TEST(TcpCommunicator, RefusesTwoProcessesOfOneRank) {
     EXPECT_NE(e.find("two processes say they are rank 1"), std::string::npos) << e;
 }
 
+// A process that does not hold the job's secret is not let in: rank 0 ignores it
+// (with a warning) and waits on for the real rank; the impostor is told rank 0
+// could not prove itself either. Then the real rank 1 joins and the collectives
+// run.
+TEST(TcpCommunicator, ARankWithoutTheSecretIsNotLetIn) {
+  int port = freePort();
+  std::string impostorError, rootError, realError;
+  std::vector<float> sums(2);
+  std::thread root([&] {
+    try {
+      auto comm = makeTcpCommunicator(launch(0, 2, port), 10);
+      float x = 1;
+      comm->allReduce(&x, &sums[0], 1, zero::zplan::F32);
+    } catch (const std::exception &e) {
+      rootError = e.what();
+    }
+  });
+  try {
+    makeTcpCommunicator(launch(1, 2, port, "another secret, 32 characters.."), 10);
+  } catch (const std::exception &e) {
+    impostorError = e.what();
+  }
+  std::thread real([&] {
+    try {
+      auto comm = makeTcpCommunicator(launch(1, 2, port), 10);
+      float x = 2;
+      comm->allReduce(&x, &sums[1], 1, zero::zplan::F32);
+    } catch (const std::exception &e) {
+      realError = e.what();
+    }
+  });
+  root.join();
+  real.join();
+  EXPECT_NE(impostorError.find("is not this job's rank 0: it did not prove it holds this "
+                               "job's ZERO_RUN_SECRET"),
+            std::string::npos)
+      << impostorError;
+  EXPECT_EQ(rootError, "");
+  EXPECT_EQ(realError, "");
+  EXPECT_EQ(sums[0], 3.0f);
+  EXPECT_EQ(sums[1], 3.0f);
+}
+
 TEST(TcpCommunicator, AFailedRankEndsTheOthersNamingIt) {
   auto errors = onTcpRanks(allRanks(4), 4, [](int r, Communicator &comm) {
     comm.meanOf(1.0);
@@ -273,7 +319,8 @@ TEST(LaunchVariables, TorchrunAndSlurm) {
   EXPECT_FALSE(readFrom({{"PATH", "/bin"}}));
   auto t = readFrom({{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"},
                      {"MASTER_ADDR", "node7"}, {"MASTER_PORT", "29500"},
-                     {"SLURM_PROCID", "9"}, {"SLURM_NTASKS", "16"}});
+                     {"SLURM_PROCID", "9"}, {"SLURM_NTASKS", "16"},
+                     {"ZERO_RUN_SECRET", kSecret}});
   ASSERT_TRUE(t);
   EXPECT_EQ(t->launcher, "torchrun"); // torchrun within a Slurm job: torchrun's
   EXPECT_EQ(t->rank, 2);
@@ -281,8 +328,10 @@ TEST(LaunchVariables, TorchrunAndSlurm) {
   EXPECT_EQ(t->localRank, 0);
   EXPECT_EQ(t->masterAddress, "node7");
   EXPECT_EQ(t->masterPort, 29500);
+  EXPECT_EQ(t->secret, kSecret);
   auto s = readFrom({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
-                     {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "6000"}});
+                     {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "6000"},
+                     {"ZERO_RUN_SECRET", kSecret}});
   ASSERT_TRUE(s);
   EXPECT_EQ(s->launcher, "Slurm");
   EXPECT_EQ(s->rank, 3);
@@ -310,6 +359,19 @@ TEST(LaunchVariables, IncompleteOrInvalidOnesAreNamed) {
   EXPECT_NE(errorOf({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
                      {"MASTER_PORT", "70000"}})
                 .find("MASTER_PORT='70000' is not an integer in [1, 65535]"),
+            std::string::npos);
+  // No secret, or one too short to be one.
+  EXPECT_NE(errorOf({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
+                     {"MASTER_PORT", "29500"}})
+                .find("WORLD_SIZE=2 (torchrun) and ZERO_RUN_SECRET is not set"),
+            std::string::npos);
+  EXPECT_NE(errorOf({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
+                     {"MASTER_PORT", "29500"}, {"ZERO_RUN_SECRET", "short"}})
+                .find("ZERO_RUN_SECRET has 5 characters"),
+            std::string::npos);
+  // A world no launch has: named at once, nothing allocated for it.
+  EXPECT_NE(errorOf({{"RANK", "0"}, {"WORLD_SIZE", "2147483647"}})
+                .find("WORLD_SIZE='2147483647' is not an integer in [1, 1048576]"),
             std::string::npos);
 }
 

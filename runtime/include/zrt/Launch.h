@@ -23,27 +23,43 @@
 
 namespace zrt {
 
+/// The longest timeout a user may give, in seconds (about 31 years); "inf" (no
+/// limit) waits this long. A steady clock's deadline that far ahead still fits its
+/// 64-bit nanoseconds.
+inline constexpr double kLongestTimeoutS = 1e9;
+
+/// The most ranks a launch may have (WORLD_SIZE, SLURM_NTASKS).
+inline constexpr int kMaxLaunchRanks = 1 << 20;
+
 /// What a launcher's variables say about this process.
 struct LaunchVariables {
   std::string launcher; ///< "torchrun" or "Slurm": which variables were read
+  std::string worldSizeVariable; ///< WORLD_SIZE or SLURM_NTASKS
   int rank = 0, worldSize = 1;
   int localRank = -1; ///< rank among this host's processes; -1 when not given
   std::string masterAddress;
   int masterPort = 0;
+  /// ZERO_RUN_SECRET: what every rank proves it holds when the ranks meet
+  /// (lib/comm/JobSecret.h); at least kMinSecretBytes.
+  std::string secret;
 };
+
+inline constexpr size_t kMinSecretBytes = 16;
 
 /// The variables of torchrun or Slurm as `lookup` (getenv, say) gives them; none
 /// when neither launcher's are set. Incomplete or invalid ones are an error that
-/// names the variable.
+/// names the variable; so is a launch of several ranks without ZERO_RUN_SECRET.
 std::optional<LaunchVariables>
 readLaunchVariables(const std::function<const char *(const char *)> &lookup);
 
 /// The ranks of a launch by `v` (v.worldSize of them), met through a TCP
-/// rendezvous: rank 0 listens at MASTER_PORT, the others connect to
-/// MASTER_ADDR:MASTER_PORT within `timeoutSeconds`, and every pair of ranks then
-/// holds a connection. Collectives sum on the host in rank order (as thread ranks
-/// do), so results do not depend on the launcher. A rank that does not arrive in
-/// time is named in every waiting rank's error.
+/// rendezvous: rank 0 listens at MASTER_ADDR:MASTER_PORT (that address only), the
+/// others connect to it within `timeoutSeconds`, and every pair of ranks then
+/// holds a connection, each end of each having proven it holds v.secret (one that
+/// cannot is refused with a warning, and the rendezvous waits on). Collectives sum
+/// on the host in rank order (as thread ranks do), so results do not depend on
+/// the launcher. A rank that does not arrive in time is named in every waiting
+/// rank's error.
 std::unique_ptr<Communicator> makeTcpCommunicator(const LaunchVariables &v,
                                                   double timeoutSeconds);
 

@@ -14,11 +14,18 @@
 #include "zrt/Communicator.h"
 #include "zrt/RunOptions.h"
 
+#include <string>
+
 namespace zrt {
 
 /// Runs what `o` asks on this process's rank of `comm` (or, when not `launched`,
 /// on every rank of the plan as threads); the exit status.
 int runPlan(const RunOptions &o, Communicator &comm, bool launched);
+
+/// Before a launch's ranks meet: a plan run launched as `worldSize` ranks (the
+/// launcher's `variable` says so) must have been compiled for that many, or
+/// nothing is allocated for them and the error names both.
+void checkLaunchFitsPlan(const RunOptions &o, int worldSize, const std::string &variable);
 
 } // namespace zrt
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 
 using namespace zrt;
 
@@ -48,7 +49,8 @@ zrt::readLaunchVariables(const std::function<const char *(const char *)> &lookup
     ZRT_CHECK(lookup(name), v.launcher << "'s variables are incomplete: " << name
                                        << " is not set (" << rankName << " and "
                                        << worldName << " go together)");
-  v.worldSize = integerVariable(worldName, lookup(worldName), 1, INT_MAX);
+  v.worldSizeVariable = worldName;
+  v.worldSize = integerVariable(worldName, lookup(worldName), 1, kMaxLaunchRanks);
   v.rank = integerVariable(rankName, lookup(rankName), 0, v.worldSize - 1);
   if (lookup(localName))
     v.localRank = integerVariable(localName, lookup(localName), 0, v.worldSize - 1);
@@ -66,6 +68,20 @@ zrt::readLaunchVariables(const std::function<const char *(const char *)> &lookup
                                 : ""));
   v.masterAddress = lookup("MASTER_ADDR");
   v.masterPort = integerVariable("MASTER_PORT", lookup("MASTER_PORT"), 1, 65535);
+  // Anyone who reaches MASTER_PORT could otherwise join as a rank (and send the
+  // others whatever values it likes).
+  const char *secret = lookup("ZERO_RUN_SECRET");
+  ZRT_CHECK(secret && *secret,
+            worldName << "=" << v.worldSize << " (" << v.launcher
+                      << ") and ZERO_RUN_SECRET is not set: the ranks prove to each other "
+                         "that they belong to this job with a secret they share; export "
+                         "the same random value to every rank, for instance "
+                         "ZERO_RUN_SECRET=$(openssl rand -hex 16)");
+  ZRT_CHECK(std::strlen(secret) >= kMinSecretBytes,
+            "ZERO_RUN_SECRET has " << std::strlen(secret) << " characters; a secret of fewer "
+                                   << "than " << kMinSecretBytes << " is too easy to guess "
+                                   << "(openssl rand -hex 16 makes one of 32)");
+  v.secret = secret;
   return v;
 }
 

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <cmath>
 #include <numeric>
 
 using namespace zrt;
@@ -214,7 +215,8 @@ private:
 
 std::unique_ptr<Communicator> zrt::makeTcpCommunicator(const LaunchVariables &v,
                                                       double timeoutSeconds) {
-  ZRT_CHECK(timeoutSeconds > 0, "--rendezvous-timeout must be positive");
+  ZRT_CHECK(timeoutSeconds > 0 && !std::isnan(timeoutSeconds),
+            "--rendezvous-timeout must be positive");
   auto links = std::make_shared<TcpLinks>(v, timeoutSeconds);
   std::vector<int> everyone(v.worldSize);
   std::iota(everyone.begin(), everyone.end(), 0);

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TcpLinks.h"
+#include "JobSecret.h"
 
 #include "zrt/Error.h"
 #include "zrt/Watchdog.h"
@@ -47,12 +48,21 @@ constexpr char kMeshMagic[8] = {'z', 'r', 'u', 'n', 'm', 's', 'h', '1'};
 constexpr uint32_t kMessageMagic = 0x5a52544d; // "ZRTM"
 
 /// A rendezvous connection's first message (rank > 0 to rank 0), and a mesh
-/// connection's (higher rank to lower; port unused).
+/// connection's (higher rank to lower; port unused), with the initiator's nonce.
 struct Hello {
   char magic[8];
   int32_t rank, worldSize;
   uint32_t port;
+  Nonce nonce;
 };
+/// The acceptor's answer to a hello: its nonce and its proof of the secret over
+/// both; the initiator then sends its own proof (JobSecret.h).
+struct Challenge {
+  char magic[8];
+  Nonce nonce;
+  Proof proof;
+};
+static_assert(sizeof(Hello) == 52 && sizeof(Challenge) == 72, "no padding on the wire");
 /// Rank 0's answer: status 0 and worldSize Endpoints, or status 1 and `length`
 /// bytes of error text.
 struct Reply {
@@ -129,21 +139,25 @@ uint32_t resolve(const std::string &host) {
   return address;
 }
 
-/// A non-blocking socket listening at `port` (0: any) on every address.
-Socket listenAt(int port, const std::string &what) {
+/// A non-blocking socket listening at `address` (IPv4, network order), `port` (0:
+/// any).
+Socket listenAt(uint32_t address, int port, const std::string &what) {
   Socket s(::socket(AF_INET, SOCK_STREAM, 0));
   ZRT_CHECK(s.fd >= 0, "cannot open a socket: " << errnoText());
   int one = 1;
   setsockopt(s.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  a.sin_addr.s_addr = address;
   a.sin_port = htons((uint16_t)port);
   ZRT_CHECK(::bind(s.fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0,
             "cannot listen at " << what << ": " << errnoText()
                                 << (errno == EADDRINUSE ? " (another job's rendezvous, or "
                                                           "another program, has the port)"
-                                                        : ""));
+                                    : errno == EADDRNOTAVAIL
+                                        ? " (MASTER_ADDR must be an address of rank 0's "
+                                          "own host)"
+                                        : ""));
   ZRT_CHECK(::listen(s.fd, SOMAXCONN) == 0, "cannot listen at " << what << ": " << errnoText());
   setBlocking(s.fd, false);
   return s;
@@ -225,6 +239,45 @@ void tune(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeoutMs, sizeof userTimeoutMs);
 }
 
+/// The acceptor's half of a connection's start, once the hello `h` is in: sends
+/// its challenge and checks the initiator's proof. False, `why` set, when the
+/// initiator does not prove it holds `secret`.
+bool checkInitiator(int fd, const Hello &h, const char *magic, const std::string &secret,
+                    Clock::time_point deadline, std::string &why) {
+  Challenge c{};
+  std::memcpy(c.magic, magic, sizeof c.magic);
+  c.nonce = freshNonce();
+  c.proof = proofOf(secret, "acceptor", &h, sizeof h, c.nonce);
+  Proof answer{};
+  if (!transferAll(fd, &c, sizeof c, true, deadline, why) ||
+      !transferAll(fd, answer.data(), answer.size(), false, deadline, why))
+    return false;
+  if (!sameProof(answer, proofOf(secret, "initiator", &h, sizeof h, c.nonce))) {
+    why = "it did not prove it holds this job's ZERO_RUN_SECRET";
+    return false;
+  }
+  return true;
+}
+
+/// The initiator's half: sends the hello `h` (its nonce drawn here), checks the
+/// acceptor's proof, sends its own. False, `why` set, on failure.
+bool proveToAcceptor(int fd, Hello &h, const char *magic, const std::string &secret,
+                     Clock::time_point deadline, std::string &why) {
+  h.nonce = freshNonce();
+  Challenge c{};
+  if (!transferAll(fd, &h, sizeof h, true, deadline, why) ||
+      !transferAll(fd, &c, sizeof c, false, deadline, why))
+    return false;
+  if (std::memcmp(c.magic, magic, sizeof c.magic) != 0 ||
+      !sameProof(c.proof, proofOf(secret, "acceptor", &h, sizeof h, c.nonce))) {
+    why = "it did not prove it holds this job's ZERO_RUN_SECRET (the ranks' secrets "
+          "differ, or another program listens there)";
+    return false;
+  }
+  Proof mine = proofOf(secret, "initiator", &h, sizeof h, c.nonce);
+  return transferAll(fd, mine.data(), mine.size(), true, deadline, why);
+}
+
 } // namespace
 
 const char *zrt::tcp::kindName(Kind k) {
@@ -256,10 +309,13 @@ const char *zrt::tcp::kindName(Kind k) {
 TcpLinks::TcpLinks(const LaunchVariables &v, double timeoutSeconds)
     : rank_(v.rank), size_(v.worldSize), peers_(v.worldSize), midMessage_(v.worldSize) {
   where_ = v.masterAddress + ":" + std::to_string(v.masterPort);
+  secret_ = v.secret;
   uint32_t master = resolve(v.masterAddress);
-  auto timeout = std::chrono::milliseconds((int64_t)(timeoutSeconds * 1000));
+  // inf (no limit) and the longest timeout alike: a deadline the clock can hold.
+  auto timeout = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::min(timeoutSeconds, kLongestTimeoutS)));
   if (rank_ == 0)
-    rendezvousAsRoot(v.masterPort, Clock::now() + timeout, timeoutSeconds);
+    rendezvousAsRoot(master, v.masterPort, Clock::now() + timeout, timeoutSeconds);
   else
     rendezvousAsPeer(master, v.masterPort, timeout, timeoutSeconds);
   for (int p = 0; p < size_; ++p)
@@ -294,8 +350,10 @@ void TcpLinks::abort(const std::string &why) {
 
 /// Rank 0: waits for every other rank's hello, then answers each with the
 /// table or with why the rendezvous failed.
-void TcpLinks::rendezvousAsRoot(int port, Clock::time_point deadline, double timeoutSeconds) {
-  Socket listener = listenAt(port, "MASTER_PORT " + std::to_string(port));
+void TcpLinks::rendezvousAsRoot(uint32_t address, int port, Clock::time_point deadline,
+                                double timeoutSeconds) {
+  // At MASTER_ADDR only: the other interfaces' networks have no business here.
+  Socket listener = listenAt(address, port, "MASTER_ADDR:MASTER_PORT " + where_);
   std::vector<Endpoint> table(size_);
   std::vector<std::string> from(size_);
   int arrived = 1;
@@ -317,11 +375,17 @@ void TcpLinks::rendezvousAsRoot(int port, Clock::time_point deadline, double tim
     std::string peer = addressText(a.sin_addr.s_addr, ntohs(a.sin_port));
     Hello h{};
     std::string why;
-    if (!transferAll(s.fd, &h, sizeof h, false,
-                     std::min(deadline, Clock::now() + std::chrono::seconds(10)), why) ||
+    auto answerBy = std::min(deadline, Clock::now() + std::chrono::seconds(10));
+    if (!transferAll(s.fd, &h, sizeof h, false, answerBy, why) ||
         std::memcmp(h.magic, kRendezvousMagic, sizeof h.magic) != 0) {
       std::fprintf(stderr, "zero-run: warning: ignored a connection to MASTER_PORT from %s "
                            "that is not a zero-run rank\n", peer.c_str());
+      continue;
+    }
+    // Before anything it says is believed: it must hold the job's secret.
+    if (!checkInitiator(s.fd, h, kRendezvousMagic, secret_, answerBy, why)) {
+      std::fprintf(stderr, "zero-run: warning: ignored a connection to MASTER_PORT from %s: "
+                           "%s\n", peer.c_str(), why.c_str());
       continue;
     }
     std::ostringstream bad;
@@ -368,7 +432,6 @@ void TcpLinks::rendezvousAsRoot(int port, Clock::time_point deadline, double tim
 /// each lower rank and accepts each higher one.
 void TcpLinks::rendezvousAsPeer(uint32_t master, int port, Clock::duration timeout,
                                 double timeoutSeconds) {
-  Socket listener = listenAt(0, "a port of its own");
   std::string why;
   Socket root = connectBy(master, port, Clock::now() + timeout, why);
   ZRT_CHECK(root.fd >= 0, "rank 0's rendezvous at "
@@ -376,6 +439,13 @@ void TcpLinks::rendezvousAsPeer(uint32_t master, int port, Clock::duration timeo
                               << " s (--rendezvous-timeout; last try: " << why
                               << "): is rank 0 running, with the same MASTER_ADDR and "
                               << "MASTER_PORT?");
+  // This rank's own port, on the address by which it reaches rank 0 (the
+  // network the job runs on), not on every interface.
+  sockaddr_in self{};
+  socklen_t selfLength = sizeof self;
+  ZRT_CHECK(::getsockname(root.fd, reinterpret_cast<sockaddr *>(&self), &selfLength) == 0,
+            "cannot read this rank's address: " << errnoText());
+  Socket listener = listenAt(self.sin_addr.s_addr, 0, "a port of its own");
   Hello h{};
   std::memcpy(h.magic, kRendezvousMagic, sizeof h.magic);
   h.rank = rank_;
@@ -385,10 +455,13 @@ void TcpLinks::rendezvousAsPeer(uint32_t master, int port, Clock::duration timeo
   // connect.
   auto answerBy = Clock::now() + timeout + std::chrono::seconds(10);
   Reply reply{};
-  bool ok = transferAll(root.fd, &h, sizeof h, true, answerBy, why) &&
-            transferAll(root.fd, &reply, sizeof reply, false, answerBy, why);
+  bool proven = proveToAcceptor(root.fd, h, kRendezvousMagic, secret_, answerBy, why);
+  ZRT_CHECK(proven || why.find("ZERO_RUN_SECRET") == std::string::npos,
+            "what listens at " << where_ << " is not this job's rank 0: " << why);
+  bool ok = proven && transferAll(root.fd, &reply, sizeof reply, false, answerBy, why);
   ZRT_CHECK(ok, "the rendezvous at " << where_ << " did not complete: " << why
-                                     << " (rank 0 failed? see its error)");
+                                     << " (rank 0 failed, or refused this rank: see its "
+                                     << "error and warnings)");
   ZRT_CHECK(std::memcmp(reply.magic, kRendezvousMagic, sizeof reply.magic) == 0 &&
                 reply.length <= (1u << 20),
             "what listens at " << where_ << " is not a zero-run rendezvous");
@@ -411,7 +484,7 @@ void TcpLinks::rendezvousAsPeer(uint32_t master, int port, Clock::duration timeo
     std::memcpy(m.magic, kMeshMagic, sizeof m.magic);
     m.rank = rank_;
     m.worldSize = size_;
-    ZRT_CHECK(transferAll(s.fd, &m, sizeof m, true, meshBy, why),
+    ZRT_CHECK(proveToAcceptor(s.fd, m, kMeshMagic, secret_, meshBy, why),
               "cannot reach rank " << p << " at " << at << ": " << why);
     peers_[p] = std::move(s);
   }
@@ -421,11 +494,20 @@ void TcpLinks::rendezvousAsPeer(uint32_t master, int port, Clock::duration timeo
     ZRT_CHECK(s.fd >= 0, "ranks above " << rank_ << " did not connect within "
                                         << timeoutSeconds << " s of the rendezvous");
     Hello m{};
-    ZRT_CHECK(transferAll(s.fd, &m, sizeof m, false, meshBy, why) &&
-                  std::memcmp(m.magic, kMeshMagic, sizeof m.magic) == 0 &&
-                  m.rank > rank_ && m.rank < size_ && peers_[m.rank].fd < 0,
-              "a connection from " << addressText(a.sin_addr.s_addr, ntohs(a.sin_port))
-                                   << " is not a rank of this job");
+    std::string from = addressText(a.sin_addr.s_addr, ntohs(a.sin_port));
+    if (!transferAll(s.fd, &m, sizeof m, false, meshBy, why) ||
+        std::memcmp(m.magic, kMeshMagic, sizeof m.magic) != 0 ||
+        !checkInitiator(s.fd, m, kMeshMagic, secret_, meshBy, why)) {
+      // Not a rank of this job: the ranks still to come may be.
+      std::fprintf(stderr, "zero-run: warning: rank %d ignored a connection from %s: %s\n",
+                   rank_, from.c_str(), why.empty() ? "it is not a zero-run rank" : why.c_str());
+      --accepted;
+      continue;
+    }
+    ZRT_CHECK(m.rank > rank_ && m.rank < size_ && peers_[m.rank].fd < 0,
+              "a connection from " << from << " says it is rank " << m.rank
+                                   << ", which is not a rank still to connect to rank "
+                                   << rank_);
     peers_[m.rank] = std::move(s);
   }
 }

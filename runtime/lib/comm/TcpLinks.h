@@ -98,8 +98,8 @@ public:
   void abort(const std::string &why);
 
 private:
-  void rendezvousAsRoot(int port, std::chrono::steady_clock::time_point deadline,
-                        double timeoutSeconds);
+  void rendezvousAsRoot(uint32_t address, int port,
+                        std::chrono::steady_clock::time_point deadline, double timeoutSeconds);
   void rendezvousAsPeer(uint32_t master, int port, std::chrono::steady_clock::duration timeout,
                         double timeoutSeconds);
   [[noreturn]] void failWith(const std::string &why);
@@ -109,6 +109,7 @@ private:
   std::vector<Socket> peers_;    ///< peers_[p]: the connection to rank p
   std::vector<char> midMessage_; ///< a message to peer p is partly sent
   std::string where_, firstFailure_;
+  std::string secret_; ///< ZERO_RUN_SECRET (JobSecret.h)
   std::mutex mutex_;
   std::atomic<bool> aborted_{false};
 };

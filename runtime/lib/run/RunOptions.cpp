@@ -6,8 +6,14 @@
 
 #include "zrt/RunOptions.h"
 #include "zrt/Error.h"
+#include "zrt/Launch.h"
 
+#include <cctype>
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <sys/stat.h>
 
 using namespace zrt;
 
@@ -94,10 +100,11 @@ const char *kUsage =
     "                         timeline, from events); opens in Perfetto\n"
     "  --collective-timeout S  a rank that waits for the others longer than S seconds\n"
     "                         (a collective, the GPU's NCCL work) names the wait and\n"
-    "                         stops the job (default 600; 0: never)\n"
+    "                         stops the job (default 600; 0 or inf: never)\n"
     "  --rendezvous-timeout S  launched without mpirun (torchrun's or Slurm's\n"
     "                         variables), ranks meet at MASTER_ADDR:MASTER_PORT\n"
-    "                         within S seconds or name who is missing (default 300)\n"
+    "                         within S seconds or name who is missing (default 300;\n"
+    "                         inf: no limit)\n"
     "  --save-weights OUT     the model with its trained initializers, as ONNX, or\n"
     "                         (OUT.safetensors) the parameters by PyTorch name\n"
     "  --save-checkpoint DIR  sharded checkpoints DIR/step-S (one file per rank and a\n"
@@ -135,6 +142,30 @@ int64_t parseInt(const std::string &flag, const std::string &v) {
   return n;
 }
 
+/// A timeout in seconds: a positive number up to kLongestTimeoutS, or "inf" for no
+/// limit (and 0, where `zeroAllowed`, meaning the same); NaN, negatives, 1e400 and
+/// anything past the longest are errors (a deadline that far overflowed the clock,
+/// and the wait failed at once).
+double parseSeconds(const std::string &flag, const std::string &v, bool zeroAllowed) {
+  std::string lower;
+  for (char c : v)
+    lower += (char)std::tolower((unsigned char)c);
+  if (lower == "inf" || lower == "infinity")
+    return std::numeric_limits<double>::infinity();
+  char *end = nullptr;
+  errno = 0;
+  double s = std::strtod(v.c_str(), &end);
+  bool number = !v.empty() && end && *end == 0 && std::isfinite(s) &&
+                lower.find_first_of("nx") == std::string::npos; // no nan, no hex
+  ZRT_CHECK(number && (s > 0 || (zeroAllowed && s == 0)),
+            flag << " needs a " << (zeroAllowed ? "non-negative" : "positive")
+                 << " number of seconds, or inf for no limit, not '" << v << "'");
+  ZRT_CHECK(s <= kLongestTimeoutS,
+            flag << "=" << v << " is more than " << kLongestTimeoutS
+                 << " s (about 31 years); give inf for no limit");
+  return s;
+}
+
 RankAtStep parseRankAtStep(const std::string &flag, const std::string &v) {
   size_t colon = v.find(':');
   ZRT_CHECK(colon != std::string::npos, flag << " needs RANK:STEP, not '" << v << "'");
@@ -168,12 +199,19 @@ RunOptions zrt::parseRunOptions(int argc, char **argv) {
     } else if (is("--init")) {
       // An ONNX model, and optionally a safetensors file of weights by PyTorch name.
       std::string path = value("--init");
+      struct stat st;
+      ZRT_CHECK(::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode),
+                "--init '" << path << "' is a folder; --init takes an ONNX model file and, "
+                              "optionally, a safetensors file of weights (in a "
+                              "save_pretrained folder, its model.safetensors)");
       std::string &slot = pathEndsWith(path, ".safetensors") ? o.initWeights : o.init;
       ZRT_CHECK(slot.empty(), "--init takes one ONNX model and at most one safetensors "
                               "file; '" << path << "' is a second one");
       slot = path;
     } else if (is("--nvme-path")) {
       o.nvmePath = value("--nvme-path");
+      ZRT_CHECK(!o.nvmePath.empty(), "--nvme-path needs a folder (on the NVMe drive), not an "
+                                     "empty string");
     } else if (is("--nvme-queue-depth")) {
       int64_t n = parseInt("--nvme-queue-depth", value("--nvme-queue-depth"));
       ZRT_CHECK(n >= 1 && n <= 1024, "--nvme-queue-depth=" << n << ": must be 1 to 1024");
@@ -212,18 +250,12 @@ RunOptions zrt::parseRunOptions(int argc, char **argv) {
                 "--test-comm-delay-ns-per-byte needs a non-negative number, not '" << v
                                                                                    << "'");
     } else if (is("--collective-timeout")) {
-      std::string v = value("--collective-timeout");
-      char *end = nullptr;
-      o.collectiveTimeoutS = std::strtod(v.c_str(), &end);
-      ZRT_CHECK(!v.empty() && end && *end == 0 && o.collectiveTimeoutS >= 0,
-                "--collective-timeout needs a non-negative number of seconds, not '"
-                    << v << "'");
+      // 0 and inf: never.
+      o.collectiveTimeoutS = parseSeconds("--collective-timeout", value("--collective-timeout"),
+                                          /*zeroAllowed=*/true);
     } else if (is("--rendezvous-timeout")) {
-      std::string v = value("--rendezvous-timeout");
-      char *end = nullptr;
-      o.rendezvousTimeoutS = std::strtod(v.c_str(), &end);
-      ZRT_CHECK(!v.empty() && end && *end == 0 && o.rendezvousTimeoutS > 0,
-                "--rendezvous-timeout needs a positive number of seconds, not '" << v << "'");
+      o.rendezvousTimeoutS = parseSeconds("--rendezvous-timeout", value("--rendezvous-timeout"),
+                                          /*zeroAllowed=*/false);
     } else if (is("--test-fail-rank")) {
       o.testFail = parseRankAtStep("--test-fail-rank", value("--test-fail-rank"));
     } else if (is("--test-overflow-rank")) {

@@ -70,12 +70,14 @@ std::string deviceKind(const RunOptions &o) {
 
 /// The --init model, with the values of --init W.safetensors (by PyTorch name) in
 /// place of its own.
-onnx::ModelProto readInitModel(const RunOptions &o, bool announce) {
+onnx::ModelProto readInitModel(const RunOptions &o, const zero::zplan::Plan &plan,
+                               bool announce) {
   onnx::ModelProto model = readModelAsCompiled(o.init);
   if (o.initWeights.empty())
     return model;
   int64_t unused = 0;
-  int64_t replaced = loadSafetensorsByName(model, o.initWeights, unused);
+  int64_t replaced =
+      loadSafetensorsByName(model, o.initWeights, planParameterNames(plan), unused);
   if (announce && !o.quiet)
     std::printf("%s: %lld initializers of %s by PyTorch name%s\n", o.initWeights.c_str(),
                 (long long)replaced, o.init.c_str(),
@@ -94,7 +96,7 @@ int runRank(const RunOptions &o, zero::zplan::Plan plan, Device &device, Communi
   if (preloaded)
     model = std::move(*preloaded);
   else if (!o.init.empty())
-    model = readInitModel(o, comm.rank() == 0);
+    model = readInitModel(o, plan, comm.rank() == 0);
   int64_t memoryBefore = device.memoryInUse();
   ExecutorOptions eopts;
   eopts.commDelayNsPerByte = o.commDelayNsPerByte;
@@ -309,6 +311,16 @@ int consolidate(const RunOptions &o, Communicator &comm) {
 
 } // namespace
 
+void zrt::checkLaunchFitsPlan(const RunOptions &o, int worldSize, const std::string &variable) {
+  if (!o.consolidate.empty() || !o.calibrate.empty())
+    return;
+  zero::zplan::Plan plan = loadPlanFile(o.plan);
+  ZRT_CHECK(plan.world_size() == worldSize,
+            variable << "=" << worldSize << " but " << o.plan << " was compiled for "
+                     << plan.world_size() << " ranks: launch " << plan.world_size()
+                     << " processes, or compile the plan with --world-size=" << worldSize);
+}
+
 int zrt::runPlan(const RunOptions &o, Communicator &comm, bool launched) {
   if (!o.consolidate.empty())
     return consolidate(o, comm);
@@ -348,7 +360,7 @@ int zrt::runPlan(const RunOptions &o, Communicator &comm, bool launched) {
   // one of them might not call (NCCL's set-up, a collective, a checkpoint).
   onnx::ModelProto model;
   if (!o.init.empty())
-    model = readInitModel(o, comm.rank() == 0);
+    model = readInitModel(o, plan, comm.rank() == 0);
   std::string kind = deviceKind(o);
   if (comm.size() > 1)
     agreeAcrossRanks(comm, runAgreement(o, plan, model, kind));

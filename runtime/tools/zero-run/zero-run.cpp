@@ -21,6 +21,7 @@
 #include "zrt/Device.h"
 #include "zrt/Error.h"
 #include "zrt/Launch.h"
+#include "zrt/NvmeFile.h"
 #include "zrt/ParallelFor.h"
 #include "zrt/RunAgreement.h"
 #include "zrt/RunOptions.h"
@@ -69,6 +70,9 @@ int main(int argc, char **argv) {
   // the writer reports naming the file, not a signal that kills the process and
   // leaves its files behind.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A run stopped by a signal (kill, Ctrl-C, a closed terminal) removes its NVMe
+  // offload files first.
+  removeNvmeFilesOnSignal();
   std::unique_ptr<Communicator> comm;
   int rc = 1, launchRank = -1; // launchRank: before the rendezvous completes
   try {
@@ -85,6 +89,7 @@ int main(int argc, char **argv) {
       if (std::optional<LaunchVariables> v = readLaunchVariables(std::getenv))
         if (v->worldSize > 1) {
           launchRank = v->rank;
+          checkLaunchFitsPlan(o, v->worldSize, v->worldSizeVariable);
           comm = makeTcpCommunicator(*v, o.rendezvousTimeoutS);
           launched = true;
         }

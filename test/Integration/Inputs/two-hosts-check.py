@@ -114,12 +114,16 @@ class TwoHosts:
             h = r // ranks_per_host
             env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(world),
                        LOCAL_RANK=str(r % ranks_per_host), MASTER_ADDR=HOSTS[0][0],
-                       MASTER_PORT=str(port))
+                       MASTER_PORT=str(port), ZERO_RUN_SECRET=JOB_SECRET)
             out = open(os.path.join(work, f"{name}.{r}.txt"), "w")
             procs.append(subprocess.Popen(["ip", "netns", "exec", self.ns[h]] + args,
                                           env=env, stdout=out, stderr=subprocess.STDOUT))
             STARTED.append(procs[-1])
         return procs
+
+
+# What every rank of one launch shares (zero-run refuses a launch without one).
+JOB_SECRET = os.urandom(16).hex()
 
 
 def losses(path):
