@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace zrt {
@@ -38,6 +39,11 @@ struct NvmeTraffic {
   int64_t read = 0, written = 0;
   double readS = 0, writeS = 0;
 };
+
+/// From now on SIGTERM, SIGINT and SIGHUP remove this process's NVMe offload files
+/// before they end it (as the signal would have): a killed run leaves no file
+/// behind (zero-run calls it at its start).
+void removeNvmeFilesOnSignal();
 
 class NvmeFile {
 public:
@@ -56,7 +62,9 @@ public:
 
   /// Bytes [offset, offset + bytes) of the file into `dst`. `offset` is a
   /// multiple of 4096; the file's block-rounded region past `bytes` is read and
-  /// dropped. One transfer at a time (callers queue on a lock).
+  /// dropped. One transfer at a time (callers queue on a lock). Each block read
+  /// back is checked against the checksum of what was written there: a file
+  /// another program overwrote is an error naming it, never other weights.
   void read(int64_t offset, void *dst, int64_t bytes);
   /// `src` into the file at `offset` (the block's tail past `bytes` is written as
   /// zeros). Counts the non-finite values of a floating-point `dtype` for the
@@ -84,6 +92,7 @@ private:
 
   std::string path_;
   int fd_ = -1;
+  int cleanupSlot_ = -1; ///< its place among the files removed on a signal
   void *aio_ = nullptr; // the AIO context (io_context_t)
   std::mutex transferMutex_;
   int64_t bytes_ = 0;
@@ -95,6 +104,9 @@ private:
   mutable std::mutex mutex_;
   NvmeTraffic traffic_;
   std::map<int64_t, int64_t> nonFinite_;
+  /// Each block written (by its offset): its size and checksum, checked when it
+  /// is read back. Under transferMutex_.
+  std::map<int64_t, std::pair<int64_t, uint64_t>> checksums_;
 };
 
 } // namespace zrt
