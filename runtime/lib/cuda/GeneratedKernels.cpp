@@ -8,6 +8,7 @@
 
 #include "CudaContext.h"
 #include "zrt/AtomicFile.h"
+#include "zrt/InputFile.h"
 #include "zrt/Error.h"
 
 #include <cuda.h>
@@ -22,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <sys/stat.h>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -146,35 +148,46 @@ std::string cuMessage(CUresult rc) {
   return text ? text : "CUDA driver error " + std::to_string((int)rc);
 }
 
-std::string readFile(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f)
-    return "";
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+/// A cache file: kMagic, three 8-byte sizes and a hash (the text the binary was
+/// compiled from: the translation unit and its options; the binary's size and its
+/// sourceHash), the text, the binary. Checked before the binary goes to the
+/// driver, which takes a pointer and no size: a cut or damaged file, or one
+/// compiled from another text (another program's, or another version's, under
+/// the same name), is compiled again, never loaded.
+constexpr char kMagic[16] = "zero-opt kernl2";
+/// More than any plan's kernels take: a larger file under the cache's name is
+/// not read.
+constexpr int64_t kMaxCacheFileBytes = int64_t(1) << 30;
 
-/// A cache file: kMagic, the binary's size and sourceHash (8 bytes each), the
-/// binary. Checked before the binary goes to the driver, which takes a pointer and
-/// no size: a cut or damaged file is compiled again, never loaded.
-constexpr char kMagic[16] = "zero-opt kernel";
-
-std::string cacheFile(const std::string &binary) {
-  uint64_t header[2] = {binary.size(), sourceHash(binary)};
+std::string cacheFile(const std::string &compiledFrom, const std::string &binary) {
+  uint64_t header[3] = {compiledFrom.size(), binary.size(), sourceHash(binary)};
   return std::string(kMagic, sizeof kMagic) +
-         std::string(reinterpret_cast<const char *>(header), sizeof header) + binary;
+         std::string(reinterpret_cast<const char *>(header), sizeof header) + compiledFrom +
+         binary;
 }
 
-/// The binary in cache file `bytes`, or "" when it is not one whole.
-std::string binaryOf(const std::string &bytes) {
-  const size_t head = sizeof kMagic + 2 * sizeof(uint64_t);
+/// The binary in cache file `bytes` if it is one whole and was compiled from
+/// `compiledFrom`; else "" with `why` saying which it is not.
+std::string binaryOf(const std::string &bytes, const std::string &compiledFrom,
+                     std::string &why) {
+  const size_t head = sizeof kMagic + 3 * sizeof(uint64_t);
+  why = "damaged (not a whole cache file)";
   if (bytes.size() < head || bytes.compare(0, sizeof kMagic, kMagic, sizeof kMagic) != 0)
     return "";
-  uint64_t header[2];
+  uint64_t header[3];
   std::memcpy(header, bytes.data() + sizeof kMagic, sizeof header);
-  std::string binary = bytes.substr(head);
-  return binary.size() == header[0] && sourceHash(binary) == header[1] ? binary : "";
+  if (header[0] > bytes.size() - head || header[1] != bytes.size() - head - header[0])
+    return "";
+  if (bytes.compare(head, header[0], compiledFrom) != 0) {
+    why = "compiled from another source (another program's or version's kernels under "
+          "this name)";
+    return "";
+  }
+  std::string binary = bytes.substr(head + header[0]);
+  if (sourceHash(binary) != header[2])
+    return "";
+  why.clear();
+  return binary;
 }
 
 /// Compiled translation units by key: ranks that are threads of one process
@@ -283,22 +296,35 @@ void GeneratedKernels::compile() {
   nvrtc().version(&major, &minor);
   std::string arch = architecture();
   std::string version = std::to_string(major) + "." + std::to_string(minor);
+  // What the binary is compiled from: the key names it, the cache file holds it.
+  std::string compiledFrom = source + "\n// " + arch + " nvrtc " + version;
   char hash[20];
-  std::snprintf(hash, sizeof hash, "%016llx",
-                (unsigned long long)sourceHash(source + "\n// " + arch + " nvrtc " + version));
+  std::snprintf(hash, sizeof hash, "%016llx", (unsigned long long)sourceHash(compiledFrom));
   std::string key = std::string(hash) + "-" + arch;
 
   std::unique_lock<std::mutex> lock(compiledMutex);
   std::string &binary = compiled[key];
   std::string folder = cacheFolder(), path = folder.empty() ? "" : folder + "/" + key + ".bin";
-  bool fromCache = false;
-  if (binary.empty() && !path.empty()) {
-    std::string bytes = readFile(path);
-    binary = binaryOf(bytes);
-    fromCache = !binary.empty();
-    if (!bytes.empty() && binary.empty())
-      std::fprintf(stderr, "zero-run: the cached kernels %s are damaged (not a whole cache "
-                           "file); compiling them again\n", path.c_str());
+  bool fromCache = false, cacheable = !path.empty();
+  struct stat st;
+  if (binary.empty() && !path.empty() && ::stat(path.c_str(), &st) == 0) {
+    // Read as every input is: a regular file of bounded size, without blocking
+    // (a fifo there hung the run; a link to /dev/zero read 2 GB). What is not one
+    // is left as it is, and nothing is cached in its place.
+    std::string bytes, error, why;
+    if (!S_ISREG(st.st_mode) ||
+        !readInputFile(path, "kernel cache file", kMaxCacheFileBytes, bytes, error)) {
+      cacheable = false;
+      std::fprintf(stderr, "zero-run: the cached kernels %s cannot be read (%s); compiling "
+                           "them again, not caching them\n", path.c_str(),
+                   S_ISREG(st.st_mode) ? error.c_str() : "not a regular file");
+    } else {
+      binary = binaryOf(bytes, compiledFrom, why);
+      fromCache = !binary.empty();
+      if (!fromCache)
+        std::fprintf(stderr, "zero-run: the cached kernels %s are %s; compiling them again\n",
+                     path.c_str(), why.c_str());
+    }
   }
   auto load = [&](CUmodule &m) { return a.loadData(&m, binary.data()); };
   CUmodule module = nullptr;
@@ -312,12 +338,14 @@ void GeneratedKernels::compile() {
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string cached;
-    if (!path.empty()) {
+    if (!cacheable && !path.empty()) {
+      cached = ", not cached (" + path + " is not a regular file)";
+    } else if (!path.empty()) {
       std::string error;
       // The source beside the binary, for whoever reads a kernel or a profile.
       std::error_code made;
       std::filesystem::create_directories(folder, made);
-      if (!made && writeFileAtomically(path, cacheFile(binary), error) &&
+      if (!made && writeFileAtomically(path, cacheFile(compiledFrom, binary), error) &&
           writeFileAtomically(folder + "/" + key + ".cu", source, error))
         cached = ", cached in " + folder;
       else
