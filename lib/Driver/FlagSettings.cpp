@@ -182,6 +182,15 @@ std::optional<zero::OptionProblem> zero::findDriverProblem(double optimizerLr) {
     return number(minLossScale, minLossScale,
                   "must be at most the first dynamic scale, 2^--initial-scale-power = " +
                       zero::formatOptionValue(std::ldexp(1.0, initialScalePower)));
+  // A flag that tunes a feature that is off would be ignored: said instead.
+  if (given(quantizeBlock) && !quantizedWeights && !quantizedGradients)
+    return count(quantizeBlock, quantizeBlock,
+                 "sets the block of ZeRO++'s quantized collectives: it goes with "
+                 "--zero-quantized-weights or --zero-quantized-gradients");
+  if (given(nvmeReadAhead) && offloadParam != "nvme" && offloadOptimizer != "nvme")
+    return count(nvmeReadAhead, nvmeReadAhead,
+                 "sets how far ahead NVMe reads are issued: it goes with "
+                 "--offload-param=nvme or --offload-optimizer=nvme");
   if (!(std::isfinite(maxMemoryGb) && maxMemoryGb >= 0))
     return number(maxMemoryGb, maxMemoryGb, "must be finite and >= 0 (GiB; 0: no budget)");
   if (stepsPerPrint < 0)

@@ -487,6 +487,39 @@ LogicalResult bindConstantInputs(MLIRContext &ctx, StringRef path,
     std::string error;
     if (!constFromProto(value, error))
       return emitError(loc) << "--constant-input " << name << ": " << error;
+    // The value must be what the input is declared as: its element type, its rank
+    // and each fixed dimension (a symbolic one takes any size).
+    const onnx::ValueInfoProto &declared = graph->input(found);
+    if (declared.type().has_tensor_type()) {
+      const auto &t = declared.type().tensor_type();
+      auto describe = [](int32_t type, const std::vector<std::string> &dims) {
+        std::string text = onnx::TensorProto_DataType_Name(type) + " of shape [";
+        for (size_t i = 0; i < dims.size(); ++i)
+          text += (i ? ", " : "") + dims[i];
+        return text + "]";
+      };
+      std::vector<std::string> want, got;
+      bool fits = !t.has_elem_type() || t.elem_type() == value.data_type();
+      if (t.has_shape()) {
+        fits &= t.shape().dim_size() == value.dims_size();
+        for (int d = 0; d < t.shape().dim_size(); ++d) {
+          const auto &dim = t.shape().dim(d);
+          want.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value())
+                         : dim.has_dim_param() ? dim.dim_param()
+                                               : "?");
+          if (dim.has_dim_value() && d < value.dims_size())
+            fits &= dim.dim_value() == value.dims(d);
+        }
+      }
+      for (int64_t d : value.dims())
+        got.push_back(std::to_string(d));
+      if (!fits)
+        return emitError(loc) << "--constant-input " << name << ": '" << file << "' holds "
+                              << describe(value.data_type(), got) << "; graph input '"
+                              << name << "' is declared "
+                              << describe(t.elem_type(), t.has_shape() ? want
+                                                         : std::vector<std::string>{});
+    }
     graph->mutable_input()->DeleteSubrange(found, 1);
     onnx::NodeProto node;
     node.set_op_type("Constant");
