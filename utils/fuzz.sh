@@ -13,8 +13,10 @@
 # plan writer), plan-loader (plan payloads through the loader, the verifier,
 # kernel binding and one CPU run), checkpoint-manifest (a manifest.json through its
 # checksum and checks, then rank files made to its word through the reader and
-# consolidation) or deepspeed-config (a DeepSpeed config through zero-opt's reader
-# and the options' rules). A finding worth keeping as a regression input goes into
+# consolidation), deepspeed-config (a DeepSpeed config through zero-opt's reader
+# and the options' rules), safetensors (zero-run --init W.safetensors), machine-file
+# (zero-opt --machine FILE) or rendezvous (rank 0's answers to a rank of a launch
+# without mpirun, over loopback). A finding worth keeping as a regression input goes into
 # test/Fuzz/crashers/TARGET/ once it is fixed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +31,7 @@ build() {
       -DZERO_FUZZ=ON -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >/dev/null
   fi
   cmake --build "$FB" --target fuzz-onnx-import fuzz-plan-loader fuzz-checkpoint-manifest \
-    fuzz-deepspeed-config fuzz-safetensors
+    fuzz-deepspeed-config fuzz-safetensors fuzz-machine-file fuzz-rendezvous
 }
 
 run() {
