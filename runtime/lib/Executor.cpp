@@ -12,6 +12,7 @@
 #include "zrt/HostWorker.h"
 #include "zrt/NvmeFile.h"
 #include "zrt/OnnxTensors.h"
+#include "zrt/PlanFile.h"
 #include "zrt/PlanVerifier.h"
 #include "zrt/RandomInit.h"
 

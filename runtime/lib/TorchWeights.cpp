@@ -45,8 +45,12 @@ int64_t zrt::loadSafetensorsByName(onnx::ModelProto &model, const std::string &p
                                    const std::vector<std::string> &trained, int64_t &unused) {
   SafetensorsFile file(path);
   TorchNameMap map = torchNames(model);
-  std::set<std::string> mustHave(trained.begin(), trained.end());
-  mustHave.insert(map.parameters.begin(), map.parameters.end());
+  // The parameters the file must hold: the exporter's graph signature names them
+  // where it is there (the plan may train lifted constants no state_dict has);
+  // otherwise every initializer the plan trains.
+  std::set<std::string> mustHave = map.hasSignature
+                                       ? map.parameters
+                                       : std::set<std::string>(trained.begin(), trained.end());
   std::set<std::string> used;
   std::vector<std::string> missing;
   int64_t replaced = 0;

@@ -231,7 +231,7 @@ TEST(TcpCommunicator, ARankWithoutTheSecretIsNotLetIn) {
     try {
       auto comm = makeTcpCommunicator(launch(0, 2, port), 10);
       float x = 1;
-      comm->allReduce(&x, &sums[0], 1, zero::zplan::F32);
+      comm->allReduceSum(&x, &sums[0], 1, zero::zplan::F32);
     } catch (const std::exception &e) {
       rootError = e.what();
     }
@@ -245,7 +245,7 @@ TEST(TcpCommunicator, ARankWithoutTheSecretIsNotLetIn) {
     try {
       auto comm = makeTcpCommunicator(launch(1, 2, port), 10);
       float x = 2;
-      comm->allReduce(&x, &sums[1], 1, zero::zplan::F32);
+      comm->allReduceSum(&x, &sums[1], 1, zero::zplan::F32);
     } catch (const std::exception &e) {
       realError = e.what();
     }

@@ -24,8 +24,8 @@ namespace zrt {
 /// safetensors file `path` that hold them (by PyTorch name; transposed where the
 /// initializer is a folded Linear weight; converted to the initializer's float
 /// type). Throws naming each parameter the file lacks or holds in another shape:
-/// every parameter the plan trains (`trained`, initializer names) and every one
-/// the export's graph signature names must be in the file (a trained parameter
+/// every parameter the export's graph signature names or, without one, every
+/// initializer the plan trains (`trained`) must be in the file (a trained parameter
 /// silently left at the ONNX file's value is a fine-tune from the wrong start).
 /// Returns how many initializers were replaced, and sets `unused` to the file's
 /// tensors no initializer took.

@@ -1,12 +1,13 @@
 """nvme-tamper.py ACTION DIR COMMAND...: runs COMMAND (a zero-run training with
 --nvme-path DIR), waits until its NVMe offload file appears and the run has gone
 on for a moment, then
-  overwrite: writes other bytes over the whole file (its size unchanged), as
-             another program might;
+  overwrite: writes other values (0.25 as f32, finite) over the whole file, its
+             size unchanged, as another program might;
   SIGTERM, SIGINT, SIGHUP: sends the run that signal;
 and prints how the run ended ("exit N" or "signal NAME") and the files left in DIR."""
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -28,7 +29,8 @@ if action == "overwrite":
         path = os.path.join(folder, name)
         size = os.path.getsize(path)
         fd = os.open(path, os.O_WRONLY)
-        block = bytes((i * 37 + 11) % 256 for i in range(1 << 16))
+        # Finite values (0.25 as f32): nothing the run's non-finite check finds.
+        block = struct.pack("<f", 0.25) * (1 << 14)
         done = 0
         while done < size:
             done += os.pwrite(fd, block[: min(len(block), size - done)], done)
