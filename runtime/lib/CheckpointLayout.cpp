@@ -7,6 +7,7 @@
 #include "zrt/CheckpointLayout.h"
 #include "zrt/RankGroups.h"
 #include "zrt/Error.h"
+#include "zrt/PlanFile.h"
 #include "zplan/PlanFormat.h"
 #include "zrt/Tensor.h"
 
@@ -108,15 +109,8 @@ void zrt::layoutCheckpoint(const zero::zplan::Plan &plan, CheckpointManifest &m,
                            std::vector<int> &planIndex) {
   // Parameters with an f32 master copy somewhere in the plan: their 16-bit
   // buffers are the master's rounding after every step, and are not stored.
-  std::set<std::string> mastered;
-  for (const auto &b : plan.buffers()) {
-    if (b.role() != zero::zplan::MASTER)
-      continue;
-    if (!b.has_bucket())
-      mastered.insert(b.name());
-    for (const auto &mem : b.bucket().members())
-      mastered.insert(mem.name());
-  }
+  std::vector<std::string> masters = planBufferNames(plan, zero::zplan::MASTER);
+  std::set<std::string> mastered(masters.begin(), masters.end());
   auto derived = [&](const zero::zplan::Buffer &b) {
     if (b.role() != zero::zplan::PARAM ||
         (b.dtype() != zero::zplan::BF16 && b.dtype() != zero::zplan::F16))

@@ -292,10 +292,10 @@ std::string zrt::planFingerprint(const Plan &plan) {
   return hex64(fnv1a64(bytes.data(), bytes.size()));
 }
 
-std::vector<std::string> zrt::planParameterNames(const Plan &plan) {
+std::vector<std::string> zrt::planBufferNames(const Plan &plan, zero::zplan::Role role) {
   std::vector<std::string> names;
   for (const auto &b : plan.buffers()) {
-    if (b.role() != zero::zplan::PARAM)
+    if (b.role() != role)
       continue;
     if (!b.has_bucket())
       names.push_back(b.name());

@@ -14,22 +14,14 @@
 #include "zero/Dialect/Plan/Analysis/CostModel.h"
 
 #include <cmath>
+#include "FuzzInputFile.h"
+
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <string>
-#include <unistd.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const std::string path = [] {
-    char name[] = "machine-fuzz-XXXXXX";
-    int fd = ::mkstemp(name);
-    if (fd >= 0)
-      ::close(fd);
-    return std::string(name);
-  }();
-  std::ofstream(path, std::ios::binary | std::ios::trunc)
-      .write(reinterpret_cast<const char *>(data), (std::streamsize)size);
+  const std::string &path = writeFuzzInput("machine-fuzz", data, size);
   std::string error;
   auto m = zero::loadMachineModel(path, error);
   if (mlir::failed(m)) {

@@ -12,22 +12,14 @@
 #include "zrt/Error.h"
 #include "zrt/Safetensors.h"
 
+#include "FuzzInputFile.h"
+
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <string>
-#include <unistd.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const std::string path = [] {
-    char name[] = "safetensors-fuzz-XXXXXX";
-    int fd = ::mkstemp(name);
-    if (fd >= 0)
-      ::close(fd);
-    return std::string(name);
-  }();
-  std::ofstream(path, std::ios::binary | std::ios::trunc)
-      .write(reinterpret_cast<const char *>(data), (std::streamsize)size);
+  const std::string &path = writeFuzzInput("safetensors-fuzz", data, size);
   try {
     zrt::SafetensorsFile file(path);
     for (const auto &[name, entry] : file.entries())

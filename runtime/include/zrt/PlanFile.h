@@ -29,9 +29,12 @@ void validatePlan(const zero::zplan::Plan &plan, const std::string &what);
 /// digits (a checkpoint records it; ranks compare it).
 std::string planFingerprint(const zero::zplan::Plan &plan);
 
-/// The names of the parameters the plan trains (its PARAM buffers and their
-/// bucket members), in plan order.
-std::vector<std::string> planParameterNames(const zero::zplan::Plan &plan);
+/// The names the plan's buffers of `role` hold (a buffer's own, or its bucket's
+/// members'), in plan order: with PARAM, the parameters the plan trains.
+std::vector<std::string> planBufferNames(const zero::zplan::Plan &plan, zero::zplan::Role role);
+inline std::vector<std::string> planParameterNames(const zero::zplan::Plan &plan) {
+  return planBufferNames(plan, zero::zplan::PARAM);
+}
 
 } // namespace zrt
 

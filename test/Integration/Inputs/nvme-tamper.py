@@ -1,6 +1,5 @@
 """nvme-tamper.py ACTION DIR COMMAND...: runs COMMAND (a zero-run training with
---nvme-path DIR), waits until its NVMe offload file appears and the run has gone
-on for a moment, then
+--nvme-path DIR, printing its steps), waits until it has trained two steps, then
   overwrite: writes other values (0.25 as f32, finite) over the whole file, its
              size unchanged, as another program might;
   SIGTERM, SIGINT, SIGHUP: sends the run that signal;
@@ -10,20 +9,23 @@ import signal
 import struct
 import subprocess
 import sys
-import time
+import threading
 
 action, folder, command = sys.argv[1], sys.argv[2], sys.argv[3:]
-run = subprocess.Popen(command)
-deadline = time.monotonic() + 120
-files = []
-while not files and run.poll() is None and time.monotonic() < deadline:
-    files = [f for f in os.listdir(folder) if f.endswith(".nvme")]
-    time.sleep(0.05)
-if not files:
+# The run's progress lines ("step 2/100000 ...") say when it has trained: by then
+# every block of its file has been written and read back.
+run = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+trained = False
+for line in run.stdout:
+    if "step 2/" in line:
+        trained = True
+        break
+threading.Thread(target=lambda: [None for _ in run.stdout], daemon=True).start()
+files = [f for f in os.listdir(folder) if f.endswith(".nvme")]
+if not trained or not files:
     run.kill()
-    print("no NVMe file appeared")
+    print("the run did not train with an NVMe file")
     sys.exit(1)
-time.sleep(1.0)  # a few steps in: the file holds written weights and state
 if action == "overwrite":
     for name in files:
         path = os.path.join(folder, name)
