@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -70,7 +71,19 @@ TEST(RunOptions, AnswersAtOnce) {
 TEST(RunOptions, BadValuesNameTheFlag) {
   EXPECT_EQ(errorOf({"p.zplan", "--steps", "-1"}), "--steps needs a non-negative integer, not '-1'");
   EXPECT_EQ(errorOf({"p.zplan", "--rendezvous-timeout", "0"}),
-            "--rendezvous-timeout needs a positive number of seconds, not '0'");
+            "--rendezvous-timeout needs a positive number of seconds, or inf for no limit, "
+            "not '0'");
+  // inf is no limit; past about 31 years, NaN, hex and 1e400 are refused.
+  EXPECT_TRUE(std::isinf(parse({"p.zplan", "--rendezvous-timeout", "inf"}).rendezvousTimeoutS));
+  EXPECT_TRUE(std::isinf(parse({"p.zplan", "--collective-timeout=Infinity"}).collectiveTimeoutS));
+  EXPECT_EQ(parse({"p.zplan", "--collective-timeout", "0"}).collectiveTimeoutS, 0);
+  EXPECT_EQ(errorOf({"p.zplan", "--rendezvous-timeout", "1e10"}),
+            "--rendezvous-timeout=1e10 is more than 1e+09 s (about 31 years); give inf for no "
+            "limit");
+  for (const char *bad : {"nan", "0x10", "1e400", "-1", ""})
+    EXPECT_NE(errorOf({"p.zplan", "--collective-timeout", bad}).find("needs a non-negative"),
+              std::string::npos)
+        << bad;
   EXPECT_EQ(errorOf({"p.zplan", "--test-fail-rank", "3"}),
             "--test-fail-rank needs RANK:STEP, not '3'");
   EXPECT_EQ(errorOf({"p.zplan", "--nvme-queue-depth", "0"}),
