@@ -160,18 +160,17 @@ constexpr int64_t kParallelGemmMacs = 1 << 18;
 /// the thread count or by whichever threads are free (another rank's thread may
 /// hold the pool) made runs differ in their last bits on Zen (2 thread ranks,
 /// 19 of 21 weights differed between runs). So a product's blocks are a function
-/// of its shape alone; the threads share whole blocks, and each block is one call
-/// of the same shape at any thread count and load. 48 rows, a multiple of every
-/// x86 kernel's tile (4 to 24 rows), keeps each block free of partial tiles but
-/// the last; about 2^22 multiply-adds a block keeps B's repacking (once per call)
-/// small next to the arithmetic.
-constexpr int64_t kGemmRowQuantum = 48;
-constexpr int64_t kGemmBlockMacs = int64_t(1) << 22;
+/// of its shape alone: at most kMaxGemmBlocks of at least kMinGemmBlockRows rows
+/// (each call repacks B, about ten rows' worth of work: 128 rows keep that under
+/// 8%, and 8 blocks share evenly over 2, 4 or 8 threads), none below
+/// kParallelGemmMacs. The threads share whole blocks; each block is one call of
+/// the same shape at any thread count and load.
+constexpr int64_t kMinGemmBlockRows = 128, kMaxGemmBlocks = 8;
 int64_t gemmBlockRows(int64_t m, int64_t n, int64_t k) {
-  int64_t perRow = std::max<int64_t>(1, n * k);
-  int64_t rows = (kGemmBlockMacs + perRow - 1) / perRow;
-  rows = (rows + kGemmRowQuantum - 1) / kGemmRowQuantum * kGemmRowQuantum;
-  return std::max<int64_t>(1, std::min(rows, m));
+  int64_t blocks = std::clamp<int64_t>(m / kMinGemmBlockRows, 1, kMaxGemmBlocks);
+  blocks = std::min(blocks, std::max<int64_t>(1, m * n * k / kParallelGemmMacs));
+  int64_t rows = (m + blocks - 1) / blocks;
+  return std::max<int64_t>(1, (rows + 15) / 16 * 16); // whole 16-row tiles
 }
 
 /// lhs_sums: each of the m rows of op(A) (one product, A at `a` with leading
