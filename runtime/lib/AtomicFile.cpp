@@ -8,6 +8,7 @@
 #include "zrt/Error.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <optional>
+#include <pthread.h>
 #include <vector>
 
 using namespace zrt;
@@ -62,7 +65,8 @@ struct Target {
 };
 
 Target targetOf(const std::string &path) {
-  Target t{path};
+  Target t;
+  t.path = path;
   if (path.empty() || path.back() == '/') {
     t.problem = "is not a file name";
     return t;
@@ -157,8 +161,42 @@ AtomicFile::~AtomicFile() {
     ::unlink(temp_.c_str());
 }
 
+namespace {
+
+/// While it lives, a write to a pipe whose reader went away fails with EPIPE on
+/// this thread instead of raising SIGPIPE, which would end the process without a
+/// word (or its NVMe files' removal).
+class NoSigpipe {
+public:
+  NoSigpipe() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    hadOne_ = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~NoSigpipe() {
+    if (!hadOne_) { // take the one this thread's writes raised, if any
+      timespec none{0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &none) == SIGPIPE) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+
+private:
+  sigset_t pipe_, old_;
+  bool hadOne_;
+};
+
+} // namespace
+
 void AtomicFile::write(const void *data, size_t bytes) {
   ZRT_CHECK(fd_ >= 0, "cannot write '" << path_ << "': the file is already closed");
+  std::optional<NoSigpipe> quiet;
+  if (stream_)
+    quiet.emplace();
   const char *p = static_cast<const char *>(data);
   while (bytes > 0) {
     ssize_t n = ::write(fd_, p, bytes);
@@ -166,8 +204,13 @@ void AtomicFile::write(const void *data, size_t bytes) {
       continue;
     failed_ |= n <= 0;
     ZRT_CHECK(n > 0, "cannot write '" << path_ << "': "
-                                      << (n < 0 ? std::strerror(errno) : "no progress")
-                                      << "; the previous file, if any, is unchanged");
+                                      << (n < 0 && errno == EPIPE
+                                              ? "its reader went away (Broken pipe)"
+                                          : n < 0 ? std::strerror(errno)
+                                                  : "no progress")
+                                      << (stream_ ? ""
+                                                  : "; the previous file, if any, is "
+                                                    "unchanged"));
     p += n;
     bytes -= (size_t)n;
   }
