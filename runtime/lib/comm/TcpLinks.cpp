@@ -495,6 +495,7 @@ void TcpLinks::rendezvousAsPeer(uint32_t master, int port, Clock::duration timeo
                                         << timeoutSeconds << " s of the rendezvous");
     Hello m{};
     std::string from = addressText(a.sin_addr.s_addr, ntohs(a.sin_port));
+    why.clear();
     if (!transferAll(s.fd, &m, sizeof m, false, meshBy, why) ||
         std::memcmp(m.magic, kMeshMagic, sizeof m.magic) != 0 ||
         !checkInitiator(s.fd, m, kMeshMagic, secret_, meshBy, why)) {

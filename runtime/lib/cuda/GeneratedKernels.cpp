@@ -306,6 +306,7 @@ void GeneratedKernels::compile() {
   std::string &binary = compiled[key];
   std::string folder = cacheFolder(), path = folder.empty() ? "" : folder + "/" + key + ".bin";
   bool fromCache = false, cacheable = !path.empty();
+  std::string unreadable; // why the file under the key cannot be read
   struct stat st;
   if (binary.empty() && !path.empty() && ::stat(path.c_str(), &st) == 0) {
     // Read as every input is: a regular file of bounded size, without blocking
@@ -315,9 +316,9 @@ void GeneratedKernels::compile() {
     if (!S_ISREG(st.st_mode) ||
         !readInputFile(path, "kernel cache file", kMaxCacheFileBytes, bytes, error)) {
       cacheable = false;
+      unreadable = S_ISREG(st.st_mode) ? error : "not a regular file";
       std::fprintf(stderr, "zero-run: the cached kernels %s cannot be read (%s); compiling "
-                           "them again, not caching them\n", path.c_str(),
-                   S_ISREG(st.st_mode) ? error.c_str() : "not a regular file");
+                           "them again, not caching them\n", path.c_str(), unreadable.c_str());
     } else {
       binary = binaryOf(bytes, compiledFrom, why);
       fromCache = !binary.empty();
@@ -339,7 +340,7 @@ void GeneratedKernels::compile() {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string cached;
     if (!cacheable && !path.empty()) {
-      cached = ", not cached (" + path + " is not a regular file)";
+      cached = ", not cached (" + path + ": " + unreadable + ")";
     } else if (!path.empty()) {
       std::string error;
       // The source beside the binary, for whoever reads a kernel or a profile.
