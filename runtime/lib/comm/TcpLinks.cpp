@@ -259,23 +259,29 @@ bool checkInitiator(int fd, const Hello &h, const char *magic, const std::string
   return true;
 }
 
+/// How the initiator's half of a connection's start ended.
+enum class Start { Proven, Failed, Impostor };
+
 /// The initiator's half: sends the hello `h` (its nonce drawn here), checks the
-/// acceptor's proof, sends its own. False, `why` set, on failure.
-bool proveToAcceptor(int fd, Hello &h, const char *magic, const std::string &secret,
-                     Clock::time_point deadline, std::string &why) {
+/// acceptor's proof, sends its own. `why` says what went wrong when not Proven:
+/// Impostor when the acceptor does not hold the secret, Failed when the
+/// connection broke.
+Start proveToAcceptor(int fd, Hello &h, const char *magic, const std::string &secret,
+                      Clock::time_point deadline, std::string &why) {
   h.nonce = freshNonce();
   Challenge c{};
   if (!transferAll(fd, &h, sizeof h, true, deadline, why) ||
       !transferAll(fd, &c, sizeof c, false, deadline, why))
-    return false;
+    return Start::Failed;
   if (std::memcmp(c.magic, magic, sizeof c.magic) != 0 ||
       !sameProof(c.proof, proofOf(secret, "acceptor", &h, sizeof h, c.nonce))) {
     why = "it did not prove it holds this job's ZERO_RUN_SECRET (the ranks' secrets "
           "differ, or another program listens there)";
-    return false;
+    return Start::Impostor;
   }
   Proof mine = proofOf(secret, "initiator", &h, sizeof h, c.nonce);
-  return transferAll(fd, mine.data(), mine.size(), true, deadline, why);
+  return transferAll(fd, mine.data(), mine.size(), true, deadline, why) ? Start::Proven
+                                                                         : Start::Failed;
 }
 
 } // namespace
@@ -455,10 +461,11 @@ void TcpLinks::rendezvousAsPeer(uint32_t master, int port, Clock::duration timeo
   // connect.
   auto answerBy = Clock::now() + timeout + std::chrono::seconds(10);
   Reply reply{};
-  bool proven = proveToAcceptor(root.fd, h, kRendezvousMagic, secret_, answerBy, why);
-  ZRT_CHECK(proven || why.find("ZERO_RUN_SECRET") == std::string::npos,
+  Start start = proveToAcceptor(root.fd, h, kRendezvousMagic, secret_, answerBy, why);
+  ZRT_CHECK(start != Start::Impostor,
             "what listens at " << where_ << " is not this job's rank 0: " << why);
-  bool ok = proven && transferAll(root.fd, &reply, sizeof reply, false, answerBy, why);
+  bool ok = start == Start::Proven &&
+            transferAll(root.fd, &reply, sizeof reply, false, answerBy, why);
   ZRT_CHECK(ok, "the rendezvous at " << where_ << " did not complete: " << why
                                      << " (rank 0 failed, or refused this rank: see its "
                                      << "error and warnings)");
@@ -484,7 +491,7 @@ void TcpLinks::rendezvousAsPeer(uint32_t master, int port, Clock::duration timeo
     std::memcpy(m.magic, kMeshMagic, sizeof m.magic);
     m.rank = rank_;
     m.worldSize = size_;
-    ZRT_CHECK(proveToAcceptor(s.fd, m, kMeshMagic, secret_, meshBy, why),
+    ZRT_CHECK(proveToAcceptor(s.fd, m, kMeshMagic, secret_, meshBy, why) == Start::Proven,
               "cannot reach rank " << p << " at " << at << ": " << why);
     peers_[p] = std::move(s);
   }

@@ -305,8 +305,8 @@ void GeneratedKernels::compile() {
   std::unique_lock<std::mutex> lock(compiledMutex);
   std::string &binary = compiled[key];
   std::string folder = cacheFolder(), path = folder.empty() ? "" : folder + "/" + key + ".bin";
-  bool fromCache = false, cacheable = !path.empty();
-  std::string unreadable; // why the file under the key cannot be read
+  bool fromCache = false;
+  std::string unreadable; // why the file under the key cannot be read: then not cached
   struct stat st;
   if (binary.empty() && !path.empty() && ::stat(path.c_str(), &st) == 0) {
     // Read as every input is: a regular file of bounded size, without blocking
@@ -315,7 +315,6 @@ void GeneratedKernels::compile() {
     std::string bytes, error, why;
     if (!S_ISREG(st.st_mode) ||
         !readInputFile(path, "kernel cache file", kMaxCacheFileBytes, bytes, error)) {
-      cacheable = false;
       unreadable = S_ISREG(st.st_mode) ? error : "not a regular file";
       std::fprintf(stderr, "zero-run: the cached kernels %s cannot be read (%s); compiling "
                            "them again, not caching them\n", path.c_str(), unreadable.c_str());
@@ -339,7 +338,7 @@ void GeneratedKernels::compile() {
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string cached;
-    if (!cacheable && !path.empty()) {
+    if (!unreadable.empty()) {
       cached = ", not cached (" + path + ": " + unreadable + ")";
     } else if (!path.empty()) {
       std::string error;

@@ -155,8 +155,9 @@ double parseSeconds(const std::string &flag, const std::string &v, bool zeroAllo
   char *end = nullptr;
   errno = 0;
   double s = std::strtod(v.c_str(), &end);
+  // Decimal only: strtod also reads hex ("0x10") and nan, which isfinite catches.
   bool number = !v.empty() && end && *end == 0 && std::isfinite(s) &&
-                lower.find_first_of("nx") == std::string::npos; // no nan, no hex
+                v.find_first_not_of("0123456789.eE+-") == std::string::npos;
   ZRT_CHECK(number && (s > 0 || (zeroAllowed && s == 0)),
             flag << " needs a " << (zeroAllowed ? "non-negative" : "positive")
                  << " number of seconds, or inf for no limit, not '" << v << "'");
