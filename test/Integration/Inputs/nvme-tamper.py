@@ -30,14 +30,19 @@ if action == "overwrite":
     for name in files:
         path = os.path.join(folder, name)
         size = os.path.getsize(path)
-        fd = os.open(path, os.O_WRONLY)
         # Finite values (0.25 as f32): nothing the run's non-finite check finds.
         block = struct.pack("<f", 0.25) * (1 << 14)
-        done = 0
-        while done < size:
-            done += os.pwrite(fd, block[: min(len(block), size - done)], done)
-        os.fsync(fd)
-        os.close(fd)
+        try:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                done = 0
+                while done < size:
+                    done += os.pwrite(fd, block[: min(len(block), size - done)], done)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # the run found the change and removed its file mid-write (fsync: EIO)
 else:
     run.send_signal(getattr(signal, action))
 code = run.wait(timeout=300)
