@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/Executor.h"
+#include "zrt/PretrainedWeights.h"
 #include "zrt/RankGroups.h"
 #include "zrt/AsyncCollectives.h"
 #include "zrt/Error.h"
@@ -361,7 +362,8 @@ bool isWeight(const zero::zplan::Buffer &b) {
 } // namespace
 
 void Executor::loadParameters(const onnx::ModelProto &model, const std::string &modelDir,
-                              std::optional<uint64_t> randomSeed) {
+                              std::optional<uint64_t> randomSeed,
+                              const ParameterSource *source) {
   std::map<std::string, const onnx::TensorProto *> inits;
   for (const auto &t : model.graph().initializer())
     inits[t.name()] = &t;
@@ -375,6 +377,8 @@ void Executor::loadParameters(const onnx::ModelProto &model, const std::string &
               "the model has no initializer '" << name << "' that the plan needs");
     const onnx::TensorProto &t = *it->second;
     std::string what = "initializer '" + name + "'";
+    if (source && source->fill(name, shape, dtype, first, count, out))
+      return;
     bool half = dtype == zero::zplan::BF16 || dtype == zero::zplan::F16;
     std::vector<float> wide;
     if (randomSeed) {
@@ -390,12 +394,10 @@ void Executor::loadParameters(const onnx::ModelProto &model, const std::string &
       if (!half)
         return (void)std::memcpy(out, wide.data(), count * sizeof(float));
     } else {
-      bool rounded = half && dtypeFromOnnx(t.data_type()) == zero::zplan::F32;
-      if (rounded)
-        wide.resize(count);
+      // Converted as it is read where the stored type differs (a bf16 export
+      // trained with f32 master weights; f32 weights into a 16-bit copy).
       try {
-        copyTensorRangeInto(t, TensorView{nullptr, rounded ? zero::zplan::F32 : dtype, shape},
-                            first, count, rounded ? (void *)wide.data() : out, what,
+        copyTensorRangeInto(t, TensorView{nullptr, dtype, shape}, first, count, out, what,
                             modelDir);
       } catch (const Error &e) {
         if (t.data_location() != onnx::TensorProto::EXTERNAL)
@@ -404,8 +406,7 @@ void Executor::loadParameters(const onnx::ModelProto &model, const std::string &
                                             "starts from generated values with "
                                             "--random-init SEED)");
       }
-      if (!rounded)
-        return;
+      return;
     }
     for (int64_t i = 0; i < count; ++i) {
       if (dtype == zero::zplan::BF16)

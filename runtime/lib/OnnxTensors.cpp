@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/OnnxTensors.h"
+#include "zrt/MergedParameters.h"
 #include "zrt/Error.h"
 #include "zrt/FoldedTransposes.h"
 #include "zrt/InputFile.h"
@@ -94,6 +95,7 @@ onnx::ModelProto zrt::readModelAsCompiled(const std::string &path) {
   onnx::ModelProto model = readOnnxModel(path);
   size_t slash = path.rfind('/');
   unfoldTransposedCopies(model, slash == std::string::npos ? "." : path.substr(0, slash));
+  splitMergedParameters(model);
   return model;
 }
 
@@ -112,10 +114,14 @@ void zrt::copyTensorRangeInto(const TensorProto &t, const TensorView &whole,
                               int64_t first, int64_t count, void *dst,
                               const std::string &what, const std::string &baseDir) {
   DType dt = dtypeFromOnnx(t.data_type());
-  ZRT_CHECK(dt == whole.dtype, what << " has ONNX type "
-                                    << TensorProto::DataType_Name(
-                                           (TensorProto::DataType)t.data_type())
-                                    << ", the plan expects " << dtypeName(whole.dtype));
+  // A float stored in another float type (a bf16 export's weights in an f32
+  // plan, f32 weights in a bf16 plan's 16-bit copy) is converted as it is read,
+  // rounded to nearest even.
+  bool convert = dt != whole.dtype && isFloatDtype(dt) && isFloatDtype(whole.dtype);
+  ZRT_CHECK(dt == whole.dtype || convert,
+            what << " has ONNX type "
+                 << TensorProto::DataType_Name((TensorProto::DataType)t.data_type())
+                 << ", the plan expects " << dtypeName(whole.dtype));
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
   TensorView have{nullptr, dt, shape};
   ZRT_CHECK(shape == whole.shape, what << " has shape " << have.describe()
@@ -124,7 +130,10 @@ void zrt::copyTensorRangeInto(const TensorProto &t, const TensorView &whole,
   ZRT_CHECK(first >= 0 && count >= 0 && first <= n && count <= n - first,
             what << ": elements [" << first << ", " << first + count
                  << ") lie outside its " << n);
-  char *out = static_cast<char *>(dst);
+  std::vector<char> stored;
+  if (convert)
+    stored.resize(count * size);
+  char *out = convert ? stored.data() : static_cast<char *>(dst);
   if (t.data_location() == TensorProto::EXTERNAL) {
     ExternalSpan span = resolveExternalData(t, baseDir, what);
     ZRT_CHECK(span.length == n * size, what << ": external data has " << span.length
@@ -156,11 +165,25 @@ void zrt::copyTensorRangeInto(const TensorProto &t, const TensorView &whole,
       need(t.int32_data_size());
       std::memcpy(out, t.int32_data().data() + first, count * 4);
       break;
+    case TensorProto::BFLOAT16:
+    case TensorProto::FLOAT16: // 16-bit patterns, one per int32_data element
+      need(t.int32_data_size());
+      for (int64_t i = 0; i < count; ++i) {
+        uint16_t bits = (uint16_t)t.int32_data(first + i);
+        std::memcpy(out + 2 * i, &bits, 2);
+      }
+      break;
     default: // one-byte types are stored widened in int32_data
       need(t.int32_data_size());
       for (int64_t i = 0; i < count; ++i)
         out[i] = (char)t.int32_data(first + i);
     }
+  }
+  if (convert) {
+    char *to = static_cast<char *>(dst);
+    int64_t toSize = dtypeSize(whole.dtype);
+    for (int64_t i = 0; i < count; ++i)
+      storeFloatValue(to + i * toSize, whole.dtype, floatValue(out + i * size, dt));
   }
   if (dt == zero::zplan::BOOL) // kernels rely on bools being exactly 0 or 1
     for (int64_t i = 0; i < count; ++i)

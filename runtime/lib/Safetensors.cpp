@@ -193,6 +193,24 @@ std::vector<char> SafetensorsFile::read(const std::string &name) const {
   return bytes;
 }
 
+void SafetensorsFile::readRuns(const std::string &name, int64_t offset, int64_t runBytes,
+                               int64_t strideBytes, int64_t rows, char *out) const {
+  const SafetensorsEntry *e = find(name);
+  ZRT_CHECK(e, path_ << " has no tensor '" << name << "'");
+  int64_t size = e->end - e->begin;
+  ZRT_CHECK(rows >= 0 && runBytes >= 0 && offset >= 0 &&
+                (rows == 0 || (offset <= size && runBytes <= size - offset &&
+                               (rows == 1 || (strideBytes >= 0 &&
+                                              (size - offset - runBytes) / std::max<int64_t>(strideBytes, 1) >=
+                                                  rows - 1)))),
+            path_ << ": bytes asked of tensor '" << name << "' lie outside it");
+  InputFile file(path_, "safetensors file", INT64_MAX);
+  ZRT_CHECK(file.size() >= dataStart_ + e->end, path_ << " changed while it was read");
+  for (int64_t r = 0; r < rows; ++r)
+    readAt(file.fd(), out + r * runBytes, runBytes, dataStart_ + e->begin + offset + r * strideBytes,
+           path_);
+}
+
 std::string zrt::safetensorsHeader(const std::vector<std::string> &names,
                                    const std::vector<DType> &dtypes,
                                    const std::vector<std::vector<int64_t>> &shapes,

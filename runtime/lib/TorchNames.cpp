@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/TorchNames.h"
+#include "zrt/OnnxTensors.h"
 
 #include <cstring>
 
@@ -21,17 +22,23 @@ std::string trim(const std::string &s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
-bool isFloat(const onnx::TensorProto &t) {
-  return t.data_type() == onnx::TensorProto::FLOAT ||
-         t.data_type() == onnx::TensorProto::DOUBLE ||
-         t.data_type() == onnx::TensorProto::BFLOAT16 ||
-         t.data_type() == onnx::TensorProto::FLOAT16;
-}
+bool isFloat(const onnx::TensorProto &t) { return isFloatOnnxType(t.data_type()); }
 
 } // namespace
 
 std::optional<std::vector<std::string>>
 zrt::signatureParameters(const onnx::ModelProto &model, std::string &error) {
+  auto placeholders = signaturePlaceholders(model, error);
+  if (!placeholders)
+    return std::nullopt;
+  std::vector<std::string> params;
+  for (const auto &[placeholder, target] : *placeholders)
+    params.push_back(target);
+  return params;
+}
+
+std::optional<std::vector<std::pair<std::string, std::string>>>
+zrt::signaturePlaceholders(const onnx::ModelProto &model, std::string &error) {
   const std::string *text = nullptr;
   for (const auto &kv : model.graph().metadata_props())
     if (kv.key() == kSignatureKey)
@@ -41,7 +48,7 @@ zrt::signatureParameters(const onnx::ModelProto &model, std::string &error) {
       text = &kv.value();
   if (!text)
     return std::nullopt;
-  std::vector<std::string> params;
+  std::vector<std::pair<std::string, std::string>> params;
   size_t start = 0;
   while (start <= text->size()) {
     size_t end = text->find('\n', start);
@@ -61,7 +68,8 @@ zrt::signatureParameters(const onnx::ModelProto &model, std::string &error) {
               line + "'";
       return std::nullopt;
     }
-    params.push_back(rest.substr(prefix.size(), rest.size() - prefix.size() - 1));
+    params.emplace_back(trim(line.substr(0, line.find(':'))),
+                        rest.substr(prefix.size(), rest.size() - prefix.size() - 1));
   }
   return params;
 }

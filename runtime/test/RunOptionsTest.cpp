@@ -44,7 +44,7 @@ TEST(RunOptions, TrainingFlags) {
   EXPECT_EQ(o.action, RunOptions::Action::Run);
   EXPECT_EQ(o.plan, "step.zplan");
   EXPECT_EQ(o.init, "gpt.onnx");
-  EXPECT_EQ(o.initWeights, "w.safetensors");
+  EXPECT_EQ(o.initCheckpoint, std::vector<std::string>{"w.safetensors"});
   EXPECT_EQ(o.data, "tokens.u16");
   EXPECT_EQ(o.dataFormat, "u16");
   EXPECT_EQ(o.steps, 7);

@@ -18,6 +18,8 @@
 
 #include "zrt/Error.h"
 #include "zrt/ExternalData.h"
+#include "zrt/OnnxTensors.h"
+#include "zrt/Tensor.h"
 
 #include <cmath>
 #include <cstring>
@@ -42,10 +44,18 @@ bool isSupportedType(int32_t t) {
   case TensorProto::INT8:
   case TensorProto::UINT8:
   case TensorProto::BOOL:
+  case TensorProto::BFLOAT16: // read widened to FLOAT (elementTypeOf)
+  case TensorProto::FLOAT16:
     return true;
   default:
     return false;
   }
+}
+
+/// 16-bit floats are computed as float32 (elementTypeOf): a constant of either
+/// holds its exact values as a FLOAT one.
+int32_t widenedType(int32_t t) {
+  return t == TensorProto::BFLOAT16 || t == TensorProto::FLOAT16 ? TensorProto::FLOAT : t;
 }
 
 /// The element count; 0 for any shape with a zero dimension, however large the
@@ -314,8 +324,10 @@ zero::onnx_import::constFromProto(const TensorProto &t, std::string &error,
   auto rawAt = [&](int64_t k, size_t size, void *dst) {
     std::memcpy(dst, raw.data() + k * size, size);
   };
+  bool half = c.dtype == TensorProto::BFLOAT16 || c.dtype == TensorProto::FLOAT16;
   size_t esize = c.dtype == TensorProto::DOUBLE || c.dtype == TensorProto::INT64 ? 8
                  : c.dtype == TensorProto::FLOAT || c.dtype == TensorProto::INT32 ? 4
+                 : half                                                           ? 2
                                                                                   : 1;
   if (hasRaw && (int64_t)raw.size() != n * (int64_t)esize) {
     error = what + " raw_data has " + std::to_string(raw.size()) +
@@ -330,6 +342,21 @@ zero::onnx_import::constFromProto(const TensorProto &t, std::string &error,
     error = what + " holds " + std::to_string(fieldSize) +
             " values, its shape needs " + std::to_string(n);
     return std::nullopt;
+  }
+  if (half) {
+    // Stored as 16-bit patterns (raw, or one per int32_data element).
+    zrt::DType from =
+        c.dtype == TensorProto::BFLOAT16 ? zero::zplan::BF16 : zero::zplan::F16;
+    for (int64_t k = 0; k < n; ++k) {
+      uint16_t bits;
+      if (hasRaw)
+        rawAt(k, 2, &bits);
+      else
+        bits = (uint16_t)t.int32_data(k);
+      c.floats.push_back(zrt::floatValue(&bits, from));
+    }
+    c.dtype = TensorProto::FLOAT;
+    return c;
   }
   for (int64_t k = 0; k < n; ++k) {
     switch (c.dtype) {
@@ -525,7 +552,7 @@ std::optional<ConstTensor> foldCast(const FoldInput &f) {
             TensorProto::DataType_Name((TensorProto::DataType)to);
     return std::nullopt;
   }
-  ConstTensor c = withShape(to, in[0]->shape);
+  ConstTensor c = withShape(widenedType(to), in[0]->shape);
   for (int64_t k = 0; k < in[0]->numel(); ++k)
     pushConverted(c, *in[0], k);
   return c;
@@ -976,6 +1003,13 @@ mlir::Type zero::onnx_import::elementTypeOf(mlir::MLIRContext *ctx,
   mlir::Builder b(ctx);
   switch (onnxType) {
   case TensorProto::FLOAT:
+  // A model exported in bf16 or f16 (transformers 5 loads checkpoints in their
+  // dtype) computes in float32 here: its weights become f32 master weights, and
+  // --precision=bf16|fp16 chooses 16-bit arithmetic as for any model. Graph inputs
+  // and outputs stay refused in these types (ImportOnnx.cpp): their bytes would
+  // not be what the caller holds.
+  case TensorProto::BFLOAT16:
+  case TensorProto::FLOAT16:
     return b.getF32Type();
   case TensorProto::DOUBLE:
     return b.getF64Type();

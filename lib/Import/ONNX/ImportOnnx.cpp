@@ -15,6 +15,8 @@
 #include "zero/Import/ONNX/ImportOnnx.h"
 #include "zrt/Error.h"
 #include "zrt/FoldedTransposes.h"
+#include "zrt/MergedParameters.h"
+#include "zrt/OnnxTensors.h"
 #include "zrt/InputFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -420,7 +422,7 @@ LogicalResult foldConstantInitializers(MLIRContext &ctx, StringRef path,
     bool integer = type == onnx::TensorProto::INT64 || type == onnx::TensorProto::INT32 ||
                    type == onnx::TensorProto::INT8 || type == onnx::TensorProto::UINT8 ||
                    type == onnx::TensorProto::BOOL;
-    bool frozenFloat = (type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::DOUBLE) &&
+    bool frozenFloat = zrt::isFloatOnnxType(type) &&
                        trainable.source != TrainableSet::kEveryFloat &&
                        !trainable.names.count(t.name());
     bool liftedScalar =
@@ -742,6 +744,56 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
   return success();
 }
 
+/// A model exported in bf16 or f16 (its weights 16-bit initializers) computes in
+/// float32 (elementTypeOf): says so once. Its 16-bit outputs (a language model's
+/// logits) come out as float32. 16-bit graph inputs are refused, and 16-bit
+/// outputs of a model without 16-bit weights: the caller's bytes or the values it
+/// expects (rounded to 16 bits) would not be what the plan reads or writes.
+LogicalResult checkHalfPrecision(MLIRContext &ctx, StringRef path,
+                                 const onnx::ModelProto &model) {
+  Location loc = FileLineColLoc::get(&ctx, path, 0, 0);
+  auto isHalf = [](int32_t t) {
+    return t == onnx::TensorProto::BFLOAT16 || t == onnx::TensorProto::FLOAT16;
+  };
+  std::set<std::string> inits;
+  std::map<int32_t, int64_t> widened;
+  for (const auto &t : model.graph().initializer()) {
+    inits.insert(t.name());
+    if (isHalf(t.data_type()))
+      ++widened[t.data_type()];
+  }
+  for (const auto *values : {&model.graph().input(), &model.graph().output()}) {
+    bool input = values == &model.graph().input();
+    if (!input && !widened.empty())
+      continue;
+    for (const auto &v : *values) {
+      if (inits.count(v.name()) || !v.type().has_tensor_type())
+        continue;
+      int32_t t = v.type().tensor_type().elem_type();
+      if (isHalf(t))
+        return emitError(loc) << "graph " << (input ? "input" : "output") << " '" << v.name()
+                              << "' is "
+                              << onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)t)
+                              << ": zero-opt computes 16-bit floats as float32, and "
+                              << (input ? "takes float32 inputs" : "returns float32 outputs")
+                              << " (16-bit outputs only of a model exported with 16-bit "
+                                 "weights, as float32)",
+               failure();
+    }
+  }
+  if (widened.empty())
+    return success();
+  std::string what;
+  for (const auto &[type, n] : widened)
+    what += (what.empty() ? "" : " and ") + std::to_string(n) + " " +
+            onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)type);
+  emitRemark(loc) << "the model was exported in 16-bit floats (" << what
+                  << " initializers): it computes in float32, its weights train as "
+                     "float32 master weights and its float outputs are float32; "
+                     "--precision=bf16 or fp16 for 16-bit matrix products";
+  return success();
+}
+
 /// Reads the TorchScript exporter's transposed copies of named weights as
 /// Transpose nodes (zrt/FoldedTransposes.h), saying so; warns of anonymous
 /// initializers left, which train under names PyTorch does not know.
@@ -795,8 +847,28 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context,
   std::string modelDir = llvm::sys::path::parent_path(path).str();
   if (modelDir.empty())
     modelDir = ".";
-  if (failed(readTransposedCopies(context, path, model, modelDir)))
+  if (failed(readTransposedCopies(context, path, model, modelDir)) ||
+      failed(checkHalfPrecision(context, path, model)))
     return nullptr;
+  // Parameters the exporter's optimizer merged because their values were equal
+  // train apart, as in PyTorch (zrt/MergedParameters.h); zero-run reads the
+  // model the same way.
+  std::map<std::string, std::string> merged = zrt::splitMergedParameters(model);
+  int64_t dropped = 0;
+  const std::pair<const std::string, std::string> *example = nullptr;
+  for (const auto &kv : merged) {
+    dropped += kv.second.empty();
+    if (!kv.second.empty() && !example)
+      example = &kv;
+  }
+  if (example)
+    emitRemark(fileLoc) << merged.size() - dropped << " parameters the exporter merged with "
+                        << "another of equal value train as their own tensors, as in "
+                        << "PyTorch (e.g. '" << example->first << "', merged into '"
+                        << example->second << "')";
+  if (dropped)
+    emitRemark(fileLoc) << dropped << " zero biases the exporter dropped train again, "
+                        << "from zero, as in PyTorch";
   // Graph inputs keep the positions they had in the file, whatever is bound.
   std::set<std::string> inits;
   for (const auto &t : model.graph().initializer())
@@ -822,9 +894,7 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context,
   if (failed(foldConstantInitializers(context, path, model, imp, *trainable)))
     return nullptr;
   for (const auto &t : model.graph().initializer()) {
-    bool isFloat = t.data_type() == onnx::TensorProto::FLOAT ||
-                   t.data_type() == onnx::TensorProto::DOUBLE;
-    if (isFloat && trainable->names.count(t.name()))
+    if (zrt::isFloatOnnxType(t.data_type()) && trainable->names.count(t.name()))
       imp.trainedInitializers.insert(t.name());
     else
       imp.untrainedInitializers[t.name()] = &t;

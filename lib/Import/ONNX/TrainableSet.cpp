@@ -15,6 +15,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "OnnxImporter.h"
+#include "zrt/MergedParameters.h"
+#include "zrt/OnnxTensors.h"
 #include "zrt/TorchNames.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -26,8 +28,7 @@ using namespace zero::onnx_import;
 namespace {
 
 bool isFloatInitializer(const onnx::TensorProto &t) {
-  return t.data_type() == onnx::TensorProto::FLOAT ||
-         t.data_type() == onnx::TensorProto::DOUBLE;
+  return zrt::isFloatOnnxType(t.data_type());
 }
 
 /// The `zero.trainable` entry: exactly the initializers to train.
@@ -129,10 +130,18 @@ FailureOr<TrainableSet> zero::onnx_import::findTrainableSet(MLIRContext &ctx,
       seen.insert(sources[0]);
     }
   }
+  std::map<std::string, std::string> placeholderOf;
+  if (auto pairs = zrt::signaturePlaceholders(model, error))
+    for (const auto &[placeholder, target] : *pairs)
+      placeholderOf[target] = placeholder;
   for (const std::string &p : *params) {
     if (seen.count(p))
       continue;
     std::string replacement = zrt::readInstead(model, p, set.names);
+    // A tied weight: torch.export reads it through the other parameter's
+    // placeholder, and PyTorch trains one tensor for both, as here.
+    if (!replacement.empty() && !zrt::fxGraphReads(model, placeholderOf[p]))
+      continue;
     InFlightDiagnostic w = emitWarning(loc);
     w << "parameter '" << p << "' (torch.export's graph signature) is not in the ONNX "
                                "graph; ";

@@ -26,6 +26,8 @@
 
 namespace zrt {
 
+class ParameterSource;
+
 class AsyncCollectives;
 class HostWorker;
 
@@ -85,9 +87,11 @@ public:
   /// a ZeRO-3 bucket buffer gets this rank's slice of its members, reading only
   /// that slice of their external data. With `randomSeed` (--random-init) the
   /// values are generated instead (RandomInit.h), the initializers only checked
-  /// for shape.
+  /// for shape. A `source` (--init CHECKPOINT) fills the parameters it holds, the
+  /// same slices only.
   void loadParameters(const onnx::ModelProto &model, const std::string &modelDir,
-                      std::optional<uint64_t> randomSeed = std::nullopt);
+                      std::optional<uint64_t> randomSeed = std::nullopt,
+                      const ParameterSource *source = nullptr);
   /// The full value of parameter `name` after training, on rank 0 (gathered from
   /// the shards where it is one; the f32 master copy where the plan keeps one);
   /// every rank must call it, in the same order.

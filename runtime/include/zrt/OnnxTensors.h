@@ -18,6 +18,12 @@ namespace zrt {
 /// The plan dtype of an ONNX data type, or DTYPE_INVALID.
 DType dtypeFromOnnx(int32_t onnxType);
 int32_t onnxFromDtype(DType t);
+/// FLOAT, DOUBLE, BFLOAT16 or FLOAT16: a type parameters may have. (Inline: the
+/// compiler's importer shares it without linking the runtime.)
+inline bool isFloatOnnxType(int32_t t) {
+  return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::DOUBLE ||
+         t == onnx::TensorProto::BFLOAT16 || t == onnx::TensorProto::FLOAT16;
+}
 
 /// Reads an ONNX model file (no size limit below 2 GiB per message).
 onnx::ModelProto readOnnxModel(const std::string &path);

@@ -28,7 +28,10 @@ struct RunOptions {
   /// What to do: run (a plan, --consolidate, --calibrate) or answer at once.
   enum class Action { Run, Help, ListDevices, CheckCudaLibraries };
   Action action = Action::Run;
-  std::string plan, init, initWeights, inputs, saveOutputs, data, dataFormat = "u8", logJson,
+  /// --init's checkpoint (a save_pretrained folder, its index, or safetensors
+  /// files), besides the ONNX model.
+  std::vector<std::string> initCheckpoint;
+  std::string plan, init, inputs, saveOutputs, data, dataFormat = "u8", logJson,
       saveWeights, trace, calibrate, device, saveCheckpoint, resume, consolidate, output;
   int64_t checkpointEvery = 0, keepCheckpoints = 0;
   double commDelayNsPerByte = 0, collectiveTimeoutS = 600, rendezvousTimeoutS = 300;

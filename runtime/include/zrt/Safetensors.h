@@ -40,6 +40,12 @@ public:
   const SafetensorsEntry *find(const std::string &name) const;
   /// The bytes of entry `name` (which must exist), as stored.
   std::vector<char> read(const std::string &name) const;
+  /// `rows` runs of `runBytes` bytes of entry `name`, the first at byte `offset` of
+  /// its data and each `strideBytes` after the last, packed into `out`: a slice of
+  /// a tensor (rows = 1) or a block of columns of a matrix. Only those bytes are
+  /// read; every run must lie within the entry.
+  void readRuns(const std::string &name, int64_t offset, int64_t runBytes, int64_t strideBytes,
+                int64_t rows, char *out) const;
 
 private:
   std::string path_;

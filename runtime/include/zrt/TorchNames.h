@@ -29,6 +29,12 @@ namespace zrt {
 std::optional<std::vector<std::string>> signatureParameters(const onnx::ModelProto &model,
                                                             std::string &error);
 
+/// The same as (placeholder, target) pairs: "p_x: PARAMETER target='x'" is
+/// ("p_x", "x"). The placeholder is how the exporter's `pkg.torch.onnx.fx_node`
+/// node metadata names the parameter an FX node read.
+std::optional<std::vector<std::pair<std::string, std::string>>>
+signaturePlaceholders(const onnx::ModelProto &model, std::string &error);
+
 /// The values initializer `t` was folded from (its folded_from metadata), or none.
 std::vector<std::string> foldedFrom(const onnx::ModelProto &model,
                                     const onnx::TensorProto &t);

@@ -20,18 +20,6 @@
 
 namespace zrt {
 
-/// Replaces the values of `model`'s float initializers by the tensors of the
-/// safetensors file `path` that hold them (by PyTorch name; transposed where the
-/// initializer is a folded Linear weight; converted to the initializer's float
-/// type). Throws naming each parameter the file lacks or holds in another shape:
-/// every parameter the export's graph signature names or, without one, every
-/// initializer the plan trains (`trained`) must be in the file (a trained parameter
-/// silently left at the ONNX file's value is a fine-tune from the wrong start).
-/// Returns how many initializers were replaced, and sets `unused` to the file's
-/// tensors no initializer took.
-int64_t loadSafetensorsByName(onnx::ModelProto &model, const std::string &path,
-                              const std::vector<std::string> &trained, int64_t &unused);
-
 /// Writes the plan's parameters to `path` as a safetensors file under their PyTorch
 /// names (each tied name; folded weights transposed back), so that
 /// `model.load_state_dict(safetensors.torch.load_file(path))` takes it as it is.

@@ -41,8 +41,11 @@ const char *kUsage =
     "MASTER_ADDR, MASTER_PORT) set: those ranks meet through TCP at MASTER_ADDR.\n"
     "  --init MODEL.onnx      initial parameter values (the model's initializers,\n"
     "                         external data included, read from the model's folder)\n"
-    "  --init W.safetensors   with --init MODEL.onnx: the parameters' values from a\n"
-    "                         Hugging Face checkpoint instead, by PyTorch name\n"
+    "  --init CHECKPOINT      with --init MODEL.onnx: the parameters' values from a\n"
+    "                         Hugging Face checkpoint instead, by PyTorch name: a\n"
+    "                         save_pretrained folder, its model.safetensors.index.json\n"
+    "                         or its safetensors files (bf16, f16 or f32; each rank\n"
+    "                         reads its slices only)\n"
     "  --nvme-path DIR        NVMe offload: the folder of each rank's NVMe file\n"
     "                         (zero-opt --offload-param=nvme, --offload-optimizer=nvme;\n"
     "                         made at the start with direct I/O, removed at the end)\n"
@@ -198,17 +201,18 @@ RunOptions zrt::parseRunOptions(int argc, char **argv) {
       o.action = RunOptions::Action::CheckCudaLibraries;
       return o;
     } else if (is("--init")) {
-      // An ONNX model, and optionally a safetensors file of weights by PyTorch name.
+      // An ONNX model, and optionally the checkpoint of its weights by PyTorch
+      // name: a save_pretrained folder, its index, or safetensors files.
       std::string path = value("--init");
       struct stat st;
-      ZRT_CHECK(::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode),
-                "--init '" << path << "' is a folder; --init takes an ONNX model file and, "
-                              "optionally, a safetensors file of weights (in a "
-                              "save_pretrained folder, its model.safetensors)");
-      std::string &slot = pathEndsWith(path, ".safetensors") ? o.initWeights : o.init;
-      ZRT_CHECK(slot.empty(), "--init takes one ONNX model and at most one safetensors "
-                              "file; '" << path << "' is a second one");
-      slot = path;
+      bool folder = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+      if (folder || pathEndsWith(path, ".safetensors") || pathEndsWith(path, ".json")) {
+        o.initCheckpoint.push_back(path);
+      } else {
+        ZRT_CHECK(o.init.empty(), "--init takes one ONNX model; '" << path
+                                                                   << "' is a second one");
+        o.init = path;
+      }
     } else if (is("--nvme-path")) {
       o.nvmePath = value("--nvme-path");
       ZRT_CHECK(!o.nvmePath.empty(), "--nvme-path needs a folder (on the NVMe drive), not an "

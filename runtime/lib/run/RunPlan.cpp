@@ -20,6 +20,7 @@
 #include "zrt/Launch.h"
 #include "zrt/OnnxTensors.h"
 #include "zrt/PlanFile.h"
+#include "zrt/PretrainedWeights.h"
 #include "zrt/ResidentMemory.h"
 #include "zrt/RunAgreement.h"
 #include "zrt/SaveWeights.h"
@@ -68,22 +69,30 @@ std::string deviceKind(const RunOptions &o) {
   return kind;
 }
 
-/// The --init model, with the values of --init W.safetensors (by PyTorch name) in
-/// place of its own.
-onnx::ModelProto readInitModel(const RunOptions &o, const zero::zplan::Plan &plan,
-                               bool announce) {
-  onnx::ModelProto model = readModelAsCompiled(o.init);
-  if (o.initWeights.empty())
-    return model;
-  int64_t unused = 0;
-  int64_t replaced =
-      loadSafetensorsByName(model, o.initWeights, planParameterNames(plan), unused);
+/// The --init model, as the compiler read it.
+onnx::ModelProto readInitModel(const RunOptions &o) { return readModelAsCompiled(o.init); }
+
+/// --init CHECKPOINT: its files' headers, matched to the model's parameters by
+/// PyTorch name (no tensor is read yet: each rank reads its slices as it loads).
+std::unique_ptr<PretrainedWeights> openCheckpoint(const RunOptions &o,
+                                                  const onnx::ModelProto &model,
+                                                  const std::vector<std::string> &trained,
+                                                  bool announce) {
+  if (o.initCheckpoint.empty())
+    return nullptr;
+  ZRT_CHECK(!o.init.empty(),
+            "--init " << o.initCheckpoint[0]
+                      << " needs --init MODEL.onnx too: the exported model holds the "
+                         "constants, and says which initializer holds which parameter");
+  auto weights = std::make_unique<PretrainedWeights>(o.initCheckpoint);
+  int64_t bound = weights->bind(model, trained);
   if (announce && !o.quiet)
-    std::printf("%s: %lld initializers of %s by PyTorch name%s\n", o.initWeights.c_str(),
-                (long long)replaced, o.init.c_str(),
-                unused ? (", " + std::to_string(unused) + " of its tensors unused").c_str()
-                       : "");
-  return model;
+    std::printf("%s: %lld initializers of %s by PyTorch name%s\n", weights->describe().c_str(),
+                (long long)bound, o.init.c_str(),
+                weights->unused()
+                    ? (", " + std::to_string(weights->unused()) + " of its tensors unused").c_str()
+                    : "");
+  return weights;
 }
 
 /// One rank's run of the plan on its device.
@@ -96,7 +105,9 @@ int runRank(const RunOptions &o, zero::zplan::Plan plan, Device &device, Communi
   if (preloaded)
     model = std::move(*preloaded);
   else if (!o.init.empty())
-    model = readInitModel(o, plan, comm.rank() == 0);
+    model = readInitModel(o);
+  std::unique_ptr<PretrainedWeights> checkpoint =
+      openCheckpoint(o, model, planParameterNames(plan), comm.rank() == 0);
   int64_t memoryBefore = device.memoryInUse();
   ExecutorOptions eopts;
   eopts.commDelayNsPerByte = o.commDelayNsPerByte;
@@ -108,21 +119,17 @@ int runRank(const RunOptions &o, zero::zplan::Plan plan, Device &device, Communi
   bool needsParams = false;
   for (const auto &b : exec.plan().buffers())
     needsParams |= b.role() == zero::zplan::PARAM;
-  ZRT_CHECK(o.initWeights.empty() || !o.init.empty(),
-            "--init " << o.initWeights << " needs --init MODEL.onnx too: the exported "
-                         "model holds the constants, and says which initializer holds "
-                         "which parameter");
   ZRT_CHECK(!o.randomInit || !o.init.empty(),
             "--random-init needs --init MODEL.onnx too: the model holds the constants "
             "and the parameters' names and shapes");
-  ZRT_CHECK(!o.randomInit || o.initWeights.empty(),
-            "--random-init and --init " << o.initWeights << " both give the parameters' "
-                                            "values; choose one");
+  ZRT_CHECK(!o.randomInit || o.initCheckpoint.empty(),
+            "--random-init and --init " << o.initCheckpoint[0]
+                                        << " both give the parameters' values; choose one");
   ZRT_CHECK(!needsParams || !o.init.empty(),
             "the plan has parameters; give their values with --init MODEL.onnx");
   ZRT_CHECK(o.saveWeights.empty() || !o.init.empty(), "--save-weights needs --init");
   if (!o.init.empty())
-    exec.loadParameters(model, folderOf(o.init), o.randomInit);
+    exec.loadParameters(model, folderOf(o.init), o.randomInit, checkpoint.get());
   if (!o.data.empty())
     return runTraining(o, exec, &model, memoryBefore);
   ZRT_CHECK(comm.size() == 1, "running once on --inputs takes one rank");
@@ -255,6 +262,10 @@ std::vector<AgreedValue> runAgreement(const RunOptions &o, const zero::zplan::Pl
     weights = (int64_t)contentHash(&seed, sizeof seed,
                                    initializerFingerprint(model, folderOf(o.init),
                                                           !o.randomInit));
+    if (!o.initCheckpoint.empty()) {
+      uint64_t h = PretrainedWeights(o.initCheckpoint).fingerprint();
+      weights = (int64_t)contentHash(&h, sizeof h, (uint64_t)weights);
+    }
   }
   v.push_back({"initial weights (--init, --random-init)", weights});
   int64_t data = 0;
@@ -360,7 +371,7 @@ int zrt::runPlan(const RunOptions &o, Communicator &comm, bool launched) {
   // one of them might not call (NCCL's set-up, a collective, a checkpoint).
   onnx::ModelProto model;
   if (!o.init.empty())
-    model = readInitModel(o, plan, comm.rank() == 0);
+    model = readInitModel(o);
   std::string kind = deviceKind(o);
   if (comm.size() > 1)
     agreeAcrossRanks(comm, runAgreement(o, plan, model, kind));
