@@ -91,8 +91,7 @@ TEST(RunOptions, BadValuesNameTheFlag) {
   EXPECT_EQ(errorOf({"p.zplan", "--device=tpu"}), "--device=tpu is not one of cuda, cpu");
   EXPECT_EQ(errorOf({"a.zplan", "b.zplan"}), "more than one plan given ('a.zplan', 'b.zplan')");
   EXPECT_EQ(errorOf({"p.zplan", "--init", "a.onnx", "--init", "b.onnx"}),
-            "--init takes one ONNX model and at most one safetensors file; 'b.onnx' is a "
-            "second one");
+            "--init takes one ONNX model; 'b.onnx' is a second one");
   EXPECT_EQ(errorOf({"p.zplan", "--data", "d", "--inputs", "i"}),
             "--data and --inputs exclude each other");
   EXPECT_EQ(errorOf({"p.zplan", "--steps"}).rfind("--steps needs a value\n", 0), 0u);
