@@ -14,6 +14,9 @@
 #                                   input_names=["tokens", "targets"],
 #                                   output_names=["loss"])
 #
+# A Hugging Face model as from_pretrained returns it (bf16, use_cache and all):
+#   zero_export.export_pretrained(model, "model.onnx", batch=4, seq=512)
+#
 # From the command line, for the project's own models (utils/zero_models.py):
 #   zero_export.py OUT.onnx --model gpt|mlp|llama [--layers 2 --hidden 32 --heads 4
 #                  --vocab 64 --seq 16 --batch 4 --seed 0] [--without-metadata]
@@ -112,6 +115,21 @@ def export_for_training(model, args, path, input_names, output_names,
         set_trainable(exported, names)
     save_whole(exported, path)
     return names
+
+
+def export_pretrained(model, path, batch, seq):
+    """Exports a Hugging Face causal LM as from_pretrained returns it (transformers
+    5: in the checkpoint's dtype, its config's use_cache as saved) with
+    torch.onnx.export's defaults, for training on token windows [batch, seq]:
+    the inputs input_ids and labels (the model shifts them) and use_cache=False,
+    without which the export fails on the DynamicCache the forward returns. The
+    weights go to PATH.data beside the model. zero-opt computes a bf16 or f16
+    export in float32 (f32 master weights; --precision=bf16 for 16-bit products)
+    and zero-run --init CHECKPOINT reads the weights from the checkpoint."""
+    ids = torch.zeros((batch, seq), dtype=torch.int64)
+    torch.onnx.export(model, (), path,
+                      kwargs={"input_ids": ids, "labels": ids, "use_cache": False},
+                      external_data=True)
 
 
 def main():

@@ -483,6 +483,48 @@ std::vector<char> Executor::gatherParameter(const std::string &name, DType &dtyp
   ZRT_FAIL("the plan has no parameter '" << name << "'");
 }
 
+Executor::OwnedPart Executor::ownedPart(const std::string &name) {
+  for (auto role : {zero::zplan::MASTER, zero::zplan::PARAM})
+    for (int i = 0; i < plan_.buffers_size(); ++i) {
+      const auto &b = plan_.buffers(i);
+      if (b.role() != role)
+        continue;
+      TensorView v = buffer(i);
+      OwnedPart part;
+      part.dtype = v.dtype;
+      if (!b.has_bucket() && b.name() == name) {
+        part.shape = v.shape;
+        part.count = v.numel();
+        part.writer = comm().rank() == 0;
+        if (part.writer)
+          part.bytes = read(i).bytes;
+        return part;
+      }
+      for (const auto &m : b.bucket().members()) {
+        if (m.name() != name)
+          continue;
+        part.shape.assign(m.shape().begin(), m.shape().end());
+        int64_t n = TensorView{nullptr, v.dtype, part.shape}.numel();
+        // This rank's slice is bucket elements [lo, lo + v.numel()); shard groups
+        // are consecutive ranks, so the first group's ranks are those whose
+        // group rank is their world rank.
+        int64_t lo = shardComm().rank() * v.numel();
+        int64_t from = std::max(lo, m.offset()), to = std::min(lo + v.numel(), m.offset() + n);
+        part.writer = comm().rank() == shardComm().rank() && from < to;
+        if (!part.writer)
+          return part;
+        part.first = from - m.offset();
+        part.count = to - from;
+        HostTensor slice = read(i);
+        int64_t size = dtypeSize(v.dtype);
+        part.bytes.assign(slice.bytes.begin() + (from - lo) * size,
+                          slice.bytes.begin() + (to - lo) * size);
+        return part;
+      }
+    }
+  ZRT_FAIL("the plan has no parameter '" << name << "'");
+}
+
 bool Executor::hasRuntimeValue(const std::string &name) const {
   for (const auto &b : plan_.buffers())
     if (b.role() == zero::zplan::RUNTIME && b.name() == name)

@@ -16,13 +16,6 @@ using namespace zrt;
 
 namespace {
 
-std::string describeShape(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 /// `src` (dtype `from`, shape [r, c] when `transpose`) as dtype `to`, transposed
 /// when asked.
 std::vector<char> convert(const std::vector<char> &src, DType from, DType to,

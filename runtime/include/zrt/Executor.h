@@ -97,6 +97,20 @@ public:
   /// every rank must call it, in the same order.
   std::vector<char> gatherParameter(const std::string &name, DType &dtype,
                                     std::vector<int64_t> &shape);
+  /// What this rank holds of parameter `name`'s trained value (the f32 master copy
+  /// where the plan keeps one): elements [first, first + count) of it, flattened,
+  /// and whether this rank writes them out. Every element has one writer: a
+  /// bucket slice's rank in the first shard group, rank 0 for a parameter every
+  /// rank holds whole. No communication: each rank writes its own part
+  /// (--save-pretrained) instead of gathering the model on one.
+  struct OwnedPart {
+    DType dtype = zero::zplan::DTYPE_INVALID;
+    std::vector<int64_t> shape;
+    int64_t first = 0, count = 0;
+    std::vector<char> bytes;
+    bool writer = false;
+  };
+  OwnedPart ownedPart(const std::string &name);
   /// The scalars the runtime sets before each step (`RUNTIME` buffers): whether the
   /// plan has the one named `name` ("loss_scale", "lr"), and setting it (a plan
   /// without it ignores it).

@@ -33,6 +33,10 @@ struct RunOptions {
   std::vector<std::string> initCheckpoint;
   std::string plan, init, inputs, saveOutputs, data, dataFormat = "u8", logJson,
       saveWeights, trace, calibrate, device, saveCheckpoint, resume, consolidate, output;
+  /// --save-pretrained DIR, its dtype (--save-dtype; empty: the --init
+  /// checkpoint's) and shard size (--save-shard-mb).
+  std::string savePretrained, saveDtype;
+  int64_t saveShardBytes = int64_t(5000) * 1000000;
   int64_t checkpointEvery = 0, keepCheckpoints = 0;
   double commDelayNsPerByte = 0, collectiveTimeoutS = 600, rendezvousTimeoutS = 300;
   RankAtStep testFail, testStall, testOverflow, testNvmeCut, testNvmeDelete;

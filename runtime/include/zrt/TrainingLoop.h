@@ -21,10 +21,13 @@
 
 namespace zrt {
 
+class PretrainedWeights;
+
 /// Trains the executor's plan on o.data; `model` is the --init model (for saved
-/// weights), `memoryBefore` the device memory in use before the run's own.
+/// weights), `pretrained` the --init checkpoint (--save-pretrained's config and
+/// dtype) or null, `memoryBefore` the device memory in use before the run's own.
 int runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto *model,
-                int64_t memoryBefore);
+                const PretrainedWeights *pretrained, int64_t memoryBefore);
 
 /// One run of the plan on o.inputs, printing or saving its outputs.
 int runOnInputs(const RunOptions &o, Executor &exec);

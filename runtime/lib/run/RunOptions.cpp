@@ -110,6 +110,12 @@ const char *kUsage =
     "                         inf: no limit)\n"
     "  --save-weights OUT     the model with its trained initializers, as ONNX, or\n"
     "                         (OUT.safetensors) the parameters by PyTorch name\n"
+    "  --save-pretrained DIR  the trained model as save_pretrained writes it, for\n"
+    "                         from_pretrained: the --init checkpoint's config.json,\n"
+    "                         safetensors shards and their index, each rank writing\n"
+    "                         the slices it owns (the ranks must share DIR)\n"
+    "  --save-dtype T         its dtype: bf16, fp16 or fp32 (default: the checkpoint's)\n"
+    "  --save-shard-mb N      its shards' size (default 5000)\n"
     "  --save-checkpoint DIR  sharded checkpoints DIR/step-S (one file per rank and a\n"
     "                         manifest), DIR/latest naming the newest; every\n"
     "  --checkpoint-every K   K steps (default: only at the end) and at the end,\n"
@@ -279,6 +285,20 @@ RunOptions zrt::parseRunOptions(int argc, char **argv) {
       o.logJson = value("--log-json");
     } else if (is("--save-weights")) {
       o.saveWeights = value("--save-weights");
+    } else if (is("--save-pretrained")) {
+      o.savePretrained = value("--save-pretrained");
+      ZRT_CHECK(!o.savePretrained.empty(), "--save-pretrained needs a folder");
+    } else if (is("--save-dtype")) {
+      o.saveDtype = value("--save-dtype");
+      ZRT_CHECK(o.saveDtype == "bf16" || o.saveDtype == "fp16" || o.saveDtype == "fp32",
+                "--save-dtype=" << o.saveDtype << ": bf16, fp16 or fp32");
+    } else if (is("--save-shard-mb")) {
+      std::string v = value("--save-shard-mb");
+      char *end = nullptr;
+      double mb = std::strtod(v.c_str(), &end);
+      ZRT_CHECK(!v.empty() && end && *end == 0 && std::isfinite(mb) && mb >= 0.001 && mb <= 1e9,
+                "--save-shard-mb=" << v << ": a size in MB, 0.001 to 1e9");
+      o.saveShardBytes = (int64_t)(mb * 1e6);
     } else if (is("--save-checkpoint")) {
       o.saveCheckpoint = value("--save-checkpoint");
     } else if (is("--checkpoint-every")) {

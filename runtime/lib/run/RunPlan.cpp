@@ -128,10 +128,21 @@ int runRank(const RunOptions &o, zero::zplan::Plan plan, Device &device, Communi
   ZRT_CHECK(!needsParams || !o.init.empty(),
             "the plan has parameters; give their values with --init MODEL.onnx");
   ZRT_CHECK(o.saveWeights.empty() || !o.init.empty(), "--save-weights needs --init");
+  ZRT_CHECK(o.savePretrained.empty() || checkpoint,
+            "--save-pretrained writes the model as from_pretrained loads it, with the "
+            "config.json of the checkpoint it started from: give that checkpoint with --init "
+            "(a save_pretrained folder) too");
+  ZRT_CHECK(o.savePretrained.empty() ||
+                std::filesystem::exists(std::filesystem::path(checkpoint->folder()) / "config.json"),
+            "--save-pretrained: " << checkpoint->folder()
+                                  << " has no config.json to write beside the weights "
+                                     "(from_pretrained needs it)");
+  ZRT_CHECK(o.savePretrained.empty() || !o.data.empty(),
+            "--save-pretrained goes with --data (training)");
   if (!o.init.empty())
     exec.loadParameters(model, folderOf(o.init), o.randomInit, checkpoint.get());
   if (!o.data.empty())
-    return runTraining(o, exec, &model, memoryBefore);
+    return runTraining(o, exec, &model, checkpoint.get(), memoryBefore);
   ZRT_CHECK(comm.size() == 1, "running once on --inputs takes one rank");
   ZRT_CHECK(o.saveWeights.empty(), "--save-weights goes with --data (training)");
   return runOnInputs(o, exec);

@@ -21,6 +21,8 @@
 #include "zrt/OnnxTensors.h"
 #include "zrt/ResidentMemory.h"
 #include "zrt/SaveWeights.h"
+#include "zrt/PretrainedWeights.h"
+#include "zrt/SavePretrained.h"
 #include "zrt/TorchWeights.h"
 #include "zrt/TokenData.h"
 
@@ -215,7 +217,7 @@ std::string zrt::traceFile(const std::string &path, int rank) {
 }
 
 int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto *model,
-          int64_t memoryBefore) {
+                     const PretrainedWeights *pretrained, int64_t memoryBefore) {
   // Gradient accumulation: A micro-batches per step, each in its own input buffers.
   int64_t accum = std::max(1, exec.plan().grad_accum_steps());
   std::vector<int> tokenBuffers, targetBuffers;
@@ -527,6 +529,24 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
       saveWeights(*model, folderOf(o.init), exec, o.saveWeights);
     if (!quiet)
       std::printf("wrote the trained model to %s\n", o.saveWeights.c_str());
+  }
+  if (!o.savePretrained.empty()) {
+    SavePretrainedOptions so;
+    so.dir = o.savePretrained;
+    so.configFolder = pretrained->folder();
+    so.dtype = o.saveDtype.empty()   ? pretrained->dtype()
+               : o.saveDtype == "bf16" ? zero::zplan::BF16
+               : o.saveDtype == "fp16" ? zero::zplan::F16
+                                       : zero::zplan::F32;
+    so.maxShardBytes = o.saveShardBytes;
+    so.quiet = quiet || !root;
+    SavePretrainedResult r = savePretrained(*model, exec, so);
+    if (!quiet)
+      std::printf("wrote %s: %lld tensors (%.1f MB of %s) in %lld file(s), in %.2f s; rank %d "
+                  "wrote %.1f MB of them, staging at most %.1f MB beyond its arena\n",
+                  o.savePretrained.c_str(), (long long)r.tensors, r.totalBytes / 1e6,
+                  dtypeName(so.dtype), (long long)r.shards, r.seconds, exec.comm().rank(),
+                  r.bytes / 1e6, r.stagingBytes / 1e6);
   }
   return 0;
 }

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+# A checkpoint as users download it, fine-tuned end to end: save_pretrained in
+# bf16, sharded (model.safetensors.index.json), config.json with use_cache: true
+# -> from_pretrained as transformers 5 returns it (bf16) -> exported with
+# zero_export.export_pretrained -> zero-opt at ZeRO stage 3 for 2 ranks ->
+# zero-run --init model.onnx --init CHECKPOINT (each rank reads its slices of the
+# shards) -> --save-pretrained OUT -> from_pretrained(OUT).
+#
+#   hf-pretrained-check.py --bin BUILD/bin --work DIR [--steps 5] [--layers 8]
+#                          [--dtype bf16|f32]
+#
+# (--dtype f32: a float32 checkpoint, whose export holds the Linear weights
+# transposed (folded `val_N`): each rank reads and writes columns of them.)
+#
+# Checked (exit 1 on a mismatch):
+#   - the 5 step losses equal PyTorch's own fine-tuning of the same checkpoint
+#     (from_pretrained in float32: the master weights) on the same batches,
+#     within 1e-4 relative;
+#   - from_pretrained(OUT) loads with no missing or unexpected key, in the
+#     checkpoint's dtype, with its config;
+#   - its logits (float32) equal zero-run's forward of the saved weights
+#     (--mode=inference, --init model.onnx --init OUT) within 1e-4;
+#   - the saved weights (in shards of 0.2 MB, with their index) are PyTorch's
+#     fine-tuned weights rounded to the checkpoint's dtype: per tensor within 1e-2
+#     relative for bf16 (its rounding is 4e-3), 1e-3 for f32 (see
+#     hf-finetune-check.py).
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import torch
+import transformers
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zero_export  # noqa: E402
+import zero_models  # noqa: E402
+import zero_testing  # noqa: E402
+
+SEQ, BATCH, WORLD, VOCAB = 16, 2, 2, 256
+
+
+def make_checkpoint(path, layers, dtype):
+    """A Llama (grouped-query attention, untied head) saved as a hub checkpoint
+    is: bf16, in shards of about 100 KB, use_cache true in its config."""
+    torch.manual_seed(1)
+    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128,
+                                   num_hidden_layers=layers, num_attention_heads=4,
+                                   num_key_value_heads=2, max_position_embeddings=2 * SEQ,
+                                   vocab_size=VOCAB, attention_dropout=0.0, use_cache=True,
+                                   tie_word_embeddings=False)
+    model = transformers.LlamaForCausalLM(cfg)
+    with torch.no_grad():  # as trained weights are: no two norms alike
+        for p in model.parameters():
+            p.add_(0.02 * torch.randn_like(p))
+    model.to(dtype).save_pretrained(path, max_shard_size="100KB")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--dtype", choices=["bf16", "f32"], default="bf16")
+    a = p.parse_args()
+    dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    zero_opt, zero_run = (os.path.join(a.bin, t) for t in ("zero-opt", "zero-run"))
+    lr, wd, eps = 3e-3, 0.01, 1e-6  # eps: see hf-parity.py
+
+    ckpt = os.path.join(a.work, "pretrained")
+    make_checkpoint(ckpt, a.layers, dtype)
+    shards = sorted(f for f in os.listdir(ckpt) if f.endswith(".safetensors"))
+    config = json.load(open(os.path.join(ckpt, "config.json")))
+    print("checkpoint: %d shards and an index, %s, use_cache %s" % (
+        len(shards), config.get("dtype", config.get("torch_dtype")), config["use_cache"]))
+    ok = len(shards) > 1 and config["use_cache"] is True
+
+    # The documented export of the model as from_pretrained returns it.
+    model = transformers.AutoModelForCausalLM.from_pretrained(ckpt)
+    print("from_pretrained: %s" % model.dtype)
+    onnx_path = os.path.join(a.work, "model.onnx")
+    zero_export.export_pretrained(model, onnx_path, BATCH, SEQ)
+    del model
+
+    rng = np.random.RandomState(2)
+    data = rng.randint(0, VOCAB, size=4096).astype(np.uint8)
+    data_path = os.path.join(a.work, "tokens.u8")
+    data.tofile(data_path)
+    plan = os.path.join(a.work, "step.zplan")
+    subprocess.run([zero_opt, onnx_path, "-o", plan, "--zero-stage=3",
+                    "--world-size=%d" % WORLD, "--optimizer=adamw", "--lr=%r" % lr,
+                    "--weight-decay=%r" % wd, "--eps=%r" % eps], check=True)
+    out = os.path.join(a.work, "tuned")
+    log = os.path.join(a.work, "log.json")
+    subprocess.run([zero_run, plan, "--init", onnx_path, "--init", ckpt, "--data", data_path,
+                    "--steps", str(a.steps), "--log-json", log, "--save-pretrained", out,
+                    "--save-shard-mb", "0.2"],
+                   check=True)
+    zero_losses = [json.loads(line)["loss"] for line in open(log)]
+
+    # PyTorch fine-tunes the same checkpoint (f32 master weights) on the same
+    # global batches.
+    reference = transformers.AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.float32)
+    reference.train()
+    opt = torch.optim.AdamW(reference.parameters(), lr=lr, weight_decay=wd, eps=eps)
+    tdata = torch.from_numpy(data.astype(np.int64))
+    torch_losses = []
+    for step in range(a.steps):
+        tokens, _ = zero_models.make_batch(tdata, step, WORLD * BATCH, SEQ)
+        opt.zero_grad()
+        loss = reference(input_ids=tokens, labels=tokens).loss
+        loss.backward()
+        opt.step()
+        torch_losses.append(loss.item())
+    worst = max(abs(z - t) / abs(t) for z, t in zip(zero_losses, torch_losses))
+    for i, (z, t) in enumerate(zip(zero_losses, torch_losses)):
+        print("step %d: zero-run %.6f  PyTorch %.6f" % (i + 1, z, t))
+    good = len(zero_losses) == a.steps and worst < 1e-4
+    print("losses: worst relative difference %.2e (1e-4): %s" % (worst, "ok" if good else
+                                                                  "MISMATCH"))
+    ok &= good
+
+    loaded, info = transformers.AutoModelForCausalLM.from_pretrained(
+        out, output_loading_info=True)
+    problems = {k: v for k, v in info.items() if v}
+    saved = sorted(f for f in os.listdir(out) if f.endswith(".safetensors"))
+    good = not problems and loaded.dtype == dtype and len(saved) > 1
+    print("--save-pretrained wrote %s and %s" % (", ".join(saved), ", ".join(
+        sorted(f for f in os.listdir(out) if f.endswith(".json")))))
+    print("from_pretrained(%s): %s, missing/unexpected/mismatched keys: %s: %s" % (
+        os.path.basename(out), loaded.dtype, problems or "none", "ok" if good else "MISMATCH"))
+    ok &= good
+    worst = 0.0
+    want = reference.state_dict()
+    for name, got in loaded.state_dict().items():
+        rel = float((got.float() - want[name]).norm() / max(float(want[name].norm()), 1e-30))
+        worst = max(worst, rel)
+    bound = 1e-2 if a.dtype == "bf16" else 1e-3
+    good = worst < bound
+    print("saved weights against PyTorch's fine-tuned ones: worst relative difference "
+          "%.2e over %d tensors (%g): %s" % (worst, len(want), bound,
+                                             "ok" if good else "MISMATCH"))
+    ok &= good
+
+    loaded = loaded.float().eval()
+    tokens, _ = zero_models.make_batch(tdata, 0, BATCH, SEQ)
+    with torch.no_grad():
+        logits = loaded(input_ids=tokens).logits.numpy()
+    inputs = os.path.join(a.work, "inputs")
+    os.makedirs(inputs, exist_ok=True)
+    for k, name in enumerate(["input_ids", "labels"]):
+        zero_testing.write_tensor(tokens.numpy(), os.path.join(inputs, "input_%d.pb" % k), name)
+    forward = os.path.join(a.work, "forward.zplan")
+    subprocess.run([zero_opt, onnx_path, "--mode=inference", "-o", forward], check=True,
+                   stderr=subprocess.DEVNULL)
+    outputs = os.path.join(a.work, "outputs")
+    subprocess.run([zero_run, forward, "--init", onnx_path, "--init", out, "--inputs",
+                    inputs, "--save-outputs", outputs, "--quiet"], check=True)
+    got = zero_testing.read_tensor(os.path.join(outputs, "output_1.pb"))
+    err = float(np.max(np.abs(got - logits)))
+    good = got.shape == logits.shape and err < 1e-4
+    print("logits %s: zero-run's forward of %s against from_pretrained's, max abs "
+          "difference %.2e (1e-4): %s" % (list(logits.shape), os.path.basename(out), err,
+                                          "ok" if good else "MISMATCH"))
+    ok &= good
+    print("pretrained checkpoint round trip: %s" % ("ok" if ok else "MISMATCH"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
