@@ -3,13 +3,15 @@
 #
 #   hf-parity.py --bin BUILD/bin --work DIR --model gpt2|llama|qwen2
 #                --export default|opset23|torchscript [--steps 10] [--rtol 1e-4]
-#                [--runs 0x1,3x2] [--precision bf16]
+#                [--runs 0x1,3x2] [--precision bf16] [--fresh]
 #
 # The model is built from a tiny config (2 layers, hidden 64, vocabulary 256,
 # dropout 0) with random weights: no download. Its weights are then perturbed, as a
 # trained checkpoint's are, because the exporter's optimizer merges initializers
 # with equal values and drops all-zero biases (a freshly initialized model's
-# LayerNorm weights and biases), which no trainer could undo. Then:
+# LayerNorm weights and biases); --fresh keeps the config's initial weights, to
+# check that zero-opt gives each merged parameter its own tensor back and
+# restores the dropped biases (zrt/MergedParameters.h). Then:
 #   default      torch.onnx.export(model, (), path, kwargs={input_ids, labels}):
 #                the installed torch's default exporter (torch.export-based)
 #   opset23      the same with opset_version=23 (Attention, RMSNormalization)
@@ -188,6 +190,10 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--rtol", type=float, default=1e-4)
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    p.add_argument("--fresh", action="store_true",
+                   help="the config's initial weights, unperturbed: the exporter merges "
+                        "equal ones and drops zero biases, which zero-opt splits and "
+                        "restores (zrt/MergedParameters.h)")
     p.add_argument("--runs", default="0x1,3x2",
                    help="STAGExRANKS runs, comma-separated (default: stage 0 on one "
                         "rank, stage 3 on two)")
@@ -204,7 +210,7 @@ def main():
     data_path = os.path.join(a.work, "tokens.u8")
     data.tofile(data_path)
 
-    initial = hf_export.build(a.model, positions=SEQ * 2)
+    initial = hf_export.build(a.model, positions=SEQ * 2, fresh=a.fresh)
     onnx_path = os.path.join(a.work, "model.onnx")
     bindings = {}
     if a.export == "torchscript":
