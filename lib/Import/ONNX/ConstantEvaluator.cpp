@@ -224,6 +224,7 @@ std::optional<ConstTensor> elementwise(const std::string &op,
                  : op == "Mul" ? x * y
                  : op == "Max" ? std::max(x, y)
                  : op == "Min" ? std::min(x, y)
+                 : op == "Pow" ? std::pow(x, y)
                                : x / y;
       out.floats.push_back(a.dtype == TensorProto::FLOAT ? (double)(float)r : r);
     } else {
@@ -802,7 +803,9 @@ std::optional<ConstTensor> foldMaxMin(const FoldInput &f) {
   return acc;
 }
 
-/// Sin and Cos of a float tensor, rounded to its type.
+/// Sin, Cos, Sqrt and Reciprocal of a float tensor, rounded to its type (an
+/// attention's scale written as 1 / sqrt(d) or d ** -0.5 in forward folds to the
+/// constant the attention fusion reads).
 std::optional<ConstTensor> foldTrig(const FoldInput &f) {
   if (!f.has(1))
     return std::nullopt;
@@ -811,13 +814,23 @@ std::optional<ConstTensor> foldTrig(const FoldInput &f) {
     return std::nullopt;
   }
   ConstTensor out = *f.in[0];
-  bool sin = f.node.op_type() == "Sin";
+  const std::string &op = f.node.op_type();
   for (double &v : out.floats) {
-    v = sin ? std::sin(v) : std::cos(v);
+    v = op == "Sin"    ? std::sin(v)
+        : op == "Cos"  ? std::cos(v)
+        : op == "Sqrt" ? std::sqrt(v)
+                       : 1.0 / v;
     if (out.dtype == TensorProto::FLOAT)
       v = (double)(float)v;
   }
   return out;
+}
+
+/// Pow of float constants (an integer Pow is left to run).
+std::optional<ConstTensor> foldPow(const FoldInput &f) {
+  if (!f.has(2) || !f.in[0]->isFloat())
+    return std::nullopt;
+  return elementwise("Pow", {f.in[0], f.in[1]}, f.error);
 }
 
 /// Not of a bool tensor.
@@ -912,6 +925,40 @@ std::optional<ConstTensor> foldTranspose(const FoldInput &f) {
   return out;
 }
 
+/// Trilu of a constant (a causal mask written as torch.tril(torch.ones(T, T)) in
+/// forward): elements above (upper = 0) or below (upper = 1) diagonal k zeroed.
+std::optional<ConstTensor> foldTrilu(const FoldInput &f) {
+  if (!f.has(1))
+    return std::nullopt;
+  bool hasK = f.node.input_size() > 1 && !f.node.input(1).empty();
+  if (hasK && !f.has(2))
+    return std::nullopt;
+  const ConstTensor &x = *f.in[0];
+  if (x.shape.size() < 2) {
+    f.error = "Trilu needs a tensor of rank 2 or more";
+    return std::nullopt;
+  }
+  if (hasK && f.in[1]->numel() != 1) {
+    f.error = "Trilu's k must be a scalar";
+    return std::nullopt;
+  }
+  int64_t k = hasK ? f.in[1]->intAt(0) : 0;
+  bool upper = f.intAttr("upper", 1) != 0;
+  int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
+  ConstTensor out = withShape(x.dtype, x.shape);
+  for (int64_t e = 0; e < x.numel(); ++e) {
+    int64_t i = e / cols % rows, j = e % cols;
+    bool keep = upper ? j - i >= k : j - i <= k;
+    if (keep)
+      pushConverted(out, x, e);
+    else if (x.isFloat())
+      out.floats.push_back(0.0);
+    else
+      out.ints.push_back(0);
+  }
+  return out;
+}
+
 /// Range: start, start + delta, ... up to (not including) limit; three scalars of
 /// one type.
 std::optional<ConstTensor> foldRange(const FoldInput &f) {
@@ -979,6 +1026,10 @@ const std::map<std::string, Folder> &folderTable() {
       {"Expand", foldExpand},
       {"Transpose", foldTranspose},
       {"Range", foldRange},
+      {"Trilu", foldTrilu},
+      {"Sqrt", foldTrig},
+      {"Reciprocal", foldTrig},
+      {"Pow", foldPow},
   };
   return table;
 }

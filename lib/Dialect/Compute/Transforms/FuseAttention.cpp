@@ -166,7 +166,28 @@ std::optional<Match> matchAttention(MatMulOp out) {
     }
     if (auto where = single<WhereOp>(s)) {
       std::optional<double> fill = scalarConstant(where.getRhs());
-      if (scaled || m.mask || !fill || *fill > kAttentionHidden ||
+      if (!fill) {
+        // masked_fill(hidden, -inf): where(hidden, fill, scores), its constant
+        // condition the keys to hide; the op keeps where true, so inverted (the
+        // inverted constant is left dead when the match fails).
+        std::optional<double> hiddenFill = scalarConstant(where.getLhs());
+        auto hidden = where.getCondition().getDefiningOp<ConstantOp>();
+        auto bits = hidden ? dyn_cast<DenseIntElementsAttr>(hidden.getValue()) : nullptr;
+        if (scaled || m.mask || !hiddenFill || *hiddenFill > kAttentionHidden || !bits ||
+            !bits.getElementType().isInteger(1) ||
+            where.getRhs().getType() != where.getResult().getType())
+          return std::nullopt;
+        SmallVector<bool> keep;
+        for (const APInt &v : bits.getValues<APInt>())
+          keep.push_back(!v.getBoolValue());
+        OpBuilder b(where);
+        auto type = cast<ShapedType>(bits.getType());
+        m.mask = ConstantOp::create(b, hidden.getLoc(), DenseElementsAttr::get(type, ArrayRef<bool>(keep)));
+        m.ops.push_back(where);
+        s = where.getRhs();
+        continue;
+      }
+      if (scaled || m.mask || *fill > kAttentionHidden ||
           where.getLhs().getType() != where.getResult().getType())
         return std::nullopt;
       m.mask = where.getCondition();
