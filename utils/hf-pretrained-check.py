@@ -7,7 +7,10 @@
 # shards) -> --save-pretrained OUT -> from_pretrained(OUT).
 #
 #   hf-pretrained-check.py --bin BUILD/bin --work DIR [--steps 5] [--layers 8]
-#                          [--dtype bf16|f32]
+#                          [--dtype bf16|f32] [--without-weights]
+#
+# (--without-weights: exported from the checkpoint's config alone, its parameters
+# never built (zero_export.export_without_weights), trained from the checkpoint.)
 #
 # (--dtype f32: a float32 checkpoint, whose export holds the Linear weights
 # transposed (folded `val_N`): each rank reads and writes columns of them.)
@@ -66,6 +69,7 @@ def main():
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--dtype", choices=["bf16", "f32"], default="bf16")
+    p.add_argument("--without-weights", action="store_true")
     a = p.parse_args()
     dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
     shutil.rmtree(a.work, ignore_errors=True)
@@ -81,12 +85,21 @@ def main():
         len(shards), config.get("dtype", config.get("torch_dtype")), config["use_cache"]))
     ok = len(shards) > 1 and config["use_cache"] is True
 
-    # The documented export of the model as from_pretrained returns it.
-    model = transformers.AutoModelForCausalLM.from_pretrained(ckpt)
-    print("from_pretrained: %s" % model.dtype)
+    # The documented export of the model as from_pretrained returns it, or of
+    # its config alone.
     onnx_path = os.path.join(a.work, "model.onnx")
-    zero_export.export_pretrained(model, onnx_path, BATCH, SEQ)
-    del model
+    if a.without_weights:
+        zero_export.export_without_weights(transformers.AutoConfig.from_pretrained(ckpt),
+                                           onnx_path, BATCH, SEQ)
+        import onnx
+        m = onnx.load(onnx_path, load_external_data=False)
+        print("exported without weights: %d initializers (buffers and constants), %d "
+              "graph inputs" % (len(m.graph.initializer), len(m.graph.input)))
+    else:
+        model = transformers.AutoModelForCausalLM.from_pretrained(ckpt)
+        print("from_pretrained: %s" % model.dtype)
+        zero_export.export_pretrained(model, onnx_path, BATCH, SEQ)
+        del model
 
     rng = np.random.RandomState(2)
     data = rng.randint(0, VOCAB, size=4096).astype(np.uint8)
@@ -96,6 +109,15 @@ def main():
     subprocess.run([zero_opt, onnx_path, "-o", plan, "--zero-stage=3",
                     "--world-size=%d" % WORLD, "--optimizer=adamw", "--lr=%r" % lr,
                     "--weight-decay=%r" % wd, "--eps=%r" % eps], check=True)
+    if a.without_weights:
+        # Without the checkpoint the parameters have no values, and zero-run says so.
+        r = subprocess.run([zero_run, plan, "--init", onnx_path, "--data", data_path,
+                            "--steps", "1"], capture_output=True, text=True)
+        said = "has no values: the model was exported without its weights; give them " \
+               "with --init CHECKPOINT" in r.stderr
+        print("without --init CHECKPOINT: exit %d, %s" % (r.returncode, "named" if said
+                                                           else "NOT NAMED: " + r.stderr))
+        ok &= r.returncode != 0 and said
     out = os.path.join(a.work, "tuned")
     log = os.path.join(a.work, "log.json")
     subprocess.run([zero_run, plan, "--init", onnx_path, "--init", ckpt, "--data", data_path,

@@ -16,6 +16,9 @@
 #
 # A Hugging Face model as from_pretrained returns it (bf16, use_cache and all):
 #   zero_export.export_pretrained(model, "model.onnx", batch=4, seq=512)
+# or, without building its weights (any size, in seconds), from its config:
+#   zero_export.export_without_weights(transformers.AutoConfig.from_pretrained(DIR),
+#                                      "model.onnx", batch=4, seq=512)
 #
 # From the command line, for the project's own models (utils/zero_models.py):
 #   zero_export.py OUT.onnx --model gpt|mlp|llama [--layers 2 --hidden 32 --heads 4
@@ -23,6 +26,7 @@
 #
 # Needs PyTorch and onnx: run it with Debian's /usr/bin/python3 here.
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -130,6 +134,52 @@ def export_pretrained(model, path, batch, seq):
     torch.onnx.export(model, (), path,
                       kwargs={"input_ids": ids, "labels": ids, "use_cache": False},
                       external_data=True)
+
+
+@contextlib.contextmanager
+def parameters_on_meta():
+    """Modules built inside have their parameters on the meta device (no memory,
+    no values) and their buffers (rotary tables) on the CPU, as accelerate's
+    init_empty_weights(include_buffers=False) does."""
+    register = torch.nn.Module.register_parameter
+
+    def on_meta(module, name, param):
+        register(module, name, param)
+        if param is not None:
+            p = module._parameters[name]
+            module._parameters[name] = torch.nn.Parameter(p.to("meta"),
+                                                          requires_grad=p.requires_grad)
+
+    torch.nn.Module.register_parameter = on_meta
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = register
+
+
+def export_without_weights(config, path, batch, seq):
+    """Exports the causal LM of a Hugging Face config (transformers.AutoConfig, e.g.
+    from_pretrained of a checkpoint's folder) without building its weights: a
+    model larger than this host's memory exports in seconds. Its parameters live
+    on the meta device; the export runs without the exporter's optimizer (it
+    would read their values), the parameters become graph inputs, then the
+    optimizer runs. The graph signature still names them: zero-opt trains them as
+    parameters and zero-run --init CHECKPOINT gives their values."""
+    import transformers
+    with parameters_on_meta():
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    ids = torch.zeros((batch, seq), dtype=torch.int64)
+    program = torch.onnx.export(model, (), kwargs={"input_ids": ids, "labels": ids,
+                                                   "use_cache": False}, optimize=False)
+    graph = program.model.graph
+    parameters = {n for n, _ in model.named_parameters(remove_duplicate=False)}
+    for name in list(graph.initializers):
+        if name in parameters:
+            value = graph.initializers.pop(name)
+            value.const_value = None
+            graph.inputs.append(value)
+    program.optimize()
+    program.save(path)
 
 
 def main():

@@ -6,6 +6,7 @@
 
 #include "zrt/Executor.h"
 #include "zrt/PretrainedWeights.h"
+#include "zrt/ParameterInputs.h"
 #include "zrt/RankGroups.h"
 #include "zrt/AsyncCollectives.h"
 #include "zrt/Error.h"
@@ -400,7 +401,7 @@ void Executor::loadParameters(const onnx::ModelProto &model, const std::string &
         copyTensorRangeInto(t, TensorView{nullptr, dtype, shape}, first, count, out, what,
                             modelDir);
       } catch (const Error &e) {
-        if (t.data_location() != onnx::TensorProto::EXTERNAL)
+        if (t.data_location() != onnx::TensorProto::EXTERNAL || hasNoValues(t))
           throw;
         throw Error(std::string(e.what()) + " (a model whose weights were never written "
                                             "starts from generated values with "

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/ExternalData.h"
+#include "zrt/ParameterInputs.h"
 #include "zrt/Error.h"
 #include "zrt/InputFile.h"
 
@@ -49,6 +50,10 @@ std::string realPath(const std::string &path) {
 ExternalSpan zrt::resolveExternalData(const onnx::TensorProto &t,
                                       const std::string &baseDir,
                                       const std::string &what) {
+  ZRT_CHECK(!hasNoValues(t),
+            what << " has no values: the model was exported without its weights; give "
+                    "them with --init CHECKPOINT (a save_pretrained folder) or generate "
+                    "them with --random-init SEED");
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto &kv : t.external_data()) {

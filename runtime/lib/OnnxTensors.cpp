@@ -6,6 +6,7 @@
 
 #include "zrt/OnnxTensors.h"
 #include "zrt/MergedParameters.h"
+#include "zrt/ParameterInputs.h"
 #include "zrt/Error.h"
 #include "zrt/FoldedTransposes.h"
 #include "zrt/InputFile.h"
@@ -96,6 +97,7 @@ onnx::ModelProto zrt::readModelAsCompiled(const std::string &path) {
   size_t slash = path.rfind('/');
   unfoldTransposedCopies(model, slash == std::string::npos ? "." : path.substr(0, slash));
   splitMergedParameters(model);
+  parametersFromInputs(model);
   return model;
 }
 

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/RunAgreement.h"
+#include "zrt/ParameterInputs.h"
 #include "zrt/Error.h"
 #include "zrt/ExternalData.h"
 #include "zplan/PlanFormat.h"
@@ -60,7 +61,8 @@ uint64_t zrt::initializerFingerprint(const onnx::ModelProto &model,
     // larger than the host's memory).
     std::string proto = t.SerializeAsString();
     h = contentHash(proto.data(), proto.size(), h);
-    if (!externalBytes || t.data_location() != onnx::TensorProto::EXTERNAL)
+    if (!externalBytes || t.data_location() != onnx::TensorProto::EXTERNAL ||
+        hasNoValues(t))
       continue;
     std::string what = "initializer '" + t.name() + "'";
     ExternalSpan span = resolveExternalData(t, modelDir, what);

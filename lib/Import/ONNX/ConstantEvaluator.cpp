@@ -959,6 +959,53 @@ std::optional<ConstTensor> foldTrilu(const FoldInput &f) {
   return out;
 }
 
+/// CumSum of a constant along a constant axis (transformers' mask code counts
+/// positions so), with `exclusive` and `reverse`.
+std::optional<ConstTensor> foldCumSum(const FoldInput &f) {
+  if (!f.has(2))
+    return std::nullopt;
+  const ConstTensor &x = *f.in[0];
+  int64_t rank = x.shape.size();
+  if (f.in[1]->numel() != 1 || f.in[1]->isFloat() || rank == 0) {
+    f.error = "CumSum's axis must be an integer scalar, its input not a scalar";
+    return std::nullopt;
+  }
+  int64_t axis = f.in[1]->intAt(0);
+  if (axis < -rank || axis >= rank) {
+    f.error = "CumSum's axis is outside the input's rank";
+    return std::nullopt;
+  }
+  if (axis < 0)
+    axis += rank;
+  bool exclusive = f.intAttr("exclusive", 0) != 0, reverse = f.intAttr("reverse", 0) != 0;
+  int64_t n = x.shape[axis], inner = 1;
+  for (int64_t i = axis + 1; i < rank; ++i)
+    inner *= x.shape[i];
+  ConstTensor out = x;
+  int64_t outer = n == 0 ? 0 : x.numel() / (n * inner);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      double fs = 0;
+      int64_t is = 0;
+      for (int64_t step = 0; step < n; ++step) {
+        int64_t i = reverse ? n - 1 - step : step;
+        int64_t k = (o * n + i) * inner + in;
+        if (x.isFloat()) {
+          double v = x.floats[k];
+          out.floats[k] = exclusive ? fs : fs + v;
+          fs += v;
+          if (x.dtype == TensorProto::FLOAT)
+            out.floats[k] = (double)(float)out.floats[k];
+        } else {
+          int64_t v = x.ints[k];
+          out.ints[k] = exclusive ? is : is + v;
+          is += v;
+        }
+      }
+    }
+  return out;
+}
+
 /// Range: start, start + delta, ... up to (not including) limit; three scalars of
 /// one type.
 std::optional<ConstTensor> foldRange(const FoldInput &f) {
@@ -1027,6 +1074,7 @@ const std::map<std::string, Folder> &folderTable() {
       {"Transpose", foldTranspose},
       {"Range", foldRange},
       {"Trilu", foldTrilu},
+      {"CumSum", foldCumSum},
       {"Sqrt", foldTrig},
       {"Reciprocal", foldTrig},
       {"Pow", foldPow},

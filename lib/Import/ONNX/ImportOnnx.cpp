@@ -16,6 +16,7 @@
 #include "zrt/Error.h"
 #include "zrt/FoldedTransposes.h"
 #include "zrt/MergedParameters.h"
+#include "zrt/ParameterInputs.h"
 #include "zrt/OnnxTensors.h"
 #include "zrt/InputFile.h"
 
@@ -847,8 +848,17 @@ OwningOpRef<ModuleOp> zero::importOnnxModel(MLIRContext &context,
   std::string modelDir = llvm::sys::path::parent_path(path).str();
   if (modelDir.empty())
     modelDir = ".";
-  if (failed(readTransposedCopies(context, path, model, modelDir)) ||
-      failed(checkHalfPrecision(context, path, model)))
+  if (failed(readTransposedCopies(context, path, model, modelDir)))
+    return nullptr;
+  // A model exported without its weights has its parameters as graph inputs: they
+  // are parameters (zrt/ParameterInputs.h), zero-run gives their values.
+  std::vector<std::string> fromInputs = zrt::parametersFromInputs(model);
+  if (!fromInputs.empty())
+    emitRemark(fileLoc) << fromInputs.size() << " graph inputs are parameters of the graph "
+                        << "signature (a model exported without its weights, e.g. '"
+                        << fromInputs.front() << "'): they train, their values from "
+                        << "zero-run --init CHECKPOINT";
+  if (failed(checkHalfPrecision(context, path, model)))
     return nullptr;
   // Parameters the exporter's optimizer merged because their values were equal
   // train apart, as in PyTorch (zrt/MergedParameters.h); zero-run reads the

@@ -84,6 +84,7 @@ const llvm::StringMap<std::vector<int>> &supportedTable() {
       {"ConstantOfShape", {9, 20, 21, 23, 24, 25}},
       {"Shape", {13, 15, 19, 21, 23, 24, 25}},
       {"Range", {11, 27}},
+      {"CumSum", {11, 14}},
       {"Less", {13}},
       {"LessOrEqual", {12, 16}},
       {"Greater", {13}},
