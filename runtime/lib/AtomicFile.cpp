@@ -192,6 +192,23 @@ private:
 
 } // namespace
 
+void AtomicFile::overwrite(size_t offset, const void *data, size_t bytes) {
+  ZRT_CHECK(fd_ >= 0 && !stream_, "cannot write '" << path_ << "' out of order");
+  const char *p = static_cast<const char *>(data);
+  while (bytes > 0) {
+    ssize_t n = ::pwrite(fd_, p, bytes, (off_t)offset);
+    if (n < 0 && errno == EINTR)
+      continue;
+    failed_ |= n <= 0;
+    ZRT_CHECK(n > 0, "cannot write '" << path_ << "': "
+                                      << (n < 0 ? std::strerror(errno) : "no progress")
+                                      << "; the previous file, if any, is unchanged");
+    p += n;
+    bytes -= (size_t)n;
+    offset += (size_t)n;
+  }
+}
+
 void AtomicFile::write(const void *data, size_t bytes) {
   ZRT_CHECK(fd_ >= 0, "cannot write '" << path_ << "': the file is already closed");
   std::optional<NoSigpipe> quiet;

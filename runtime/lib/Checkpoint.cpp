@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -273,38 +274,73 @@ void zrt::saveCheckpoint(Executor &exec, const std::string &dir, const TrainerSt
   }
   all.meanOf(0); // a barrier: the folder exists for every rank
   checkDerivedParameters(exec, planIndex);
-  // This rank's payload: the sharded buffers, then the replicated ones it stores.
-  std::string payload(payloadBytes(m, comm.rank()), '\0');
-  for (int k = 0; k < m.buffers_size(); ++k) {
-    const auto &b = m.buffers(k);
-    if (b.rank() >= 0 && b.rank() != comm.rank())
-      continue;
-    HostTensor h = exec.read(planIndex[k]);
-    std::memcpy(payload.data() + b.offset(), h.bytes.data(), h.bytes.size());
-  }
-  // Checksums per chunk (a reader of a part checks what it reads) and whole.
+  // This rank's payload (the sharded buffers, then the replicated ones it
+  // stores), streamed to its file a buffer at a time with its checksums: one
+  // buffer beyond the arena, never the whole file in memory. The header's
+  // checksum of the whole is written last.
   const int64_t kChunkBytes = chunkBytes(m, comm.size());
   int64_t maxChunks = 0;
   for (int r = 0; r < comm.size(); ++r)
     maxChunks = std::max(maxChunks, (payloadBytes(m, r) + kChunkBytes - 1) / kChunkBytes);
   std::vector<int64_t> chunkSums(maxChunks, 0);
-  uint64_t sum = kFnvOffsetBasis;
-  for (size_t at = 0, c = 0; at < payload.size(); at += kChunkBytes, ++c) {
-    size_t n = std::min<size_t>(kChunkBytes, payload.size() - at);
-    chunkSums[c] = (int64_t)fnv1a64(payload.data() + at, n);
-    sum = fnv1a64(payload.data() + at, n, sum);
-  }
-  std::string file(kCheckpointMagic, sizeof kCheckpointMagic);
-  putLE(file, kCheckpointFormat, 4);
-  putLE(file, 0, 4);
-  putLE(file, payload.size(), 8);
-  putLE(file, sum, 8);
-  file += payload;
-  payload.clear();
-  payload.shrink_to_fit();
+  uint64_t sum = kFnvOffsetBasis, chunkSum = kFnvOffsetBasis;
+  int64_t total = payloadBytes(m, comm.rank()), at = 0;
+  size_t c = 0;
   std::string fileName = "rank-" + std::to_string(comm.rank()) + ".bin";
-  if (writes)
-    writeFileAtomically((folder / fileName).string(), file);
+  std::optional<AtomicFile> out;
+  std::string header(kCheckpointMagic, sizeof kCheckpointMagic);
+  putLE(header, kCheckpointFormat, 4);
+  putLE(header, 0, 4);
+  putLE(header, total, 8);
+  size_t sumAt = header.size();
+  putLE(header, 0, 8); // the payload's checksum, once known
+  if (writes) {
+    out.emplace((folder / fileName).string());
+    out->write(header);
+  }
+  auto feed = [&](const char *p, int64_t n) {
+    while (n > 0) {
+      int64_t take = std::min(n, kChunkBytes - at % kChunkBytes);
+      chunkSum = fnv1a64(p, take, chunkSum);
+      sum = fnv1a64(p, take, sum);
+      if (out)
+        out->write(p, take);
+      at += take;
+      p += take;
+      n -= take;
+      if (at % kChunkBytes == 0) {
+        chunkSums[c++] = (int64_t)chunkSum;
+        chunkSum = kFnvOffsetBasis;
+      }
+    }
+  };
+  const std::vector<char> zeros(1 << 16, 0);
+  auto feedZeros = [&](int64_t n) {
+    for (; n > 0; n -= (int64_t)zeros.size())
+      feed(zeros.data(), std::min<int64_t>(n, zeros.size()));
+  };
+  std::vector<std::pair<int64_t, int>> order; // this rank's buffers by offset
+  for (int k = 0; k < m.buffers_size(); ++k) {
+    const auto &b = m.buffers(k);
+    if (b.rank() < 0 || b.rank() == comm.rank())
+      order.emplace_back(b.offset(), k);
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto &[offset, k] : order) {
+    ZRT_CHECK(offset >= at, "internal error: checkpoint buffers overlap");
+    feedZeros(offset - at);
+    HostTensor h = exec.read(planIndex[k]);
+    feed(h.bytes.data(), (int64_t)h.bytes.size());
+  }
+  feedZeros(total - at);
+  if (at % kChunkBytes)
+    chunkSums[c++] = (int64_t)chunkSum;
+  if (out) {
+    std::string field;
+    putLE(field, sum, 8);
+    out->overwrite(sumAt, field.data(), field.size());
+    out->commit();
+  }
 
   // Every rank's file is complete once rank 0 has every checksum.
   std::vector<int64_t> allChunkSums(maxChunks * comm.size());

@@ -38,6 +38,9 @@ public:
   /// Appends bytes; throws zrt::Error naming the target and the system's reason.
   void write(const void *data, size_t bytes);
   void write(const std::string &text) { write(text.data(), text.size()); }
+  /// Writes over bytes already written, at `offset` (a header whose checksum is
+  /// known once the rest is written); not on a stream (a device or fifo).
+  void overwrite(size_t offset, const void *data, size_t bytes);
   /// printf-style text, appended and checked like write().
   void printf(const char *format, ...) __attribute__((format(printf, 2, 3)));
   /// Flushes to the disk, closes and renames over the target; throws on failure,
