@@ -548,6 +548,24 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
                   dtypeName(so.dtype), (long long)r.shards, r.seconds, exec.comm().rank(),
                   r.bytes / 1e6, r.stagingBytes / 1e6);
   }
+  // The whole run's peak, measured: loading, the steps, checkpoints and saving,
+  // each rank's resident memory over what it held before its plan's arena (with
+  // ranks as threads, the process's, for all of them), against the arena the
+  // report predicts (total_peak).
+  std::vector<int64_t> runPeak =
+      comm.gatherInts(exec.device().peakMemoryInUse() - memoryBefore);
+  if (root && !o.quiet) {
+    std::string list;
+    for (size_t r = 0; r < runPeak.size(); ++r) {
+      char part[64];
+      std::snprintf(part, sizeof part, "%srank %zu %.1f MiB", r ? ", " : "", r,
+                    runPeak[r] / 1048576.0);
+      list += part;
+    }
+    std::printf("peak memory over the run (loading, steps, checkpoints, saving): %s; the "
+                "plan's arena %.1f MiB per rank\n",
+                list.c_str(), peakBytes.empty() ? 0.0 : peakBytes[0] / 1048576.0);
+  }
   return 0;
 }
 
