@@ -139,8 +139,23 @@ int runRank(const RunOptions &o, zero::zplan::Plan plan, Device &device, Communi
                                      "(from_pretrained needs it)");
   ZRT_CHECK(o.savePretrained.empty() || !o.data.empty(),
             "--save-pretrained goes with --data (training)");
-  if (!o.init.empty())
+  if (!o.init.empty()) {
+    // The first phase that can take minutes (a large model from its shards).
+    bool say = comm.rank() == 0 && !o.quiet;
+    auto start = std::chrono::steady_clock::now();
+    if (say) {
+      std::printf("loading the parameters from %s ...",
+                  checkpoint ? checkpoint->describe().c_str()
+                  : o.randomInit ? "--random-init"
+                                 : o.init.c_str());
+      std::fflush(stdout);
+    }
     exec.loadParameters(model, folderOf(o.init), o.randomInit, checkpoint.get());
+    if (say)
+      std::printf(" done in %.1f s\n",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                      .count());
+  }
   if (!o.data.empty())
     return runTraining(o, exec, &model, checkpoint.get(), memoryBefore);
   ZRT_CHECK(comm.size() == 1, "running once on --inputs takes one rank");

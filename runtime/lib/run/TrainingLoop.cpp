@@ -305,6 +305,11 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
                 "stopping before training");
   } else {
     std::string summary;
+    if (!quiet) {
+      std::printf("resuming from %s ...\n", o.resume.c_str());
+      std::fflush(stdout);
+    }
+    auto resumeStart = std::chrono::steady_clock::now();
     TrainerState st = loadCheckpoint(exec, o.resume, &summary);
     ZRT_CHECK(st.shuffle == o.shuffle && (!o.shuffle || st.seed == o.seed),
               "the checkpoint's data order is "
@@ -320,8 +325,10 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
     firstStep = st.step;
     samples = st.samples;
     if (!quiet)
-      std::printf("resumed from %s at step %lld, sample %lld (%s)\n", o.resume.c_str(),
-                  (long long)firstStep, (long long)samples, summary.c_str());
+      std::printf("resumed from %s at step %lld, sample %lld (%s), in %.1f s\n",
+                  o.resume.c_str(), (long long)firstStep, (long long)samples, summary.c_str(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - resumeStart)
+                      .count());
   }
   // Folders the run will save into hold nothing a checkpoint would overwrite.
   if (!o.saveCheckpoint.empty() && root)
@@ -335,7 +342,19 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
     st.seed = o.seed;
     st.scaler = scaler.state();
     st.scheduleIteration = scheduleIter;
+    auto start = std::chrono::steady_clock::now();
+    if (tty)
+      std::printf("\r\033[K");
+    if (!quiet) {
+      std::printf("writing the checkpoint of step %lld to %s ...", (long long)stepsDone,
+                  o.saveCheckpoint.c_str());
+      std::fflush(stdout);
+    }
     saveCheckpoint(exec, o.saveCheckpoint, st, (int)o.keepCheckpoints);
+    if (!quiet)
+      std::printf(" done in %.1f s\n",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                      .count());
   };
   int64_t lastCheckpoint = -1;
   // Settings the plan carries (a DeepSpeed config's steps_per_print and
