@@ -619,9 +619,17 @@ FailureOr<bool> foldConstants(onnx::ModelProto &model, OnnxImporter &imp) {
     }
     if (!value)
       continue;
-    // Large derived tensors stay ops: folding is for shapes and small constants.
+    // Large derived tensors stay ops: folding is for shapes and small constants;
+    // except what builds masks (a long sequence's causal mask: ones expanded,
+    // Trilu, comparisons, Where, casts and views of them) and the results of ops
+    // without a run-time kernel, folded up to kMaxFoldedElements so that
+    // attention sees the mask as a constant.
+    static const std::set<std::string> kMaskOps = {
+        "Expand", "Trilu", "Where", "Equal", "Less", "LessOrEqual", "Greater",
+        "GreaterOrEqual", "Not", "And", "Or", "Cast", "Reshape", "Unsqueeze", "Slice"};
     if (value->numel() > (1 << 20) && node.op_type() != "Constant" &&
-        node.op_type() != "ConstantOfShape")
+        node.op_type() != "ConstantOfShape" && hasRunTimeKernel(node.op_type()) &&
+        !kMaskOps.count(node.op_type()))
       continue;
     imp.constants[node.output(0)] = *value;
     if (node.op_type() != "Constant") {

@@ -205,6 +205,8 @@ mlir::LogicalResult buildSequenceAt(OnnxImporter &imp, const onnx::NodeProto &no
 /// Builds the compute ops for one node (a node the evaluator did not fold).
 /// Emits a diagnostic naming the node when its op or an attribute is unsupported.
 mlir::LogicalResult buildNode(OnnxImporter &imp, const onnx::NodeProto &node);
+/// Whether `op` is built as an op (not folded from constants only).
+bool hasRunTimeKernel(const std::string &op);
 
 } // namespace zero::onnx_import
 

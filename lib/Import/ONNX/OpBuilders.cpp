@@ -540,6 +540,10 @@ const llvm::StringMap<Builder> &builderTable() {
 
 } // namespace
 
+bool zero::onnx_import::hasRunTimeKernel(const std::string &op) {
+  return builderTable().count(op) != 0;
+}
+
 LogicalResult zero::onnx_import::buildNode(OnnxImporter &imp, const NodeProto &node) {
   // Constant, Shape and ConstantOfShape are always folded before this point; one
   // that reaches here could not be (an unsupported value attribute, say).

@@ -37,6 +37,7 @@ struct RunOptions {
   /// checkpoint's) and shard size (--save-shard-mb).
   std::string savePretrained, saveDtype;
   int64_t saveShardBytes = int64_t(5000) * 1000000;
+  bool saveShardGiven = false;
   int64_t checkpointEvery = 0, keepCheckpoints = 0;
   double commDelayNsPerByte = 0, collectiveTimeoutS = 600, rendezvousTimeoutS = 300;
   RankAtStep testFail, testStall, testOverflow, testNvmeCut, testNvmeDelete;

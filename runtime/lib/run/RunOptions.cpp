@@ -299,6 +299,7 @@ RunOptions zrt::parseRunOptions(int argc, char **argv) {
       ZRT_CHECK(!v.empty() && end && *end == 0 && std::isfinite(mb) && mb >= 0.001 && mb <= 1e9,
                 "--save-shard-mb=" << v << ": a size in MB, 0.001 to 1e9");
       o.saveShardBytes = (int64_t)(mb * 1e6);
+      o.saveShardGiven = true;
     } else if (is("--save-checkpoint")) {
       o.saveCheckpoint = value("--save-checkpoint");
     } else if (is("--checkpoint-every")) {

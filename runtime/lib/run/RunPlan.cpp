@@ -139,6 +139,9 @@ int runRank(const RunOptions &o, zero::zplan::Plan plan, Device &device, Communi
                                      "(from_pretrained needs it)");
   ZRT_CHECK(o.savePretrained.empty() || !o.data.empty(),
             "--save-pretrained goes with --data (training)");
+  ZRT_CHECK(!o.savePretrained.empty() || (o.saveDtype.empty() && !o.saveShardGiven),
+            "--save-dtype and --save-shard-mb say how --save-pretrained writes; give "
+            "--save-pretrained DIR too");
   if (!o.init.empty()) {
     // The first phase that can take minutes (a large model from its shards).
     bool say = comm.rank() == 0 && !o.quiet;
@@ -244,6 +247,14 @@ void checkOutputPaths(const RunOptions &o, int rank) {
       checkWritable(o.saveWeights, "--save-weights");
     if (!o.trace.empty())
       checkWritable(o.trace, "--trace");
+    if (!o.savePretrained.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.savePretrained, ec);
+      ZRT_CHECK(!ec, "--save-pretrained: cannot create " << o.savePretrained << ": "
+                                                          << ec.message());
+      checkWritable((std::filesystem::path(o.savePretrained) / "config.json").string(),
+                    "--save-pretrained");
+    }
     if (!o.saveCheckpoint.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(o.saveCheckpoint, ec);

@@ -8,7 +8,7 @@
 #                  TorchScript one (tril-torchscript, tril-nofold without its
 #                  constant folding)
 #
-#   causal-mask-gpt.py OUTDIR
+#   causal-mask-gpt.py OUTDIR [T]   (T: the sequence, 16 unless given)
 import os
 import sys
 
@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-T, C, HEADS, VOCAB = 16, 32, 4, 64
+T, C, HEADS, VOCAB = int(sys.argv[2]) if len(sys.argv) > 2 else 16, 32, 4, 64
 
 
 class Block(nn.Module):
