@@ -115,16 +115,7 @@ def main():
     tokens, _ = zero_models.make_batch(tdata, 0, BATCH, SEQ)
     with torch.no_grad():
         logits = loaded(input_ids=tokens).logits.numpy()
-    inputs = os.path.join(a.work, "inputs")
-    os.makedirs(inputs, exist_ok=True)
-    for k, name in enumerate(["input_ids", "labels"]):
-        zero_testing.write_tensor(tokens.numpy(), os.path.join(inputs, "input_%d.pb" % k), name)
-    forward = os.path.join(a.work, "forward.zplan")
-    subprocess.run([zero_opt, onnx_path, "--mode=inference", "-o", forward], check=True)
-    out = os.path.join(a.work, "outputs")
-    subprocess.run([zero_run, forward, "--init", onnx_path, "--init", trained, "--inputs",
-                    inputs, "--save-outputs", out, "--quiet"], check=True)
-    got = zero_testing.read_tensor(os.path.join(out, "output_1.pb"))
+    got = zero_testing.forward_outputs(a.bin, a.work, onnx_path, tokens.numpy(), trained)
     err = float(np.max(np.abs(got - logits)))
     good = got.shape == logits.shape and np.allclose(got, logits, rtol=1e-5, atol=1e-5)
     print("logits %s: zero-run's forward against the loaded model's, max abs difference "

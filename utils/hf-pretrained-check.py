@@ -174,17 +174,7 @@ def main():
     tokens, _ = zero_models.make_batch(tdata, 0, BATCH, SEQ)
     with torch.no_grad():
         logits = loaded(input_ids=tokens).logits.numpy()
-    inputs = os.path.join(a.work, "inputs")
-    os.makedirs(inputs, exist_ok=True)
-    for k, name in enumerate(["input_ids", "labels"]):
-        zero_testing.write_tensor(tokens.numpy(), os.path.join(inputs, "input_%d.pb" % k), name)
-    forward = os.path.join(a.work, "forward.zplan")
-    subprocess.run([zero_opt, onnx_path, "--mode=inference", "-o", forward], check=True,
-                   stderr=subprocess.DEVNULL)
-    outputs = os.path.join(a.work, "outputs")
-    subprocess.run([zero_run, forward, "--init", onnx_path, "--init", out, "--inputs",
-                    inputs, "--save-outputs", outputs, "--quiet"], check=True)
-    got = zero_testing.read_tensor(os.path.join(outputs, "output_1.pb"))
+    got = zero_testing.forward_outputs(a.bin, a.work, onnx_path, tokens.numpy(), out)
     err = float(np.max(np.abs(got - logits)))
     good = got.shape == logits.shape and err < 1e-4
     print("logits %s: zero-run's forward of %s against from_pretrained's, max abs "

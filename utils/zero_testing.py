@@ -5,6 +5,7 @@
 import os
 import re
 import shutil
+import subprocess
 
 import onnx
 from onnx import numpy_helper
@@ -29,6 +30,25 @@ def onnx_weights(path):
     """{initializer name: numpy array} of an ONNX model (zero-run --save-weights
     writes its trained weights as one)."""
     return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+
+
+def forward_outputs(bin_dir, work, onnx_path, tokens, weights, output=1):
+    """zero-run's forward (a --mode=inference plan) of `onnx_path` on `tokens`
+    [B, T], fed as input_ids and labels, with the parameters of `weights` (a
+    safetensors file or save_pretrained folder, --init): output `output` (a
+    causal LM's logits)."""
+    inputs = os.path.join(work, "inputs")
+    os.makedirs(inputs, exist_ok=True)
+    for k, name in enumerate(["input_ids", "labels"]):
+        write_tensor(tokens, os.path.join(inputs, "input_%d.pb" % k), name)
+    forward = os.path.join(work, "forward.zplan")
+    subprocess.run([os.path.join(bin_dir, "zero-opt"), onnx_path, "--mode=inference", "-o",
+                    forward], check=True, stderr=subprocess.DEVNULL)
+    outputs = os.path.join(work, "outputs")
+    subprocess.run([os.path.join(bin_dir, "zero-run"), forward, "--init", onnx_path,
+                    "--init", weights, "--inputs", inputs, "--save-outputs", outputs,
+                    "--quiet"], check=True)
+    return read_tensor(os.path.join(outputs, "output_%d.pb" % output))
 
 
 def launcher(world, ranks_as="mpirun"):

@@ -449,8 +449,7 @@ std::vector<std::string> Executor::parameterNames() const {
   return planParameterNames(plan_);
 }
 
-std::vector<char> Executor::gatherParameter(const std::string &name, DType &dtype,
-                                            std::vector<int64_t> &shape) {
+Executor::TrainedValue Executor::findTrainedValue(const std::string &name) const {
   // Mixed precision: the f32 master copy is the trained value, not its 16-bit
   // rounding; it lives in MASTER buffers (whole, or this rank's bucket slice).
   for (auto role : {zero::zplan::MASTER, zero::zplan::PARAM})
@@ -458,72 +457,67 @@ std::vector<char> Executor::gatherParameter(const std::string &name, DType &dtyp
       const auto &b = plan_.buffers(i);
       if (b.role() != role)
         continue;
-      TensorView v = buffer(i);
-      if (!b.has_bucket() && b.name() == name) {
-        dtype = v.dtype;
-        shape = v.shape;
-        return read(i).bytes;
-      }
-      for (const auto &m : b.bucket().members()) {
-        if (m.name() != name)
-          continue;
-        // The slices of the bucket are its shard group's (rank 0 is the first
-        // group's first rank).
-        Communicator &group = shardComm();
-        std::vector<char> full(v.bytes() * group.size());
-        HostTensor slice = read(i);
-        group.gatherToRoot(slice.bytes.data(), full.data(), v.numel(), v.dtype);
-        dtype = v.dtype;
-        shape.assign(m.shape().begin(), m.shape().end());
-        TensorView whole{nullptr, v.dtype, shape};
-        int64_t size = dtypeSize(v.dtype);
-        return std::vector<char>(full.begin() + m.offset() * size,
-                                 full.begin() + (m.offset() + whole.numel()) * size);
-      }
+      if (!b.has_bucket() && b.name() == name)
+        return {i, nullptr};
+      for (const auto &m : b.bucket().members())
+        if (m.name() == name)
+          return {i, &m};
     }
   ZRT_FAIL("the plan has no parameter '" << name << "'");
 }
 
+std::vector<char> Executor::gatherParameter(const std::string &name, DType &dtype,
+                                            std::vector<int64_t> &shape) {
+  auto [i, m] = findTrainedValue(name);
+  TensorView v = buffer(i);
+  dtype = v.dtype;
+  if (!m) {
+    shape = v.shape;
+    return read(i).bytes;
+  }
+  // The slices of the bucket are its shard group's (rank 0 is the first group's
+  // first rank).
+  Communicator &group = shardComm();
+  std::vector<char> full(v.bytes() * group.size());
+  HostTensor slice = read(i);
+  group.gatherToRoot(slice.bytes.data(), full.data(), v.numel(), v.dtype);
+  shape.assign(m->shape().begin(), m->shape().end());
+  TensorView whole{nullptr, v.dtype, shape};
+  int64_t size = dtypeSize(v.dtype);
+  return std::vector<char>(full.begin() + m->offset() * size,
+                           full.begin() + (m->offset() + whole.numel()) * size);
+}
+
 Executor::OwnedPart Executor::ownedPart(const std::string &name) {
-  for (auto role : {zero::zplan::MASTER, zero::zplan::PARAM})
-    for (int i = 0; i < plan_.buffers_size(); ++i) {
-      const auto &b = plan_.buffers(i);
-      if (b.role() != role)
-        continue;
-      TensorView v = buffer(i);
-      OwnedPart part;
-      part.dtype = v.dtype;
-      if (!b.has_bucket() && b.name() == name) {
-        part.shape = v.shape;
-        part.count = v.numel();
-        part.writer = comm().rank() == 0;
-        if (part.writer)
-          part.bytes = read(i).bytes;
-        return part;
-      }
-      for (const auto &m : b.bucket().members()) {
-        if (m.name() != name)
-          continue;
-        part.shape.assign(m.shape().begin(), m.shape().end());
-        int64_t n = TensorView{nullptr, v.dtype, part.shape}.numel();
-        // This rank's slice is bucket elements [lo, lo + v.numel()); shard groups
-        // are consecutive ranks, so the first group's ranks are those whose
-        // group rank is their world rank.
-        int64_t lo = shardComm().rank() * v.numel();
-        int64_t from = std::max(lo, m.offset()), to = std::min(lo + v.numel(), m.offset() + n);
-        part.writer = comm().rank() == shardComm().rank() && from < to;
-        if (!part.writer)
-          return part;
-        part.first = from - m.offset();
-        part.count = to - from;
-        HostTensor slice = read(i);
-        int64_t size = dtypeSize(v.dtype);
-        part.bytes.assign(slice.bytes.begin() + (from - lo) * size,
-                          slice.bytes.begin() + (to - lo) * size);
-        return part;
-      }
-    }
-  ZRT_FAIL("the plan has no parameter '" << name << "'");
+  auto [i, m] = findTrainedValue(name);
+  TensorView v = buffer(i);
+  OwnedPart part;
+  part.dtype = v.dtype;
+  if (!m) {
+    part.shape = v.shape;
+    part.count = v.numel();
+    part.writer = comm().rank() == 0;
+    if (part.writer)
+      part.bytes = read(i).bytes;
+    return part;
+  }
+  part.shape.assign(m->shape().begin(), m->shape().end());
+  int64_t n = TensorView{nullptr, v.dtype, part.shape}.numel();
+  // This rank's slice is bucket elements [lo, lo + v.numel()); shard groups are
+  // consecutive ranks, so the first group's ranks are those whose group rank is
+  // their world rank.
+  int64_t lo = shardComm().rank() * v.numel();
+  int64_t from = std::max(lo, m->offset()), to = std::min(lo + v.numel(), m->offset() + n);
+  part.writer = comm().rank() == shardComm().rank() && from < to;
+  if (!part.writer)
+    return part;
+  part.first = from - m->offset();
+  part.count = to - from;
+  HostTensor slice = read(i);
+  int64_t size = dtypeSize(v.dtype);
+  part.bytes.assign(slice.bytes.begin() + (from - lo) * size,
+                    slice.bytes.begin() + (to - lo) * size);
+  return part;
 }
 
 bool Executor::hasRuntimeValue(const std::string &name) const {

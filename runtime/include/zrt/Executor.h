@@ -189,6 +189,13 @@ private:
   /// Hybrid sharding's groups of comm_ (zero-opt --zero-shard-group-size): the
   /// shard group (consecutive ranks) and the replica group (ranks at the same
   /// place of every shard group); none without it.
+  /// The buffer holding parameter `name`'s trained value (its MASTER copy where
+  /// there is one) and, in a bucket, its member; throws for an unknown name.
+  struct TrainedValue {
+    int buffer;
+    const zero::zplan::BucketMember *member;
+  };
+  TrainedValue findTrainedValue(const std::string &name) const;
   std::unique_ptr<Communicator> shardComm_, replicaComm_;
   /// hpZ's group (zero-opt --zero-hpz-partition-size): consecutive ranks that
   /// gather the secondary partitions among themselves.
