@@ -19,6 +19,10 @@
 #   - the 5 step losses equal PyTorch's own fine-tuning of the same checkpoint
 #     (from_pretrained in float32: the master weights) on the same batches,
 #     within 1e-4 relative;
+#   - the evaluation after the last step (--eval-data, 3 held-out global batches,
+#     --eval-every 2: also after steps 2 and 4, between steps whose losses are
+#     checked above) equals the mean loss of PyTorch's fine-tuned model in eval()
+#     mode on the same batches within 1e-5 relative;
 #   - from_pretrained(OUT) loads with no missing or unexpected key, in the
 #     checkpoint's dtype, with its config;
 #   - its logits (float32) equal zero-run's forward of the saved weights
@@ -105,6 +109,9 @@ def main():
     data = rng.randint(0, VOCAB, size=4096).astype(np.uint8)
     data_path = os.path.join(a.work, "tokens.u8")
     data.tofile(data_path)
+    held_out = rng.randint(0, VOCAB, size=1024).astype(np.uint8)
+    eval_path = os.path.join(a.work, "eval.u8")
+    held_out.tofile(eval_path)
     plan = os.path.join(a.work, "step.zplan")
     subprocess.run([zero_opt, onnx_path, "-o", plan, "--zero-stage=3",
                     "--world-size=%d" % WORLD, "--optimizer=adamw", "--lr=%r" % lr,
@@ -122,9 +129,12 @@ def main():
     log = os.path.join(a.work, "log.json")
     subprocess.run([zero_run, plan, "--init", onnx_path, "--init", ckpt, "--data", data_path,
                     "--steps", str(a.steps), "--log-json", log, "--save-pretrained", out,
-                    "--save-shard-mb", "0.2"],
+                    "--save-shard-mb", "0.2", "--eval-data", eval_path, "--eval-batches", "3",
+                    "--eval-every", "2"],
                    check=True)
-    zero_losses = [json.loads(line)["loss"] for line in open(log)]
+    records = [json.loads(line) for line in open(log)]
+    zero_losses = [r["loss"] for r in records if "loss" in r]
+    zero_eval = [r["eval_loss"] for r in records if "eval_loss" in r]
 
     # PyTorch fine-tunes the same checkpoint (f32 master weights) on the same
     # global batches.
@@ -146,6 +156,19 @@ def main():
     good = len(zero_losses) == a.steps and worst < 1e-4
     print("losses: worst relative difference %.2e (1e-4): %s" % (worst, "ok" if good else
                                                                   "MISMATCH"))
+    ok &= good
+    reference.eval()
+    with torch.no_grad():
+        tevals = torch.from_numpy(held_out.astype(np.int64))
+        want = sum(reference(input_ids=t, labels=t).loss.item() for t in
+                   (zero_models.make_batch(tevals, k, WORLD * BATCH, SEQ)[0]
+                    for k in range(3))) / 3
+    rel = abs(zero_eval[-1] - want) / abs(want) if zero_eval else float("inf")
+    good = len(zero_eval) == 3 and rel < 1e-5  # after steps 2, 4 and 5
+    print("eval loss after step %d: zero-run %.6f, PyTorch eval() %.6f, relative "
+          "difference %.2e (1e-5): %s" % (a.steps, zero_eval[-1] if zero_eval else
+                                          float("nan"), want, rel,
+                                          "ok" if good else "MISMATCH"))
     ok &= good
 
     loaded, info = transformers.AutoModelForCausalLM.from_pretrained(

@@ -567,6 +567,44 @@ void Executor::setInput(int index, const onnx::TensorProto &t) {
 
 void Executor::run() { runKernels(nullptr); }
 
+void Executor::runForward() {
+  using zero::zplan::Kernel;
+  ZRT_CHECK(plan_.grad_accum_steps() <= 1,
+            "evaluation runs the step's forward part, which gradient accumulation "
+            "repeats per micro-batch; it is not supported with --grad-accum-steps "
+            << plan_.grad_accum_steps() << " yet");
+  ZRT_CHECK(!hostWorker_ && !nvme_,
+            "evaluation does not run plans with host or NVMe kernels (offload) yet");
+  ZRT_CHECK(plan_.outputs_size() > 0, "the plan has no loss output to evaluate");
+  int lossBuffer = plan_.outputs(0).buffer(), end = -1;
+  for (int k = 0; k < plan_.kernels_size() && end < 0; ++k)
+    for (int b : plan_.kernels(k).outputs())
+      if (b == lossBuffer)
+        end = k;
+  ZRT_CHECK(end >= 0, "no kernel of the plan writes its loss");
+  // Collectives started before the loss and waited after it belong to the
+  // backward pass (ZeRO-3 starts its gathers early).
+  std::map<int64_t, int> startOf;
+  std::set<int> skip;
+  for (int k = 0; k < plan_.kernels_size(); ++k) {
+    const Kernel &kern = plan_.kernels(k);
+    auto request = kern.attrs().find("request");
+    if (request == kern.attrs().end())
+      continue;
+    if (kern.kind() == Kernel::WAIT) {
+      auto start = startOf.find(request->second.i());
+      if (start != startOf.end() && start->second <= end && k > end)
+        skip.insert(start->second);
+    } else {
+      startOf[request->second.i()] = k;
+    }
+  }
+  for (int k = 0; k <= end; ++k)
+    if (!skip.count(k))
+      kernels_[k]();
+  device_.synchronize();
+}
+
 NvmeTraffic Executor::takeNvmeTraffic() {
   return nvme_ ? nvme_->takeTraffic() : NvmeTraffic{};
 }

@@ -130,6 +130,15 @@ public:
 
   /// Runs every kernel once, in plan order.
   void run();
+  /// Runs the step's forward part alone (an evaluation): the kernels up to the
+  /// one that writes the loss (output 0), without the collectives started there
+  /// for the backward pass (a start whose wait comes after the loss, skipped on
+  /// every rank alike). readOutput(0) then holds this rank's loss on the batch in
+  /// its input buffers; parameters and optimizer state are not touched (what the
+  /// prefix writes, activations and the loss kernel's gradient of the scores, the
+  /// next step writes again). Refused, naming why, for plans whose forward is not
+  /// one prefix or that need workers (gradient accumulation, host or NVMe kernels).
+  void runForward();
   /// Same, adding each kernel's time in milliseconds to `msByKernel` under its
   /// name: on a GPU between events on its compute stream, without waiting between
   /// kernels; on the CPU (and with a trace or host kernels) the host's clock

@@ -36,6 +36,10 @@ struct RunOptions {
   /// --save-pretrained DIR, its dtype (--save-dtype; empty: the --init
   /// checkpoint's) and shard size (--save-shard-mb).
   std::string savePretrained, saveDtype;
+  /// --eval-data FILE (in --data-format), --eval-every N steps (0: at the end
+  /// only), --eval-batches K global batches.
+  std::string evalData;
+  int64_t evalEvery = 0, evalBatches = 8;
   int64_t saveShardBytes = int64_t(5000) * 1000000;
   bool saveShardGiven = false;
   int64_t checkpointEvery = 0, keepCheckpoints = 0;

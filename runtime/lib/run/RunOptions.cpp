@@ -110,6 +110,10 @@ const char *kUsage =
     "                         inf: no limit)\n"
     "  --save-weights OUT     the model with its trained initializers, as ONNX, or\n"
     "                         (OUT.safetensors) the parameters by PyTorch name\n"
+    "  --eval-data FILE       held-out tokens (--data-format): the mean loss and\n"
+    "                         perplexity over --eval-batches K global batches (default\n"
+    "                         8), from the step's forward part, after every\n"
+    "  --eval-every N         N steps (default: at the end only)\n"
     "  --save-pretrained DIR  the trained model as save_pretrained writes it, for\n"
     "                         from_pretrained: the --init checkpoint's config.json,\n"
     "                         safetensors shards and their index, each rank writing\n"
@@ -285,6 +289,14 @@ RunOptions zrt::parseRunOptions(int argc, char **argv) {
       o.logJson = value("--log-json");
     } else if (is("--save-weights")) {
       o.saveWeights = value("--save-weights");
+    } else if (is("--eval-data")) {
+      o.evalData = value("--eval-data");
+    } else if (is("--eval-every")) {
+      o.evalEvery = parseInt("--eval-every", value("--eval-every"));
+      ZRT_CHECK(o.evalEvery >= 0, "--eval-every needs a count of steps (0: at the end)");
+    } else if (is("--eval-batches")) {
+      o.evalBatches = parseInt("--eval-batches", value("--eval-batches"));
+      ZRT_CHECK(o.evalBatches >= 1, "--eval-batches needs a count of at least 1");
     } else if (is("--save-pretrained")) {
       o.savePretrained = value("--save-pretrained");
       ZRT_CHECK(!o.savePretrained.empty(), "--save-pretrained needs a folder");

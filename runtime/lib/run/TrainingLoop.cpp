@@ -37,6 +37,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -356,6 +357,52 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
                       .count());
   };
+  // Evaluation (--eval-data): the mean loss over K held-out global batches, each
+  // rank its B samples of each (docs/Design.md's order, unshuffled, from the
+  // file's start), from the step's forward part (Executor::runForward).
+  std::optional<TokenData> evalSet;
+  if (!o.evalData.empty()) {
+    ZRT_CHECK(exec.device().name() == "cpu",
+              "--eval-data runs on the CPU backend only so far (the GPU's step is one "
+              "captured graph)");
+    evalSet = TokenData::load(o.evalData, o.dataFormat);
+    ZRT_CHECK(accum == 1, "--eval-data is not supported with gradient accumulation yet");
+    if (!quiet && evalSet->size() < o.evalBatches * ranks * batch * seqLen + 1)
+      std::printf("note: %s holds %lld tokens, fewer than %lld evaluation batches of %lld "
+                  "x %lld: samples repeat\n",
+                  o.evalData.c_str(), (long long)evalSet->size(), (long long)o.evalBatches,
+                  (long long)(ranks * batch), (long long)seqLen);
+  }
+  auto evaluate = [&](int64_t stepsDone) {
+    auto start = std::chrono::steady_clock::now();
+    double sum = 0;
+    for (int64_t k = 0; k < o.evalBatches; ++k) {
+      evalSet->fillBatch((k * ranks + comm.rank()) * batch, batch, seqLen, false, 0,
+                         hostTokens.data(), hostTargets.data());
+      if (labelsAreTokens)
+        hostTargets = hostTokens;
+      exec.write(tokenBuffers[0], hostTokens.data(), hostTokens.size() * sizeof(int64_t));
+      exec.write(targetBuffers[0], hostTargets.data(), hostTargets.size() * sizeof(int64_t));
+      exec.runForward();
+      sum += comm.meanOf(scalarOf(exec.readOutput(0).view()));
+    }
+    double loss = sum / o.evalBatches;
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                          start)
+                    .count();
+    if (tty)
+      std::printf("\r\033[K");
+    if (!quiet)
+      std::printf("eval after step %lld: loss %.6f  perplexity %.4f  (%lld batches of "
+                  "%lld x %lld tokens, %.0f ms)\n",
+                  (long long)stepsDone, loss, std::exp(loss), (long long)o.evalBatches,
+                  (long long)(ranks * batch), (long long)seqLen, ms);
+    if (log)
+      log->printf("{\"step\": %lld, \"eval_loss\": %s, \"eval_perplexity\": %s, "
+                  "\"eval_batches\": %lld}\n",
+                  (long long)stepsDone, jsonNumber(loss).c_str(),
+                  jsonNumber(std::exp(loss)).c_str(), (long long)o.evalBatches);
+  };
   int64_t lastCheckpoint = -1;
   // Settings the plan carries (a DeepSpeed config's steps_per_print and
   // wall_clock_breakdown); zero-run's own flags win.
@@ -504,6 +551,9 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
         checkpoint(step + 1);
         lastCheckpoint = step + 1;
       }
+      if (evalSet && ((o.evalEvery > 0 && (step + 1) % o.evalEvery == 0) ||
+                      step + 1 == o.steps))
+        evaluate(step + 1);
     }
   } catch (const Error &) {
     // Training stopped (a bad token, a NaN loss): keep the log of the steps that
