@@ -109,8 +109,8 @@ def fine_tune(a, zero_opt, zero_run):
         return 1
     text = "\n".join(lines)
     ms = [float(x) for x in re.findall(r"step \d+/\d+\s+loss [0-9.]+\s+([0-9.]+) ms/step", text)]
-    load = re.search(r"loading the parameters from .* done in ([0-9.]+) s", text)
-    ckpt_s = re.findall(r"writing the checkpoint of step \d+ .* done in ([0-9.]+) s", text)
+    load = re.search(r"loaded the parameters in ([0-9.]+) s", text)
+    ckpt_s = re.findall(r"wrote the checkpoint of step \d+ in ([0-9.]+) s", text)
     save = re.search(r"wrote .*tuned: .* in ([0-9.]+) s", text)
     peaks = re.search(r"peak memory over the run .*: (.*); the plan's arena", text)
     print("start to first step: %.1f s (loading the shards: %s s)" % (

@@ -146,8 +146,9 @@ int runRank(const RunOptions &o, zero::zplan::Plan plan, Device &device, Communi
     // The first phase that can take minutes (a large model from its shards).
     bool say = comm.rank() == 0 && !o.quiet;
     auto start = std::chrono::steady_clock::now();
+    // Whole lines: an error on stderr after a line left open would join it.
     if (say) {
-      std::printf("loading the parameters from %s ...",
+      std::printf("loading the parameters from %s\n",
                   checkpoint ? checkpoint->describe().c_str()
                   : o.randomInit ? "--random-init"
                                  : o.init.c_str());
@@ -155,7 +156,7 @@ int runRank(const RunOptions &o, zero::zplan::Plan plan, Device &device, Communi
     }
     exec.loadParameters(model, folderOf(o.init), o.randomInit, checkpoint.get());
     if (say)
-      std::printf(" done in %.1f s\n",
+      std::printf("loaded the parameters in %.1f s\n",
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
                       .count());
   }

@@ -346,14 +346,15 @@ int zrt::runTraining(const RunOptions &o, Executor &exec, const onnx::ModelProto
     auto start = std::chrono::steady_clock::now();
     if (tty)
       std::printf("\r\033[K");
+    // Whole lines: an error on stderr after a line left open would join it.
     if (!quiet) {
-      std::printf("writing the checkpoint of step %lld to %s ...", (long long)stepsDone,
+      std::printf("writing the checkpoint of step %lld to %s\n", (long long)stepsDone,
                   o.saveCheckpoint.c_str());
       std::fflush(stdout);
     }
     saveCheckpoint(exec, o.saveCheckpoint, st, (int)o.keepCheckpoints);
     if (!quiet)
-      std::printf(" done in %.1f s\n",
+      std::printf("wrote the checkpoint of step %lld in %.1f s\n", (long long)stepsDone,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
                       .count());
   };
