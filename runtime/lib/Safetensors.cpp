@@ -38,22 +38,6 @@ const char *nameOf(DType t) {
   return nullptr;
 }
 
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += (char)c;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += (char)c;
-    }
-  }
-  return out + "\"";
-}
 
 void readAt(int fd, char *out, int64_t bytes, int64_t offset, const std::string &path) {
   while (bytes > 0) {
@@ -78,6 +62,23 @@ int64_t wholeNumber(const JsonValue &v, const std::string &where) {
 }
 
 } // namespace
+
+std::string zrt::jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += (char)c;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += (char)c;
+    }
+  }
+  return out + "\"";
+}
 
 // As strictly as the reference reader (safetensors' Metadata::validate): a JSON
 // object without duplicate names; __metadata__, if present, an object of

@@ -46,22 +46,6 @@ std::string shardName(int k, int n) {
   return buf;
 }
 
-std::string jsonQuoted(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if ((unsigned char)c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 void pwriteAll(int fd, const char *data, int64_t bytes, int64_t offset, const std::string &path) {
   while (bytes > 0) {
     ssize_t n = ::pwrite(fd, data, (size_t)std::min<int64_t>(bytes, 1 << 30), offset);
@@ -147,6 +131,12 @@ SavePretrainedResult zrt::savePretrained(const onnx::ModelProto &model, Executor
   // with the others) at their full size; the others open them for writing only.
   uint64_t token = 0;
   std::string error;
+  // Shard k's temporary name, the same on every rank once the token is shared.
+  auto tempName = [&](int k) {
+    char suffix[40];
+    std::snprintf(suffix, sizeof suffix, ".partial-%016llx", (unsigned long long)token);
+    return (fs::path(o.dir) / ("." + names[k] + suffix)).string();
+  };
   if (root) {
     token = std::random_device{}() ^ ((uint64_t)::getpid() << 32);
     try {
@@ -154,9 +144,7 @@ SavePretrainedResult zrt::savePretrained(const onnx::ModelProto &model, Executor
       fs::create_directories(o.dir, ec);
       ZRT_CHECK(!ec, "--save-pretrained: cannot create " << o.dir << ": " << ec.message());
       for (int k = 0; k < shards; ++k) {
-        char suffix[40];
-        std::snprintf(suffix, sizeof suffix, ".partial-%016llx", (unsigned long long)token);
-        std::string temp = (fs::path(o.dir) / ("." + names[k] + suffix)).string();
+        std::string temp = tempName(k);
         int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         ZRT_CHECK(fd >= 0, "--save-pretrained: cannot create " << temp << ": "
                                                                << std::strerror(errno));
@@ -198,11 +186,8 @@ SavePretrainedResult zrt::savePretrained(const onnx::ModelProto &model, Executor
     throw Error(std::string("--save-pretrained: another rank failed while ") + stage);
   };
   agree(error, "laying out the files");
-  for (int k = 0; k < shards; ++k) {
-    char suffix[40];
-    std::snprintf(suffix, sizeof suffix, ".partial-%016llx", (unsigned long long)token);
-    temps[k] = (fs::path(o.dir) / ("." + names[k] + suffix)).string();
-  }
+  for (int k = 0; k < shards; ++k)
+    temps[k] = tempName(k);
   // Each rank writes the elements it owns, converted; one slice at a time.
   SavePretrainedResult r;
   r.tensors = (int64_t)tensors.size();
@@ -310,8 +295,8 @@ SavePretrainedResult zrt::savePretrained(const onnx::ModelProto &model, Executor
         std::string json = "{\n  \"metadata\": {\n    \"total_size\": " + std::to_string(total) +
                            "\n  },\n  \"weight_map\": {\n";
         for (size_t k = 0; k < sorted.size(); ++k)
-          json += "    " + jsonQuoted(sorted[k]->name) + ": " +
-                  jsonQuoted(names[sorted[k]->shard]) + (k + 1 < sorted.size() ? ",\n" : "\n");
+          json += "    " + jsonString(sorted[k]->name) + ": " +
+                  jsonString(names[sorted[k]->shard]) + (k + 1 < sorted.size() ? ",\n" : "\n");
         json += "  }\n}\n";
         writeFileAtomically(index.string(), json);
         fs::remove(fs::path(o.dir) / "model.safetensors", ec); // an earlier single file

@@ -64,6 +64,10 @@ struct NamedTensor {
 void writeSafetensors(const std::string &path, const std::vector<NamedTensor> &tensors,
                       const std::map<std::string, std::string> &metadata);
 
+/// `s` as a JSON string literal (quotes, backslashes and control characters
+/// escaped): the header's names, and an index's.
+std::string jsonString(const std::string &s);
+
 /// The header of such a file: length, JSON, padding to 8 bytes; tensors are laid out
 /// in order, each `bytes[k]` long. Shared with consolidation, which writes its
 /// tensors' data as it reads them.
