@@ -61,6 +61,21 @@ void drainDevice(int device);
 /// if that is not inside one device allocation.
 int deviceOf(const char *call, const void *ptr, size_t bytes);
 
+/// Whether the calling thread may not make `call` now: it has a capture in
+/// progress begun in thread-local or global mode, or another thread has one in
+/// global mode. Then the call fails as CUDA fails it (the caller returns
+/// cudaErrorStreamCaptureUnsupported) and the capture is invalidated: its end
+/// reports cudaErrorStreamCaptureInvalidated. CUDA runtime API,
+/// cudaThreadExchangeStreamCaptureMode: "some actions, such as a call to
+/// cudaMalloc, may be unsafe ... stream capture places restrictions on API calls
+/// that can be made within or concurrently to a cudaStreamBeginCapture-
+/// cudaStreamEndCapture sequence"; CUDA programming guide, "Prohibited and
+/// Unhandled Operations": synchronizing or querying a capturing stream, or a
+/// device or context with one, is invalid. Unsafe here: allocation and freeing
+/// (device and pinned host), blocking copies and memsets, device, stream and
+/// event synchronization, event queries.
+bool captureForbids(const char *call);
+
 /// One queued operation: work to run, or a wait until `waitStream` has completed
 /// `waitTicket` items.
 struct Item {
@@ -80,6 +95,7 @@ struct Capture {
   std::map<const CUstream_st *, std::vector<Item>> items;
   std::string invalid; // why the capture can no longer end (empty: it can)
   bool ended = false;
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
 };
 } // namespace zero_cuda_emulator::detail
 

@@ -98,6 +98,8 @@ template <typename Record> cudaError_t allocateNaN(void **ptr, size_t bytes, Rec
 } // namespace
 
 cudaError_t cudaMalloc(void **ptr, size_t bytes) {
+  if (captureForbids("cudaMalloc"))
+    return cudaErrorStreamCaptureUnsupported;
   int device = currentDevice;
   return allocateNaN(ptr, bytes, [&](uintptr_t p) {
     allocations[p] = Allocation{bytes, device};
@@ -105,10 +107,14 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes) {
 }
 
 cudaError_t cudaMallocHost(void **ptr, size_t bytes) {
+  if (captureForbids("cudaMallocHost"))
+    return cudaErrorStreamCaptureUnsupported;
   return allocateNaN(ptr, bytes, [&](uintptr_t p) { pinnedAllocations[p] = bytes; });
 }
 
 cudaError_t cudaFreeHost(void *ptr) {
+  if (captureForbids("cudaFreeHost"))
+    return cudaErrorStreamCaptureUnsupported;
   if (!ptr)
     return cudaSuccess;
   {
@@ -141,6 +147,8 @@ cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
 }
 
 cudaError_t cudaFree(void *ptr) {
+  if (captureForbids("cudaFree"))
+    return cudaErrorStreamCaptureUnsupported;
   if (!ptr)
     return cudaSuccess;
   int device;
@@ -183,6 +191,8 @@ int checkCopy(const char *call, void *dst, const void *src, size_t bytes,
 } // namespace
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+  if (captureForbids("cudaMemcpy"))
+    return cudaErrorStreamCaptureUnsupported;
   if (!bytes)
     return cudaSuccess;
   int device = checkCopy("cudaMemcpy", dst, src, bytes, kind);
@@ -216,6 +226,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
 }
 
 cudaError_t cudaMemset(void *ptr, int value, size_t bytes) {
+  if (captureForbids("cudaMemset"))
+    return cudaErrorStreamCaptureUnsupported;
   if (!bytes)
     return cudaSuccess;
   int device = deviceOf("cudaMemset", ptr, bytes);

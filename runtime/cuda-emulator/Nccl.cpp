@@ -190,6 +190,19 @@ ncclResult_t enqueueCollective(const char *call, ncclComm_t comm, cudaStream_t s
   size_t sendCount =
       post.kind == Kind::ReduceScatter || toAll ? post.count * n : post.count;
   size_t recvCount = post.kind == Kind::AllGather || toAll ? post.count * n : post.count;
+  // NCCL user guide, "Using NCCL with CUDA Graphs": "Using multiple GPUs per
+  // process with CUDA graph capture may result in deadlocks ... We recommend
+  // running with a single GPU per process". Every emulated communicator of more
+  // than one rank has its ranks in this process, as threads driving their GPUs.
+  if (stream->capture && n > 1) {
+    complain(cudaErrorStreamCaptureUnsupported,
+             std::string(call) + ": captured into a CUDA graph on one of " +
+                 std::to_string(n) + " GPUs of this process (NCCL's guidance: one GPU "
+                 "per process where graphs hold collectives)");
+    if (stream->capture->invalid.empty())
+      stream->capture->invalid = std::string(call) + " over several GPUs of one process";
+    return ncclInvalidUsage;
+  }
   if (!post.count)
     return ncclSuccess;
   if (deviceOf(call, post.send, sendCount * size) < 0 ||

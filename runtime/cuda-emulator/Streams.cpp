@@ -136,6 +136,38 @@ void invalidateCaptures(DeviceState &d, const char *why) {
 }
 } // namespace
 
+namespace {
+/// The calling thread's capture begun in thread-local or global mode, and the
+/// process's captures in global mode (any thread's unsafe call invalidates them).
+thread_local std::weak_ptr<Capture> threadCapture;
+std::mutex globalCapturesMutex;
+std::vector<std::weak_ptr<Capture>> globalCaptures;
+
+bool live(const std::shared_ptr<Capture> &c) { return c && !c->ended; }
+} // namespace
+
+bool zero_cuda_emulator::detail::captureForbids(const char *call) {
+  std::vector<std::shared_ptr<Capture>> hit;
+  if (std::shared_ptr<Capture> own = threadCapture.lock(); live(own))
+    hit.push_back(own);
+  {
+    std::lock_guard<std::mutex> lock(globalCapturesMutex);
+    for (const std::weak_ptr<Capture> &w : globalCaptures)
+      if (std::shared_ptr<Capture> c = w.lock();
+          live(c) && std::find(hit.begin(), hit.end(), c) == hit.end())
+        hit.push_back(c);
+  }
+  if (hit.empty())
+    return false;
+  for (const std::shared_ptr<Capture> &c : hit)
+    if (c->invalid.empty())
+      c->invalid = std::string(call) + " was called during the capture";
+  complain(cudaErrorStreamCaptureUnsupported,
+           std::string(call) + ": not permitted while a stream capture is in progress "
+                               "(thread-local or global capture mode)");
+  return true;
+}
+
 void zero_cuda_emulator::detail::drainDevice(int device) {
   DeviceState &d = deviceState(device);
   std::lock_guard<std::mutex> lock(d.mutex);
@@ -223,6 +255,8 @@ cudaError_t cudaStreamCreate(cudaStream_t *stream) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (captureForbids("cudaStreamSynchronize"))
+    return cudaErrorStreamCaptureUnsupported;
   if (!stream) {
     drainDevice(currentDevice);
     return cudaSuccess;
@@ -332,6 +366,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (captureForbids("cudaEventSynchronize"))
+    return cudaErrorStreamCaptureUnsupported;
   if (!event)
     return complain(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: a null event");
   if (!event->stream) // never recorded: complete
@@ -347,7 +383,24 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   return cudaSuccess;
 }
 
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  if (captureForbids("cudaEventQuery"))
+    return cudaErrorStreamCaptureUnsupported;
+  if (!event)
+    return complain(cudaErrorInvalidResourceHandle, "cudaEventQuery: a null event");
+  if (!event->stream) // never recorded: complete
+    return cudaSuccess;
+  if (!event->capture.expired())
+    return complain(cudaErrorStreamCaptureUnsupported,
+                    "cudaEventQuery: the event was recorded in a capture");
+  DeviceState &d = deviceState(event->stream->device);
+  std::lock_guard<std::mutex> lock(d.mutex);
+  return event->stream->completed >= event->ticket ? cudaSuccess : cudaErrorNotReady;
+}
+
 cudaError_t cudaDeviceSynchronize() {
+  if (captureForbids("cudaDeviceSynchronize"))
+    return cudaErrorStreamCaptureUnsupported;
   drainDevice(currentDevice);
   return cudaSuccess;
 }
@@ -360,7 +413,7 @@ struct CUgraphExec_st {
   std::shared_ptr<const Capture> capture;
 };
 
-cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
   if (!stream)
     return complain(cudaErrorStreamCaptureUnsupported,
                     "cudaStreamBeginCapture: the legacy default stream");
@@ -372,6 +425,18 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
   stream->capture = std::make_shared<Capture>();
   stream->capture->origin = stream;
   stream->capture->streams.push_back(stream);
+  stream->capture->mode = mode;
+  if (mode != cudaStreamCaptureModeRelaxed)
+    threadCapture = stream->capture;
+  if (mode == cudaStreamCaptureModeGlobal) {
+    std::lock_guard<std::mutex> lock(globalCapturesMutex);
+    globalCaptures.erase(std::remove_if(globalCaptures.begin(), globalCaptures.end(),
+                                        [](const std::weak_ptr<Capture> &w) {
+                                          return !live(w.lock());
+                                        }),
+                         globalCaptures.end());
+    globalCaptures.push_back(stream->capture);
+  }
   return cudaSuccess;
 }
 
@@ -386,6 +451,11 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
     s->capture = nullptr;
   c->ended = true;
   *graph = nullptr;
+  // A test's hook: ZERO_CUDA_EMULATOR_FAIL_CAPTURE=N fails every capture on device
+  // N, as a capture-unsafe call in a library would.
+  if (const char *failOn = std::getenv("ZERO_CUDA_EMULATOR_FAIL_CAPTURE");
+      failOn && *failOn && std::atoi(failOn) == stream->device && c->invalid.empty())
+    c->invalid = "ZERO_CUDA_EMULATOR_FAIL_CAPTURE names this device";
   if (!c->invalid.empty())
     return complain(cudaErrorStreamCaptureInvalidated,
                     "cudaStreamEndCapture: the capture was invalidated: " + c->invalid);

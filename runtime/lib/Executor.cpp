@@ -669,10 +669,13 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
       return;
     }
   }
-  // Unprofiled on a GPU: the step is one CUDA graph, captured at the first run
-  // (which is then replayed as every later one) when nothing needs the host
-  // between kernels. Host kernels (offload: the optimizer, copies into host
-  // buffers) keep the whole step kernel by kernel, said once.
+  // Unprofiled on a GPU: the step is one CUDA graph, captured at the second run
+  // (the first runs directly, so that nothing lazy, a library loading its
+  // kernels, NCCL connecting its ranks, happens inside the capture), then
+  // replayed as every later one, when nothing needs the host between kernels.
+  // Every rank captures or none does: NCCL's ranks run each collective the same
+  // way. Host kernels (offload: the optimizer, copies into host buffers) keep the
+  // whole step kernel by kernel, said once.
   if (hostWorker_ && options_.graph && device_.hasGraphs() &&
       graphState_ == GraphState::untried) {
     graphState_ = GraphState::direct;
@@ -680,9 +683,15 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
                          "graph: it has host kernels (offload)\n",
                  device_.name().c_str());
   }
+  bool warmUp = false; // this run is the direct one before the capture
   if (!msByKernel && !options_.trace && !hostWorker_ && options_.graph &&
-      graphState_ != GraphState::direct) {
-    if (graphState_ == GraphState::untried) {
+      device_.hasGraphs() && graphState_ == GraphState::untried) {
+    graphState_ = GraphState::warmed;
+    warmUp = true;
+  }
+  if (!warmUp && !msByKernel && !options_.trace && !hostWorker_ && options_.graph &&
+      graphState_ != GraphState::direct && graphState_ != GraphState::untried) {
+    if (graphState_ == GraphState::warmed) {
       std::string why;
       // The collectives count their traffic when queued: what the capture queued
       // is what every replay moves.
@@ -695,6 +704,19 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
               k();
           },
           why);
+      // The verdict of every rank: one failed capture makes every rank run directly.
+      std::vector<int64_t> verdicts = comm_.allGatherInts(captured ? 1 : 0);
+      std::string failed;
+      for (size_t r = 0; r < verdicts.size(); ++r)
+        if (!verdicts[r])
+          failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+      bool failedHere = !captured;
+      if (captured && !failed.empty()) {
+        device_.discardGraph();
+        captured = false;
+        why = "the capture failed on rank " + failed + " (every rank runs the step the "
+              "same way)";
+      }
       graphState_ = captured ? GraphState::captured : GraphState::direct;
       countGroupTraffic(); // what the groups' collectives queued (hybrid, hpZ)
       graphTraffic_ = {comm_.allGatherElements - gathered,
@@ -706,7 +728,10 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
       comm_.reduceScatterElements = scattered;
       comm_.allReduceElements = reduced;
       comm_.quantization = quantized;
-      if (!captured && !why.empty())
+      // Said once: by rank 0, and by a rank whose own capture failed where rank
+      // 0's did not (its reason, which rank 0's line does not give).
+      bool say = comm_.rank() == 0 || (failedHere && verdicts[0]);
+      if (!captured && !why.empty() && say)
         std::fprintf(stderr, "zero-run: %s: the step runs kernel by kernel, not as one "
                              "CUDA graph: %s\n", device_.name().c_str(), why.c_str());
     }

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -614,6 +615,80 @@ TEST(CudaEmulatorDeathTest, RanksThatDisagreeAreFatal) {
           t.join();
       },
       testing::ExitedWithCode(70), "NCCL ranks disagree at collective #0");
+}
+
+
+// CUDA runtime API, cudaThreadExchangeStreamCaptureMode: during a capture begun in
+// thread-local (or global) mode, unsafe calls on the capturing thread fail with
+// cudaErrorStreamCaptureUnsupported and invalidate the capture; relaxed mode and
+// other threads of a thread-local capture may make them.
+TEST(CudaEmulator, UnsafeCallsDuringACaptureFailAndInvalidateIt) {
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  float *p = deviceFloats(4);
+  using Call = std::function<cudaError_t()>;
+  std::vector<std::pair<const char *, Call>> unsafe = {
+      {"cudaMalloc", [] { void *q = nullptr; return cudaMalloc(&q, 16); }},
+      {"cudaFree", [&] { return cudaFree(p); }},
+      {"cudaMemcpy", [&] { float v; return cudaMemcpy(&v, p, 4, cudaMemcpyDeviceToHost); }},
+      {"cudaMemset", [&] { return cudaMemset(p, 0, 4); }},
+      {"cudaDeviceSynchronize", [] { return cudaDeviceSynchronize(); }},
+  };
+  for (auto &[name, call] : unsafe) {
+    SCOPED_TRACE(name);
+    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    store(s, p, 1);
+    EXPECT_EQ(call(), cudaErrorStreamCaptureUnsupported);
+    cudaGraph_t graph = nullptr;
+    EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaErrorStreamCaptureInvalidated);
+    EXPECT_EQ(graph, nullptr);
+  }
+  // Relaxed: allowed. Thread-local: another thread may allocate meanwhile.
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  void *q = nullptr;
+  EXPECT_EQ(cudaMalloc(&q, 16), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  cudaGraphDestroy(graph);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  void *r = nullptr;
+  std::thread([&] { EXPECT_EQ(cudaMalloc(&r, 16), cudaSuccess); }).join();
+  store(s, p, 2);
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  cudaGraphDestroy(graph);
+  EXPECT_EQ(cudaFree(q), cudaSuccess);
+  EXPECT_EQ(cudaFree(r), cudaSuccess);
+  EXPECT_EQ(cudaFree(p), cudaSuccess);
+  cudaStreamDestroy(s);
+}
+
+// NCCL user guide, "Using NCCL with CUDA Graphs": several GPUs per process with
+// captured collectives may deadlock. The emulator's ranks are all threads of one
+// process, so a captured collective over more than one rank is refused.
+TEST(CudaEmulator, CapturedCollectivesOverSeveralGpusOfAProcessAreRefused) {
+  std::vector<ncclComm_t> comms(2);
+  ASSERT_EQ(ncclCommInitAll(comms.data(), 2, nullptr), ncclSuccess);
+  cudaSetDevice(0);
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  float *in = deviceFloats(2), *out = deviceFloats(2);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(ncclAllReduce(in, out, 2, ncclFloat32, ncclSum, comms[0], s), ncclInvalidUsage);
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaErrorStreamCaptureInvalidated);
+  // One rank alone (one GPU) may capture its collectives.
+  ncclComm_t alone;
+  ASSERT_EQ(ncclCommInitAll(&alone, 1, nullptr), ncclSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(ncclAllReduce(in, out, 2, ncclFloat32, ncclSum, alone, s), ncclSuccess);
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  cudaGraphDestroy(graph);
+  cudaFree(in);
+  cudaFree(out);
+  cudaStreamDestroy(s);
+  for (ncclComm_t c : comms)
+    ncclCommDestroy(c);
+  ncclCommDestroy(alone);
 }
 
 } // namespace

@@ -108,11 +108,16 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event);
 /// each has run (cudaErrorNotReady before): on the emulator, the host's clock when
 /// the emulated streams reached them.
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
+/// cudaSuccess once the stream has reached the event, else cudaErrorNotReady.
+cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaDeviceSynchronize();
 /// Stream capture: work queued on the stream, and on every stream that waits for
 /// an event recorded in the capture (which joins it), is recorded instead of
 /// queued. End capture needs every joined stream waited for by the origin; a
-/// synchronization of a capturing stream or device invalidates the capture. A
+/// synchronization of a capturing stream or device invalidates the capture, and so
+/// does, in thread-local or global mode, any capture-unsafe call (allocation,
+/// freeing, blocking copies, synchronization, event queries: Emulator.h's
+/// captureForbids), which fails with cudaErrorStreamCaptureUnsupported. A
 /// launch queues the recorded work again on the same streams (the origin's on the
 /// launch stream), after the launch stream's earlier work, with its waits.
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);

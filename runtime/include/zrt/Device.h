@@ -94,6 +94,9 @@ public:
   virtual void kernelsBound() {}
   /// Queues one run of the captured graph.
   virtual void replayGraph() {}
+  /// Drops the captured graph (another rank's capture failed: every rank of a
+  /// collective must run it the same way), so the step runs directly.
+  virtual void discardGraph() {}
   /// Whether captureGraph can capture at all (a GPU).
   virtual bool hasGraphs() const { return false; }
 };

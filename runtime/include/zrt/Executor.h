@@ -245,9 +245,11 @@ private:
     BoundKernel count; // bound at first use
   };
   std::vector<FiniteCheck> finiteChecks_;
-  /// The step as a device graph: not tried yet, captured (replayed from then on),
-  /// or not possible (run directly).
-  enum class GraphState { untried, captured, direct } graphState_ = GraphState::untried;
+  /// The step as a device graph: not tried yet (the first step runs directly:
+  /// libraries load their kernels and NCCL connects outside any capture), warmed
+  /// (the next step is captured, on every rank or on none), captured (replayed
+  /// from then on), or not possible (run directly).
+  enum class GraphState { untried, warmed, captured, direct } graphState_ = GraphState::untried;
   /// What one replay moves (all-gather, reduce-scatter, all-reduce elements): the
   /// collectives the capture queued.
   std::array<int64_t, 3> graphTraffic_{};

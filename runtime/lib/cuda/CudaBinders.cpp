@@ -648,10 +648,13 @@ BoundKernel bindCrossEntropyGrad(const KernelCall &call) {
   CrossEntropyGeometry geo = crossEntropyGeometry(call, logp, "log_prob", labels, weightsView);
   Elem t = elemOf(out.dtype);
   bool wide = logp.dtype != out.dtype; // f32 beside a 16-bit result (checked)
+  // The mean's denominator: allocated here, as cudaMalloc fails (and invalidates
+  // the capture) while the step is captured as a CUDA graph.
+  std::shared_ptr<double> denom = deviceArray(std::vector<double>{0.0});
   return [=] {
     crossEntropyGrad(context().compute, t, wide, logp.data, labels.data, geo.labels64, g.data,
                      weights, (int)geo.reduction, geo.hasIgnore, geo.ignore, out.data,
-                     geo.n, geo.c, geo.inner, context().errorFlag);
+                     geo.n, geo.c, geo.inner, denom.get(), context().errorFlag);
   };
 }
 

@@ -29,8 +29,10 @@ class CudaDevice final : public Device {
 public:
   /// GPU `ordinal` for rank `rank` with the NCCL communicator `nccl` of `ranks`
   /// ranks (owned).
-  CudaDevice(int ordinal, ncclComm_t nccl, int rank, int ranks, const CudaOptions &options)
-      : rank_(rank) {
+  /// threadRanks: how many ranks (GPUs) this process drives, one per thread.
+  CudaDevice(int ordinal, ncclComm_t nccl, int rank, int ranks, const CudaOptions &options,
+             int threadRanks = 1)
+      : rank_(rank), threadRanks_(threadRanks) {
     ctx_.ordinal = ordinal;
     ctx_.nccl = nccl;
     ctx_.ranks = ranks;
@@ -188,6 +190,16 @@ public:
     return std::make_unique<EventClock>(ctx_, kernels);
   }
   bool captureGraph(const std::function<void()> &enqueue, std::string &why) override {
+    // NCCL user guide, "Using NCCL with CUDA Graphs": several GPUs per process with
+    // captured collectives may deadlock (cudaGraphLaunch may block); it recommends
+    // one GPU per process. A step of several ranks always holds collectives.
+    if (threadRanks_ > 1) {
+      why = "this process drives " + std::to_string(threadRanks_) +
+            " GPUs (ranks as threads), and NCCL's guidance for collectives in CUDA "
+            "graphs is one GPU per process: launch one process per GPU (torchrun, "
+            "mpirun or Slurm) to run the step as a graph";
+      return false;
+    }
     // Thread-local: ranks that are threads of one process capture their own GPUs.
     cudaError_t rc = cudaStreamBeginCapture(ctx_.compute, cudaStreamCaptureModeThreadLocal);
     if (rc == cudaSuccess) {
@@ -219,6 +231,11 @@ public:
       ctx_.generated->compile();
   }
   void replayGraph() override { ZERO_CUDA_CHECK(cudaGraphLaunch(graph_, ctx_.compute)); }
+  void discardGraph() override {
+    if (graph_)
+      ZERO_CUDA_CHECK(cudaGraphExecDestroy(graph_));
+    graph_ = nullptr;
+  }
   bool hasGraphs() const override { return true; }
   int64_t memoryInUse() const override {
     size_t free = 0, total = 0;
@@ -250,6 +267,7 @@ private:
   Context ctx_;
   std::string name_;
   int rank_;
+  int threadRanks_;
   cudaGraphExec_t graph_ = nullptr; // the step, once captured
 };
 
@@ -317,6 +335,6 @@ std::vector<std::unique_ptr<Device>> zrt::makeCudaDevicesForThreads(int ranks,
     ZERO_NCCL_CHECK(ncclCommInitAll(comms.data(), ranks, nullptr));
   std::vector<std::unique_ptr<Device>> devices;
   for (int r = 0; r < ranks; ++r)
-    devices.push_back(std::make_unique<CudaDevice>(r, comms[r], r, ranks, options));
+    devices.push_back(std::make_unique<CudaDevice>(r, comms[r], r, ranks, options, ranks));
   return devices;
 }

@@ -1025,14 +1025,11 @@ void crossEntropy(cudaStream_t s, Elem t, bool wide, const void *scores, const v
 void crossEntropyGrad(cudaStream_t s, Elem t, bool wide, const void *logp, const void *labels,
                       bool labels64, const void *grad, const void *weights, int reduction,
                       bool hasIgnore, int64_t ignore, void *out, int64_t n, int64_t c,
-                      int64_t inner, int *errorFlag) {
+                      int64_t inner, double *denom, int *errorFlag) {
   dispatchWidened(t, wide, [&](auto outTag, auto tag) {
     using T = decltype(tag);
     using TOut = decltype(outTag);
     // The mean's denominator, on the device, in the stream's order.
-    static thread_local double *denom = nullptr;
-    if (!denom)
-      checkCuda(cudaMalloc(&denom, sizeof(double)), "cudaMalloc");
     launchRows("weightSum", weightSumKernel<T>, 1, s, labels, labels64, (const T *)weights,
                hasIgnore, ignore, n * inner, c, denom);
     launchN("crossEntropyGrad", crossEntropyGradKernel<T, TOut>, n * c * inner, s,

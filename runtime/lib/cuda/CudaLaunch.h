@@ -187,10 +187,12 @@ void crossEntropy(cudaStream_t s, Elem t, bool wide, const void *scores, const v
                   int64_t ignore, void *loss, void *logp, int64_t n, int64_t c,
                   int64_t inner, int *errorFlag);
 /// t: the result's type; wide: log_prob, grad and weights f32 beside a 16-bit result.
+/// denom: one double of device memory for the mean's denominator (allocated when
+/// the kernel is bound: never while a step is being captured).
 void crossEntropyGrad(cudaStream_t s, Elem t, bool wide, const void *logp, const void *labels,
                       bool labels64, const void *grad, const void *weights, int reduction,
                       bool hasIgnore, int64_t ignore, void *out, int64_t n, int64_t c,
-                      int64_t inner, int *errorFlag);
+                      int64_t inner, double *denom, int *errorFlag);
 /// A fused product's result set to where its GEMM (beta 1) starts: addend +
 /// bias, either may be null; c contiguous, `n` columns, `total` elements.
 void matmulStart(cudaStream_t s, Elem t, void *c, const void *bias, const void *addend,
