@@ -150,6 +150,23 @@ bool aligned(const char *which, const void *p, cublasLtMatrixLayout_t l, uint64_
   return false;
 }
 
+/// The largest power of two up to 256 dividing `p` (256 for null: nothing to align).
+uint64_t pointerAlignment(const void *p) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(p) | 256;
+  return bits & -bits;
+}
+
+/// Whether an epilogue pointer is as aligned as when the algorithm was chosen.
+bool pointerAligned(const char *which, const void *p, uint64_t chosenFor) {
+  if (pointerAlignment(p) >= chosenFor)
+    return true;
+  complain(cudaErrorInvalidValue, std::string("cublasLtMatmul: the ") + which +
+                                      " pointer is less aligned than the " +
+                                      std::to_string(chosenFor) +
+                                      " bytes the heuristic saw when it chose the algorithm");
+  return false;
+}
+
 /// Column-major rows x cols at `p` (leading dimension ld) as S, densely (ld = rows),
 /// rounded to TF32 first when `tf32` (as cvt.rna.tf32.f32).
 template <typename T, typename S>
@@ -390,9 +407,16 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle,
     return CUBLAS_STATUS_SUCCESS; // no algorithm (cuBLASLt says so the same way)
   cublasLtMatmulHeuristicResult_t r = {};
   r.algo.data[0] = kAlgorithm;
-  // Like cuBLASLt's, the algorithm works only at the alignments it was chosen for.
+  // Like cuBLASLt's, the algorithm works only at the alignments it was chosen for:
+  // the preference's for A, B, C and D, and for the bias and the epilogue's aux
+  // matrix the pointers' own (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER and
+  // _EPILOGUE_AUX_POINTER: "Routines that don't dereference this pointer, like
+  // cublasLtMatmulAlgoGetHeuristic() depend on its value to determine expected
+  // pointer alignment").
   for (int i = 0; i < 4; ++i)
     r.algo.data[1 + i] = pref->alignment[i];
+  r.algo.data[5] = pointerAlignment(desc->bias);
+  r.algo.data[6] = pointerAlignment(desc->aux);
   r.workspaceSize = std::min<uint64_t>(pref->maxWorkspace, kWorkspace);
   r.state = CUBLAS_STATUS_SUCCESS;
   r.wavesCount = 1;
@@ -432,6 +456,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     return CUBLAS_STATUS_INVALID_VALUE;
   if (hasBias(desc->epilogue) &&
       deviceOf("cublasLtMatmul bias", desc->bias, ddesc->rows * sizeOf(ddesc->type)) < 0)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if ((desc->bias && !pointerAligned("bias", desc->bias, algo->data[5])) ||
+      (desc->aux && !pointerAligned("epilogue aux", desc->aux, algo->data[6])))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (isGelu(desc->epilogue)) {
     size_t size = sizeOf(ddesc->type),

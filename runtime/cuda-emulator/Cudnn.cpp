@@ -17,12 +17,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudnnGraph.h"
 #include "Emulator.h"
 #include "cudnn.h"
 #include "zrt/Float16.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -55,31 +57,6 @@ struct Attr {
   std::vector<int64_t> ints;  // INT64, BOOLEAN and the enumerations
   std::vector<double> reals;  // FLOAT, DOUBLE
   std::vector<void *> ptrs;   // VOID_PTR, BACKEND_DESCRIPTOR, HANDLE
-};
-
-struct Tensor {
-  cudnnDataType_t type = CUDNN_DATA_FLOAT;
-  std::vector<int64_t> dims, strides;
-  int64_t uid = 0, alignment = 0;
-  bool isVirtual = false, byValue = false;
-  bool operator==(const Tensor &o) const {
-    return type == o.type && dims == o.dims && strides == o.strides && uid == o.uid &&
-           isVirtual == o.isVirtual && byValue == o.byValue;
-  }
-};
-
-enum class OpKind { Pointwise, Matmul, Reduction, Reshape };
-struct Op {
-  OpKind kind;
-  int64_t mode = 0; // pointwise mode or reduction operator
-  int64_t axis = 0; // GEN_INDEX
-  std::vector<Tensor> ins;
-  Tensor out;
-};
-
-struct Graph {
-  std::vector<Op> ops;                 // in an order that runs (producers first)
-  std::map<int64_t, Tensor> boundary;  // the non-virtual tensors, by uid
 };
 
 struct Desc {
@@ -674,7 +651,14 @@ void run(const Graph &g, std::map<int64_t, Storage> storages) {
 
 } // namespace
 
-size_t cudnnGetVersion() { return CUDNN_VERSION; }
+/// CUDNN_VERSION, or ZERO_CUDA_EMULATOR_CUDNN_VERSION (a test of an older library).
+size_t cudnnGetVersion() {
+  static const size_t version = [] {
+    const char *env = std::getenv("ZERO_CUDA_EMULATOR_CUDNN_VERSION");
+    return env && *env ? (size_t)std::strtoull(env, nullptr, 10) : (size_t)CUDNN_VERSION;
+  }();
+  return version;
+}
 
 const char *cudnnGetErrorString(cudnnStatus_t status) {
   switch (status) {
@@ -745,6 +729,12 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor,
                 "set attribute " + std::to_string(name) + ": the descriptor is finalized");
   if (count < 0 || (count && !elements))
     return fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "set attribute: no elements");
+  // Added in cuDNN 9.11 (cudnn-frontend sets it only from there:
+  // include/cudnn_frontend/node/reduction.h): an older library knows no such name.
+  if (name == CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC && cudnnGetVersion() < 91100)
+    return fail(CUDNN_STATUS_BAD_PARAM, "set attribute CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC: "
+                                        "cuDNN " + std::to_string(cudnnGetVersion()) +
+                                        " has no such attribute (9.11 and later)");
   Attr a{type, {}, {}, {}};
   for (int64_t i = 0; i < count; ++i) {
     switch (type) {
@@ -792,6 +782,13 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor
     return fail(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED, "get attribute: not a finalized descriptor");
   if (d->type == CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR && name == CUDNN_ATTR_ENGINEHEUR_RESULTS &&
       type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+    // An attention graph not in cudnn-frontend's form: no engine takes it.
+    if (std::string why = sdpaReferenceMismatch(*d->graph); !why.empty()) {
+      if (count)
+        *count = 0;
+      lastCudnnError = "no engine: " + why;
+      return CUDNN_STATUS_SUCCESS;
+    }
     if (count)
       *count = 1; // one engine: this file's interpreter
     if (requested < 1)

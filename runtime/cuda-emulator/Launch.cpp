@@ -12,6 +12,10 @@
 #include <ucontext.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <string>
 #include <vector>
 
 using namespace zero_cuda_emulator::detail;
@@ -97,11 +101,51 @@ struct Context {
 void switchContext(Context &from, Context &to) { swapcontext(&from.uc, &to.uc); }
 #endif
 
+//===----------------------------------------------------------------------===//
+// Order: a GPU runs a grid's blocks, and a block's warps, in no order it
+// promises, so atomics complete in an order that changes from run to run (CUDA
+// programming guide: "Thread blocks are required to execute independently ... in
+// any order"; atomic functions guarantee only that each read-modify-write is
+// atomic). The emulator runs each grid's blocks, and each block's threads between
+// barriers, in an order drawn afresh for every grid from ZERO_CUDA_EMULATOR_SEED
+// (unset: a seed drawn at start), so a result that depends on that order differs
+// between runs, as on a GPU.
+//===----------------------------------------------------------------------===//
+
+/// The i-th of n in a drawn order: (a i + c) mod n with a coprime to n.
+struct DrawnOrder {
+  uint64_t a = 1, c = 0, n = 1;
+  uint64_t operator()(uint64_t i) const {
+    return (uint64_t)(((unsigned __int128)a * i + c) % n);
+  }
+};
+
+DrawnOrder drawOrder(uint64_t n) {
+  static const uint64_t seed = [] {
+    const char *env = std::getenv("ZERO_CUDA_EMULATOR_SEED");
+    if (env && *env)
+      return (uint64_t)std::strtoull(env, nullptr, 10);
+    return (uint64_t)std::random_device{}();
+  }();
+  // Per host thread (a rank draining its device): reproducible for a given seed.
+  static thread_local std::mt19937_64 draw(seed + 0x9e3779b97f4a7c15ull *
+                                                      (uint64_t)(currentDevice + 1));
+  DrawnOrder o;
+  o.n = n ? n : 1;
+  if (o.n == 1)
+    return o;
+  o.c = draw() % o.n;
+  o.a = 1 + draw() % (o.n - 1);
+  while (std::gcd(o.a, o.n) != 1)
+    o.a = o.a % (o.n - 1) + 1;
+  return o;
+}
+
 /// The threads of one block as fibers; __syncthreads switches back to run().
 class FiberBlock {
 public:
   /// Runs `thread` for each of `block` threads until all have returned.
-  void run(int block, const std::function<void()> &thread) {
+  void run(int block, const std::function<void()> &thread, const DrawnOrder &order) {
     if ((int)fibers_.size() < block)
       fibers_.resize(block);
     body_ = &thread;
@@ -117,7 +161,8 @@ public:
     active = this;
     for (int live = block; live > 0;) {
       live = 0;
-      for (int t = 0; t < block; ++t) {
+      for (int i = 0; i < block; ++i) {
+        int t = (int)order(i);
         if (fibers_[t].done)
           continue;
         current_ = t;
@@ -189,15 +234,17 @@ void launchGrid(cudaStream_t stream, int64_t grid, int block, std::function<void
     static thread_local FiberBlock fibers;
     gridDim = dim3{(unsigned)grid, 1, 1};
     blockDim = dim3{(unsigned)block, 1, 1};
-    for (int64_t b = 0; b < grid; ++b) {
-      blockIdx = uint3{(unsigned)b, 0, 0};
+    DrawnOrder blocks = drawOrder(grid);
+    for (int64_t i = 0; i < grid; ++i) {
+      blockIdx = uint3{(unsigned)blocks(i), 0, 0};
       ++blockSerial;
+      DrawnOrder threads = drawOrder(block);
       if (barriers) {
-        fibers.run(block, thread);
+        fibers.run(block, thread, threads);
         continue;
       }
-      for (int t = 0; t < block; ++t) {
-        threadIdx = uint3{(unsigned)t, 0, 0};
+      for (int i = 0; i < block; ++i) {
+        threadIdx = uint3{(unsigned)threads(i), 0, 0};
         thread();
       }
     }

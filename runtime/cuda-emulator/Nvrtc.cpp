@@ -124,13 +124,28 @@ nvrtcResult nvrtcDestroyProgram(nvrtcProgram *prog) {
 nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int numOptions, const char *const *options) {
   if (!prog)
     return NVRTC_ERROR_INVALID_PROGRAM;
+  // NVRTC's --fmad defaults to true: a*b+c contracted into an FMA, rounded once.
+  // The emulator compiles without contraction (-ffp-contract=off, below), so it
+  // reproduces only a compile that says --fmad=false (NVRTC user guide, "Supported
+  // Compile Options": --fmad, default true).
+  bool noContraction = false;
   for (int i = 0; i < numOptions; ++i) {
     std::string o = options[i];
+    if (o == "--fmad=false" || o == "-fmad=false") {
+      noContraction = true;
+      continue;
+    }
     if (o.rfind("--gpu-architecture=", 0) != 0 && o != "-std=c++17" &&
-        o != "--use_fast_math=false" && o != "--fmad=true") {
+        o != "--use_fast_math=false") {
       prog->log = "nvrtc (emulated): unknown option '" + o + "'\n";
       return NVRTC_ERROR_INVALID_OPTION;
     }
+  }
+  if (!noContraction) {
+    prog->log = "nvrtc (emulated): the compile contracts a*b+c into fused multiply-adds "
+                "(NVRTC's default --fmad=true), which the emulator's host build cannot "
+                "reproduce: pass --fmad=false\n";
+    return NVRTC_ERROR_INVALID_OPTION;
   }
   char dir[] = "/tmp/zero-nvrtc-XXXXXX";
   if (!::mkdtemp(dir)) {

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <thread>
@@ -464,7 +465,9 @@ TEST(CudaEmulator, LtMatmulGeluEpilogues) {
   cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, 8, 2, 8);
   cublasLtMatmulPreference_t pref = preferenceFor(4);
   // One descriptor per epilogue; the algorithm for it, run.
-  auto run = [&](uint32_t epilogue, float *auxPtr, int64_t auxLd) {
+  // auxAtRun: the aux pointer set after the heuristic chose (as a binder setting
+  // each call's own).
+  auto run = [&](uint32_t epilogue, float *auxPtr, int64_t auxLd, float *auxAtRun = nullptr) {
     cublasLtMatmulDesc_t desc;
     cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
@@ -481,6 +484,9 @@ TEST(CudaEmulator, LtMatmulGeluEpilogues) {
     cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, ld, ld, pref, 1, &r, &found);
     int status = -1; // no algorithm
     float one = 1, zero = 0;
+    if (auxAtRun)
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &auxAtRun,
+                                     sizeof auxAtRun);
     if (found == 1)
       status = (int)cublasLtMatmul(h, desc, &one, da, la, db, lb, &zero, dd, ld, dd, ld,
                                    &r.algo, work, 4096, s);
@@ -507,6 +513,15 @@ TEST(CudaEmulator, LtMatmulGeluEpilogues) {
     }
   EXPECT_EQ(run(CUBLASLT_EPILOGUE_GELU_AUX_BIAS, daux, 12), -1);
   EXPECT_EQ(run(CUBLASLT_EPILOGUE_DGELU, small, 8), (int)CUBLAS_STATUS_INVALID_VALUE);
+  // cublasLt.h: the heuristic decides the aux matrix's alignment from its pointer.
+  // An algorithm chosen for a 256-byte aligned one fails on a 4-byte aligned one;
+  // chosen for the 4-byte aligned one, it runs on both.
+  float *wide = deviceFloats(20);
+  EXPECT_EQ(run(CUBLASLT_EPILOGUE_GELU_AUX_BIAS, wide, 8, wide + 1),
+            (int)CUBLAS_STATUS_INVALID_VALUE);
+  EXPECT_EQ(run(CUBLASLT_EPILOGUE_GELU_AUX_BIAS, wide + 1, 8, wide),
+            (int)CUBLAS_STATUS_SUCCESS);
+  cudaFree(wide);
   for (cublasLtMatrixLayout_t l : {la, lb, ld})
     cublasLtMatrixLayoutDestroy(l);
   cublasLtMatmulPreferenceDestroy(pref);
@@ -659,6 +674,29 @@ TEST(CudaEmulator, UnsafeCallsDuringACaptureFailAndInvalidateIt) {
   EXPECT_EQ(cudaFree(q), cudaSuccess);
   EXPECT_EQ(cudaFree(r), cudaSuccess);
   EXPECT_EQ(cudaFree(p), cudaSuccess);
+  cudaStreamDestroy(s);
+}
+
+// A GPU leaves the order of a grid's blocks open, so float atomics sum in an
+// order that changes between launches: the emulator draws a fresh order per grid.
+TEST(CudaEmulator, AtomicsCompleteInAVaryingOrder) {
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  float *sum = deviceFloats(1);
+  std::vector<float> sums;
+  for (int launchNo = 0; launchNo < 20; ++launchNo) {
+    cudaMemset(sum, 0, sizeof(float));
+    // 64 blocks each add one term; 1 + 2^-24 rounding makes the total depend on
+    // which terms met first.
+    launch(s, 64, 1, [=] {
+      float term = blockIdx.x % 2 ? 1.0f : 3e-8f * (float)(blockIdx.x + 1);
+      atomicAdd(sum, term);
+    });
+    sums.push_back(read(sum));
+  }
+  std::sort(sums.begin(), sums.end());
+  EXPECT_NE(sums.front(), sums.back()) << "20 launches summed in one order";
+  cudaFree(sum);
   cudaStreamDestroy(s);
 }
 

@@ -142,6 +142,11 @@ inline double atomicAdd(double *address, double value) {
   *address = old + value;
   return old;
 }
+inline int atomicAdd(int *address, int value) {
+  int old = *address;
+  *address = old + value;
+  return old;
+}
 inline unsigned short atomicCAS(unsigned short *address, unsigned short compare,
                                 unsigned short value) {
   unsigned short old = *address;

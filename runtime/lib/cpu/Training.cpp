@@ -255,20 +255,37 @@ BoundKernel bindGatherGrad(const KernelCall &call) {
   std::string where = call.where();
   return dispatchFloat(out.dtype, call, [=](auto tag) -> BoundKernel {
     using T = decltype(tag);
+    // Each row's positions summed in ascending order in ComputeType (f32 for
+    // 16-bit), rounded once: what the GPU's kernel computes (CudaKernels.cu).
     return [=] {
       T *o = out.as<T>();
       const T *pg = g.as<T>();
-      std::memset(static_cast<void *>(o), 0, out.bytes()); // all-zero bits are 0 in every T
       int64_t n = idx.numel();
+      std::vector<int64_t> start(dim + 1, 0), order(n);
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t at = idx64 ? idx.as<int64_t>()[j] : idx.as<int32_t>()[j];
+        int64_t k = at < 0 ? at + dim : at;
+        ZRT_CHECK(k >= 0 && k < dim, where << ": index " << at << " out of range");
+        order[j] = k; // the row, until sorted below
+        ++start[k + 1];
+      }
+      for (int64_t k = 0; k < dim; ++k)
+        start[k + 1] += start[k];
+      std::vector<int64_t> next(start.begin(), start.end() - 1), rows = order;
+      for (int64_t j = 0; j < n; ++j)
+        order[next[rows[j]]++] = j;
+      std::vector<ComputeType<T>> sum(inner);
       for (int64_t i = 0; i < outer; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          int64_t at = idx64 ? idx.as<int64_t>()[j] : idx.as<int32_t>()[j];
-          int64_t k = at < 0 ? at + dim : at;
-          ZRT_CHECK(k >= 0 && k < dim, where << ": index " << at << " out of range");
+        for (int64_t k = 0; k < dim; ++k) {
+          std::fill(sum.begin(), sum.end(), ComputeType<T>(0));
+          for (int64_t p = start[k]; p < start[k + 1]; ++p) {
+            const T *src = pg + (i * n + order[p]) * inner;
+            for (int64_t e = 0; e < inner; ++e)
+              sum[e] = sum[e] + (ComputeType<T>)src[e];
+          }
           T *dst = o + (i * dim + k) * inner;
-          const T *src = pg + (i * n + j) * inner;
-          for (int64_t e = 0; e < inner; ++e) // 16-bit: in f32, rounded per add
-            dst[e] = (T)((ComputeType<T>)dst[e] + (ComputeType<T>)src[e]);
+          for (int64_t e = 0; e < inner; ++e)
+            dst[e] = (T)sum[e];
         }
     };
   });

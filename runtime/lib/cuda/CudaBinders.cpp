@@ -168,8 +168,10 @@ BoundKernel bindFused(const KernelCall &call) {
   args.outType = elemOf(out.dtype);
   int64_t n = out.numel();
   std::shared_ptr<GeneratedKernels> generated = context().generated;
-  if (!generated)
+  if (!generated) {
+    ++context().fallbacks["fused programs on the interpreter kernel"];
     return [=] { fusedElementwise(context().compute, args, n); };
+  }
 
   // The program's own kernel: the arena's addresses are fixed, so their alignment
   // is known now.
@@ -202,7 +204,8 @@ public:
   struct Alignments {
     uint32_t a = 256, b = 256, c = 256, d = 256;
   };
-  /// GELU in the epilogue (tanh form): `aux` is the first group's pre-activation,
+  /// GELU in the epilogue (tanh form): `aux` is one call's pre-activation (the least
+  /// aligned: the heuristic chooses its algorithm for that pointer; each call sets its own),
   /// which the forward writes (GELU_AUX, GELU_AUX_BIAS) and the gradient reads
   /// (`grad`: DGELU), lying as the result does.
   struct Gelu {
@@ -383,13 +386,24 @@ BoundKernel bindMatMul(const KernelCall &call) {
   bool geluInGemm = false;
   std::shared_ptr<LtGemm> lt;
   if (g.m > 0 && g.n > 0 && g.k > 0 && aux && g.c.ld % 8 == 0) {
+    // The heuristic reads the aux pointer's alignment (cublasLt.h): it sees the
+    // least aligned of the calls' aux matrices, so its algorithm works for each.
+    auto alignmentOf = [](const char *p) {
+      uint64_t bits = reinterpret_cast<uintptr_t>(p) | 256;
+      return bits & -bits;
+    };
+    const char *leastAligned = aux + g.c.offsets[0] * size;
+    for (int64_t j = 0; j < g.batches(); j += groups.size)
+      if (alignmentOf(aux + g.c.offsets[j] * size) < alignmentOf(leastAligned))
+        leastAligned = aux + g.c.offsets[j] * size;
     lt = std::make_shared<LtGemm>(g, groups, t, bias, false, align, call.where(), nullptr,
-                                  LtGemm::Gelu{aux + g.c.offsets[0] * size, actIn != nullptr});
+                                  LtGemm::Gelu{leastAligned, actIn != nullptr});
     geluInGemm = lt->found();
     if (!geluInGemm)
       lt = nullptr;
   }
   if (aux && !geluInGemm) {
+    ++context().fallbacks["GELUs outside the GEMM's epilogue"];
     static std::once_flag said;
     std::call_once(said, [&] {
       std::cerr << "zero-run: cuBLASLt has no GELU epilogue for " << call.where() << " (m "
@@ -401,6 +415,7 @@ BoundKernel bindMatMul(const KernelCall &call) {
     lt = std::make_shared<LtGemm>(g, groups, t, bias, addend != nullptr, align, call.where(),
                                   sums);
     if (!lt->found()) {
+      ++context().fallbacks["bias gradients outside the GEMM's epilogue"];
       static std::once_flag said;
       std::call_once(said, [&] {
         std::cerr << "zero-run: cuBLASLt has no bias-gradient epilogue for " << call.where()
@@ -527,6 +542,8 @@ std::shared_ptr<CudnnAttention> cudnnAttentionFor(const KernelCall &call, Elem t
   if (why.empty())
     plan = CudnnAttention::make(ctx.dnn, t, a, grad, operands, why);
   if (!plan) {
+    ++ctx.fallbacks[grad ? "16-bit attention backwards on zero-opt's kernels, not cuDNN"
+                         : "16-bit attention forwards on zero-opt's kernels, not cuDNN"];
     static std::mutex mutex;
     static std::set<std::string> said;
     std::lock_guard<std::mutex> lock(mutex);
@@ -811,9 +828,15 @@ BoundKernel bindGatherGrad(const KernelCall &call) {
   bool idx64 = idx.dtype == zero::zplan::I64;
   Elem t = elemOf(out.dtype);
   int64_t n = idx.numel();
+  // The positions sorted by row (ints): bound here, never allocated while captured.
+  ZRT_CHECK(n < INT32_MAX && dim < INT32_MAX,
+            "gather_grad at " << call.loc << ": " << n << " indices into " << dim
+                      << " rows: the GPU's gather gradient sorts them as 32-bit ints");
+  std::shared_ptr<int> scratch =
+      deviceArray(std::vector<int>(gatherGradScratchInts(n, dim), 0));
   return [=] {
     gatherGrad(context().compute, t, idx.data, idx64, g.data, out.data, outer, n, dim,
-               inner, context().errorFlag);
+               inner, scratch.get(), context().errorFlag);
   };
 }
 

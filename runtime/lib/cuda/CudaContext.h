@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 /// Errors from CUDA, cuBLASLt and NCCL name the call, file and line.
@@ -85,6 +86,11 @@ struct Context {
   // The fused programs' own kernels (null: the interpreter kernel runs them).
   std::shared_ptr<GeneratedKernels> generated;
   std::vector<cudaEvent_t> done; // per collective request
+  /// The kernels bound off their fast path, by what they fell back to (a cuDNN
+  /// attention on the project's kernels, a GELU or bias gradient outside the
+  /// GEMM's epilogue, a fused program on the interpreter kernel): said in one line
+  /// once the plan is bound (each reason's first case is said when bound).
+  std::map<std::string, int> fallbacks;
 };
 
 /// The context of this process's CUDA device (made by makeCudaDevice).

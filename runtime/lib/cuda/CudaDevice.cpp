@@ -15,6 +15,7 @@
 #include "zrt/Watchdog.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 
 using namespace zrt;
@@ -229,6 +230,13 @@ public:
   void kernelsBound() override {
     if (ctx_.generated)
       ctx_.generated->compile();
+    // One line counting every kernel off its fast path (utils/gpu-checks.sh reads it).
+    if (!ctx_.fallbacks.empty()) {
+      std::string line;
+      for (const auto &[what, count] : ctx_.fallbacks)
+        line += (line.empty() ? "" : "; ") + std::to_string(count) + " " + what;
+      std::fprintf(stderr, "zero-run: %s: fallbacks: %s\n", name_.c_str(), line.c_str());
+    }
   }
   void replayGraph() override { ZERO_CUDA_CHECK(cudaGraphLaunch(graph_, ctx_.compute)); }
   void discardGraph() override {

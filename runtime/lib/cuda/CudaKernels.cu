@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <string>
 #include <type_traits>
 
@@ -111,20 +112,6 @@ template <typename F> void dispatch(Elem t, F f) {
   }
 }
 
-/// *p += v for the atomics CUDA has (f32, f64), and for 16-bit floats by
-/// compare-and-swap of their bits (added in f32, rounded once).
-template <typename T> __device__ void atomicAddTo(T *p, T v) { atomicAdd(p, v); }
-template <typename H> __device__ void atomicAdd16(H *p, H v) {
-  unsigned short *bits = reinterpret_cast<unsigned short *>(p);
-  unsigned short old = *bits, seen;
-  do {
-    seen = old;
-    H sum = H((float)*reinterpret_cast<const H *>(&seen) + (float)v);
-    old = atomicCAS(bits, seen, sum.bits);
-  } while (old != seen);
-}
-template <> __device__ void atomicAddTo(bf16 *p, bf16 v) { atomicAdd16(p, v); }
-template <> __device__ void atomicAddTo(f16 *p, f16 v) { atomicAdd16(p, v); }
 template <typename F> void dispatchSize(int size, F f) {
   switch (size) {
   case 1:
@@ -249,20 +236,80 @@ __global__ void gatherKernel(const T *data, const void *idx, bool idx64, T *out,
   out[e] = data[(o * dim + k) * inner + x];
 }
 
-template <typename T>
-__global__ void gatherGradKernel(const void *idx, bool idx64, const T *g, T *out,
-                                 int64_t outer, int64_t n, int64_t dim, int64_t inner,
-                                 int *error) {
-  int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (e >= outer * n * inner)
+// The gather's gradient sums, for each row k, the gradient of every position j
+// whose index names k, in ascending j and in f32 (f64 for f64), rounded once: no
+// float atomics, whose order a GPU leaves open. Positions are counting-sorted by
+// row: each row's count (integer atomics, exact in any order), each position's
+// rank among the earlier positions of its row, the rows' starts (an exclusive
+// scan), then each position's slot start[k] + rank.
+
+/// Position j: its row's count, and its rank among positions j' < j of that row
+/// (-1 for an index out of range, which sets the error flag).
+__global__ void gatherGradRankKernel(const void *idx, bool idx64, int64_t n, int64_t dim,
+                                     int *count, int *rank, int *error) {
+  int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (j >= n)
     return;
-  int64_t x = e % inner, j = (e / inner) % n, o = e / (inner * n);
   int64_t k = rowOf(indexAt(idx, idx64, j), dim);
   if (k < 0) {
     *error = kIndexOutOfRange;
+    rank[j] = -1;
     return;
   }
-  atomicAddTo(&out[(o * dim + k) * inner + x], g[e]); // repeated tokens accumulate
+  atomicAdd(&count[k], 1);
+  int r = 0;
+  for (int64_t i = 0; i < j; ++i)
+    r += rowOf(indexAt(idx, idx64, i), dim) == k;
+  rank[j] = r;
+}
+
+/// start[k] = count[0] + ... + count[k - 1]: one block, each thread a chunk.
+__global__ void gatherGradStartsKernel(const int *count, int *start, int64_t dim) {
+  __shared__ int64_t partial[kThreads];
+  int64_t chunk = (dim + kThreads - 1) / kThreads, first = threadIdx.x * chunk;
+  int64_t last = first + chunk < dim ? first + chunk : dim, sum = 0;
+  for (int64_t k = first; k < last; ++k)
+    sum += count[k];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int64_t before = 0;
+    for (int t = 0; t < kThreads; ++t) {
+      int64_t v = partial[t];
+      partial[t] = before;
+      before += v;
+    }
+  }
+  __syncthreads();
+  int64_t at = partial[threadIdx.x];
+  for (int64_t k = first; k < last; ++k) {
+    start[k] = (int)at;
+    at += count[k];
+  }
+}
+
+__global__ void gatherGradOrderKernel(const void *idx, bool idx64, int64_t n, int64_t dim,
+                                      const int *start, const int *rank, int *order) {
+  int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (j >= n || rank[j] < 0)
+    return;
+  order[start[rowOf(indexAt(idx, idx64, j), dim)] + rank[j]] = (int)j;
+}
+
+/// One thread per output element (o, k, x): its row's positions in ascending order.
+template <typename T>
+__global__ void gatherGradSumKernel(const T *g, T *out, const int *count, const int *start,
+                                    const int *order, int64_t outer, int64_t n, int64_t dim,
+                                    int64_t inner) {
+  using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (e >= outer * dim * inner)
+    return;
+  int64_t x = e % inner, k = (e / inner) % dim, o = e / (inner * dim);
+  Acc sum = 0;
+  for (int p = start[k], end = start[k] + count[k]; p < end; ++p)
+    sum = sum + (Acc)g[(o * n + order[p]) * inner + x];
+  out[e] = T(sum);
 }
 
 /// Softmax along a strided axis (inner > 1): one thread per (outer, inner) pair,
@@ -937,13 +984,20 @@ void gather(cudaStream_t s, int elemSize, const void *data, const void *idx, boo
 
 void gatherGrad(cudaStream_t s, Elem t, const void *idx, bool idx64, const void *grad,
                 void *out, int64_t outer, int64_t n, int64_t dim, int64_t inner,
-                int *errorFlag) {
+                int *scratch, int *errorFlag) {
+  int *count = scratch, *start = scratch + dim, *rank = start + dim, *order = rank + n;
+  checkCuda(cudaMemsetAsync(count, 0, dim * sizeof(int), s), "cudaMemsetAsync");
+  launchN("gatherGradRank", gatherGradRankKernel, n, s, idx, idx64, n, dim, count, rank,
+          errorFlag);
+  launch<true>("gatherGradStarts", gatherGradStartsKernel, 1, kThreads, s,
+               (const int *)count, start, dim);
+  launchN("gatherGradOrder", gatherGradOrderKernel, n, s, idx, idx64, n, dim,
+          (const int *)start, (const int *)rank, order);
   dispatchFloat(t, [&](auto tag) {
     using T = decltype(tag);
-    checkCuda(cudaMemsetAsync(out, 0, outer * dim * inner * sizeof(T), s), "cudaMemsetAsync");
-    int64_t total = outer * n * inner;
-    launchN("gatherGrad", gatherGradKernel<T>, total, s, idx, idx64, (const T *)grad, (T *)out, outer,
-                                             n, dim, inner, errorFlag);
+    launchN("gatherGradSum", gatherGradSumKernel<T>, outer * dim * inner, s, (const T *)grad,
+            (T *)out, (const int *)count, (const int *)start, (const int *)order, outer, n,
+            dim, inner);
   });
 }
 

@@ -142,9 +142,13 @@ void trilu(cudaStream_t s, int elemSize, const void *in, void *out, int64_t mats
 void gather(cudaStream_t s, int elemSize, const void *data, const void *idx, bool idx64,
             void *out, int64_t outer, int64_t n, int64_t dim, int64_t inner,
             int *errorFlag);
+/// The gather's gradient, deterministic: each row's positions summed in ascending
+/// order in f32 (f64 for f64), no float atomics. scratch: 2 dim + 2 n ints of
+/// device memory (gatherGradScratchInts).
 void gatherGrad(cudaStream_t s, Elem t, const void *idx, bool idx64, const void *grad,
                 void *out, int64_t outer, int64_t n, int64_t dim, int64_t inner,
-                int *errorFlag);
+                int *scratch, int *errorFlag);
+inline int64_t gatherGradScratchInts(int64_t n, int64_t dim) { return 2 * dim + 2 * n; }
 /// With a prologue (rows only): the softmax of x scale + bias, where row r reads
 /// bias + biasRowOffsets[r] (a device array) in steps of biasStep; no bias: null.
 void softmax(cudaStream_t s, Elem t, const void *x, void *y, int64_t outer, int64_t dim,

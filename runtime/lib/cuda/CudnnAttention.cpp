@@ -167,7 +167,10 @@ public:
     cudnnBackendDescriptor_t red = create(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, "a reduction");
     set(red, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
     set(red, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode);
-    set(red, CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, 1, &deterministic);
+    // The attribute exists from cuDNN 9.11: cudnn-frontend sets it only there
+    // (include/cudnn_frontend/node/reduction.h); an older library refuses it.
+    if (api_.getVersion() >= 91100)
+      set(red, CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, CUDNN_TYPE_BOOLEAN, 1, &deterministic);
     finalize(red, "reduction");
     cudnnBackendDescriptor_t op =
         create(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, "a reduction operation");
@@ -311,8 +314,10 @@ void buildBackward(Builder &g, Elem t, const AttentionShape &a) {
   T dKFull = Hk == H ? dK : g.virt(io, {B, H, S2, D});
   g.matmul(dST, q, dKFull);
   perKeyHead(dKFull, dK);
+  // K read as [b, h, s_kv, d] for dQ = dS·K: a float virtual tensor, as
+  // cudnn-frontend's reshape_k (its virtual tensors take the intermediate type).
   Dims kDims = dimsOf(B, Hk, S2, D, false), kStrides = stridesOf(a.key, false);
-  T k = g.virt(io, kDims, &kStrides);
+  T k = g.virt(f32, kDims, &kStrides);
   g.reshape(kt, k);
   g.matmul(dS, k, dQAccum);
   g.pointwise(CUDNN_POINTWISE_IDENTITY, dQAccum, nullptr, nullptr, &dQ);

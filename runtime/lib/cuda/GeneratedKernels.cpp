@@ -211,8 +211,10 @@ std::string GeneratedKernels::compileSource(const std::string &source, const std
   ZRT_CHECK(rc == NVRTC_SUCCESS, "NVRTC could not take the generated kernels: "
                                      << a.error(rc));
   std::string option = "--gpu-architecture=" + arch;
-  const char *options[] = {option.c_str(), "-std=c++17"};
-  rc = a.compileProgram(program, 2, options);
+  // --fmad=false: NVRTC contracts a*b+c into an FMA by default; the interpreter
+  // kernels (nvcc -fmad=false) and every host build do not (runtime/CMakeLists.txt).
+  const char *options[] = {option.c_str(), "-std=c++17", "--fmad=false"};
+  rc = a.compileProgram(program, 3, options);
   size_t logBytes = 0;
   a.logSize(program, &logBytes);
   std::string log(logBytes, '\0');
