@@ -17,6 +17,10 @@
 #
 #   bench-gpu.py --zero-run BUNDLE/bin/zero-run --plan BUNDLE/bench/step.zplan
 #                [--precision fp32|bf16|fp16] [--allow-tf32] [--no-compile] [--no-profile]
+#                [--batch N] [--work DIR] [--json FILE]
+# --batch: the plan's micro-batch when not the model's (8 for GPT-2 small); --work:
+# a folder the weights and tokens are made in once and reused from; --json: the
+# figures (ms per step, tokens/s, MFU, the profile's rows) also as JSON.
 import argparse
 import contextlib
 import json
@@ -54,8 +58,13 @@ def main():
                    help="skip PyTorch's torch.compile figure")
     p.add_argument("--no-profile", dest="profile", action="store_false",
                    help="skip zero-run's time per kernel kind")
+    p.add_argument("--batch", type=int, help="the plan's micro-batch (default: the model's)")
+    p.add_argument("--work", help="make the weights and tokens here once, reuse them after")
+    p.add_argument("--json", help="also write the figures to this file as JSON")
     a = p.parse_args()
-    CFG = MODELS[a.model]
+    CFG = dict(MODELS[a.model])
+    if a.batch:
+        CFG["batch"] = a.batch
     dev = torch.device(a.torch_device)
     torch.backends.cuda.matmul.allow_tf32 = a.allow_tf32  # as zero-run's cuBLASLt
 
@@ -65,7 +74,12 @@ def main():
     total = a.warmup + a.steps
     profile = ""
     with tempfile.TemporaryDirectory() as tmp:
-        model, data = zero_models.gpu_bench_inputs(tmp, CFG)
+        work = a.work or tmp
+        os.makedirs(work, exist_ok=True)
+        made = os.path.join(work, "gpt.onnx"), os.path.join(work, "tokens.u16")
+        # The weights do not depend on the micro-batch: made once per folder.
+        model, data = made if a.work and all(map(os.path.exists, made)) else \
+            zero_models.gpu_bench_inputs(work, CFG)
         log = os.path.join(tmp, "log.json")
         run = [a.zero_run, a.plan, "--init", model, "--data", data, "--data-format", "u16",
                "--device", "cuda"] + (["--allow-tf32"] if a.allow_tf32 else [])
@@ -110,8 +124,8 @@ def main():
 
     where = torch.cuda.get_device_name() if dev.type == "cuda" else "PyTorch on the CPU"
     if a.model == "small":
-        print("GPT-2 small (124M), seq 1024, micro-batch 8, %s AdamW, %s" % (
-            a.precision, where))
+        print("GPT-2 small (124M), seq 1024, micro-batch %d, %s AdamW, %s" % (
+            CFG["batch"], a.precision, where))
     else:
         print("REHEARSAL, model %s, %s: the figures mean nothing" % (a.model, where))
     step_tokens = CFG["batch"] * CFG["seq"]
@@ -137,6 +151,23 @@ def main():
         "" if compiled_ms is None else ", / torch.compile: %.2f" % (zero_ms / compiled_ms)))
     if profile:  # over its steps, the first (cuBLASLt's start-up) included
         print("zero-run's " + profile.rstrip())
+    if a.json:
+        def figures(ms):
+            return None if ms is None else {
+                "ms": ms, "tokens_per_s": step_tokens / (ms / 1e3),
+                "mfu": flops_per_token * step_tokens / (ms / 1e3) / peak if peak else None}
+        rows = []  # the profile's "  name  ms  share%  count per step" lines
+        for line in profile.splitlines()[1:]:
+            parts = line.split()
+            if len(parts) >= 6 and parts[-5] == "ms":
+                rows.append({"kind": " ".join(parts[:-6]), "ms": float(parts[-6]),
+                             "share": float(parts[-4].rstrip("%")), "count": int(parts[-3])})
+        with open(a.json, "w") as f:
+            json.dump({"model": a.model, "batch": CFG["batch"], "precision": a.precision,
+                       "device": where, "parameters": parameters,
+                       "flops_per_step": flops_per_token * step_tokens,
+                       "zero_run": figures(zero_ms), "eager": figures(eager_ms),
+                       "compiled": figures(compiled_ms), "profile": rows}, f, indent=1)
     return 0
 
 

@@ -2,21 +2,83 @@
 """Checks the CUDA backend's build against the project's GPU rules.
 
     check-cuda-build.py BUILD_DIR
+    check-cuda-build.py BUILD_DIR --kernel-resources [FILE.cu ...]
 
 One contraction rule: nvcc contracts a*b+c into a fused multiply-add unless told
 -fmad=false, NVRTC likewise (--fmad), and the host builds of the same kernels (the
 CPU backend, the emulator) never contract. Every nvcc command in the build's
 compile_commands.json must say -fmad=false; exits 1 naming the files that do not.
+
+--kernel-resources compiles the attention kernels' files (or those named) again
+with `ptxas -v` (sm_90, the build's own command) and lists every kernel's registers,
+stack frame and spills; exits 1 when an attention kernel for heads up to 128 in
+f32, bf16 or f16 uses local memory (f64 and head 256 may). About 1.5 minutes a file.
 """
 import json
 import os
+import subprocess
 import sys
 
 
+def demangled(name):
+    try:
+        return subprocess.run(["c++filt", name], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return name
+
+
+def kernel_resources(commands, files):
+    """ptxas's report for each kernel of `files`: (kernel, registers, stack, spills)."""
+    import re
+    import shlex
+    import tempfile
+    rows = []
+    for c in commands:
+        if not any(c["file"].endswith(f) for f in files):
+            continue
+        args = shlex.split(c["command"])
+        out = args.index("-o")
+        with tempfile.TemporaryDirectory() as tmp:
+            args[out + 1] = os.path.join(tmp, "k.o")
+            args = [a.replace("code=[compute_90,sm_90]", "code=[sm_90]") for a in args]
+            p = subprocess.run(args + ["-Xptxas", "-v"], cwd=c["directory"],
+                               capture_output=True, text=True)
+        if p.returncode:
+            sys.exit("check-cuda-build: compiling %s failed:\n%s" % (c["file"], p.stderr))
+        kernel = None
+        for line in p.stderr.splitlines():
+            m = re.search(r"Compiling entry function '([^']+)'", line)
+            if m:
+                kernel = demangled(m.group(1))
+                continue
+            m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores", line)
+            if m and kernel:
+                rows.append([kernel, 0, int(m.group(1)), int(m.group(2))])
+            m = re.search(r"Used (\d+) registers", line)
+            if m and rows and rows[-1][0] == kernel:
+                rows[-1][1] = int(m.group(1))
+    return rows
+
+
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         sys.exit(__doc__.strip().splitlines()[2].strip())
     path = os.path.join(sys.argv[1], "compile_commands.json")
+    if len(sys.argv) > 2 and sys.argv[2] == "--kernel-resources":
+        import re
+        commands = json.load(open(path))
+        files = sys.argv[3:] or ["AttentionKernels.cu", "TensorCoreAttention.cu"]
+        bad = 0
+        for kernel, regs, stack, spills in kernel_resources(commands, files):
+            head = re.search(r", (\d+)>", kernel)
+            held = (head and int(head.group(1)) <= 128 and "double" not in kernel and
+                    "attention" in kernel.lower())
+            flag = " <- local memory" if held and (stack or spills) else ""
+            bad += bool(flag)
+            print("%4d registers %6d bytes stack %6d bytes spilled  %s%s" % (
+                regs, stack, spills, kernel[:150], flag))
+        print("%d attention kernels for heads up to 128 (f32, bf16, f16) use local memory" % bad)
+        sys.exit(1 if bad else 0)
     try:
         commands = json.load(open(path))
     except (OSError, ValueError) as e:

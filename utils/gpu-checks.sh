@@ -76,7 +76,7 @@ bundle() {
     ldd "$BUILD/bin/zero-run" | grep -q libnccl ||
       { echo "gpu-checks: this build has no CUDA backend" >&2; exit 1; }
   fi
-  rm -rf "$B" && mkdir -p "$B/bin" "$B/lib" "$B/gpt" "$B/bench" "$B/div" "$B/mem"
+  rm -rf "$B" && mkdir -p "$B/bin" "$B/lib" "$B/gpt" "$B/bench" "$B/div" "$B/mem" "$B/quick"
   cp "$BUILD/bin/zero-run" "$B/bin/" && strip "$B/bin/zero-run"
   # The Debian libraries zero-run needs; not the C runtime, not CUDA's (the GPU
   # image has CUDA 13's cuBLASLt and NCCL).
@@ -187,6 +187,29 @@ PY
       $BUILD/bin/zero-opt "$shape" $base $flags --report=json > "$B/mem/$m-$name.json"
     done
   done
+  # quick (utils/gpu-quick.py): the GPT unfused (captured as a graph), GPT-2 small at
+  # micro-batch 32 and the tiny GPT at 4 (the rehearsal's second size), the cost
+  # model's predictions with the published H100 figures, and the commit.
+  $BUILD/bin/zero-opt "$B/gpt/gpt.onnx" --zero-stage=2 --world-size=1 --no-fusion \
+    -o "$B/gpt/step-unfused.zplan"
+  "$BUILD/python-env/bin/python" utils/gen_gpt_onnx.py "$B/quick/shape-b32.onnx" --layers 12 \
+    --hidden 768 --heads 12 --vocab 50257 --seq 1024 --batch 32 > /dev/null
+  "$BUILD/python-env/bin/python" utils/gen_gpt_onnx.py "$B/quick/tiny-b4.onnx" --layers 1 \
+    --hidden 32 --heads 2 --vocab 64 --seq 16 --batch 4 > /dev/null
+  for v in "step:$B/bench/shape.onnx:8" "step-b32:$B/quick/shape-b32.onnx:32" \
+           "tiny:$B/bench/tiny.onnx:2" "tiny-b4:$B/quick/tiny-b4.onnx:4"; do
+    IFS=: read -r stem model batch <<< "$v"
+    for p in fp32 bf16; do
+      suffix=""; [ $p = bf16 ] && suffix="-bf16"
+      [ -f "$B/bench/$stem$suffix.zplan" ] ||
+        $BUILD/bin/zero-opt "$model" --precision=$p -o "$B/bench/$stem$suffix.zplan"
+      $BUILD/bin/zero-opt "$model" --precision=$p --machine h100-nvlink --report=json \
+        > "$B/quick/predicted-$p-b$batch.json"
+    done
+  done
+  rm "$B/quick/shape-b32.onnx" "$B/quick/tiny-b4.onnx"
+  echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo ' (with changes not committed)')" \
+    > "$B/quick/commit.txt"
   # One compressed file (about 17 MB instead of 62: OpenBLAS compresses well), so
   # that the bundle and the repository stay well under what a GPU run can carry.
   tar -C "$B" -czf "$B.tgz" . && rm -rf "$B" && mkdir -p "$B" && mv "$B.tgz" "$B/bundle.tgz"
@@ -228,22 +251,13 @@ want() {
   echo "[${SECONDS}s] check $1"
 }
 
-# run [rehearse]
-run() {
-  if [ -f "$B/bundle.tgz" ] && [ ! -x "$B/bin/zero-run" ]; then
-    tar -C "$B" -xzf "$B/bundle.tgz"
-  fi
-  [ -x "$B/bin/zero-run" ] || { echo "gpu-checks: no $B/ (run 'utils/gpu-checks.sh bundle' first)" >&2; exit 1; }
-  local rehearse="${1:-}" ZR="$B/bin/zero-run" PY=python3
-  if [ -n "$rehearse" ]; then
-    ZR=$BUILD/bin/zero-run-cuda-emulated PY=$BUILD/python-env/bin/python
-    [ -x "$ZR" ] || { echo "gpu-checks: no $ZR (build first)" >&2; exit 1; }
-    echo "gpu-checks: REHEARSAL with $ZR: the CUDA backend over emulated CUDA, no GPU"
-  else
-    # CUDA 13's cuDART, cuBLAS and NCCL, and cuDNN 9 with NVRTC (optional): the image's
-    # toolkit, or its Python packages (nvidia/cu13/lib in the CUDA 13 wheels,
-    # nvidia/<name>/lib in older ones, nvidia/cudnn/lib).
-    libs=$(python3 - <<'PY'
+# The GPU machine's libraries for zero-run (ZR): CUDA 13's, NCCL, cuDNN, NVRTC, found
+# and checked; says the GPU and PyTorch's cuDNN.
+gpu_env() {
+  # CUDA 13's cuDART, cuBLAS and NCCL, and cuDNN 9 with NVRTC (optional): the image's
+  # toolkit, or its Python packages (nvidia/cu13/lib in the CUDA 13 wheels,
+  # nvidia/<name>/lib in older ones, nvidia/cudnn/lib).
+  libs=$(python3 - <<'PY'
 import glob, os, site, sys
 roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
 wanted = ("libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libnccl.so.2",
@@ -257,18 +271,33 @@ for d in ["/usr/local/cuda/lib64", "/usr/local/cuda/lib",
         dirs.append(d)
 print(":".join(dirs))
 PY
-  )
-    export LD_LIBRARY_PATH="$PWD/$B/lib:$libs:${LD_LIBRARY_PATH:-}"
-    if ldd "$ZR" | grep -q "not found"; then
-      echo "gpu-checks: zero-run's libraries are missing here (searched: $libs):" >&2
-      ldd "$ZR" | grep "not found" >&2
-      exit 1
-    fi
-    # cuBLASLt is opened at run time, not linked: check it loads before any test.
-    "$ZR" --check-cuda-libraries || exit 1
-    nvidia-smi -L || true
-    # PyTorch's cuDNN, beside the one zero-run loaded (--check-cuda-libraries above).
-    python3 -c "import torch; print('PyTorch', torch.__version__, 'cuDNN', torch.backends.cudnn.version())" || true
+)
+  export LD_LIBRARY_PATH="$PWD/$B/lib:$libs:${LD_LIBRARY_PATH:-}"
+  if ldd "$ZR" | grep -q "not found"; then
+    echo "gpu-checks: zero-run's libraries are missing here (searched: $libs):" >&2
+    ldd "$ZR" | grep "not found" >&2
+    exit 1
+  fi
+  # cuBLASLt is opened at run time, not linked: check it loads before any test.
+  "$ZR" --check-cuda-libraries || exit 1
+  nvidia-smi -L || true
+  # PyTorch's cuDNN, beside the one zero-run loaded (--check-cuda-libraries above).
+  python3 -c "import torch; print('PyTorch', torch.__version__, 'cuDNN', torch.backends.cudnn.version())" || true
+}
+
+# run [rehearse]
+run() {
+  if [ -f "$B/bundle.tgz" ] && [ ! -x "$B/bin/zero-run" ]; then
+    tar -C "$B" -xzf "$B/bundle.tgz"
+  fi
+  [ -x "$B/bin/zero-run" ] || { echo "gpu-checks: no $B/ (run 'utils/gpu-checks.sh bundle' first)" >&2; exit 1; }
+  local rehearse="${1:-}" ZR="$B/bin/zero-run" PY=python3
+  if [ -n "$rehearse" ]; then
+    ZR=$BUILD/bin/zero-run-cuda-emulated PY=$BUILD/python-env/bin/python
+    [ -x "$ZR" ] || { echo "gpu-checks: no $ZR (build first)" >&2; exit 1; }
+    echo "gpu-checks: REHEARSAL with $ZR: the CUDA backend over emulated CUDA, no GPU"
+  else
+    gpu_env
   fi
   export OPENBLAS_NUM_THREADS=4
   failed=0
@@ -399,8 +428,9 @@ PY
       echo "(rehearsed with a tiny GPT and PyTorch on the CPU)"
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny.zplan" --model tiny \
         --torch-device cpu --steps 2 --warmup 1 || failed=1
+      # torch.compile on the CPU once (fp32, above): the quick rehearsal compiles too.
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/tiny-bf16.zplan" --model tiny \
-        --torch-device cpu --steps 2 --warmup 1 --precision bf16 || failed=1
+        --torch-device cpu --steps 2 --warmup 1 --precision bf16 --no-compile || failed=1
     else
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step.zplan" || failed=1
       $PY utils/bench-gpu.py --zero-run "$ZR" --plan "$B/bench/step-bf16.zplan" \
@@ -442,9 +472,31 @@ PY
   return "$failed"
 }
 
+# quick [OUT] | rehearse-quick [OUT]: utils/gpu-quick.py, its entry in OUT.
+quick() {
+  if [ -f "$B/bundle.tgz" ] && [ ! -x "$B/bin/zero-run" ]; then
+    tar -C "$B" -xzf "$B/bundle.tgz"
+  fi
+  [ -x "$B/bin/zero-run" ] || { echo "gpu-checks: no $B/ (run 'utils/gpu-checks.sh bundle' first)" >&2; exit 1; }
+  local out="$1" ZR="$B/bin/zero-run"
+  export OPENBLAS_NUM_THREADS=4
+  if [ -n "${2:-}" ]; then
+    ZR=$BUILD/bin/zero-run-cuda-emulated
+    [ -x "$ZR" ] || { echo "gpu-checks: no $ZR (build first)" >&2; exit 1; }
+    "$BUILD/python-env/bin/python" utils/gpu-quick.py --bundle "$B" --zero-run "$ZR" \
+      --out "$out" --rehearsal
+  else
+    gpu_env
+    python3 utils/gpu-quick.py --bundle "$B" --zero-run "$ZR" --out "$out"
+  fi
+}
+
 case "${1:-}" in
 bundle) bundle "${2:-}" ;;
 run) shift; ONLY="$*" run ;;
 rehearse) shift; ONLY="$*" run rehearse ;;
-*) echo "usage: utils/gpu-checks.sh bundle [rehearsal] | run [CHECK...] | rehearse [CHECK...]" >&2; exit 2 ;;
+quick) quick "${2:-${OUT:-gpu-quick}}" ;;
+rehearse-quick) quick "${2:-gpu-quick-rehearsal}" rehearse ;;
+*) echo "usage: utils/gpu-checks.sh bundle [rehearsal] | run [CHECK...] | rehearse [CHECK...]" \
+        "| quick [OUT] | rehearse-quick [OUT]" >&2; exit 2 ;;
 esac

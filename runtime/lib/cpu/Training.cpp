@@ -540,22 +540,32 @@ BoundKernel bindSgdTensor(const KernelCall &call) {
 
 BoundKernel bindSgd(const KernelCall &call) { return bindOptimizerGroup(call, 3, bindSgdTensor); }
 
-/// Gradient clipping: the sum of squares of a tensor (in f64), as one f32.
+/// Gradient clipping: the sum of squares of every element of the inputs (a rank's
+/// gradients), in f64 in input order, as one f32.
 BoundKernel bindSumSquares(const KernelCall &call) {
-  call.expectArity(1, 1);
-  const TensorView x = call.ins[0], out = call.outs[0];
+  ZRT_CHECK(!call.ins.empty() && call.outs.size() == 1,
+            call.where() << ": sum_squares takes one or more tensors and gives one");
+  const TensorView out = call.outs[0];
   ZRT_CHECK(out.dtype == zero::zplan::F32 && out.numel() == 1,
             call.where() << ": the result must be one f32");
-  return dispatchFloat(x.dtype, call, [=](auto tag) -> BoundKernel {
-    using T = decltype(tag);
-    return [=] {
-      const T *px = x.as<T>();
-      double sum = 0;
-      for (int64_t i = 0, n = x.numel(); i < n; ++i)
-        sum += (double)px[i] * (double)px[i];
-      out.as<float>()[0] = (float)sum;
-    };
-  });
+  std::vector<std::function<double()>> sums;
+  for (const TensorView &x : call.ins)
+    sums.push_back(dispatchFloat(x.dtype, call, [=](auto tag) -> std::function<double()> {
+      using T = decltype(tag);
+      return [=] {
+        const T *px = x.as<T>();
+        double sum = 0;
+        for (int64_t i = 0, n = x.numel(); i < n; ++i)
+          sum += (double)px[i] * (double)px[i];
+        return sum;
+      };
+    }));
+  return [=] {
+    double total = 0;
+    for (const auto &sum : sums)
+      total += sum();
+    out.as<float>()[0] = (float)total;
+  };
 }
 
 /// torch.nn.utils.clip_grad_norm_'s coefficient, folded into the optimizer's

@@ -917,12 +917,31 @@ OptimizerRuntime optimizerRuntime(const KernelCall &call, size_t own) {
   return r;
 }
 
+/// One launch over every input (a rank's gradients) and one over its blocks'
+/// partial sums: the spans' table and the partials in device memory, made at bind.
 BoundKernel bindSumSquares(const KernelCall &call) {
   validate(call);
-  TensorView x = call.ins[0], out = call.outs[0];
-  Elem t = elemOf(x.dtype);
-  int64_t n = x.numel();
-  return [=] { sumSquares(context().compute, t, x.data, out.as<float>(), n); };
+  TensorView out = call.outs[0];
+  std::vector<SquareSpan> spans;
+  int64_t blocks = 0;
+  for (const TensorView &x : call.ins) {
+    if (x.numel() == 0)
+      continue;
+    spans.push_back({x.data, x.numel(), blocks, elemOf(x.dtype)});
+    blocks += squareBlocks(x.numel());
+  }
+  ZRT_CHECK(blocks <= INT32_MAX, call.where() << ": too many elements for one launch");
+  std::shared_ptr<SquareSpan> table = deviceArray(spans);
+  std::shared_ptr<double> partials = deviceArray(std::vector<double>(std::max<int64_t>(blocks, 1)));
+  int count = (int)spans.size();
+  return [=] {
+    Context &ctx = context();
+    if (count)
+      sumSquaresSpans(ctx.compute, table.get(), count, blocks, partials.get(),
+                      out.as<float>());
+    else
+      ZERO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, sizeof(float), ctx.compute));
+  };
 }
 
 BoundKernel bindClipGradScale(const KernelCall &call) {

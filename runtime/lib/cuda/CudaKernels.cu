@@ -851,12 +851,35 @@ __global__ void sgdKernel(const OptimizerSpan *spans, int count, const float *sc
   bo[i] = bi;
 }
 
-/// One block: the sum of squares (f64) of all of x, as one f32.
-template <typename T>
-__global__ void sumSquaresKernel(const T *x, float *out, int64_t n) {
+/// Element i of a span, squared, in f64.
+__device__ inline double squareAt(const SquareSpan &sp, int64_t i) {
+  double v = sp.type == Elem::F64   ? static_cast<const double *>(sp.data)[i]
+             : sp.type == Elem::F32 ? (double)static_cast<const float *>(sp.data)[i]
+             : sp.type == Elem::BF16
+                 ? (double)(float)static_cast<const bf16 *>(sp.data)[i]
+                 : (double)(float)static_cast<const f16 *>(sp.data)[i];
+  return v * v;
+}
+
+/// Each block: the squares (f64) of its chunk of kSquareChunk elements of its span,
+/// summed in a fixed order, into partials[block].
+__global__ void sumSquaresPartialsKernel(const SquareSpan *spans, int count, double *partials) {
+  const SquareSpan &sp = spanOfBlock(spans, count);
+  int64_t first = ((int64_t)blockIdx.x - sp.firstBlock) * kSquareChunk;
+  int64_t last = first + kSquareChunk < sp.n ? first + kSquareChunk : sp.n;
   double sum = 0;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads)
-    sum += (double)x[i] * (double)x[i];
+  for (int64_t i = first + threadIdx.x; i < last; i += kThreads)
+    sum += squareAt(sp, i);
+  sum = blockReduce(sum, Add{});
+  if (threadIdx.x == 0)
+    partials[blockIdx.x] = sum;
+}
+
+/// One block: the partials summed in a fixed order, as one f32.
+__global__ void sumSquaresTotalKernel(const double *partials, int64_t blocks, float *out) {
+  double sum = 0;
+  for (int64_t b = threadIdx.x; b < blocks; b += kThreads)
+    sum += partials[b];
   sum = blockReduce(sum, Add{});
   if (threadIdx.x == 0)
     *out = (float)sum;
@@ -1206,11 +1229,14 @@ void sgd(cudaStream_t s, Elem t, Elem gt, const OptimizerSpan *spans, int count,
   });
 }
 
-void sumSquares(cudaStream_t s, Elem t, const void *x, float *out, int64_t n) {
-  dispatchFloat(t, [&](auto tag) {
-    using T = decltype(tag);
-    launchRows("sumSquares", sumSquaresKernel<T>, 1, s, (const T *)x, out, n);
-  });
+int64_t squareBlocks(int64_t n) { return (n + kSquareChunk - 1) / kSquareChunk; }
+
+void sumSquaresSpans(cudaStream_t s, const SquareSpan *spans, int count, int64_t blocks,
+                     double *partials, float *out) {
+  launch<true>("sumSquaresPartials", sumSquaresPartialsKernel, blocks, kThreads, s, spans,
+               count, partials);
+  launch<true>("sumSquaresTotal", sumSquaresTotalKernel, 1, kThreads, s,
+               (const double *)partials, blocks, out);
 }
 
 void clipGradScale(cudaStream_t s, const float *sumSq, const float *scale, float *out,

@@ -242,7 +242,22 @@ void sgd(cudaStream_t s, Elem t, Elem gt, const OptimizerSpan *spans, int count,
          int64_t blocks, const float *scale, const float *found, const double *lrValue,
          double lr, double momentum, double weightDecay);
 /// *out = the sum of squares of x (f64 accumulation).
-void sumSquares(cudaStream_t s, Elem t, const void *x, float *out, int64_t n);
+/// One tensor of a multi-tensor sum of squares: its `n` elements of type `type`, and
+/// the first of its blocks (squareBlocks(n) of them) in the launch.
+struct SquareSpan {
+  const void *data = nullptr;
+  int64_t n = 0, firstBlock = 0;
+  Elem type = Elem::F32;
+};
+/// The elements one block of sumSquaresSpans squares.
+constexpr int64_t kSquareChunk = 4096;
+int64_t squareBlocks(int64_t n);
+/// *out = the squares of every element of `spans` (`count` of them, in device
+/// memory, `blocks` blocks in all), summed in f64 in a fixed order (each block's
+/// chunk, then the blocks' partials: `blocks` doubles of device memory), as one
+/// f32: two launches, however many tensors.
+void sumSquaresSpans(cudaStream_t s, const SquareSpan *spans, int count, int64_t blocks,
+                     double *partials, float *out);
 /// Gradient clipping's scale and norm from the summed squares and the scale.
 void clipGradScale(cudaStream_t s, const float *sumSq, const float *scale, float *out,
                    float *norm, double maxNorm);

@@ -17,6 +17,12 @@ LogicalResult NonfiniteCountOp::verify() {
   return success();
 }
 
+LogicalResult SumSquaresOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("sums at least one tensor");
+  return success();
+}
+
 LogicalResult SoftmaxGradOp::verify() {
   return verifyAxis(*this, getAxis(), shapedOf(getOutput()).getRank());
 }

@@ -288,14 +288,15 @@ struct BuildTrainingStepPass
     if (clipGradNorm > 0 && !gradientsOnly) {
       // torch.nn.utils.clip_grad_norm_ over every gradient, as the optimizer reads
       // them (ZeRO rebuilds the sum from the reduced slices).
+      // One op over every gradient: one kernel launch.
       auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
-      Value sumSq;
-      for (Value g : grads) {
-        if (!g)
-          continue;
-        Value s = SumSquaresOp::create(b, loc, scalarF32, g);
-        sumSq = sumSq ? AddOp::create(b, loc, scalarF32, sumSq, s).getResult() : s;
-      }
+      SmallVector<Value> present;
+      for (Value g : grads)
+        if (g)
+          present.push_back(g);
+      if (present.empty())
+        return func.emitError("--clip-grad-norm: the step has no gradient to clip");
+      Value sumSq = SumSquaresOp::create(b, loc, scalarF32, present);
       if (!gradScale)
         gradScale = ConstantOp::create(
             b, loc, DenseElementsAttr::get(scalarF32, b.getF32FloatAttr(1.0f)));

@@ -610,11 +610,8 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
       OpBuilder fb(first);
       Location loc = s.clip.getLoc();
       auto scalarF32 = RankedTensorType::get({}, fb.getF32Type());
-      Value sumSq;
-      for (Value r : s.reduced) {
-        Value sq = SumSquaresOp::create(fb, loc, scalarF32, r);
-        sumSq = sumSq ? AddOp::create(fb, loc, scalarF32, sumSq, sq).getResult() : sq;
-      }
+      // One op over every reduced gradient: one kernel launch.
+      Value sumSq = SumSquaresOp::create(fb, loc, scalarF32, ValueRange(s.reduced));
       if (worldSize > 1 && stage != 0) {
         auto flat = RankedTensorType::get({1}, fb.getF32Type());
         sumSq = ReshapeOp::create(

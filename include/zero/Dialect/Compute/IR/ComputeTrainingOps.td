@@ -353,18 +353,21 @@ def Compute_SgdOp : Compute_Op<"sgd", [Pure, AttrSizedOperandSegments,
 }
 
 def Compute_SumSquaresOp : Compute_Op<"sum_squares", [Pure]> {
-  let summary = "The sum of the squares of every element, as one f32.";
+  let summary = "The sum of the squares of every element of the inputs, as one f32.";
   let description = [{
-    Accumulated in f64. Gradient clipping's partial norm: summed over the gradient
-    tensors and (ZeRO) the ranks' slices, it is the squared L2 norm.
+    Accumulated in f64, rounded once. Gradient clipping's norm: one op sums every
+    gradient of a rank (so that its kernel is one launch over all of them, as
+    nonfinite_count's), and (ZeRO) an all-reduce sums the ranks' slices: the
+    squared L2 norm. The inputs may differ in shape and float type.
 
     ```mlir
-    %s = compute.sum_squares %g : tensor<64xbf16>
+    %s = compute.sum_squares %g, %h : tensor<64xbf16>, tensor<8x8xf32>
     ```
   }];
-  let arguments = (ins Compute_FloatTensor:$input);
+  let arguments = (ins Variadic<Compute_FloatTensor>:$inputs);
   let results = (outs Compute_F32Scalar:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
 }
 
 def Compute_ClipGradScaleOp : Compute_Op<"clip_grad_scale", [Pure]> {

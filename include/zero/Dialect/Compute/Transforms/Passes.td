@@ -209,8 +209,8 @@ def BuildTrainingStepPass : Pass<"zero-build-training-step", "mlir::ModuleOp"> {
     loss returned is the micro-batches' mean. Ops carry `zero.micro_phase` (2m for
     micro-batch m's forward, 2m + 1 for its backward).
 
-    With `clip-grad-norm`, the gradients' global L2 norm (`compute.sum_squares`,
-    summed, into `compute.clip_grad_scale`) scales them as
+    With `clip-grad-norm`, the gradients' global L2 norm (one `compute.sum_squares`
+    over them all, into `compute.clip_grad_scale`) scales them as
     torch.nn.utils.clip_grad_norm_ does, and is returned as `grad_norm`. With
     `runtime-lr`, the optimizers read the learning rate from the runtime value `lr`.
 
