@@ -101,17 +101,20 @@ class Quick:
         if ok is False:
             self.results["failed"] = True
 
-    def gpt_small_inputs(self):
-        """GPT-2 small's weights and tokens (the tiny GPT's in a rehearsal), made once."""
+    def inputs(self, model, folder):
+        """GPU_BENCH_MODELS[model]'s weights and tokens in WORK/folder, made once."""
         sys.path.insert(0, HERE)
         import zero_models
-        cfg = zero_models.GPU_BENCH_MODELS["tiny" if self.a.rehearsal else "small"]
-        folder = os.path.join(self.work, "bench")
+        folder = os.path.join(self.work, folder)
         made = os.path.join(folder, "gpt.onnx"), os.path.join(folder, "tokens.u16")
         if not all(map(os.path.exists, made)):
             os.makedirs(folder, exist_ok=True)
-            made = zero_models.gpu_bench_inputs(folder, cfg)
+            made = zero_models.gpu_bench_inputs(folder, zero_models.GPU_BENCH_MODELS[model])
         return made
+
+    def gpt_small_inputs(self):
+        """GPT-2 small's (the tiny GPT's in a rehearsal), shared with bench-gpu.py --work."""
+        return self.inputs("tiny" if self.a.rehearsal else "small", "bench")
 
     # 1.
     def libraries(self):
@@ -206,15 +209,10 @@ class Quick:
             self.check("6. compute-sanitizer memcheck", False,
                        "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)")
             return
-        gpt = os.path.join(self.B, "bench")
-        model = os.path.join(self.work, "tiny")
-        sys.path.insert(0, HERE)
-        import zero_models
-        m, d = zero_models.gpu_bench_inputs(model, zero_models.GPU_BENCH_MODELS["tiny"]) \
-            if not os.path.exists(os.path.join(model, "gpt.onnx")) else (
-                os.path.join(model, "gpt.onnx"), os.path.join(model, "tokens.u16"))
+        m, d = self.inputs("tiny", "tiny")
         rc, out, err = run([tool, "--tool", "memcheck", "--error-exitcode", "3",
-                            "--leak-check", "no", self.zr, os.path.join(gpt, "tiny-bf16.zplan"),
+                            "--leak-check", "no", self.zr,
+                            os.path.join(self.B, "bench", "tiny-bf16.zplan"),
                             "--init", m, "--data", d, "--data-format", "u16", "--steps", "1",
                             "--quiet"], timeout=240)
         summary = [l for l in (out + err).splitlines() if "ERROR SUMMARY" in l]

@@ -683,14 +683,12 @@ void Executor::runKernels(std::map<std::string, double> *msByKernel) {
                          "graph: it has host kernels (offload)\n",
                  device_.name().c_str());
   }
-  bool warmUp = false; // this run is the direct one before the capture
-  if (!msByKernel && !options_.trace && !hostWorker_ && options_.graph &&
-      device_.hasGraphs() && graphState_ == GraphState::untried) {
-    graphState_ = GraphState::warmed;
-    warmUp = true;
-  }
-  if (!warmUp && !msByKernel && !options_.trace && !hostWorker_ && options_.graph &&
-      graphState_ != GraphState::direct && graphState_ != GraphState::untried) {
+  // A run the graph may take: unprofiled, untraced, no host kernels, graphs at hand.
+  bool graphRun = !msByKernel && !options_.trace && !hostWorker_ && options_.graph &&
+                  device_.hasGraphs();
+  if (graphRun && graphState_ == GraphState::untried) {
+    graphState_ = GraphState::warmed; // this run is the direct one before the capture
+  } else if (graphRun && graphState_ != GraphState::direct) {
     if (graphState_ == GraphState::warmed) {
       std::string why;
       // The collectives count their traffic when queued: what the capture queued

@@ -261,17 +261,17 @@ BoundKernel bindGatherGrad(const KernelCall &call) {
       T *o = out.as<T>();
       const T *pg = g.as<T>();
       int64_t n = idx.numel();
-      std::vector<int64_t> start(dim + 1, 0), order(n);
+      // Counting sort of the positions by row, stable: order[start[k] ..] are row k's.
+      std::vector<int64_t> rows(n), start(dim + 1, 0), order(n);
       for (int64_t j = 0; j < n; ++j) {
         int64_t at = idx64 ? idx.as<int64_t>()[j] : idx.as<int32_t>()[j];
-        int64_t k = at < 0 ? at + dim : at;
-        ZRT_CHECK(k >= 0 && k < dim, where << ": index " << at << " out of range");
-        order[j] = k; // the row, until sorted below
-        ++start[k + 1];
+        rows[j] = at < 0 ? at + dim : at;
+        ZRT_CHECK(rows[j] >= 0 && rows[j] < dim, where << ": index " << at << " out of range");
+        ++start[rows[j] + 1];
       }
       for (int64_t k = 0; k < dim; ++k)
         start[k + 1] += start[k];
-      std::vector<int64_t> next(start.begin(), start.end() - 1), rows = order;
+      std::vector<int64_t> next(start.begin(), start.end() - 1);
       for (int64_t j = 0; j < n; ++j)
         order[next[rows[j]]++] = j;
       std::vector<ComputeType<T>> sum(inner);

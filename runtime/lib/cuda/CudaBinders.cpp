@@ -359,14 +359,15 @@ BoundKernel bindMatMul(const KernelCall &call) {
   const void *bias = g.bias >= 0 ? call.ins[g.bias].data : nullptr;
   const char *addend = g.addend >= 0 ? call.ins[g.addend].as<char>() : nullptr;
   int64_t columns = out.shape.empty() ? 1 : out.shape.back();
-  // The largest power of two up to 256 that divides every matrix's address.
+  // The largest power of two up to 256 that divides an address (of every matrix).
+  auto alignmentOf = [](uint64_t bits) { return (uint32_t)((bits | 256) & -(bits | 256)); };
   auto alignment = [&](const void *base, const std::vector<int64_t> &offsets, int64_t stride) {
-    uint64_t bits = reinterpret_cast<uintptr_t>(base) | 256;
+    uint64_t bits = reinterpret_cast<uintptr_t>(base);
     for (int64_t j = 0; j < g.batches(); j += groups.size)
       bits |= (uint64_t)(offsets[j] * size);
     if (groups.size > 1)
       bits |= (uint64_t)(stride * size);
-    return (uint32_t)(bits & -bits);
+    return alignmentOf(bits);
   };
   LtGemm::Alignments align{alignment(a.data, g.a.offsets, groups.strideA),
                            alignment(b.data, g.b.offsets, groups.strideB),
@@ -388,13 +389,10 @@ BoundKernel bindMatMul(const KernelCall &call) {
   if (g.m > 0 && g.n > 0 && g.k > 0 && aux && g.c.ld % 8 == 0) {
     // The heuristic reads the aux pointer's alignment (cublasLt.h): it sees the
     // least aligned of the calls' aux matrices, so its algorithm works for each.
-    auto alignmentOf = [](const char *p) {
-      uint64_t bits = reinterpret_cast<uintptr_t>(p) | 256;
-      return bits & -bits;
-    };
     const char *leastAligned = aux + g.c.offsets[0] * size;
     for (int64_t j = 0; j < g.batches(); j += groups.size)
-      if (alignmentOf(aux + g.c.offsets[j] * size) < alignmentOf(leastAligned))
+      if (alignmentOf(reinterpret_cast<uintptr_t>(aux + g.c.offsets[j] * size)) <
+          alignmentOf(reinterpret_cast<uintptr_t>(leastAligned)))
         leastAligned = aux + g.c.offsets[j] * size;
     lt = std::make_shared<LtGemm>(g, groups, t, bias, false, align, call.where(), nullptr,
                                   LtGemm::Gelu{leastAligned, actIn != nullptr});
