@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
-# Fused attention in 16 bits on a device against the CPU: for each case, an f32
-# model (ONNX Attention on weights Q, K, V; loss = ReduceSum(Y * R)) compiled with
-# `zero-opt --mode=gradients --precision=bf16|fp16`, run on --device and on the
-# CPU; the loss and every gradient element must agree within the precision's
+# Fused attention on a device against the CPU: for each case, an f32 model (ONNX
+# Attention on weights Q, K, V; loss = ReduceSum(Y * R)) compiled with
+# `zero-opt --mode=gradients --precision=fp32|bf16|fp16`, run on --device and on
+# the CPU; the loss and every gradient element must agree within the precision's
 # tolerance (relative to the largest gradient: the tensor-core kernels round P
 # and dS to 16 bits before their products, as FlashAttention does, the CPU keeps
 # them in f32). Both are also held to the f32 plan's gradients on the CPU, so a
 # wrong kernel cannot pass by agreeing with a wrong reference.
 #
 #   attention-check.py --bin BUILD/bin --zero-run ZERO_RUN --device cuda
-#                      [--precision bf16,fp16] [--only NAME] [--bundle DIR | --prebuilt DIR]
+#                      [--precision fp32,bf16,fp16] [--only NAME] [--bundle DIR | --prebuilt DIR]
 #
-# The cases reach every path of the tensor-core kernels: head sizes in both
-# buckets (64 and 128) and padded ones, lengths that are not a multiple of any
+# The cases reach every path of the tensor-core kernels and of the CUDA-core ones
+# (f32; 16 bits past a head of 128): head sizes in every bucket (64, 128, 256)
+# and padded ones, lengths that are not a multiple of any
 # tile, queries and keys of different lengths, causal, boolean and additive
 # masks, grouped query heads. On a GPU each case runs twice: `--attention cudnn`
 # (cuDNN's fused kernels where its graph takes the case: heads of multiples of 8
@@ -46,10 +47,11 @@ CASES = [
     ("padding_mask_head16", 2, 2, 2, 48, 48, 16, 16, True, "bool"),
     ("additive_mask_head128_t33_s50", 1, 2, 2, 33, 50, 128, 128, False, "add"),
     ("causal_head96_value80_t130", 1, 1, 1, 130, 130, 96, 80, True, ""),
+    ("bool_mask_grouped_head200_value160", 2, 4, 2, 40, 45, 200, 160, False, "bool"),
     ("qkv_views_head64_t90", 2, 2, 2, 90, 90, 64, 64, True, "qkv"),
 ]
-TOLERANCE = {"bf16": 3e-2, "fp16": 5e-3}  # of the largest |gradient|
-TOLERANCE_F32 = {"bf16": 6e-2, "fp16": 1e-2}
+TOLERANCE = {"fp32": 1e-5, "bf16": 3e-2, "fp16": 5e-3}  # of the largest |gradient|
+TOLERANCE_F32 = {"fp32": 1e-5, "bf16": 6e-2, "fp16": 1e-2}
 
 
 def build_model(case, seed):
@@ -125,10 +127,18 @@ def gradients(zero_run, plan, model, device, out, count, extra=()):
             for k in range(count + 1)], err
 
 
-def cudnn_takes(case):
+def cudnn_takes(case, precision):
     """Whether the CUDA backend's cuDNN graph takes the case (CudnnAttention.h)."""
     _, _, hq, hkv, _, _, d, dv, _, mask = case
-    return hq % hkv == 0 and mask in ("", "qkv") and d % 8 == 0 and dv % 8 == 0 and max(d, dv) <= 128
+    return precision != "fp32" and hq % hkv == 0 and mask in ("", "qkv") and d % 8 == 0 and dv % 8 == 0 and max(d, dv) <= 128
+
+
+def kernel_paths(device, precision):
+    """The --attention values to run: on CUDA, cuDNN's path (16 bits only) and
+    the project's kernels."""
+    if device != "cuda":
+        return [""]
+    return ["own"] if precision == "fp32" else ["cudnn", "own"]
 
 
 def worst(got, ref):
@@ -144,14 +154,15 @@ def check(a, case, precisions, tmp):
     model, params = build_model(case, 7)
     path = os.path.join(tmp, name + ".onnx")
     onnx.save(model, path)
+    compiled = ["fp32"] + [p for p in precisions if p != "fp32"]
     plans = os.path.join(a.prebuilt, name) if a.prebuilt else os.path.join(tmp, name)
     if not a.prebuilt:
         os.makedirs(plans, exist_ok=True)
-        for p in ["fp32"] + precisions:
+        for p in compiled:
             run([os.path.join(a.bin, "zero-opt"), path, "--mode=gradients",
                  "--precision=" + p, "-o", os.path.join(plans, p + ".zplan")])
     if a.bundle:
-        zero_testing.bundle_files(a.bundle, name, plans, [p + ".zplan" for p in ["fp32"] + precisions])
+        zero_testing.bundle_files(a.bundle, name, plans, [p + ".zplan" for p in compiled])
         return True, "bundled"
     cpu = a.cpu_zero_run or os.path.join(a.bin, "zero-run")
     n = len(params)
@@ -159,7 +170,7 @@ def check(a, case, precisions, tmp):
                        os.path.join(tmp, name + "-f32"), n)
     lines = []
     for p, kernels in [(p, k) for p in precisions
-                       for k in (["cudnn", "own"] if a.device == "cuda" else [""])]:
+                       for k in kernel_paths(a.device, p)]:
         plan = os.path.join(plans, p + ".zplan")
         ref, _ = gradients(cpu, plan, path, "cpu", os.path.join(tmp, "%s-%s-cpu" % (name, p)), n)
         got, err = gradients(a.zero_run, plan, path, a.device,
@@ -169,9 +180,9 @@ def check(a, case, precisions, tmp):
         if kernels == "cudnn":
             refused = zero_testing.cudnn_refusal(err)
             took = "own (%s)" % refused if refused else "cudnn"
-            if a.expect_cudnn and (took == "cudnn") != cudnn_takes(case):
+            if a.expect_cudnn and (took == "cudnn") != cudnn_takes(case, p):
                 return False, "%s --attention cudnn ran on %s; expected %s" % (
-                    p, took, "cudnn" if cudnn_takes(case) else "the project's kernels")
+                    p, took, "cudnn" if cudnn_takes(case, p) else "the project's kernels")
         errs = []
         for k, weight in enumerate(["the loss"] + ["d loss / d " + w for w in params]):
             if got[k].shape != ref[k].shape:

@@ -2,6 +2,7 @@
 """Checks the CUDA backend's build against the project's GPU rules.
 
     check-cuda-build.py BUILD_DIR
+    check-cuda-build.py BUILD_DIR --ptxas-reports
     check-cuda-build.py BUILD_DIR --kernel-resources [FILE.cu ...]
 
 One contraction rule: nvcc contracts a*b+c into a fused multiply-add unless told
@@ -9,10 +10,17 @@ One contraction rule: nvcc contracts a*b+c into a fused multiply-add unless told
 CPU backend, the emulator) never contract. Every nvcc command in the build's
 compile_commands.json must say -fmad=false; exits 1 naming the files that do not.
 
+--ptxas-reports reads what ptxas said when the build compiled the attention
+kernels (sm_90, -Xptxas=-v; kept beside each object as OBJECT.ptxas.txt by
+utils/keep-ptxas-report.sh), lists every kernel's registers, stack frame and
+spills, and exits 1 when an attention kernel for heads up to 128 in f32, bf16 or
+f16 uses local memory (f64 and head 256 may): an array indexed by a loop the
+compiler did not unroll, or more live values than registers. No compile: the
+ctest attention-kernel-resources.
+
 --kernel-resources compiles the attention kernels' files (or those named) again
-with `ptxas -v` (sm_90, the build's own command) and lists every kernel's registers,
-stack frame and spills; exits 1 when an attention kernel for heads up to 128 in
-f32, bf16 or f16 uses local memory (f64 and head 256 may). About 1.5 minutes a file.
+with `ptxas -v` (the build's own command) and checks them the same way: for a
+build made without the launcher. About 1.5 minutes a file.
 """
 import json
 import os
@@ -45,18 +53,51 @@ def kernel_resources(commands, files):
                                capture_output=True, text=True)
         if p.returncode:
             sys.exit("check-cuda-build: compiling %s failed:\n%s" % (c["file"], p.stderr))
-        kernel = None
-        for line in p.stderr.splitlines():
-            m = re.search(r"Compiling entry function '([^']+)'", line)
-            if m:
-                kernel = demangled(m.group(1))
-                continue
-            m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores", line)
-            if m and kernel:
-                rows.append([kernel, 0, int(m.group(1)), int(m.group(2))])
-            m = re.search(r"Used (\d+) registers", line)
-            if m and rows and rows[-1][0] == kernel:
-                rows[-1][1] = int(m.group(1))
+        rows += parse_ptxas(p.stderr)
+    return rows
+
+
+def kept_reports(commands, files):
+    """The reports the build kept for `files` (exits naming one that is missing)."""
+    import shlex
+    rows = []
+    for c in commands:
+        if not any(c["file"].endswith(f) for f in files):
+            continue
+        args = shlex.split(c["command"])
+        report = os.path.join(c["directory"], args[args.index("-o") + 1] + ".ptxas.txt")
+        try:
+            text = open(report).read()
+        except OSError:
+            sys.exit("check-cuda-build: no ptxas report %s for %s (a build without "
+                     "utils/keep-ptxas-report.sh as the CUDA compiler launcher? "
+                     "--kernel-resources compiles it again)" % (report, c["file"]))
+        found = parse_ptxas(text)
+        if not found:
+            sys.exit("check-cuda-build: %s names no kernel (compiled without -Xptxas=-v?)"
+                     % report)
+        rows += found
+    if not rows:
+        sys.exit("check-cuda-build: the build compiles none of %s" % ", ".join(files))
+    return rows
+
+
+def parse_ptxas(text):
+    """(kernel, registers, stack, spills) for each entry function of ptxas -v's text."""
+    import re
+    rows = []
+    kernel = None
+    for line in text.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            kernel = demangled(m.group(1))
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores", line)
+        if m and kernel:
+            rows.append([kernel, 0, int(m.group(1)), int(m.group(2))])
+        m = re.search(r"Used (\d+) registers", line)
+        if m and rows and rows[-1][0] == kernel:
+            rows[-1][1] = int(m.group(1))
     return rows
 
 
@@ -64,20 +105,25 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__.strip().splitlines()[2].strip())
     path = os.path.join(sys.argv[1], "compile_commands.json")
-    if len(sys.argv) > 2 and sys.argv[2] == "--kernel-resources":
+    if len(sys.argv) > 2 and sys.argv[2] in ("--kernel-resources", "--ptxas-reports"):
         import re
         commands = json.load(open(path))
         files = sys.argv[3:] or ["AttentionKernels.cu", "TensorCoreAttention.cu"]
-        bad = 0
-        for kernel, regs, stack, spills in kernel_resources(commands, files):
+        bad = held_count = 0
+        listing = kernel_resources if sys.argv[2] == "--kernel-resources" else kept_reports
+        for kernel, regs, stack, spills in listing(commands, files):
             head = re.search(r", (\d+)>", kernel)
             held = (head and int(head.group(1)) <= 128 and "double" not in kernel and
                     "attention" in kernel.lower())
             flag = " <- local memory" if held and (stack or spills) else ""
             bad += bool(flag)
+            held_count += bool(held)
             print("%4d registers %6d bytes stack %6d bytes spilled  %s%s" % (
                 regs, stack, spills, kernel[:150], flag))
-        print("%d attention kernels for heads up to 128 (f32, bf16, f16) use local memory" % bad)
+        print("%d of %d attention kernels for heads up to 128 (f32, bf16, f16) use local "
+              "memory" % (bad, held_count))
+        if not held_count:
+            sys.exit("check-cuda-build: no attention kernel for heads up to 128 found")
         sys.exit(1 if bad else 0)
     try:
         commands = json.load(open(path))

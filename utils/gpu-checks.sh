@@ -13,9 +13,10 @@
 #   2. the gradient checks: every element against the CPU backend's, and finite
 #      differences at 3 elements per weight, on the GPU (a zero-run start costs
 #      about a second there, and a difference two starts);
-#      2b. fused attention in bf16 and fp16, on cuDNN's fused kernels (where its
-#          graph takes the case; the line says which path ran) and on the
-#          tensor-core kernels: every gradient element against the CPU's and the
+#      2b. fused attention in f32, bf16 and fp16, on cuDNN's fused kernels (16
+#          bits, where its graph takes the case; the line says which path ran)
+#          and on the project's kernels (tensor cores; CUDA cores for f32 and
+#          heads over 128): every gradient element against the CPU's and the
 #          f32 plan's (attention-check.py);
 #   3. the GPT trains 20 steps (AdamW, ZeRO stage 2 on one rank, so its collectives
 #      go through NCCL) with per-step losses within 1e-4 of the CPU backend's;
@@ -301,20 +302,31 @@ run() {
   fi
   export OPENBLAS_NUM_THREADS=4
   failed=0
+  # Rehearsed, checks 1, 2 and 2b run a few of their cases from the bundle: the
+  # ctests cuda-emulated-onnx-node-tests, -gradient-checks and -attention-check
+  # run every case on the same emulated backend; here the bundle's plans and this
+  # script are what is rehearsed.
+  local node_only=() grad_only=() attn_only=()
+  if [ -n "$rehearse" ]; then
+    node_only=(--only softmax) grad_only=(--only attention) attn_only=(--only causal_head64_t100)
+  fi
   if want 1; then
     echo "== 1. ONNX backend node tests on cuda"
     $PY utils/run-onnx-node-tests.py --bin "$B/bin" --zero-run "$ZR" --cases "$B/onnx-node" \
-      --skip test/onnx-node/skipped.txt --prebuilt "$B/node" --device cuda || failed=1
+      --skip test/onnx-node/skipped.txt --prebuilt "$B/node" --device cuda \
+      "${node_only[@]}" || failed=1
   fi
   if want 2; then
     echo "== 2. gradient checks on cuda"
     $PY utils/grad-check.py --bin "$B/bin" --zero-run "$ZR" --cases test/Gradients/cases.py \
-      --prebuilt "$B/grad" --device cuda --sample 3 --reference-device cpu || failed=1
+      --prebuilt "$B/grad" --device cuda --sample 3 --reference-device cpu \
+      "${grad_only[@]}" || failed=1
   fi
   if want 2b; then
-    echo "== 2b. fused attention in bf16 and fp16 on cuda vs cpu"
+    echo "== 2b. fused attention in f32, bf16 and fp16 on cuda vs cpu"
     $PY utils/attention-check.py --bin "$B/bin" --zero-run "$ZR" --prebuilt "$B/attn" \
-      --device cuda ${rehearse:+--expect-cudnn} || failed=1
+      --device cuda --precision fp32,bf16,fp16 ${rehearse:+--expect-cudnn} \
+      "${attn_only[@]}" || failed=1
   fi
   if want 3; then
     echo "== 3. GPT, 20 steps of AdamW, cuda (NCCL from ncclCommInitAll, one rank) vs cpu"

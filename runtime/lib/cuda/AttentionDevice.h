@@ -19,6 +19,15 @@
 #include <cstdint>
 #include <string>
 
+/// Unrolls the loop that follows completely on the GPU: a register array indexed
+/// by a loop the compiler does not unroll lives in local memory (ptxas reports
+/// a stack frame). The host compiler of the emulator keeps arrays in memory anyway.
+#ifdef __CUDACC__
+#define ZRT_UNROLL _Pragma("unroll")
+#else
+#define ZRT_UNROLL
+#endif
+
 namespace zrt::cuda::attention_device {
 
 /// Launches `blocks` blocks of `threads` (none when `blocks` is 0); a launch error
@@ -48,6 +57,25 @@ __device__ C masked(const AttentionShape &a, const void *mask, C s, int64_t b, i
     return static_cast<const uint8_t *>(mask)[off] ? s : negInf<C>();
   return s + (C) static_cast<const T *>(mask)[off];
 }
+
+/// The query rows of a block (the forward's and the query gradient's): `tileRows`
+/// rows from i0 of head h (its key/value head kvh), `rows` of them inside the
+/// sequence, meeting the keys before keyEnd (all, or up to the last row's when
+/// causal). The last tiles first: under a causal mask they meet the most keys,
+/// and the GPU starts blocks roughly in order, so the longest ones do not trail.
+struct QueryTile {
+  int64_t bh, i0, b, h, kvh, rows, keyEnd;
+  __device__ QueryTile(const AttentionShape &a, int tileRows) {
+    int64_t blocks = (a.qLen + tileRows - 1) / tileRows;
+    bh = blockIdx.x / blocks;
+    i0 = (blocks - 1 - blockIdx.x % blocks) * tileRows;
+    b = bh / a.qHeads;
+    h = bh % a.qHeads;
+    kvh = h / (a.qHeads / a.kvHeads);
+    rows = a.qLen - i0 < tileRows ? a.qLen - i0 : tileRows;
+    keyEnd = a.causal && i0 + rows < a.kvLen ? i0 + rows : a.kvLen;
+  }
+};
 
 } // namespace zrt::cuda::attention_device
 

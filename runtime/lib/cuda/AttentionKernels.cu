@@ -3,16 +3,24 @@
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
 // The project's own fused attention for f32, f64 and heads over 128 (16-bit heads
-// of up to 128 go to the tensor-core kernels, TensorCoreAttention.cu), tiled as
-// FlashAttention-2 is but on the CUDA cores: a block's threads are query rows
-// (forward, query gradient) or keys (key and value gradients), and the other side
-// comes through shared memory a tile at a time, which every thread of the block
-// reads (a broadcast). The forward keeps an online softmax per row; the backward
-// recomputes probabilities from the saved log-sum-exp, each key's gradients
-// summed over the queries of every head that shares it, so no two threads write
-// one element. Rows and tiles are padded with zeros to the head size's bucket
-// (64, 128 or 256: registers and tiles are sized at compile time). No T x T
-// matrix is ever stored.
+// of up to 128 go to the tensor-core kernels, TensorCoreAttention.cu):
+// FlashAttention-2's schedule on the CUDA cores. A block takes a tile of query
+// rows (forward, query gradient) or of keys (key and value gradients) and meets
+// the other side a tile at a time through shared memory. Four threads share each
+// of its rows: for the scores each computes whole dot products against every
+// fourth column of the tile, for the outputs each owns every fourth element of
+// the row, so a thread's registers are a fixed, fully unrolled handful (no array
+// indexed at run time, nothing in local memory; ptxas is told to fail the build
+// otherwise, CMakeLists.txt). Rows of shared tiles are padded by one element so
+// that the threads of a warp reading one column hit distinct banks.
+//
+// The forward keeps an online softmax per row (its maximum agreed by the row's
+// four threads through shared memory once per key tile); the backward recomputes
+// probabilities from the saved log-sum-exp, each key's gradients summed over the
+// queries of every head that shares it, so no two threads write one element and
+// every sum runs in a fixed order (the results do not depend on scheduling).
+// Rows and tiles are zero-padded to the head size's bucket (64, 128 or 256). No
+// T x T matrix is ever stored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,199 +41,314 @@ namespace {
 
 using namespace attention_device;
 
-/// Block shapes for a head-size bucket and compute type C: the forward's and the
-/// query gradient's rows per block (threads) and keys per shared tile (K and V
-/// tiles 32 KiB together); the key gradients' keys per block (threads: their own
-/// keys and values about 16 KiB) and queries per tile (queries and their
-/// gradients 16 KiB). Every kernel stays under the 48 KiB of static shared memory.
+/// Threads per row of a tile.
+constexpr int kLanes = 4;
+
+/// Tile sizes for a head-size bucket and compute type C. kUnit rows of a Head-wide
+/// tile are 8 KiB: the forward takes 2 kUnit query rows per block and kUnit keys
+/// per tile (about 41 KiB of shared memory in all), the backward kUnit rows and
+/// kUnit keys (about 38 KiB); every kernel stays under the 48 KiB of static
+/// shared memory. Threads: kLanes per row of the block's own tile.
 template <int Head, typename C> struct Tiles {
-  static constexpr int kRows = Head <= 64 ? 64 : 32;
-  static constexpr int kKeys = 16384 / (Head * (int)sizeof(C));
-  static constexpr int kGradKeys = 8192 / (Head * (int)sizeof(C));
-  static constexpr int kGradRows = 8192 / (Head * (int)sizeof(C));
+  static constexpr int kUnit = 8192 / (Head * (int)sizeof(C));
+  static constexpr int kRows = 2 * kUnit, kKeys = kUnit;
+  static constexpr int kGradRows = kUnit, kGradKeys = kUnit;
+  static constexpr int kStride = Head + 1; // a padded shared row
+  static_assert(kKeys % kLanes == 0 && Head % kLanes == 0, "lanes split rows evenly");
 };
 
-/// `n` rows of `width` elements from `src` (row stride `stride`) into the shared
-/// tile `tile` (row stride Stride), zeros past `width` up to Head; every thread of
-/// the block takes part.
-template <int Head, int Stride, typename T, typename C>
-__device__ void loadTile(C *tile, const T *src, int64_t n, int64_t width, int64_t stride) {
-  for (int64_t e = threadIdx.x; e < n * Head; e += blockDim.x) {
-    int64_t r = e / Head, d = e % Head;
-    tile[r * Stride + d] = d < width ? (C)src[r * stride + d] : C(0);
+/// `rows` rows from `src` (row stride `stride`) into the shared tile `tile` (row
+/// stride Head + 1): of the first `n`, the first `width` elements; zeros
+/// elsewhere, so that every product over the tile reads finite values. Every
+/// thread of the block takes part.
+template <int Head, typename T, typename C>
+__device__ void loadTile(C *tile, const T *src, int64_t n, int64_t width, int64_t stride,
+                         int rows) {
+  for (int e = threadIdx.x; e < rows * Head; e += blockDim.x) {
+    int r = e / Head, d = e % Head;
+    tile[r * (Head + 1) + d] = r < n && d < width ? (C)src[r * stride + d] : C(0);
   }
 }
 
-/// One row of `width` elements into registers, zeros past it up to Head.
-template <int Head, typename T, typename C>
-__device__ void loadRow(C (&row)[Head], const T *src, int64_t width) {
-  for (int d = 0; d < Head; ++d)
-    row[d] = d < width ? (C)src[d] : C(0);
-}
-
-template <int Head, typename C> __device__ C dotRow(const C (&x)[Head], const C *y) {
+/// x . y over a padded shared row each.
+template <int Head, typename C> __device__ C dot(const C *x, const C *y) {
   C s = 0;
   for (int d = 0; d < Head; ++d)
     s += x[d] * y[d];
   return s;
 }
 
-/// A block of `rows` query rows of one head, a thread per row (the forward and the
-/// query gradient): its head, its first row and this thread's, the key/value head
-/// its rows read and the keys they see (to the last row's, when causal).
-struct QueryRows {
-  int64_t bh, i0, b, h, i, kvh, keyEnd;
-  bool active;
-  __device__ QueryRows(const AttentionShape &a, int rows) {
-    int64_t blocks = (a.qLen + rows - 1) / rows;
-    bh = blockIdx.x / blocks;
-    i0 = (blockIdx.x % blocks) * rows;
-    b = bh / a.qHeads;
-    h = bh % a.qHeads;
-    i = i0 + threadIdx.x;
-    active = i < a.qLen;
-    kvh = h / (a.qHeads / a.kvHeads);
-    int64_t lastRow = i0 + rows < a.qLen ? i0 + rows : a.qLen;
-    keyEnd = a.causal && lastRow < a.kvLen ? lastRow : a.kvLen;
+/// The four lanes' partial sums of one row, `partial` its four slots, added in
+/// one fixed order.
+template <typename C> __device__ C laneSum(const C *partial) {
+  return (partial[0] + partial[1]) + (partial[2] + partial[3]);
+}
+
+/// delta = dO . O of the row at `row` of the shared dO tile (query row i), this
+/// lane's part (every fourth element); zero for a row past the sequence.
+template <int Head, typename T, typename C>
+__device__ C deltaPart(const AttentionShape &a, const C *doutRow, const T *out, int64_t b,
+                       int64_t h, int64_t i, bool inside, int lane) {
+  C part = 0;
+  if (!inside)
+    return part;
+  const T *o = out + a.out.at(b, h, i);
+  for (int d = lane; d < Head; d += kLanes)
+    if (d < a.vSize)
+      part += doutRow[d] * (C)o[d];
+  return part;
+}
+
+/// acc[u] += sum over c of w[c] * rows[c][lane + kLanes u], c ascending: this
+/// thread's every fourth element of the product of a row of weights (shared,
+/// kCount of them) and a shared tile of kCount padded rows.
+template <int Head, int kCount, typename C>
+__device__ __forceinline__ void accumulate(C (&acc)[Head / kLanes], const C *w, const C *rows,
+                                           int lane) {
+  for (int c = 0; c < kCount; ++c) {
+    C x = w[c];
+    const C *row = rows + c * (Head + 1) + lane;
+    ZRT_UNROLL
+    for (int u = 0; u < Head / kLanes; ++u)
+      acc[u] += x * row[kLanes * u];
   }
-  /// This thread's row (the block's first row for a thread past the end, which
-  /// reads but computes nothing), and its place in the log-sum-exp.
-  __device__ int64_t row() const { return active ? i : i0; }
-  __device__ int64_t lseAt(const AttentionShape &a) const { return bh * a.qLen + row(); }
-  /// Of the `n` keys of the tile at j0, how many this thread's row sees.
-  __device__ int64_t seen(const AttentionShape &a, int64_t j0, int64_t n) const {
-    if (!active)
-      return 0;
-    return a.causal ? (i + 1 - j0 < n ? i + 1 - j0 : n) : n;
+}
+
+/// f of this thread's every fourth element of a row, up to `width`.
+template <int Head, typename T, typename C, typename F>
+__device__ __forceinline__ void storeRow(T *dst, const C (&acc)[Head / kLanes], int64_t width,
+                                         int lane, F f) {
+  ZRT_UNROLL
+  for (int u = 0; u < Head / kLanes; ++u) {
+    int d = lane + kLanes * u;
+    if (d < width)
+      dst[d] = T(f(acc[u]));
+  }
+}
+
+/// A thread of a block of query rows (the forward's and the query gradient's):
+/// the block's tile, this thread's row r of it and lane, its query row i (inside
+/// the sequence or not), and the key/value head its rows read.
+template <typename T> struct QueryLane {
+  QueryTile tile;
+  int r, lane;
+  int64_t i;
+  bool active;
+  const T *keys, *values; // the key/value head's first rows
+  __device__ QueryLane(const AttentionShape &a, int rows, const T *k, const T *v)
+      : tile(a, rows), r(threadIdx.x / kLanes), lane(threadIdx.x % kLanes), i(tile.i0 + r),
+        active(r < tile.rows), keys(k + a.key.at(tile.b, tile.kvh, 0)),
+        values(v + a.value.at(tile.b, tile.kvh, 0)) {}
+  /// The kKeys-row key and value tiles at key j0 (n keys left) into shared memory,
+  /// once every thread is done with the last ones; ends with a barrier.
+  template <int Head, int kKeys, typename C>
+  __device__ void loadKeys(const AttentionShape &a, C *ks, C *vs, int64_t j0, int64_t n) const {
+    __syncthreads();
+    loadTile<Head>(ks, keys + j0 * a.key.row, n, a.size, a.key.row, kKeys);
+    loadTile<Head>(vs, values + j0 * a.value.row, n, a.vSize, a.value.row, kKeys);
+    __syncthreads();
+  }
+  /// Whether this thread's row sees key j of a tile with n keys from j0.
+  __device__ bool sees(const AttentionShape &a, int c, int64_t n, int64_t j) const {
+    return active && c < n && !(a.causal && j > i);
   }
 };
 
-/// The forward: a block of Tiles::kRows query rows of one head, a thread per row,
-/// meets the keys a tile at a time with an online softmax.
+//===----------------------------------------------------------------------===//
+// Forward
+//===----------------------------------------------------------------------===//
+
+template <int Head, typename C> struct ForwardShared {
+  static constexpr int kRows = Tiles<Head, C>::kRows, kKeys = Tiles<Head, C>::kKeys;
+  static constexpr int kStride = Tiles<Head, C>::kStride;
+  C queries[kRows * kStride];
+  C keys[kKeys * kStride];
+  C values[kKeys * kStride];
+  C probs[kRows * (kKeys + 1)];
+  C partial[kRows * kLanes]; // a row's four lanes' maxima, then sums
+};
+
+/// A block of Tiles::kRows query rows of one head (kLanes threads per row) meets
+/// the keys a tile at a time with an online softmax.
 template <typename T, typename C, int Head>
 __global__ void attentionKernel(AttentionShape a, const T *q, const T *k, const T *v,
                                 const void *mask, T *out, C *lse) {
-  constexpr int kRows = Tiles<Head, C>::kRows, kKeys = Tiles<Head, C>::kKeys;
-  __shared__ C keys[kKeys * Head];
-  __shared__ C values[kKeys * Head];
-  QueryRows block(a, kRows);
-  const T *kh = k + a.key.at(block.b, block.kvh, 0);
-  const T *vh = v + a.value.at(block.b, block.kvh, 0);
-  C qi[Head], acc[Head];
-  loadRow(qi, q + a.query.at(block.b, block.h, block.row()), a.size);
-  for (int d = 0; d < Head; ++d)
-    acc[d] = 0;
+  using S = ForwardShared<Head, C>;
+  constexpr int kRows = S::kRows, kKeys = S::kKeys, kStride = S::kStride;
+  constexpr int kMine = kKeys / kLanes, kOut = Head / kLanes;
+  __shared__ S sm;
+  QueryLane<T> t(a, kRows, k, v);
+  const QueryTile &tile = t.tile;
+  int r = t.r, lane = t.lane;
+  loadTile<Head>(sm.queries, q + a.query.at(tile.b, tile.h, tile.i0), tile.rows, a.size,
+                 a.query.row, kRows);
+  const C *qr = sm.queries + r * kStride;
+  C acc[kOut];
+  ZRT_UNROLL
+  for (int u = 0; u < kOut; ++u)
+    acc[u] = 0;
   C m = negInf<C>(), l = 0, scale = (C)a.scale;
-  for (int64_t j0 = 0; j0 < block.keyEnd; j0 += kKeys) {
-    int64_t n = block.keyEnd - j0 < kKeys ? block.keyEnd - j0 : kKeys;
-    loadTile<Head, Head>(keys, kh + j0 * a.key.row, n, a.size, a.key.row);
-    loadTile<Head, Head>(values, vh + j0 * a.value.row, n, a.vSize, a.value.row);
-    __syncthreads();
-    for (int64_t c = 0, seen = block.seen(a, j0, n); c < seen; ++c) {
-      C s = masked<T, C>(a, mask, dotRow(qi, keys + c * Head) * scale, block.b, block.h,
-                         block.i, j0 + c);
-      if (s == negInf<C>())
-        continue;
-      if (s > m) { // rescale what the row has summed to the new maximum
-        C alpha = m == negInf<C>() ? C(0) : std::exp(m - s);
-        l *= alpha;
-        for (int d = 0; d < Head; ++d)
-          acc[d] *= alpha;
-        m = s;
-      }
-      C p = std::exp(s - m);
-      l += p;
-      const C *vc = values + c * Head;
-      for (int d = 0; d < Head; ++d)
-        acc[d] += p * vc[d];
+  for (int64_t j0 = 0; j0 < tile.keyEnd; j0 += kKeys) {
+    int64_t n = tile.keyEnd - j0 < kKeys ? tile.keyEnd - j0 : kKeys;
+    t.template loadKeys<Head, kKeys>(a, sm.keys, sm.values, j0, n);
+    // This thread's scores: row r against every fourth key of the tile.
+    C s[kMine], tileMax = negInf<C>();
+    ZRT_UNROLL
+    for (int u = 0; u < kMine; ++u) {
+      int c = lane + kLanes * u;
+      int64_t j = j0 + c;
+      C x = negInf<C>();
+      if (t.sees(a, c, n, j))
+        x = masked<T, C>(a, mask, dot<Head>(qr, sm.keys + c * kStride) * scale, tile.b,
+                         tile.h, t.i, j);
+      s[u] = x;
+      tileMax = x > tileMax ? x : tileMax;
     }
-    __syncthreads(); // before the next tile overwrites these
+    sm.partial[threadIdx.x] = tileMax;
+    __syncthreads();
+    C mNew = m;
+    ZRT_UNROLL
+    for (int p = 0; p < kLanes; ++p) {
+      C x = sm.partial[r * kLanes + p];
+      mNew = x > mNew ? x : mNew;
+    }
+    if (mNew != negInf<C>()) { // rescale what the row has summed to the new maximum
+      C alpha = m == negInf<C>() ? C(0) : std::exp(m - mNew);
+      l *= alpha;
+      ZRT_UNROLL
+      for (int u = 0; u < kOut; ++u)
+        acc[u] *= alpha;
+      m = mNew;
+    }
+    ZRT_UNROLL
+    for (int u = 0; u < kMine; ++u) {
+      C p = s[u] == negInf<C>() ? C(0) : std::exp(s[u] - m);
+      l += p;
+      sm.probs[r * (kKeys + 1) + lane + kLanes * u] = p;
+    }
+    __syncthreads();
+    accumulate<Head, kKeys>(acc, sm.probs + r * (kKeys + 1), sm.values, lane); // O += P V
   }
-  if (!block.active)
+  // The row's sum: its four lanes' parts (each over its own keys, all scaled to
+  // the row's one maximum).
+  __syncthreads();
+  sm.partial[threadIdx.x] = l;
+  __syncthreads();
+  l = laneSum(sm.partial + r * kLanes);
+  if (!t.active)
     return;
-  T *o = out + a.out.at(block.b, block.h, block.i);
-  for (int64_t d = 0; d < a.vSize; ++d)
-    o[d] = T(l > 0 ? acc[d] / l : C(0)); // no key seen: zeros
-  lse[block.lseAt(a)] = l > 0 ? m + std::log(l) : negInf<C>();
+  storeRow<Head>(out + a.out.at(tile.b, tile.h, t.i), acc, a.vSize, lane,
+                 [l](C x) { return l > 0 ? x / l : C(0); }); // no key seen: zeros
+  if (lane == 0)
+    lse[tile.bh * a.qLen + t.i] = l > 0 ? m + std::log(l) : negInf<C>();
 }
 
-/// The query gradient: a thread per query row, the keys and values a tile at a
+//===----------------------------------------------------------------------===//
+// Backward
+//===----------------------------------------------------------------------===//
+
+template <int Head, typename C> struct QueryGradShared {
+  static constexpr int kRows = Tiles<Head, C>::kGradRows, kKeys = Tiles<Head, C>::kKeys;
+  static constexpr int kStride = Tiles<Head, C>::kStride;
+  C queries[kRows * kStride];
+  C grads[kRows * kStride]; // dO
+  C keys[kKeys * kStride];
+  C values[kKeys * kStride];
+  C scoreGrads[kRows * (kKeys + 1)];
+  C partial[kRows * kLanes];
+};
+
+/// The query gradient: a block of query rows, the keys and values a tile at a
 /// time; dQ = scale * sum_j P (dP - delta) K_j, dP = dO . V_j, delta = dO . O.
 template <typename T, typename C, int Head>
 __global__ void attentionQueryGradKernel(AttentionShape a, const T *q, const T *k,
                                          const T *v, const T *out, const C *lse,
                                          const T *dout, const void *mask, T *dq) {
-  constexpr int kRows = Tiles<Head, C>::kRows, kKeys = Tiles<Head, C>::kKeys;
-  __shared__ C keys[kKeys * Head];
-  __shared__ C values[kKeys * Head];
-  QueryRows block(a, kRows);
-  int64_t row = block.row();
-  const T *kh = k + a.key.at(block.b, block.kvh, 0);
-  const T *vh = v + a.value.at(block.b, block.kvh, 0);
-  const T *o = out + a.out.at(block.b, block.h, row);
-  C qi[Head], doi[Head], acc[Head];
-  loadRow(qi, q + a.query.at(block.b, block.h, row), a.size);
-  loadRow(doi, dout + a.dout.at(block.b, block.h, row), a.vSize);
-  C delta = 0;
-  for (int64_t d = 0; d < a.vSize; ++d)
-    delta += doi[d] * (C)o[d];
-  for (int d = 0; d < Head; ++d)
-    acc[d] = 0;
-  C rowLse = lse[block.lseAt(a)], scale = (C)a.scale;
-  for (int64_t j0 = 0; j0 < block.keyEnd; j0 += kKeys) {
-    int64_t n = block.keyEnd - j0 < kKeys ? block.keyEnd - j0 : kKeys;
-    loadTile<Head, Head>(keys, kh + j0 * a.key.row, n, a.size, a.key.row);
-    loadTile<Head, Head>(values, vh + j0 * a.value.row, n, a.vSize, a.value.row);
-    __syncthreads();
-    int64_t seen = rowLse == negInf<C>() ? 0 : block.seen(a, j0, n);
-    for (int64_t c = 0; c < seen; ++c) {
-      C s = masked<T, C>(a, mask, dotRow(qi, keys + c * Head) * scale, block.b, block.h,
-                         block.i, j0 + c);
-      if (s == negInf<C>())
-        continue;
-      C p = std::exp(s - rowLse);
-      C ds = p * (dotRow(doi, values + c * Head) - delta);
-      const C *kc = keys + c * Head;
-      for (int d = 0; d < Head; ++d)
-        acc[d] += ds * kc[d];
+  using S = QueryGradShared<Head, C>;
+  constexpr int kRows = S::kRows, kKeys = S::kKeys, kStride = S::kStride;
+  constexpr int kMine = kKeys / kLanes, kOut = Head / kLanes;
+  __shared__ S sm;
+  QueryLane<T> t(a, kRows, k, v);
+  const QueryTile &tile = t.tile;
+  int r = t.r, lane = t.lane;
+  loadTile<Head>(sm.queries, q + a.query.at(tile.b, tile.h, tile.i0), tile.rows, a.size,
+                 a.query.row, kRows);
+  loadTile<Head>(sm.grads, dout + a.dout.at(tile.b, tile.h, tile.i0), tile.rows, a.vSize,
+                 a.dout.row, kRows);
+  __syncthreads();
+  const C *qr = sm.queries + r * kStride, *gr = sm.grads + r * kStride;
+  sm.partial[threadIdx.x] =
+      deltaPart<Head, T, C>(a, gr, out, tile.b, tile.h, t.i, t.active, lane);
+  __syncthreads();
+  C delta = laneSum(sm.partial + r * kLanes);
+  C rowLse = t.active ? lse[tile.bh * a.qLen + t.i] : negInf<C>(), scale = (C)a.scale;
+  C acc[kOut];
+  ZRT_UNROLL
+  for (int u = 0; u < kOut; ++u)
+    acc[u] = 0;
+  for (int64_t j0 = 0; j0 < tile.keyEnd; j0 += kKeys) {
+    int64_t n = tile.keyEnd - j0 < kKeys ? tile.keyEnd - j0 : kKeys;
+    t.template loadKeys<Head, kKeys>(a, sm.keys, sm.values, j0, n);
+    ZRT_UNROLL
+    for (int u = 0; u < kMine; ++u) {
+      int c = lane + kLanes * u;
+      int64_t j = j0 + c;
+      C ds = 0;
+      if (rowLse != negInf<C>() && t.sees(a, c, n, j)) {
+        C x = masked<T, C>(a, mask, dot<Head>(qr, sm.keys + c * kStride) * scale, tile.b,
+                           tile.h, t.i, j);
+        if (x != negInf<C>())
+          ds = std::exp(x - rowLse) * (dot<Head>(gr, sm.values + c * kStride) - delta);
+      }
+      sm.scoreGrads[r * (kKeys + 1) + c] = ds;
     }
     __syncthreads();
+    accumulate<Head, kKeys>(acc, sm.scoreGrads + r * (kKeys + 1), sm.keys, lane); // dS K
   }
-  if (!block.active)
-    return;
-  T *dqRow = dq + a.dquery.at(block.b, block.h, row);
-  for (int64_t d = 0; d < a.size; ++d)
-    dqRow[d] = T(acc[d] * scale);
+  if (t.active)
+    storeRow<Head>(dq + a.dquery.at(tile.b, tile.h, t.i), acc, a.size, lane,
+                   [scale](C x) { return x * scale; });
 }
 
-/// The key and value gradients: a thread per key (its key and value in shared
-/// rows padded by one, so that threads reading one column hit distinct banks), the
-/// queries of every head sharing it a tile at a time with their gradients, log-sum-
-/// exps and deltas.
+template <int Head, typename C> struct KeyValueGradShared {
+  static constexpr int kKeys = Tiles<Head, C>::kGradKeys, kRows = Tiles<Head, C>::kGradRows;
+  static constexpr int kStride = Tiles<Head, C>::kStride;
+  C keys[kKeys * kStride];
+  C values[kKeys * kStride];
+  C queries[kRows * kStride];
+  C grads[kRows * kStride]; // dO
+  C probs[kKeys * (kRows + 1)];      // P^T
+  C scoreGrads[kKeys * (kRows + 1)]; // dS^T
+  C partial[kRows * kLanes];
+  C rowLse[kRows], rowDelta[kRows];
+};
+
+/// The key and value gradients: a block of keys (kLanes threads per key), the
+/// queries of every head sharing them a tile at a time with their gradients,
+/// log-sum-exps and deltas; dV = sum_i P dO_i, dK = scale * sum_i dS Q_i.
 template <typename T, typename C, int Head>
 __global__ void attentionKeyValueGradKernel(AttentionShape a, const T *q, const T *k,
                                             const T *v, const T *out, const C *lse,
                                             const T *dout, const void *mask, T *dk, T *dv) {
-  constexpr int kKeys = Tiles<Head, C>::kGradKeys, kRows = Tiles<Head, C>::kGradRows;
-  constexpr int kPadded = Head + 1;
-  __shared__ C ownKeys[kKeys * kPadded];
-  __shared__ C ownValues[kKeys * kPadded];
-  __shared__ C queries[kRows * Head];
-  __shared__ C grads[kRows * Head];
-  __shared__ C rowLse[kRows];
-  __shared__ C rowDelta[kRows];
+  using S = KeyValueGradShared<Head, C>;
+  constexpr int kKeys = S::kKeys, kRows = S::kRows, kStride = S::kStride;
+  constexpr int kMine = kRows / kLanes, kOut = Head / kLanes;
+  static_assert(kKeys == kRows, "the block's threads are also four per query row");
+  __shared__ S sm;
   int64_t kBlocks = (a.kvLen + kKeys - 1) / kKeys;
   int64_t bkv = blockIdx.x / kBlocks, j0 = (blockIdx.x % kBlocks) * kKeys;
   int64_t b = bkv / a.kvHeads, kvh = bkv % a.kvHeads, group = a.qHeads / a.kvHeads;
-  int64_t j = j0 + threadIdx.x;
+  int own = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
+  int64_t j = j0 + own;
   bool active = j < a.kvLen;
   int64_t n = a.kvLen - j0 < kKeys ? a.kvLen - j0 : kKeys;
-  loadTile<Head, kPadded>(ownKeys, k + a.key.at(b, kvh, j0), n, a.size, a.key.row);
-  loadTile<Head, kPadded>(ownValues, v + a.value.at(b, kvh, j0), n, a.vSize, a.value.row);
-  C dkAcc[Head], dvAcc[Head];
-  for (int d = 0; d < Head; ++d)
-    dkAcc[d] = dvAcc[d] = 0;
-  const C *kj = ownKeys + threadIdx.x * kPadded, *vj = ownValues + threadIdx.x * kPadded;
+  loadTile<Head>(sm.keys, k + a.key.at(b, kvh, j0), n, a.size, a.key.row, kKeys);
+  loadTile<Head>(sm.values, v + a.value.at(b, kvh, j0), n, a.vSize, a.value.row, kKeys);
+  const C *kj = sm.keys + own * kStride, *vj = sm.values + own * kStride;
+  C dkAcc[kOut], dvAcc[kOut];
+  ZRT_UNROLL
+  for (int u = 0; u < kOut; ++u)
+    dkAcc[u] = dvAcc[u] = 0;
   C scale = (C)a.scale;
   for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
     int64_t bh = b * a.qHeads + h;
@@ -233,47 +356,49 @@ __global__ void attentionKeyValueGradKernel(AttentionShape a, const T *q, const 
     for (int64_t i0 = a.causal ? j0 : 0; i0 < a.qLen; i0 += kRows) {
       int64_t rows = a.qLen - i0 < kRows ? a.qLen - i0 : kRows;
       __syncthreads(); // the last tile's readers are done (and the own tiles loaded)
-      loadTile<Head, Head>(queries, q + a.query.at(b, h, i0), rows, a.size, a.query.row);
-      loadTile<Head, Head>(grads, dout + a.dout.at(b, h, i0), rows, a.vSize, a.dout.row);
-      if (threadIdx.x < rows) {
-        int64_t i = i0 + threadIdx.x;
-        const T *dor = dout + a.dout.at(b, h, i), *o = out + a.out.at(b, h, i);
-        C delta = 0;
-        for (int64_t d = 0; d < a.vSize; ++d)
-          delta += (C)dor[d] * (C)o[d];
-        rowDelta[threadIdx.x] = delta;
-        rowLse[threadIdx.x] = lse[bh * a.qLen + i];
+      loadTile<Head>(sm.queries, q + a.query.at(b, h, i0), rows, a.size, a.query.row, kRows);
+      loadTile<Head>(sm.grads, dout + a.dout.at(b, h, i0), rows, a.vSize, a.dout.row, kRows);
+      __syncthreads();
+      { // the tile's deltas, four threads per query row as the query gradient's
+        int row = threadIdx.x / kLanes;
+        sm.partial[threadIdx.x] = deltaPart<Head, T, C>(
+            a, sm.grads + row * kStride, out, b, h, i0 + row, row < rows, lane);
       }
       __syncthreads();
-      for (int64_t r = 0; active && r < rows; ++r) {
-        int64_t i = i0 + r;
-        if ((a.causal && j > i) || rowLse[r] == negInf<C>())
-          continue;
-        const C *qr = queries + r * Head, *dor = grads + r * Head;
-        C s = 0;
-        for (int d = 0; d < Head; ++d)
-          s += qr[d] * kj[d];
-        s = masked<T, C>(a, mask, s * scale, b, h, i, j);
-        if (s == negInf<C>())
-          continue;
-        C p = std::exp(s - rowLse[r]), dp = 0;
-        for (int d = 0; d < Head; ++d) {
-          dvAcc[d] += p * dor[d];
-          dp += dor[d] * vj[d];
-        }
-        C ds = p * (dp - rowDelta[r]);
-        for (int d = 0; d < Head; ++d)
-          dkAcc[d] += ds * qr[d];
+      if (threadIdx.x < kRows) {
+        int row = threadIdx.x;
+        sm.rowDelta[row] = laneSum(sm.partial + row * kLanes);
+        sm.rowLse[row] = row < rows ? lse[bh * a.qLen + i0 + row] : negInf<C>();
       }
+      __syncthreads();
+      // This thread's key against every fourth query row of the tile.
+      ZRT_UNROLL
+      for (int u = 0; u < kMine; ++u) {
+        int r = lane + kLanes * u;
+        int64_t i = i0 + r;
+        C p = 0, ds = 0;
+        if (active && sm.rowLse[r] != negInf<C>() && !(a.causal && j > i)) {
+          const C *qr = sm.queries + r * kStride;
+          C x = masked<T, C>(a, mask, dot<Head>(qr, kj) * scale, b, h, i, j);
+          if (x != negInf<C>()) {
+            p = std::exp(x - sm.rowLse[r]);
+            ds = p * (dot<Head>(sm.grads + r * kStride, vj) - sm.rowDelta[r]);
+          }
+        }
+        sm.probs[own * (kRows + 1) + r] = p;
+        sm.scoreGrads[own * (kRows + 1) + r] = ds;
+      }
+      __syncthreads();
+      accumulate<Head, kRows>(dvAcc, sm.probs + own * (kRows + 1), sm.grads, lane); // P^T dO
+      accumulate<Head, kRows>(dkAcc, sm.scoreGrads + own * (kRows + 1), sm.queries,
+                              lane); // dS^T Q
     }
   }
   if (!active)
     return;
-  T *dkRow = dk + a.dkey.at(b, kvh, j), *dvRow = dv + a.dvalue.at(b, kvh, j);
-  for (int64_t d = 0; d < a.size; ++d)
-    dkRow[d] = T(dkAcc[d] * scale);
-  for (int64_t d = 0; d < a.vSize; ++d)
-    dvRow[d] = T(dvAcc[d]);
+  storeRow<Head>(dk + a.dkey.at(b, kvh, j), dkAcc, a.size, lane,
+                 [scale](C x) { return x * scale; });
+  storeRow<Head>(dv + a.dvalue.at(b, kvh, j), dvAcc, a.vSize, lane, [](C x) { return x; });
 }
 
 /// Calls f with the head-size bucket (64, 128 or 256) as a compile-time value.
@@ -299,8 +424,9 @@ void attention(cudaStream_t s, Elem t, const AttentionShape &a, const void *q, c
     dispatchHead(a, [&](auto head) {
       constexpr int Head = decltype(head)::value, kRows = Tiles<Head, C>::kRows;
       launchBlocks<true>("attention", attentionKernel<T, C, Head>,
-                         a.batch * a.qHeads * ((a.qLen + kRows - 1) / kRows), kRows, s, a,
-                         (const T *)q, (const T *)k, (const T *)v, mask, (T *)out, (C *)lse);
+                         a.batch * a.qHeads * ((a.qLen + kRows - 1) / kRows), kRows * kLanes,
+                         s, a, (const T *)q, (const T *)k, (const T *)v, mask, (T *)out,
+                         (C *)lse);
     });
   });
 }
@@ -314,16 +440,17 @@ void attentionGrad(cudaStream_t s, Elem t, const AttentionShape &a, const void *
     using T = decltype(tag);
     using C = typename Acc<T>::type;
     dispatchHead(a, [&](auto head) {
-      constexpr int Head = decltype(head)::value, kRows = Tiles<Head, C>::kRows,
+      constexpr int Head = decltype(head)::value, kRows = Tiles<Head, C>::kGradRows,
                     kKeys = Tiles<Head, C>::kGradKeys;
       launchBlocks<true>("attentionQueryGrad", attentionQueryGradKernel<T, C, Head>,
-                         a.batch * a.qHeads * ((a.qLen + kRows - 1) / kRows), kRows, s, a,
-                         (const T *)q, (const T *)k, (const T *)v, (const T *)out,
+                         a.batch * a.qHeads * ((a.qLen + kRows - 1) / kRows), kRows * kLanes,
+                         s, a, (const T *)q, (const T *)k, (const T *)v, (const T *)out,
                          (const C *)lse, (const T *)dout, mask, (T *)dq);
       launchBlocks<true>("attentionKeyValueGrad", attentionKeyValueGradKernel<T, C, Head>,
-                         a.batch * a.kvHeads * ((a.kvLen + kKeys - 1) / kKeys), kKeys, s, a,
-                         (const T *)q, (const T *)k, (const T *)v, (const T *)out,
-                         (const C *)lse, (const T *)dout, mask, (T *)dk, (T *)dv);
+                         a.batch * a.kvHeads * ((a.kvLen + kKeys - 1) / kKeys),
+                         kKeys * kLanes, s, a, (const T *)q, (const T *)k, (const T *)v,
+                         (const T *)out, (const C *)lse, (const T *)dout, mask, (T *)dk,
+                         (T *)dv);
     });
   });
 }

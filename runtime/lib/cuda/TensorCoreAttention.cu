@@ -129,25 +129,6 @@ __device__ void rowStatistics(const AttentionShape &a, const T *out, const T *do
   }
 }
 
-/// The query rows of a block (the forward's and the query gradient's): `tileRows`
-/// rows from i0 of head h (its key/value head kvh), `rows` of them inside the
-/// sequence, meeting the keys before keyEnd (all, or up to the last row's when
-/// causal). The last tiles first: under a causal mask they meet the most keys,
-/// and the GPU starts blocks roughly in order, so the longest ones do not trail.
-struct QueryTile {
-  int64_t bh, i0, b, h, kvh, rows, keyEnd;
-  __device__ QueryTile(const AttentionShape &a, int tileRows) {
-    int64_t blocks = (a.qLen + tileRows - 1) / tileRows;
-    bh = blockIdx.x / blocks;
-    i0 = (blocks - 1 - blockIdx.x % blocks) * tileRows;
-    b = bh / a.qHeads;
-    h = bh % a.qHeads;
-    kvh = h / (a.qHeads / a.kvHeads);
-    rows = a.qLen - i0 < tileRows ? a.qLen - i0 : tileRows;
-    keyEnd = a.causal && i0 + rows < a.kvLen ? i0 + rows : a.kvLen;
-  }
-};
-
 /// Writes the warp's 16x16 tile `sum` (times `factor`) at rows r0 and columns c0
 /// of a [rows, width] operand laid out by `layout`, through the warp's 256 floats
 /// of `stage`; every thread of the block calls it the same number of times.
@@ -176,12 +157,16 @@ __device__ void writeTile(const Sum &sum, float *stage, float factor, T *dst,
 template <typename T, int Head> struct alignas(32) ForwardShared {
   uint16_t keyBits[kKeys<Head> * Head];
   uint16_t valueBits[kKeys<Head> * Head];
-  /// Scores (f32), then probabilities (T), then 64 columns of P V (f32); first
-  /// the staged query tile (T).
+  /// Scores (f32), then 64 columns of P V (f32); first the staged query tile (T).
   float scores[kRows * 64];
+  /// Probabilities (T): apart from the scores, so that P V is computed and
+  /// stored 64 columns at a time (its fragments for every column at once would
+  /// not fit in registers at head 128).
+  uint16_t probBits[kRows * 64];
   float partMax[kThreads], partSum[kThreads];
   __device__ T *keys() { return reinterpret_cast<T *>(keyBits); }
   __device__ T *values() { return reinterpret_cast<T *>(valueBits); }
+  __device__ T *probs() { return reinterpret_cast<T *>(probBits); }
 };
 
 template <typename T, int Head>
@@ -206,7 +191,7 @@ __global__ void tensorCoreAttentionKernel(AttentionShape a, const T *q, const T 
   __syncthreads();
 
   const T *kh = k + a.key.at(b, kvh, 0), *vh = v + a.value.at(b, kvh, 0);
-  T *probs = reinterpret_cast<T *>(sm.scores);
+  T *probs = sm.probs();
   float o[kGroups * 32];
   for (float &x : o)
     x = 0;
@@ -240,7 +225,7 @@ __global__ void tensorCoreAttentionKernel(AttentionShape a, const T *q, const T 
       rowMax = s > rowMax ? s : rowMax;
     }
     sm.partMax[threadIdx.x] = rowMax;
-    __syncthreads(); // every score is in registers: probabilities may overwrite them
+    __syncthreads(); // every lane's maximum is in
     float other = sm.partMax[threadIdx.x ^ 1];
     float mNew = m > rowMax ? m : rowMax;
     mNew = mNew > other ? mNew : other;
@@ -257,24 +242,27 @@ __global__ void tensorCoreAttentionKernel(AttentionShape a, const T *q, const T 
     m = mNew;
     for (float &e : o)
       e *= alpha;
-    // P V for the warp's rows, all columns, before any is stored over P.
-    Sum pv[kGroups * 4];
-    for (int cc = 0; cc < kGroups * 4; ++cc) {
-      wmma::fill_fragment(pv[cc], 0.0f);
-      for (int kk = 0; kk < kK / 16; ++kk) {
-        RowA<T> pf;
-        RowB<T> vf;
-        wmma::load_matrix_sync(pf, frag(probs + warp * 16 * kK + kk * 16), kK);
-        wmma::load_matrix_sync(vf, frag(sm.values() + kk * 16 * Head + cc * 16), Head);
-        wmma::mma_sync(pv[cc], pf, vf, pv[cc]);
+    // The loops over kGroups index o[]: unrolled, or it lives in local memory.
+    ZRT_UNROLL
+    for (int g = 0; g < kGroups; ++g) { // P V, 64 columns at a time through shared memory
+      Sum pv[4];
+      for (int cc = 0; cc < 4; ++cc) {
+        wmma::fill_fragment(pv[cc], 0.0f);
+        for (int kk = 0; kk < kK / 16; ++kk) {
+          RowA<T> pf;
+          RowB<T> vf;
+          wmma::load_matrix_sync(pf, frag(probs + warp * 16 * kK + kk * 16), kK);
+          wmma::load_matrix_sync(vf, frag(sm.values() + kk * 16 * Head + g * 64 + cc * 16),
+                                 Head);
+          wmma::mma_sync(pv[cc], pf, vf, pv[cc]);
+        }
       }
-    }
-    for (int g = 0; g < kGroups; ++g) { // 64 columns at a time through shared memory
       __syncthreads();
       for (int cc = 0; cc < 4; ++cc)
-        wmma::store_matrix_sync(sm.scores + warp * 16 * 64 + cc * 16, pv[g * 4 + cc], 64,
+        wmma::store_matrix_sync(sm.scores + warp * 16 * 64 + cc * 16, pv[cc], 64,
                                 wmma::mem_row_major);
       __syncthreads();
+      ZRT_UNROLL
       for (int c = 0; c < 32; ++c)
         o[g * 32 + c] += sm.scores[r * 64 + half * 32 + c];
     }
@@ -283,7 +271,9 @@ __global__ void tensorCoreAttentionKernel(AttentionShape a, const T *q, const T 
   if (!active)
     return;
   T *row = out + a.out.at(b, h, i);
+  ZRT_UNROLL
   for (int g = 0; g < kGroups; ++g)
+    ZRT_UNROLL
     for (int c = 0; c < 32; ++c) {
       int64_t d = g * 64 + half * 32 + c;
       if (d < a.vSize)
