@@ -65,13 +65,34 @@ Strided stridedOf(const KernelCall &call, const Shape &shape, const Shape &strid
   ZRT_CHECK(shape.size() <= (size_t)kMaxRank,
             call.where() << ": rank " << shape.size() << " exceeds the CUDA backend's "
                          << kMaxRank);
+  // Extents of 1 dropped and neighbours that step as one merged (a contiguous
+  // block, a broadcast run): fewer divisions per element, the same offsets.
+  int64_t dims[kMaxRank][2], elements = 1, maxOffset = 0;
+  int rank = 0;
+  bool nonNegative = true;
+  for (int d = (int)shape.size() - 1; d >= 0; --d) {
+    elements *= shape[d];
+    maxOffset += (shape[d] - 1) * strides[d];
+    nonNegative = nonNegative && strides[d] >= 0;
+    if (shape[d] == 1)
+      continue;
+    if (rank && strides[d] == dims[rank - 1][1] * dims[rank - 1][0]) {
+      dims[rank - 1][0] *= shape[d];
+      continue;
+    }
+    dims[rank][0] = shape[d];
+    dims[rank][1] = strides[d];
+    ++rank;
+  }
   Strided s;
-  s.rank = (int)shape.size();
-  for (size_t i = 0; i < shape.size(); ++i) {
-    s.shape[i] = shape[i];
-    s.stride[i] = strides[i];
+  s.rank = rank;
+  for (int i = 0; i < rank; ++i) { // outermost first
+    s.shape[i] = dims[rank - 1 - i][0];
+    s.stride[i] = dims[rank - 1 - i][1];
   }
   s.contiguous = isRowMajor(s);
+  const int64_t k31 = int64_t(1) << 31;
+  s.index32 = nonNegative && elements < k31 && maxOffset < k31;
   return s;
 }
 

@@ -81,6 +81,15 @@ template <typename Op> __device__ double blockReduce(double v, Op op) {
 __device__ inline int64_t offsetOf(const Strided &v, int64_t linear) {
   if (v.contiguous) // no index arithmetic for the common, unbroadcast case
     return linear;
+  if (v.index32) {
+    uint32_t at = (uint32_t)linear, off = 0;
+    for (int d = v.rank - 1; d >= 0; --d) {
+      uint32_t size = (uint32_t)v.shape[d], next = at / size;
+      off += (at - next * size) * (uint32_t)v.stride[d];
+      at = next;
+    }
+    return off;
+  }
   int64_t off = 0;
   for (int d = v.rank - 1; d >= 0; --d) {
     int64_t i = linear % v.shape[d];

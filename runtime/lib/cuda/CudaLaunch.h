@@ -30,6 +30,9 @@ struct Strided {
   int64_t shape[kMaxRank] = {};
   int64_t stride[kMaxRank] = {};
   bool contiguous = false; // stride is shape's row-major strides: offset == position
+  /// Every position and offset fits in 31 bits: kernels divide in 32 bits (a 64-bit
+  /// division is several times the instructions on a GPU).
+  bool index32 = false;
 };
 
 /// Whether `s` walks its tensor in row-major order (offset == position): extents of
