@@ -10,6 +10,7 @@
 using namespace zrt;
 
 bool zrt::cudaBackendBuilt() { return false; }
+bool zrt::cudaRanksMayBeProcesses() { return false; }
 int zrt::cudaDeviceCount() { return 0; }
 std::unique_ptr<Device> zrt::makeCudaDevice(int, Communicator &, const CudaOptions &) {
   ZRT_FAIL("this zero-run was built without the CUDA backend");

@@ -108,6 +108,9 @@ std::unique_ptr<Device> makeCpuDevice();
 /// backend is absent or no driver/GPU is present).
 bool cudaBackendBuilt();
 int cudaDeviceCount();
+/// Whether ranks in separate processes can meet through this build's NCCL: the
+/// real one can; the emulated one joins only ranks that are threads of a process.
+bool cudaRanksMayBeProcesses();
 /// Loads the CUDA libraries the backend opens at run time (cuBLASLt; cuDNN, which
 /// is optional) and says where each was found, or why cuDNN was not; throws
 /// zrt::Error naming what is missing when cuBLASLt is. No GPU needed.

@@ -53,6 +53,7 @@ struct RunOptions {
   uint64_t seed = 0;
   std::optional<uint64_t> randomInit; // --random-init SEED
   std::string nvmePath;               // --nvme-path DIR
+  std::string ranksAs = "auto";       // --ranks-as threads|processes
   int nvmeQueueDepth = kDefaultNvmeQueueDepth; // --nvme-queue-depth N
 };
 

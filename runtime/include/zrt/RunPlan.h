@@ -22,6 +22,13 @@ namespace zrt {
 /// on every rank of the plan as threads); the exit status.
 int runPlan(const RunOptions &o, Communicator &comm, bool launched);
 
+/// Without a launcher: how many rank processes zero-run starts for `o` (0: the
+/// ranks run as threads of this process), and why, for the user. On GPUs with
+/// CUDA graphs, one process per GPU (NCCL's guidance for collectives in graphs);
+/// elsewhere threads, unless --ranks-as processes. Throws where the build cannot
+/// (the emulated CUDA build's NCCL joins only threads).
+int rankProcessesToStart(const RunOptions &o, std::string &why);
+
 /// Before a launch's ranks meet: a plan run launched as `worldSize` ranks (the
 /// launcher's `variable` says so) must have been compiled for that many, or
 /// nothing is allocated for them and the error names both.

@@ -197,8 +197,9 @@ public:
     if (threadRanks_ > 1) {
       why = "this process drives " + std::to_string(threadRanks_) +
             " GPUs (ranks as threads), and NCCL's guidance for collectives in CUDA "
-            "graphs is one GPU per process: launch one process per GPU (torchrun, "
-            "mpirun or Slurm) to run the step as a graph";
+            "graphs is one GPU per process: without --ranks-as threads zero-run "
+            "starts one process per GPU (so do torchrun, mpirun or Slurm) and runs "
+            "the step as a graph";
       return false;
     }
     // Thread-local: ranks that are threads of one process capture their own GPUs.
@@ -292,6 +293,14 @@ Context &zrt::cuda::context() {
 }
 
 bool zrt::cudaBackendBuilt() { return true; }
+
+bool zrt::cudaRanksMayBeProcesses() {
+#ifdef ZERO_CUDA_EMULATOR
+  return false;
+#else
+  return true;
+#endif
+}
 
 std::string zrt::loadCudaLibraries() {
   std::string report = "cuBLASLt: " + cublasLt().library, why;

@@ -61,6 +61,12 @@ const char *kUsage =
     "                         on the tensor cores (PyTorch's allow_tf32; off: fp32)\n"
     "  --no-cuda-graph        on the GPU, launch each kernel every step (default: the\n"
     "                         step is captured once as a CUDA graph and replayed)\n"
+    "  --ranks-as threads|processes\n"
+    "                         without a launcher, a plan's ranks run as threads of\n"
+    "                         this process, or as processes of this machine that\n"
+    "                         zero-run starts as torchrun would (default: processes\n"
+    "                         on GPUs, one per GPU, as NCCL advises for collectives\n"
+    "                         in CUDA graphs; threads otherwise)\n"
     "  --attention cudnn|own  bf16/fp16 fused attention on the GPU: cuDNN's fused\n"
     "                         kernels where it takes it (default), or zero-opt's own\n"
     "  --fused-kernels generated|interpreter\n"
@@ -341,6 +347,11 @@ RunOptions zrt::parseRunOptions(int argc, char **argv) {
       ZRT_CHECK(v == "cudnn" || v == "own",
                 "--attention takes cudnn or own, not '" << v << "'");
       o.cudnnAttention = v == "cudnn";
+    } else if (is("--ranks-as")) {
+      std::string v = value("--ranks-as");
+      ZRT_CHECK(v == "threads" || v == "processes",
+                "--ranks-as takes threads or processes, not '" << v << "'");
+      o.ranksAs = v;
     } else if (is("--fused-kernels")) {
       std::string v = value("--fused-kernels");
       ZRT_CHECK(v == "generated" || v == "interpreter",

@@ -360,6 +360,32 @@ int consolidate(const RunOptions &o, Communicator &comm) {
 
 } // namespace
 
+int zrt::rankProcessesToStart(const RunOptions &o, std::string &why) {
+  if (o.ranksAs == "threads" || !o.consolidate.empty() || !o.calibrate.empty())
+    return 0;
+  zero::zplan::Plan plan = loadPlanFile(o.plan);
+  int64_t ranks = plan.world_size();
+  if (ranks <= 1)
+    return 0;
+  bool gpus = deviceKind(o) == "cuda";
+  if (o.ranksAs == "processes") {
+    ZRT_CHECK(!gpus || cudaRanksMayBeProcesses(),
+              "--ranks-as processes: this build's CUDA is emulated, and its NCCL joins only "
+              "ranks that are threads of one process (--ranks-as threads)");
+    ZRT_CHECK(ranks <= kMaxLaunchRanks, o.plan << " was compiled for " << ranks
+                                              << " ranks: too many processes to start");
+    why = "--ranks-as processes";
+    return (int)ranks;
+  }
+  // On GPUs: one process per GPU where the step is a CUDA graph holding NCCL
+  // collectives (with more ranks than GPUs the threads' path says so).
+  if (!gpus || !o.cudaGraph || !cudaRanksMayBeProcesses() || ranks > cudaDeviceCount())
+    return 0;
+  why = "one per GPU, as NCCL advises for collectives in CUDA graphs; --ranks-as threads "
+        "keeps them in this process";
+  return (int)ranks;
+}
+
 void zrt::checkLaunchFitsPlan(const RunOptions &o, int worldSize, const std::string &variable) {
   if (!o.consolidate.empty() || !o.calibrate.empty())
     return;

@@ -23,6 +23,7 @@
 #include "zrt/Launch.h"
 #include "zrt/NvmeFile.h"
 #include "zrt/ParallelFor.h"
+#include "zrt/RankProcesses.h"
 #include "zrt/RunAgreement.h"
 #include "zrt/RunOptions.h"
 #include "zrt/RunPlan.h"
@@ -85,14 +86,20 @@ int main(int argc, char **argv) {
       return answerAtOnce(o.action);
     // Not under mpirun: torchrun's or Slurm's variables say the rank, and the
     // ranks meet through a TCP rendezvous.
-    if (!launched)
-      if (std::optional<LaunchVariables> v = readLaunchVariables(std::getenv))
-        if (v->worldSize > 1) {
-          launchRank = v->rank;
-          checkLaunchFitsPlan(o, v->worldSize, v->worldSizeVariable);
-          comm = makeTcpCommunicator(*v, o.rendezvousTimeoutS);
-          launched = true;
-        }
+    if (!launched) {
+      std::optional<LaunchVariables> v = readLaunchVariables(std::getenv);
+      if (v && v->worldSize > 1) {
+        launchRank = v->rank;
+        checkLaunchFitsPlan(o, v->worldSize, v->worldSizeVariable);
+        comm = makeTcpCommunicator(*v, o.rendezvousTimeoutS);
+        launched = true;
+      }
+      // No launcher at all: zero-run may be its own, one process per rank.
+      std::string why;
+      if (!v)
+        if (int ranks = rankProcessesToStart(o, why))
+          return runRanksAsProcesses(ranks, argv, why, o.quiet);
+    }
     setCpuThreads(o.threads ? (int)o.threads : defaultCpuThreads());
     // A rank waiting too long for the others reports the wait and ends the job.
     Communicator *c = comm.get();
