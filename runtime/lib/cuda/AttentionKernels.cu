@@ -70,12 +70,20 @@ __device__ void loadTile(C *tile, const T *src, int64_t n, int64_t width, int64_
   }
 }
 
-/// x . y over a padded shared row each.
-template <int Head, typename C> __device__ C dot(const C *x, const C *y) {
-  C s = 0;
-  for (int d = 0; d < Head; ++d)
-    s += x[d] * y[d];
-  return s;
+/// out[u] = x . rows[first + kLanes u], u < kCount: one shared row against every
+/// fourth padded row of a shared tile, each element of x read once for all of
+/// them (each dot summed over d in ascending order).
+template <int Head, int kCount, typename C>
+__device__ __forceinline__ void dots(C (&out)[kCount], const C *x, const C *rows, int first) {
+  ZRT_UNROLL
+  for (int u = 0; u < kCount; ++u)
+    out[u] = 0;
+  for (int d = 0; d < Head; ++d) {
+    C xd = x[d];
+    ZRT_UNROLL
+    for (int u = 0; u < kCount; ++u)
+      out[u] += xd * rows[(first + kLanes * u) * (Head + 1) + d];
+  }
 }
 
 /// The four lanes' partial sums of one row, `partial` its four slots, added in
@@ -193,14 +201,14 @@ __global__ void attentionKernel(AttentionShape a, const T *q, const T *k, const 
     t.template loadKeys<Head, kKeys>(a, sm.keys, sm.values, j0, n);
     // This thread's scores: row r against every fourth key of the tile.
     C s[kMine], tileMax = negInf<C>();
+    dots<Head>(s, qr, sm.keys, lane);
     ZRT_UNROLL
     for (int u = 0; u < kMine; ++u) {
       int c = lane + kLanes * u;
       int64_t j = j0 + c;
       C x = negInf<C>();
       if (t.sees(a, c, n, j))
-        x = masked<T, C>(a, mask, dot<Head>(qr, sm.keys + c * kStride) * scale, tile.b,
-                         tile.h, t.i, j);
+        x = masked<T, C>(a, mask, s[u] * scale, tile.b, tile.h, t.i, j);
       s[u] = x;
       tileMax = x > tileMax ? x : tileMax;
     }
@@ -289,16 +297,18 @@ __global__ void attentionQueryGradKernel(AttentionShape a, const T *q, const T *
   for (int64_t j0 = 0; j0 < tile.keyEnd; j0 += kKeys) {
     int64_t n = tile.keyEnd - j0 < kKeys ? tile.keyEnd - j0 : kKeys;
     t.template loadKeys<Head, kKeys>(a, sm.keys, sm.values, j0, n);
+    C scores[kMine], products[kMine]; // Q K^T and dO V^T of this thread's keys
+    dots<Head>(scores, qr, sm.keys, lane);
+    dots<Head>(products, gr, sm.values, lane);
     ZRT_UNROLL
     for (int u = 0; u < kMine; ++u) {
       int c = lane + kLanes * u;
       int64_t j = j0 + c;
       C ds = 0;
       if (rowLse != negInf<C>() && t.sees(a, c, n, j)) {
-        C x = masked<T, C>(a, mask, dot<Head>(qr, sm.keys + c * kStride) * scale, tile.b,
-                           tile.h, t.i, j);
+        C x = masked<T, C>(a, mask, scores[u] * scale, tile.b, tile.h, t.i, j);
         if (x != negInf<C>())
-          ds = std::exp(x - rowLse) * (dot<Head>(gr, sm.values + c * kStride) - delta);
+          ds = std::exp(x - rowLse) * (products[u] - delta);
       }
       sm.scoreGrads[r * (kKeys + 1) + c] = ds;
     }
@@ -372,17 +382,19 @@ __global__ void attentionKeyValueGradKernel(AttentionShape a, const T *q, const 
       }
       __syncthreads();
       // This thread's key against every fourth query row of the tile.
+      C scores[kMine], products[kMine]; // K Q^T and V dO^T
+      dots<Head>(scores, kj, sm.queries, lane);
+      dots<Head>(products, vj, sm.grads, lane);
       ZRT_UNROLL
       for (int u = 0; u < kMine; ++u) {
         int r = lane + kLanes * u;
         int64_t i = i0 + r;
         C p = 0, ds = 0;
         if (active && sm.rowLse[r] != negInf<C>() && !(a.causal && j > i)) {
-          const C *qr = sm.queries + r * kStride;
-          C x = masked<T, C>(a, mask, dot<Head>(qr, kj) * scale, b, h, i, j);
+          C x = masked<T, C>(a, mask, scores[u] * scale, b, h, i, j);
           if (x != negInf<C>()) {
             p = std::exp(x - sm.rowLse[r]);
-            ds = p * (dot<Head>(sm.grads + r * kStride, vj) - sm.rowDelta[r]);
+            ds = p * (products[u] - sm.rowDelta[r]);
           }
         }
         sm.probs[own * (kRows + 1) + r] = p;
