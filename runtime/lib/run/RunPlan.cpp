@@ -363,12 +363,15 @@ int consolidate(const RunOptions &o, Communicator &comm) {
 int zrt::rankProcessesToStart(const RunOptions &o, std::string &why) {
   if (o.ranksAs == "threads" || !o.consolidate.empty() || !o.calibrate.empty())
     return 0;
-  zero::zplan::Plan plan = loadPlanFile(o.plan);
-  int64_t ranks = plan.world_size();
+  // By default, processes only on GPUs whose step is a CUDA graph holding NCCL
+  // collectives (threads elsewhere: no plan is read twice for them).
+  bool gpus = deviceKind(o) == "cuda", chosen = o.ranksAs == "processes";
+  if (!chosen && (!gpus || !o.cudaGraph || !cudaRanksMayBeProcesses()))
+    return 0;
+  int64_t ranks = loadPlanFile(o.plan).world_size();
   if (ranks <= 1)
     return 0;
-  bool gpus = deviceKind(o) == "cuda";
-  if (o.ranksAs == "processes") {
+  if (chosen) {
     ZRT_CHECK(!gpus || cudaRanksMayBeProcesses(),
               "--ranks-as processes: this build's CUDA is emulated, and its NCCL joins only "
               "ranks that are threads of one process (--ranks-as threads)");
@@ -377,10 +380,8 @@ int zrt::rankProcessesToStart(const RunOptions &o, std::string &why) {
     why = "--ranks-as processes";
     return (int)ranks;
   }
-  // On GPUs: one process per GPU where the step is a CUDA graph holding NCCL
-  // collectives (with more ranks than GPUs the threads' path says so).
-  if (!gpus || !o.cudaGraph || !cudaRanksMayBeProcesses() || ranks > cudaDeviceCount())
-    return 0;
+  if (ranks > cudaDeviceCount())
+    return 0; // the threads' path says there are too few GPUs
   why = "one per GPU, as NCCL advises for collectives in CUDA graphs; --ranks-as threads "
         "keeps them in this process";
   return (int)ranks;
