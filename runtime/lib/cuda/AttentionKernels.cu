@@ -10,9 +10,10 @@
 // of its rows: for the scores each computes whole dot products against every
 // fourth column of the tile, for the outputs each owns every fourth element of
 // the row, so a thread's registers are a fixed, fully unrolled handful (no array
-// indexed at run time, nothing in local memory; ptxas is told to fail the build
-// otherwise, CMakeLists.txt). Rows of shared tiles are padded by one element so
-// that the threads of a warp reading one column hit distinct banks.
+// indexed at run time, nothing in local memory: the ctest
+// attention-kernel-resources reads ptxas's report of the build). Rows of shared
+// tiles are padded by one element so that the threads of a warp reading one
+// column hit distinct banks.
 //
 // The forward keeps an online softmax per row (its maximum agreed by the row's
 // four threads through shared memory once per key tile); the backward recomputes

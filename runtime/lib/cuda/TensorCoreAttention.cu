@@ -11,7 +11,8 @@
 // known to the program, so everything done to single scores (scale, masks,
 // the online softmax, exp) goes through shared memory in f32: a product is
 // stored, threads work on rows, and 16-bit probabilities (or score gradients)
-// are written back over it for the next product, as FlashAttention rounds them.
+// are written back (the forward's beside the scores, the backward's over them)
+// for the next product, as FlashAttention rounds them.
 //
 // Forward: 64 query rows per block (16 per warp), the keys a tile at a time; a
 // thread owns half of one row's output in registers. Backward: as the CUDA-core
