@@ -35,16 +35,19 @@ def demangled(name):
         return name
 
 
+def compiles_of(commands, files):
+    """(entry, its command's arguments) for each compile of one of `files`."""
+    import shlex
+    for c in commands:
+        if any(c["file"].endswith(f) for f in files):
+            yield c, shlex.split(c["command"])
+
+
 def kernel_resources(commands, files):
     """ptxas's report for each kernel of `files`: (kernel, registers, stack, spills)."""
-    import re
-    import shlex
     import tempfile
     rows = []
-    for c in commands:
-        if not any(c["file"].endswith(f) for f in files):
-            continue
-        args = shlex.split(c["command"])
+    for c, args in compiles_of(commands, files):
         out = args.index("-o")
         with tempfile.TemporaryDirectory() as tmp:
             args[out + 1] = os.path.join(tmp, "k.o")
@@ -59,12 +62,8 @@ def kernel_resources(commands, files):
 
 def kept_reports(commands, files):
     """The reports the build kept for `files` (exits naming one that is missing)."""
-    import shlex
     rows = []
-    for c in commands:
-        if not any(c["file"].endswith(f) for f in files):
-            continue
-        args = shlex.split(c["command"])
+    for c, args in compiles_of(commands, files):
         report = os.path.join(c["directory"], args[args.index("-o") + 1] + ".ptxas.txt")
         try:
             text = open(report).read()
