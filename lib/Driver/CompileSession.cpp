@@ -194,13 +194,15 @@ SmallVector<int64_t> shardGroupCandidates(const zero::MachineModel &m) {
 /// Compiles clones of the module for bucket sizes and prefetch depths (those not
 /// given as flags) and predicts each one's step, flat and, estimated from that
 /// plan, with each shard group size (shardGroupCandidates; predictStep's
-/// asShardGroupSize); keeps the fastest whose gathered buckets fit --max-live-mb.
+/// asShardGroupSize); keeps the fastest whose gathered buckets fit --max-live-mb (the fastest
+/// of all when none does: the limit is soft).
 /// Estimating instead of compiling each group size keeps a model of GPT-3's size
 /// to one compilation per bucket candidate.
 LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
                                 zero::PlanSettings &settings) {
   SmallVector<int64_t> groups = shardGroupCandidates(m);
   double best = -1, bestFlat = -1;
+  std::optional<bool> bestOver;
   int tried = 0;
   // The winner's flat step and group estimates, for the user.
   SmallVector<std::pair<int64_t, double>> estimates;
@@ -217,6 +219,18 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
     if (failed(flat))
       return;
     ++tried;
+    // The live-parameter limit is soft (a larger bucket is gathered alone):
+    // candidates whose buckets all fit it come first.
+    bool over = false;
+    if (maxLiveMb > 0)
+      if (auto r = zero::computeZeroReport(*clone, zeroStage); succeeded(r)) {
+        r->liveLimitBytes = (int64_t)(maxLiveMb * 1024 * 1024);
+        over = r->stage == 3 && r->bucketsOverLiveLimit() > 0;
+      }
+    if (bestOver.has_value() && over && !*bestOver)
+      return;
+    if (bestOver.has_value() && !over && *bestOver)
+      best = -1; // the first that fits beats every one that does not
     SmallVector<std::pair<int64_t, double>> mine = {{0, flat->stepS}};
     for (int64_t g : groups)
       if (auto p = zero::predictStep(*clone, m, g); succeeded(p)) {
@@ -226,6 +240,7 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
     for (auto [g, t] : mine)
       if (best < 0 || t < best) {
         best = t;
+        bestOver = over;
         bestFlat = flat->stepS;
         settings = s;
         settings.shardGroupSize = g;
@@ -247,11 +262,14 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
       consider(s);
     }
   if (best < 0) {
-    llvm::errs() << "zero-opt: error: --auto-tune found no bucket size and prefetch "
-                    "depth that fit --max-live-mb="
-                 << maxLiveMb << "\n";
+    llvm::errs() << "zero-opt: error: --auto-tune: no candidate bucket size and prefetch "
+                    "depth compiled\n";
     return failure();
   }
+  if (bestOver.value_or(false))
+    llvm::errs() << "zero-opt: note: --auto-tune: every candidate gathers a bucket over "
+                    "--max-live-mb="
+                 << maxLiveMb << " (a soft limit: each such bucket is gathered alone)\n";
   if (!std::isfinite(best)) {
     llvm::errs() << "zero-opt: error: --auto-tune: the machine's figures predict no finite "
                     "step for any candidate; nothing to choose from\n";
@@ -402,6 +420,7 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
       return failure();
     r->predicted = *p;
     r->machine = m->name;
+    r->liveLimitBytes = (int64_t)(maxLiveMb * 1024 * 1024);
     if (trainableSummary) {
       r->trainableTensors = trainableSummary->tensors;
       r->trainableElements = trainableSummary->elements;

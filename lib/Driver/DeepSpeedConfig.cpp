@@ -295,6 +295,12 @@ struct Reader {
     return buf;
   }
   static std::string integer(double v) { return std::to_string((long long)v); }
+  /// DeepSpeed's default for zero_optimization.`key`, which the config leaves
+  /// out: recorded for the note that lists them.
+  double deepspeedDefault(const char *key, double value) {
+    out.defaults.push_back(std::string("zero_optimization.") + key + " " + text(value));
+    return value;
+  }
   void flag(const char *f, const std::string &value, const std::string &key) {
     out.flags.push_back({f, value, key});
   }
@@ -516,6 +522,8 @@ bool Reader::zero(const json::Object &o) {
     out.reduceBucketElements = *reduce;
   else if (gather)
     out.reduceBucketElements = *gather;
+  else
+    out.reduceBucketElements = deepspeedDefault("reduce_bucket_size", 5e8);
   if (reduce && gather && *reduce != *gather)
     out.notes.push_back("zero-opt has one bucket size for reductions and gathers: "
                         "reduce_bucket_size " + text(*reduce) + " is used, "
@@ -525,12 +533,16 @@ bool Reader::zero(const json::Object &o) {
     if (!whole(*v, "zero_optimization.stage3_max_live_parameters"))
       return false;
     out.maxLiveElements = *v;
+  } else if (error.empty()) {
+    out.maxLiveElements = deepspeedDefault("stage3_max_live_parameters", 1e9);
   }
   if (auto v = number(o, "stage3_prefetch_bucket_size",
                       "zero_optimization.stage3_prefetch_bucket_size", "--prefetch-buckets")) {
     if (!whole(*v, "zero_optimization.stage3_prefetch_bucket_size"))
       return false;
     out.prefetchElements = *v;
+  } else if (error.empty()) {
+    out.prefetchElements = deepspeedDefault("stage3_prefetch_bucket_size", 5e7);
   }
   if (auto v = number(o, "stage3_param_persistence_threshold",
                       "zero_optimization.stage3_param_persistence_threshold",
@@ -539,6 +551,11 @@ bool Reader::zero(const json::Object &o) {
       return false;
     flag("persistence-threshold", integer(*v),
          "zero_optimization.stage3_param_persistence_threshold");
+  } else if (error.empty()) {
+    double v = deepspeedDefault("stage3_param_persistence_threshold", 1e5);
+    flag("persistence-threshold", integer(v),
+         "zero_optimization.stage3_param_persistence_threshold");
+    out.flags.back().deepspeedDefault = true;
   }
   // Groups of ranks: MiCS shards within groups and replicates across them; ZeRO++'s
   // hpZ keeps a secondary partition of the gathered parameters per group. Each
@@ -566,9 +583,7 @@ bool Reader::zero(const json::Object &o) {
       if (*v)
         flag(flagName, "true", name);
   }
-  if (auto v = boolean(o, "overlap_comm", "zero_optimization.overlap_comm", "--no-overlap"))
-    if (!*v)
-      flag("no-overlap", "true", "zero_optimization.overlap_comm");
+  out.overlapComm = boolean(o, "overlap_comm", "zero_optimization.overlap_comm", "--no-overlap");
   // Offload is --offload-optimizer and --offload-param, to cpu or nvme.
   if (auto v = boolean(o, "cpu_offload_params", "zero_optimization.cpu_offload_params",
                        "--offload-param=cpu"))
@@ -681,9 +696,11 @@ bool Reader::read(const json::Object &top) {
   if (const json::Object *o = section(top, "scheduler", "scheduler"))
     if (!scheduler(*o))
       return false;
-  if (const json::Object *o = section(top, "zero_optimization", "zero_optimization"))
-    if (!zero(*o))
-      return false;
+  // Read even when absent: its keys then all take DeepSpeed's defaults.
+  const json::Object *z = section(top, "zero_optimization", "zero_optimization");
+  json::Object none;
+  if (!error.empty() || !zero(z ? *z : none))
+    return false;
   if (!precision(top))
     return false;
   if (const json::Object *a =

@@ -26,13 +26,22 @@ struct ConfigFlag {
   std::string flag;  // without dashes: "lr"
   std::string value; // as it would be written on the command line
   std::string key;   // "optimizer.params.lr"
+  /// The config leaves the key out and this is DeepSpeed's default for it: a
+  /// command-line flag then wins without a note.
+  bool deepspeedDefault = false;
 };
 
 struct DeepSpeedConfig {
   std::vector<ConfigFlag> flags;
   /// Sizes DeepSpeed counts in elements; zero-opt turns them into MiB once the
   /// precision (the element size) is known.
+  /// Keys the config leaves out take DeepSpeed's defaults
+  /// (deepspeed/runtime/zero/config.py), listed in `defaults` ("key value").
   std::optional<double> reduceBucketElements, maxLiveElements, prefetchElements;
+  std::vector<std::string> defaults;
+  /// zero_optimization.overlap_comm as given; left out, DeepSpeed turns it on at
+  /// stage 3 only (its validator overlap_comm_valid), decided once the stage is.
+  std::optional<bool> overlapComm;
   /// The micro-batch the config asks for (the model's batch must be it).
   std::optional<int64_t> microBatch;
   /// With train_batch_size, the accumulation steps follow from DeepSpeed's batch

@@ -224,6 +224,7 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
           last = j;
     from[i] += bytesOf(out);
     until[last] += bytesOf(out);
+    r.gatheredBuckets.push_back(bytesOf(out));
   }
   int64_t live = 0;
   for (size_t i = 0; i < kernels.size(); ++i) {
@@ -238,6 +239,18 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
   if (r.paddedParameters == 0)
     r.paddedParameters = r.parameters;
   return r;
+}
+
+int64_t zero::ZeroReport::bucketsOverLiveLimit() const {
+  if (liveLimitBytes <= 0)
+    return 0;
+  return llvm::count_if(gatheredBuckets, [&](int64_t b) { return b > liveLimitBytes; });
+}
+
+/// Whether the report has the live-parameter section: stage 3's gathers (stages
+/// 1-2 gather updated slices after the optimizer, under no limit).
+static bool hasLiveLimitSection(const zero::ZeroReport &r) {
+  return r.stage == 3 && !r.gatheredBuckets.empty();
 }
 
 void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
@@ -259,6 +272,21 @@ void zero::printReportTable(const ZeroReport &r, llvm::raw_ostream &os) {
   row("transient_peak", r.transientPeak);
   row("gathered_peak", r.gatheredPeak);
   row("total_peak", r.totalPeak);
+  if (hasLiveLimitSection(r)) {
+    int64_t largest = *llvm::max_element(r.gatheredBuckets);
+    os << "live parameters (--max-live-mb; DeepSpeed's stage3_max_live_parameters)\n";
+    if (r.liveLimitBytes > 0)
+      row("limit", r.liveLimitBytes);
+    else
+      os << llvm::format("  %-20s %14s\n", "limit", "none");
+    row("largest_bucket", largest);
+    os << llvm::format("  %-20s %14lld of %lld gathered buckets", "over_limit",
+                       (long long)r.bucketsOverLiveLimit(),
+                       (long long)r.gatheredBuckets.size());
+    if (r.bucketsOverLiveLimit())
+      os << ": soft limit, each gathered where first read, none prefetched beside it";
+    os << "\n";
+  }
   if (r.hostPeak) {
     os << "host memory (offload)\n";
     if (r.hostParams)
@@ -400,6 +428,12 @@ std::string zero::printReportJson(const ZeroReport &r, llvm::raw_ostream &os) {
   }
   out["step"] = llvm::json::Object{
       {"kernels", r.stepKernels}, {"flops", std::move(flops)}, {"bytes", std::move(bytes)}};
+  if (hasLiveLimitSection(r))
+    out["live_parameters"] = llvm::json::Object{
+        {"limit_bytes", r.liveLimitBytes},
+        {"largest_bucket_bytes", *llvm::max_element(r.gatheredBuckets)},
+        {"gathered_buckets", (int64_t)r.gatheredBuckets.size()},
+        {"buckets_over_limit", r.bucketsOverLiveLimit()}};
   if (r.hostPeak)
     out["host_bytes"] = llvm::json::Object{{"params", r.hostParams},
                                            {"activations", r.hostActivations},

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace zero {
 
@@ -58,6 +59,12 @@ struct ZeroReport {
   /// Gathered parameter buckets alive at once, at most: each from its all-gather
   /// (start) to the last kernel reading its result.
   int64_t gatheredPeak = 0;
+  /// Each all-gather's full bucket, bytes, in step order; and the live-parameter
+  /// limit the schedule placed them under (--max-live-mb; 0: none), which is
+  /// soft: a bucket over it is gathered alone (bucketsOverLiveLimit counts them).
+  std::vector<int64_t> gatheredBuckets;
+  int64_t liveLimitBytes = 0;
+  int64_t bucketsOverLiveLimit() const;
   /// Full-tensor elements per step: an all-gather counts its output, a
   /// reduce-scatter its input; the volume counts an all-reduce twice.
   int64_t allGather = 0, reduceScatter = 0, allReduce = 0;

@@ -24,7 +24,9 @@ def ScheduleCollectivesPass : Pass<"zero-schedule", "mlir::ModuleOp"> {
     - a stage-3 gather (`zero.phase`) starts at most `prefetch-buckets` gathers
       ahead of its use (right after the wait of the gather that many places
       earlier), and later if that would make the gathered buckets alive at once
-      exceed `max-live-mb`.
+      exceed `max-live-mb`. The limit is soft, as DeepSpeed's
+      `stage3_max_live_parameters`: a bucket larger than it is gathered where it
+      is first read, with nothing prefetched beside it.
 
     Before that, neighbouring collectives of one kind (no other collective between
     them) are fused while the fused full tensor stays under `fuse-below-kb`: one
@@ -40,7 +42,8 @@ def ScheduleCollectivesPass : Pass<"zero-schedule", "mlir::ModuleOp"> {
            "How many gathers ahead a stage-3 gather may start; also how many "
            "gradient reductions may be in flight (at least 1).">,
     Option<"maxLiveMb", "max-live-mb", "double", "0.0",
-           "MiB of gathered parameter buckets alive at once (0: no limit).">,
+           "MiB of gathered parameter buckets alive at once, a soft limit: a larger "
+           "bucket is gathered alone (0: no limit).">,
     Option<"fuseBelowKb", "fuse-below-kb", "double", "256.0",
            "Fuse neighbouring collectives while the fused tensor is under this (0: off).">,
     Option<"noOverlap", "no-overlap", "bool", "false",
