@@ -13,16 +13,14 @@ edit would.
 """
 import argparse
 import json
+import os
 import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from zero_testing import fnv1a64  # noqa: E402
 
 CHECKSUM = re.compile(r'"manifest_checksum": "([0-9a-f]{16})"')
-
-
-def fnv1a64(data):
-    h = 0xCBF29CE484222325
-    for b in data:
-        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
 
 
 def stamp(text):

@@ -76,47 +76,6 @@ def torch_reference(model, data, steps, global_batch, lr, wd, eps, precision):
     return losses
 
 
-def layout(initial, source):
-    """How an initializer the exporter folded from parameter value `source` lays it
-    out, found from the exported value: 'same', 'transposed' or 'rows' (the leading
-    elements, as an embedding's position rows)."""
-    if source.shape == initial.shape and np.array_equal(source, initial):
-        return "same"
-    if source.ndim == 2 and source.T.shape == initial.shape and np.array_equal(source.T, initial):
-        return "transposed"
-    if np.array_equal(source.reshape(-1)[:initial.size], initial.reshape(-1)):
-        return "rows"
-    raise SystemExit("cannot tell how the exporter laid out its fold of %s" % source.shape)
-
-
-def expected_value(name, shape, state, folded_from, layouts):
-    """PyTorch's tensor for trained initializer `name`: the parameter of that name,
-    or the part of the one it was folded from, laid out as the fold is."""
-    if name in state:
-        return state[name]
-    source = state[folded_from[name]]
-    how = layouts[name]
-    if how == "same":
-        return source
-    if how == "transposed":
-        return source.T
-    return source.reshape(-1)[:int(np.prod(shape))].reshape(shape)
-
-
-def folded_sources(path, parameters):
-    """Initializers folded from exactly one parameter: name -> the parameter."""
-    m = onnx.load(path, load_external_data=False)
-    out = {}
-    for v in m.graph.value_info:
-        for p in v.metadata_props:
-            if p.key == "pkg.onnxscript.optimizer.folded_from":
-                sources = [s.strip(" '\"") for s in p.value.strip("[]").split(",")]
-                sources = [s for s in sources if s in parameters]
-                if len(sources) == 1:
-                    out[v.name] = sources[0]
-    return out
-
-
 def transposed_sources(path, state, parameters):
     """A TorchScript export records no provenance: its constant folding writes a
     Linear's transposed weight as a new initializer 'onnx::...'. name -> the
@@ -225,9 +184,9 @@ def main():
         folded = transposed_sources(onnx_path, state0,
                                     {k for k, _ in initial.named_parameters()})
     else:
-        folded = folded_sources(onnx_path, parameters)
+        folded = hf_export.folded_sources(onnx_path, parameters)
     exported = {t.name: nh.to_array(t) for t in onnx.load(onnx_path).graph.initializer}
-    layouts = {n: layout(exported[n], state0[src]) for n, src in folded.items()
+    layouts = {n: hf_export.layout(exported[n], state0[src]) for n, src in folded.items()
                if n in exported}
 
     # ONNX's Attention, or the exporters' SDPA decomposition, runs fused: one
@@ -322,7 +281,7 @@ def main():
                     print("initializer %s does not train but changed" % init.name)
                     good = False
                 continue
-            want = expected_value(init.name, got.shape, state, folded, layouts)
+            want = hf_export.expected_value(init.name, got.shape, state, folded, layouts)
             rel = (np.linalg.norm(got.astype(np.float64) - want.astype(np.float64))
                    / max(np.linalg.norm(want.astype(np.float64)), 1e-30))
             worst = max(worst, rel)
@@ -332,7 +291,7 @@ def main():
                 print("weight %s differs from PyTorch's: relative error %.2e" % (init.name, rel))
                 good = False
             # It trained: it moved away from its initial value.
-            start = expected_value(init.name, got.shape, state0, folded, layouts)
+            start = hf_export.expected_value(init.name, got.shape, state0, folded, layouts)
             if np.array_equal(got, start):
                 print("weight %s did not change" % init.name)
                 good = False

@@ -18,6 +18,8 @@
 import argparse
 import sys
 
+import numpy as np
+import onnx
 import torch
 import transformers
 
@@ -51,6 +53,50 @@ def build(name, size="tiny", positions=32, fresh=False, seed=0):
                 p.add_(0.02 * torch.randn_like(p))
     model.train()
     return model
+
+
+# The exporter's optimizer folds some parameters into initializers of their own (a
+# transposed weight, an embedding's position rows), recorded in value_info metadata:
+# the parity checks compare each such initializer with its part of the parameter.
+def layout(initial, source):
+    """How an initializer the exporter folded from parameter value `source` lays it
+    out, found from the exported value: 'same', 'transposed' or 'rows' (the leading
+    elements, as an embedding's position rows)."""
+    if source.shape == initial.shape and np.array_equal(source, initial):
+        return "same"
+    if source.ndim == 2 and source.T.shape == initial.shape and np.array_equal(source.T, initial):
+        return "transposed"
+    if np.array_equal(source.reshape(-1)[:initial.size], initial.reshape(-1)):
+        return "rows"
+    raise SystemExit("cannot tell how the exporter laid out its fold of %s" % source.shape)
+
+
+def expected_value(name, shape, state, folded_from, layouts):
+    """PyTorch's tensor for trained initializer `name`: the parameter of that name,
+    or the part of the one it was folded from, laid out as the fold is."""
+    if name in state:
+        return state[name]
+    source = state[folded_from[name]]
+    how = layouts[name]
+    if how == "same":
+        return source
+    if how == "transposed":
+        return source.T
+    return source.reshape(-1)[:int(np.prod(shape))].reshape(shape)
+
+
+def folded_sources(path, parameters):
+    """Initializers folded from exactly one parameter: name -> the parameter."""
+    m = onnx.load(path, load_external_data=False)
+    out = {}
+    for v in m.graph.value_info:
+        for p in v.metadata_props:
+            if p.key == "pkg.onnxscript.optimizer.folded_from":
+                sources = [s.strip(" '\"") for s in p.value.strip("[]").split(",")]
+                sources = [s for s in sources if s in parameters]
+                if len(sources) == 1:
+                    out[v.name] = sources[0]
+    return out
 
 
 def export(model, path, batch, seq, opset=None, external_data=None):

@@ -77,6 +77,15 @@ def bundle_files(bundle, case, folder, names):
         shutil.copy(os.path.join(folder, name), dest)
 
 
+def fnv1a64(data):
+    """FNV-1a 64, zero-run's checksum of plans, checkpoints and manifests, over
+    bytes (about 7 MB/s in Python)."""
+    h = 0xCBF29CE484222325
+    for b in bytes(data):
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
 def int_list(text):
     """"1,2,4" -> [1, 2, 4] (argparse type)."""
     return [int(v) for v in text.split(",")]
