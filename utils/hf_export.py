@@ -10,6 +10,7 @@
 # tiny: 2 layers, hidden 64, 4 heads (Llama and Qwen2: 2 key/value heads),
 # vocabulary 256, dropout 0. small: GPT-2 small as Hugging Face defines it (124M
 # parameters, vocabulary 50257, 1024 positions), written with external data.
+# cpu: GPT-2 with 6 layers, hidden 512, 8 heads, vocabulary 16384 (utils/bench-engines.py).
 #
 # Unless --fresh, every weight is perturbed (normal, std 0.02), as a trained
 # checkpoint's are: the exporter's optimizer merges initializers with equal values
@@ -33,6 +34,16 @@ def build(name, size="tiny", positions=32, fresh=False, seed=0):
             raise SystemExit("--size small is GPT-2 small only")
         cfg = transformers.GPT2Config(use_cache=False, resid_pdrop=0.0, embd_pdrop=0.0,
                                       attn_pdrop=0.0)
+        model = transformers.GPT2LMHeadModel(cfg)
+    elif size == "cpu":
+        # A GPT-2 of a realistic size for 2 CPU cores (27.4M parameters):
+        # utils/bench-engines.py's model.
+        if name != "gpt2":
+            raise SystemExit("--size cpu is GPT-2 only")
+        cfg = transformers.GPT2Config(n_layer=6, n_embd=512, n_head=8, n_positions=positions,
+                                      vocab_size=16384, bos_token_id=0, eos_token_id=0,
+                                      use_cache=False, resid_pdrop=0.0,
+                                      embd_pdrop=0.0, attn_pdrop=0.0)
         model = transformers.GPT2LMHeadModel(cfg)
     elif name == "gpt2":
         cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=positions,
@@ -142,7 +153,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("out")
     p.add_argument("--model", choices=["gpt2", "llama", "qwen2"], required=True)
-    p.add_argument("--size", choices=["tiny", "small"], default="tiny")
+    p.add_argument("--size", choices=["tiny", "cpu", "small"], default="tiny")
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--seq", type=int, default=16)
     p.add_argument("--opset", type=int)
