@@ -66,7 +66,7 @@ import hf_export  # noqa: E402
 import zero_models  # noqa: E402
 import zero_testing  # noqa: E402
 
-VOCAB, SEQ, HIDDEN, HEADS, LAYERS = 64, 16, 32, 4, 2
+VOCAB, SEQ, HEADS, LAYERS = 64, 16, 4, 2
 LR = 3e-3
 
 # DeepSpeed's schedulers zero-opt reads, each with its own parameters.
@@ -87,13 +87,46 @@ def extensions_dir():
     return os.path.realpath(sys.prefix) + "-torch-extensions"
 
 
-def deepspeed_config(a, stage):
+def deepspeed_accepts(key):
+    """Whether DeepSpeed's ZeRO config (pydantic, extra keys forbidden) takes `key`."""
+    from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
+    return any(key in (name, field.alias)
+               for name, field in DeepSpeedZeroConfig.model_fields.items())
+
+
+def tutorial_sections(a):
+    """--tutorial-config's zero_optimization as zero-opt reads it (the file's own),
+    and as DeepSpeed 0.19.8 takes it: the tutorial's `cpu_offload_params` (DeepSpeed
+    now spells it `cpu_offload_param`) becomes offload_param to the CPU, and a key
+    DeepSpeed refuses (the misspelled `stage3_param_persitance_threshold`) is left
+    out, said here; zero-opt warns about it and takes the default, as DeepSpeed's
+    default is what a run without the key gets."""
+    zero = json.load(open(a.tutorial_config))["zero_optimization"]
+    ds = {}
+    for key, value in zero.items():
+        if key == "cpu_offload_params":
+            if value:
+                ds["offload_param"] = {"device": "cpu"}
+        elif deepspeed_accepts(key):
+            ds[key] = value
+        else:
+            print("%s: DeepSpeed refuses zero_optimization.%s; it is left out of "
+                  "DeepSpeed's copy" % (a.tutorial_config, key))
+    return zero, ds
+
+
+def deepspeed_config(a, stage, zero_section=None):
+    """The config of one case; `zero_section` replaces its zero_optimization."""
     cfg = {
         "train_micro_batch_size_per_gpu": a.batch,
         "gradient_accumulation_steps": a.grad_accum,
         "steps_per_print": 1000000,
+        # eps 1e-6, not 1e-8: the key projection's bias has a gradient of zero in
+        # exact arithmetic (softmax ignores a shift shared by a row of scores), and
+        # Adam would scale its rounding noise, which differs between any two
+        # implementations, to full-size steps (as utils/hf-parity.py says).
         "optimizer": {"type": "AdamW",
-                      "params": {"lr": LR, "betas": [0.9, 0.999], "eps": 1e-8,
+                      "params": {"lr": LR, "betas": [0.9, 0.999], "eps": 1e-6,
                                  "weight_decay": 0.01, "torch_adam": True}},
         "zero_optimization": {
             "stage": stage,
@@ -106,12 +139,17 @@ def deepspeed_config(a, stage):
             "overlap_comm": True,
         },
     }
+    if zero_section is not None:
+        cfg["zero_optimization"] = dict(zero_section)
     if a.clip > 0:
         cfg["gradient_clipping"] = a.clip
+    z = cfg["zero_optimization"]
+    if "offload_optimizer" in z or z.get("cpu_offload"):
+        del cfg["optimizer"]["params"]["torch_adam"]  # DeepSpeed's CPU Adam, as below
     if a.offload_optimizer:
         # DeepSpeed's own CPU Adam (its cpu_adam op), not torch's.
         cfg["zero_optimization"]["offload_optimizer"] = {"device": "cpu"}
-        del cfg["optimizer"]["params"]["torch_adam"]
+        cfg["optimizer"]["params"].pop("torch_adam", None)
     if a.precision == "bf16":
         cfg["bf16"] = {"enabled": True}
     if SCHEDULERS[a.scheduler]:
@@ -123,7 +161,7 @@ def build_model(a):
     if a.model == "hf-llama":
         return hf_export.build("llama", positions=2 * SEQ)
     torch.manual_seed(0)
-    return zero_models.build(a.model, layers=LAYERS, hidden=HIDDEN, heads=HEADS,
+    return zero_models.build(a.model, layers=LAYERS, hidden=a.hidden, heads=HEADS,
                              vocab=VOCAB, seq=SEQ)
 
 
@@ -266,7 +304,7 @@ def prebuild_deepspeed_ops(a):
     all-reduce; cpu_adam for optimizer offload): once, here, rather than in each
     rank at once."""
     from deepspeed.accelerator import get_accelerator
-    names = ["ShareMemCommBuilder"] + (["CPUAdamBuilder"] if a.offload_optimizer else [])
+    names = ["ShareMemCommBuilder"] + (["CPUAdamBuilder"] if a.cpu_adam else [])
     for name in names:
         builder = get_accelerator().create_op_builder(name)
         if builder is None:
@@ -278,8 +316,11 @@ def prebuild_deepspeed_ops(a):
 
 def run_zero(a, work, onnx_path, data_path):
     plan = os.path.join(work, "step.zplan")
+    config = os.path.join(work, "zero_config.json")
+    if not os.path.exists(config):
+        config = os.path.join(work, "ds_config.json")
     subprocess.run([os.path.join(a.bin, "zero-opt"), onnx_path, "--deepspeed",
-                    os.path.join(work, "ds_config.json"), "--world-size=%d" % a.world_size,
+                    config, "--world-size=%d" % a.world_size,
                     "-o", plan], check=True, stderr=subprocess.DEVNULL)
     log = os.path.join(work, "zero-run.json")
     trained = os.path.join(work, "trained.onnx")
@@ -408,6 +449,10 @@ def main():
     p.add_argument("--grad-accum", type=int, default=2)
     p.add_argument("--clip", type=float, default=0.05)
     p.add_argument("--scheduler", choices=sorted(SCHEDULERS), default="WarmupDecayLR")
+    p.add_argument("--hidden", type=int, default=32, help="the model's width")
+    p.add_argument("--tutorial-config",
+                   help="a DeepSpeed config (../shared/deepspeed's): its zero_optimization "
+                        "section, and its stage, replace the driver's")
     p.add_argument("--offload-optimizer", action="store_true",
                    help="offload_optimizer to the CPU (DeepSpeed: its cpu_adam op)")
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
@@ -451,12 +496,25 @@ def main():
         parameters = trainable
 
     cases = []
+    if a.tutorial_config:
+        zero, ds = tutorial_sections(a)
+        a.stages = [int(zero.get("stage", 0))]
     for stage in a.stages:
         work = os.path.join(a.work, "stage%d" % stage)
         os.makedirs(work, exist_ok=True)
-        with open(os.path.join(work, "ds_config.json"), "w") as f:
-            json.dump(deepspeed_config(a, stage), f, indent=2)
+        if a.tutorial_config:
+            # zero-opt reads the tutorial's own section; DeepSpeed its copy.
+            with open(os.path.join(work, "zero_config.json"), "w") as f:
+                json.dump(deepspeed_config(a, stage, zero), f, indent=2)
+            with open(os.path.join(work, "ds_config.json"), "w") as f:
+                json.dump(deepspeed_config(a, stage, ds), f, indent=2)
+        else:
+            with open(os.path.join(work, "ds_config.json"), "w") as f:
+                json.dump(deepspeed_config(a, stage), f, indent=2)
         cases.append((stage, work))
+    # Without torch_adam (optimizer offload), DeepSpeed runs its own CPU Adam.
+    a.cpu_adam = any("torch_adam" not in json.load(open(os.path.join(w, "ds_config.json")))
+                     ["optimizer"]["params"] for _, w in cases)
     if a.engine == "deepspeed":
         prebuild_deepspeed_ops(a)
     run_reference(a, cases)
