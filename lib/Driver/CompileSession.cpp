@@ -194,8 +194,8 @@ SmallVector<int64_t> shardGroupCandidates(const zero::MachineModel &m) {
 /// Compiles clones of the module for bucket sizes and prefetch depths (those not
 /// given as flags) and predicts each one's step, flat and, estimated from that
 /// plan, with each shard group size (shardGroupCandidates; predictStep's
-/// asShardGroupSize); keeps the fastest whose gathered buckets fit --max-live-mb (the fastest
-/// of all when none does: the limit is soft).
+/// asShardGroupSize); keeps the fastest whose gathered buckets fit --max-live-mb
+/// (the fastest of all when none does: the limit is soft).
 /// Estimating instead of compiling each group size keeps a model of GPT-3's size
 /// to one compilation per bucket candidate.
 LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,

@@ -583,7 +583,8 @@ bool Reader::zero(const json::Object &o) {
       if (*v)
         flag(flagName, "true", name);
   }
-  out.overlapComm = boolean(o, "overlap_comm", "zero_optimization.overlap_comm", "--no-overlap");
+  out.overlapComm =
+      boolean(o, "overlap_comm", "zero_optimization.overlap_comm", "--no-overlap");
   // Offload is --offload-optimizer and --offload-param, to cpu or nvme.
   if (auto v = boolean(o, "cpu_offload_params", "zero_optimization.cpu_offload_params",
                        "--offload-param=cpu"))

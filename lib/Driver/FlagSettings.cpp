@@ -247,8 +247,8 @@ bool zero::applyDeepSpeedConfig(std::optional<int64_t> &microBatch) {
     defaults.push_back(std::string("zero_optimization.overlap_comm ") +
                        (overlap ? "true" : "false") + " (at stage " +
                        std::to_string((int64_t)zeroStage) + ")");
-  if (!overlap && !applyConfigFlag("no-overlap", "true", "zero_optimization.overlap_comm", "",
-                                   !cfg.overlapComm))
+  if (!overlap && !applyConfigFlag("no-overlap", "true", "zero_optimization.overlap_comm",
+                                   "", !cfg.overlapComm))
     return false;
   if (!defaults.empty()) {
     llvm::errs() << "zero-opt: note: " << deepspeedConfig
