@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,15 +39,16 @@ import time
 
 os.environ["OMP_NUM_THREADS"] = "1"
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
-os.environ["DS_ACCELERATOR"] = "cpu"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zero_testing  # noqa: E402
+
+zero_testing.use_deepspeed_cpu()
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf_export  # noqa: E402
 import zero_models  # noqa: E402
-import zero_testing  # noqa: E402
 
 SEQ, VOCAB_USED = 128, 16384
 
@@ -73,8 +73,7 @@ def batches(data, rank, a):
 
 def rank_main(rank, a, port, engine, cfg, out):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                      LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_SIZE="2",
-                      TORCH_EXTENSIONS_DIR=os.path.realpath(sys.prefix) + "-torch-extensions")
+                      LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_SIZE="2")
     torch.set_num_threads(1)
     import torch.distributed as dist
     data = torch.from_numpy(np.fromfile(os.path.join(a.work, "tokens.u16"),
@@ -126,11 +125,9 @@ def rank_main(rank, a, port, engine, cfg, out):
 
 def run_python_engine(a, engine, cfg):
     import torch.multiprocessing as mp
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     out = os.path.join(a.work, "result.json")
-    mp.spawn(rank_main, args=(a, port, engine, cfg, out), nprocs=2, join=True)
+    mp.spawn(rank_main, args=(a, zero_testing.free_port(), engine, cfg, out), nprocs=2,
+             join=True)
     ranks = json.load(open(out))
     ms = statistics.median(max(r["ms"][i] for r in ranks)
                            for i in range(a.warmup, a.warmup + a.steps))

@@ -52,7 +52,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 
@@ -79,12 +78,6 @@ SCHEDULERS = {
     "WarmupCosineLR": {"warmup_num_steps": 4, "warmup_type": "log", "total_num_steps": 16,
                        "warmup_min_ratio": 0.1, "cos_min_ratio": 0.05},
 }
-
-
-def extensions_dir():
-    """Where DeepSpeed's JIT-built ops are kept: beside the Python environment
-    (~/.cache/zero-opt/venv-HASH), so a new environment builds them anew."""
-    return os.path.realpath(sys.prefix) + "-torch-extensions"
 
 
 def deepspeed_accepts(key):
@@ -293,10 +286,8 @@ def run_reference(a, cases):
     """Every case's reference run in one set of rank processes (the engines start
     once: DeepSpeed's start costs seconds per process)."""
     import torch.multiprocessing as mp
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(rank_main, args=(a, port, cases), nprocs=a.world_size, join=True)
+    mp.spawn(rank_main, args=(a, zero_testing.free_port(), cases), nprocs=a.world_size,
+             join=True)
 
 
 def prebuild_deepspeed_ops(a):
@@ -469,8 +460,7 @@ def main():
         p.error("--engine fsdp2 compares stages 2 (reshard_after_forward off) and 3 (on)")
     a.work = os.path.abspath(a.work)
     os.makedirs(a.work, exist_ok=True)
-    os.environ["DS_ACCELERATOR"] = "cpu"
-    os.environ["TORCH_EXTENSIONS_DIR"] = extensions_dir()
+    zero_testing.use_deepspeed_cpu()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
     rng = np.random.RandomState(1)

@@ -5,7 +5,9 @@
 import os
 import re
 import shutil
+import socket
 import subprocess
+import sys
 
 import onnx
 from onnx import numpy_helper
@@ -75,6 +77,22 @@ def bundle_files(bundle, case, folder, names):
     os.makedirs(dest, exist_ok=True)
     for name in names:
         shutil.copy(os.path.join(folder, name), dest)
+
+
+def free_port():
+    """A loopback TCP port nobody listens at now (MASTER_PORT for rank processes)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def use_deepspeed_cpu():
+    """DeepSpeed on its CPU accelerator, its JIT-built ops (shared-memory all-reduce,
+    cpu_adam) kept beside the Python environment (~/.cache/zero-opt/venv-HASH-
+    torch-extensions), as the environment is kept: a new environment builds them
+    anew, a build folder does not. Set before deepspeed is imported."""
+    os.environ["DS_ACCELERATOR"] = "cpu"
+    os.environ["TORCH_EXTENSIONS_DIR"] = os.path.realpath(sys.prefix) + "-torch-extensions"
 
 
 def fnv1a64(data):

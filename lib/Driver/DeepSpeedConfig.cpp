@@ -298,7 +298,7 @@ struct Reader {
   /// DeepSpeed's default for zero_optimization.`key`, which the config leaves
   /// out: recorded for the note that lists them.
   double deepspeedDefault(const char *key, double value) {
-    out.defaults.push_back(std::string("zero_optimization.") + key + " " + text(value));
+    out.defaults.push_back({std::string("zero_optimization.") + key, text(value)});
     return value;
   }
   void flag(const char *f, const std::string &value, const std::string &key) {
@@ -555,7 +555,6 @@ bool Reader::zero(const json::Object &o) {
     double v = deepspeedDefault("stage3_param_persistence_threshold", 1e5);
     flag("persistence-threshold", integer(v),
          "zero_optimization.stage3_param_persistence_threshold");
-    out.flags.back().deepspeedDefault = true;
   }
   // Groups of ranks: MiCS shards within groups and replicates across them; ZeRO++'s
   // hpZ keeps a secondary partition of the gathered parameters per group. Each

@@ -8,7 +8,6 @@
 #include "zero/Driver/DeepSpeedConfig.h"
 #include "zero/Driver/ZeroOptFlags.h"
 
-#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -237,24 +236,24 @@ bool zero::applyDeepSpeedConfig(std::optional<int64_t> &microBatch) {
   }
   zero::DeepSpeedConfig *config = &cfg;
   for (const zero::ConfigFlag &f : config->flags)
-    if (!applyConfigFlag(f.flag, f.value, f.key, config->batchRule, f.deepspeedDefault))
+    if (!applyConfigFlag(f.flag, f.value, f.key, config->batchRule, cfg.isDefault(f.key)))
       return false;
   // overlap_comm left out is on at stage 3 only (DeepSpeed's validator
   // overlap_comm_valid), whichever stage the config or the command line chose.
-  std::vector<std::string> defaults = cfg.defaults;
   bool overlap = cfg.overlapComm.value_or(zeroStage == 3);
   if (!cfg.overlapComm)
-    defaults.push_back(std::string("zero_optimization.overlap_comm ") +
-                       (overlap ? "true" : "false") + " (at stage " +
-                       std::to_string((int64_t)zeroStage) + ")");
+    cfg.defaults.push_back({"zero_optimization.overlap_comm",
+                            std::string(overlap ? "true" : "false") + " (at stage " +
+                                std::to_string((int64_t)zeroStage) + ")"});
   if (!overlap && !applyConfigFlag("no-overlap", "true", "zero_optimization.overlap_comm",
                                    "", !cfg.overlapComm))
     return false;
-  if (!defaults.empty()) {
+  if (!cfg.defaults.empty()) {
     llvm::errs() << "zero-opt: note: " << deepspeedConfig
                  << ": keys it leaves out take DeepSpeed's defaults:";
-    for (size_t i = 0; i < defaults.size(); ++i)
-      llvm::errs() << (i ? ", " : " ") << defaults[i];
+    for (size_t i = 0; i < cfg.defaults.size(); ++i)
+      llvm::errs() << (i ? ", " : " ") << cfg.defaults[i].key << " "
+                   << cfg.defaults[i].value;
     llvm::errs() << "\n";
   }
   // DeepSpeed counts bucket sizes in elements; zero-opt's flags are MiB of the
@@ -265,21 +264,15 @@ bool zero::applyDeepSpeedConfig(std::optional<int64_t> &microBatch) {
     std::snprintf(buf, sizeof buf, "%.17g", elements * bytes / (1024.0 * 1024.0));
     return std::string(buf);
   };
-  auto defaulted = [&](const char *key) {
-    std::string prefix = std::string("zero_optimization.") + key + " ";
-    return llvm::any_of(cfg.defaults, [&](const std::string &d) {
-      return StringRef(d).starts_with(prefix);
-    });
-  };
   if (config->reduceBucketElements &&
       !applyConfigFlag("bucket-size-mb", mib(*config->reduceBucketElements),
                        "zero_optimization.reduce_bucket_size", "",
-                       defaulted("reduce_bucket_size")))
+                       cfg.isDefault("zero_optimization.reduce_bucket_size")))
     return false;
   if (config->maxLiveElements &&
       !applyConfigFlag("max-live-mb", mib(*config->maxLiveElements),
                        "zero_optimization.stage3_max_live_parameters", "",
-                       defaulted("stage3_max_live_parameters")))
+                       cfg.isDefault("zero_optimization.stage3_max_live_parameters")))
     return false;
   if (config->prefetchElements) {
     // zero-opt prefetches whole buckets: as many as hold the elements asked for.
@@ -288,7 +281,7 @@ bool zero::applyDeepSpeedConfig(std::optional<int64_t> &microBatch) {
         1, (int64_t)std::ceil(*config->prefetchElements / bucketElements));
     if (!applyConfigFlag("prefetch-buckets", std::to_string(buckets),
                          "zero_optimization.stage3_prefetch_bucket_size", "",
-                         defaulted("stage3_prefetch_bucket_size")))
+                         cfg.isDefault("zero_optimization.stage3_prefetch_bucket_size")))
       return false;
   }
   microBatch = config->microBatch;

@@ -26,9 +26,6 @@ struct ConfigFlag {
   std::string flag;  // without dashes: "lr"
   std::string value; // as it would be written on the command line
   std::string key;   // "optimizer.params.lr"
-  /// The config leaves the key out and this is DeepSpeed's default for it: a
-  /// command-line flag then wins without a note.
-  bool deepspeedDefault = false;
 };
 
 struct DeepSpeedConfig {
@@ -36,9 +33,20 @@ struct DeepSpeedConfig {
   /// Sizes DeepSpeed counts in elements; zero-opt turns them into MiB once the
   /// precision (the element size) is known.
   /// Keys the config leaves out take DeepSpeed's defaults
-  /// (deepspeed/runtime/zero/config.py), listed in `defaults` ("key value").
+  /// (deepspeed/runtime/zero/config.py), listed in `defaults`: a command-line
+  /// flag wins over one of them without a note.
   std::optional<double> reduceBucketElements, maxLiveElements, prefetchElements;
-  std::vector<std::string> defaults;
+  struct Default {
+    std::string key;   // "zero_optimization.reduce_bucket_size"
+    std::string value; // "500000000"
+  };
+  std::vector<Default> defaults;
+  bool isDefault(const std::string &key) const {
+    for (const Default &d : defaults)
+      if (d.key == key)
+        return true;
+    return false;
+  }
   /// zero_optimization.overlap_comm as given; left out, DeepSpeed turns it on at
   /// stage 3 only (its validator overlap_comm_valid), decided once the stage is.
   std::optional<bool> overlapComm;
