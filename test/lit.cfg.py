@@ -17,6 +17,15 @@ config.test_exec_root = os.path.join(config.zero_obj_root, "test")
 config.substitutions.append(
     ("%python", os.path.join(config.zero_obj_root, "python-env", "bin", "python")))
 llvm_config.use_default_substitutions()
+# %mlir_opt_zero: upstream mlir-opt (Debian's mlir-opt-22) with the project's
+# dialects and passes loaded from ZeroPlugin.so (lib/Plugin), as MLIR's
+# examples/standalone tests its plugin. A plugin's passes are registered after the
+# command line is parsed, so tests name them in --pass-pipeline, not as flags.
+_plugin = os.path.join(config.zero_obj_root, "lib", "ZeroPlugin.so")
+config.substitutions.append(("%zero_plugin", _plugin))
+config.substitutions.append(
+    ("%mlir_opt_zero", "%s --load-dialect-plugin=%s --load-pass-plugin=%s"
+     % (os.path.join(config.llvm_tools_dir, "mlir-opt"), _plugin, _plugin)))
 config.substitutions.append(("%utils", os.path.join(config.zero_src_root, "utils")))
 config.substitutions.append(("%zero_include", os.path.join(config.zero_src_root, "include")))
 # Where the build writes generated .td files (the plan dialect's enums).

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --convert-compute-to-plan --split-input-file | FileCheck %s
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(convert-compute-to-plan)' --split-input-file | FileCheck %s
 
 // Parameters, inputs and constants are placed first and live for the whole step;
 // temporaries follow, and a dead temporary's bytes are reused (64-byte aligned).

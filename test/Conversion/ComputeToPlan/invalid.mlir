@@ -1,4 +1,4 @@
-// RUN: not zero-opt %s --convert-compute-to-plan --split-input-file 2>&1 | FileCheck %s
+// RUN: not %mlir_opt_zero %s --pass-pipeline='builtin.module(convert-compute-to-plan)' --split-input-file 2>&1 | FileCheck %s
 
 // CHECK: error: no func.func @main to lower
 func.func @other(%x: tensor<4xf32>) -> tensor<4xf32> {

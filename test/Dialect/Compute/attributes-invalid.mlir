@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --split-input-file --verify-diagnostics
+// RUN: %mlir_opt_zero %s --split-input-file --verify-diagnostics
 // The compute.* attributes that passes hand each other are declared in one table
 // (lib/Dialect/Compute/IR/ComputeAttributes.cpp) and verified: a malformed one is an
 // error where it is.

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --canonicalize --split-input-file | FileCheck %s
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(canonicalize)' --split-input-file | FileCheck %s
 
 // A transpose that undoes another one folds away, and so does an identity one.
 // CHECK-LABEL: func.func @double_transpose

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --split-input-file --verify-diagnostics
+// RUN: %mlir_opt_zero %s --split-input-file --verify-diagnostics
 
 func.func @matmul_inside(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %r = compute.fused ins(%x : tensor<4x4xf32>) -> tensor<4x4xf32> {

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --split-input-file --verify-diagnostics
+// RUN: %mlir_opt_zero %s --split-input-file --verify-diagnostics
 
 func.func @bad_broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) {
   // expected-error@+1 {{operand shapes do not broadcast together}}

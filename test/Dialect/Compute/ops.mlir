@@ -1,6 +1,6 @@
-// RUN: zero-opt %s | FileCheck %s
+// RUN: %mlir_opt_zero %s | FileCheck %s
 // Round trip: printing and parsing again gives the same IR.
-// RUN: zero-opt %s | zero-opt | FileCheck %s
+// RUN: %mlir_opt_zero %s | %mlir_opt_zero | FileCheck %s
 
 // Elementwise ops broadcast like numpy; unary ops keep the operand type.
 // CHECK-LABEL: func.func @elementwise

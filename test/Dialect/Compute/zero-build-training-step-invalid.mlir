@@ -1,7 +1,7 @@
-// RUN: not zero-opt %s --split-input-file --zero-build-training-step 2>&1 | FileCheck %s
-// RUN: not zero-opt %s --split-input-file --zero-build-training-step="loss=nope" 2>&1 | FileCheck %s --check-prefix=NAME
-// RUN: not zero-opt %s --split-input-file --zero-build-training-step="freeze=(" 2>&1 | FileCheck %s --check-prefix=REGEX
-// RUN: not zero-opt %s --split-input-file --zero-build-training-step="optimizer=lion" 2>&1 | FileCheck %s --check-prefix=OPT
+// RUN: not %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step)' --split-input-file 2>&1 | FileCheck %s
+// RUN: not %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step{loss=nope})' --split-input-file 2>&1 | FileCheck %s --check-prefix=NAME
+// RUN: not %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step{freeze=(})' --split-input-file 2>&1 | FileCheck %s --check-prefix=REGEX
+// RUN: not %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step{optimizer=lion})' --split-input-file 2>&1 | FileCheck %s --check-prefix=OPT
 
 // CHECK: error: the model has 2 scalar float outputs (a, b); name the loss with --loss NAME
 // NAME: error: --loss names 'nope', which is not an output

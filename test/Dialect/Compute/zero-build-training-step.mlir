@@ -1,7 +1,7 @@
-// RUN: zero-opt %s --split-input-file --zero-build-training-step | FileCheck %s
-// RUN: zero-opt %s --split-input-file --zero-build-training-step="optimizer=sgd momentum=0.9 lr=0.1" | FileCheck %s --check-prefix=SGD
-// RUN: zero-opt %s --split-input-file --zero-build-training-step="gradients-only=true" | FileCheck %s --check-prefix=GRAD
-// RUN: zero-opt %s --split-input-file --zero-build-training-step="freeze=^b" | FileCheck %s --check-prefix=FREEZE
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step)' --split-input-file | FileCheck %s
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step{optimizer=sgd momentum=0.9 lr=0.1})' --split-input-file | FileCheck %s --check-prefix=SGD
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step{gradients-only=true})' --split-input-file | FileCheck %s --check-prefix=GRAD
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step{freeze=^b})' --split-input-file | FileCheck %s --check-prefix=FREEZE
 
 // A linear layer with a mean-square loss: the state arguments, the gradient ops,
 // and the updates that replace the parameters and state.

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --split-input-file --zero-fuse-attention | FileCheck %s
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-fuse-attention)' --split-input-file | FileCheck %s
 
 // The project's GPT: the key transposed for the scores' product, a scale, the
 // causal mask as an additive constant, softmax, the values' product: one

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --split-input-file --zero-fuse-classifier | FileCheck %s
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-fuse-classifier)' --split-input-file | FileCheck %s
 
 // The loss and the gradient of its log-probabilities become one op where the
 // loss was; the seed's ops (made after the forward, reading nothing of it) move

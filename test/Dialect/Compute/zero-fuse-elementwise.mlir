@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --split-input-file --zero-fuse-elementwise | FileCheck %s
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-fuse-elementwise)' --split-input-file | FileCheck %s
 
 // GELU after a bias add: one chain, the bias broadcast as an input, the scalar
 // constants as immediates inside the body; the matmul stays outside.

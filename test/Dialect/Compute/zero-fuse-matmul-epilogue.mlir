@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --split-input-file --zero-fuse-matmul-epilogue | FileCheck %s
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-fuse-matmul-epilogue)' --split-input-file | FileCheck %s
 
 // A linear layer's bias, then the residual added after it: one product that
 // starts from them, where the last add was.

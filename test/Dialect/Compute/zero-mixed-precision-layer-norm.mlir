@@ -1,5 +1,5 @@
-// RUN: zero-opt %s --zero-autocast="precision=bf16" | FileCheck %s --check-prefix=CAST
-// RUN: zero-opt %s --zero-autocast="precision=bf16" --zero-build-training-step --canonicalize --cse | FileCheck %s --check-prefix=STEP
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-autocast{precision=bf16})' | FileCheck %s --check-prefix=CAST
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-autocast{precision=bf16},zero-build-training-step,canonicalize,cse)' | FileCheck %s --check-prefix=STEP
 
 // Autocast: a layer norm that only matrix products read (which take bf16
 // operands) runs on its bf16 input, scale and bias and gives a bf16 result, its

@@ -1,8 +1,8 @@
-// RUN: zero-opt %s --zero-autocast="precision=bf16" | FileCheck %s --check-prefix=CAST
-// RUN: zero-opt %s --zero-autocast="precision=fp16" --zero-build-training-step --canonicalize --cse | FileCheck %s --check-prefix=STEP
-// RUN: zero-opt %s --zero-autocast="precision=bf16" --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" --canonicalize | FileCheck %s --check-prefix=S2
-// RUN: zero-opt %s --zero-autocast="precision=bf16" --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize | FileCheck %s --check-prefix=S3
-// RUN: zero-opt %s --zero-autocast="precision=bf16" --zero-build-training-step --canonicalize --cse --zero-shard="stage=1 world-size=4 bucket-size-mb=0.0001 reduce-dtype=fp32" --canonicalize | FileCheck %s --check-prefix=F32RED
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-autocast{precision=bf16})' | FileCheck %s --check-prefix=CAST
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-autocast{precision=fp16},zero-build-training-step,canonicalize,cse)' | FileCheck %s --check-prefix=STEP
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-autocast{precision=bf16},zero-build-training-step,canonicalize,cse,zero-shard{stage=2 world-size=4 bucket-size-mb=0.0001},canonicalize)' | FileCheck %s --check-prefix=S2
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-autocast{precision=bf16},zero-build-training-step,canonicalize,cse,zero-shard{stage=3 world-size=4 bucket-size-mb=0.0001},canonicalize)' | FileCheck %s --check-prefix=S3
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-autocast{precision=bf16},zero-build-training-step,canonicalize,cse,zero-shard{stage=1 world-size=4 bucket-size-mb=0.0001 reduce-dtype=fp32},canonicalize)' | FileCheck %s --check-prefix=F32RED
 
 // Autocast: trainable parameters become bf16; matmuls take and give bf16; the
 // scalar constant takes the tensor's type instead of widening it; layer_norm

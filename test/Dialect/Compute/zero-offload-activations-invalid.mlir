@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --zero-offload-activations --verify-diagnostics
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-offload-activations)' --verify-diagnostics
 
 // A step whose backward reads nothing from forward (here: no backward at all).
 // expected-error@+1 {{activation offload: the step's backward reads no activation from its forward}}

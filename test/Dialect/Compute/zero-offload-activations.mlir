@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-offload-activations | FileCheck %s
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-offload-activations)' | FileCheck %s
 
 // The activations backward reads from forward go to the host once made and come
 // back before their first backward reader; forward readers keep the device value.

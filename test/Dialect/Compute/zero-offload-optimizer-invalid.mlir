@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --zero-offload-optimizer --verify-diagnostics
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-offload-optimizer)' --verify-diagnostics
 
 // Nothing to offload: a step without an optimizer update.
 // expected-error@+1 {{optimizer offload: the step has no optimizer update (adamw or sgd) to run on the host}}

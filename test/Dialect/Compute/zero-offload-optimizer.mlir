@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --zero-autocast="precision=bf16" --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=2 bucket-size-mb=0.0001" --canonicalize --zero-schedule --zero-offload-optimizer | FileCheck %s
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-autocast{precision=bf16},zero-build-training-step,canonicalize,cse,zero-shard{stage=2 world-size=2 bucket-size-mb=0.0001},canonicalize,zero-schedule,zero-offload-optimizer)' | FileCheck %s
 
 // ZeRO-Offload (mixed precision, stage 2, two buckets): the f32 masters and the
 // AdamW state become host arguments; the step count and the loss scale, which the

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --split-input-file --zero-recompose-gelu | FileCheck %s
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-recompose-gelu)' --split-input-file | FileCheck %s
 
 // The chain PyTorch exports for gelu, x * (erf(x / sqrt 2) + 1) * 0.5, is one
 // compute.gelu (its gradient rule: zero-build-training-step.mlir).

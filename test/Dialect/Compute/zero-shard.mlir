@@ -1,8 +1,8 @@
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=0 world-size=4 bucket-size-mb=0.0001" | FileCheck %s --check-prefix=S0
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=1 world-size=4 bucket-size-mb=0.0001" | FileCheck %s --check-prefix=S1
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" | FileCheck %s --check-prefix=S2
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" | FileCheck %s --check-prefix=S3
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001 persistence-threshold=10" | FileCheck %s --check-prefix=PERSIST
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=0 world-size=4 bucket-size-mb=0.0001})' | FileCheck %s --check-prefix=S0
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=1 world-size=4 bucket-size-mb=0.0001})' | FileCheck %s --check-prefix=S1
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=2 world-size=4 bucket-size-mb=0.0001})' | FileCheck %s --check-prefix=S2
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=3 world-size=4 bucket-size-mb=0.0001})' | FileCheck %s --check-prefix=S3
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=3 world-size=4 bucket-size-mb=0.0001 persistence-threshold=10})' | FileCheck %s --check-prefix=PERSIST
 
 // A tied embedding (emb is gathered from and multiplied by), 56 parameters. With
 // 104-byte buckets, first-use order gives three buckets: emb (21 elements, padded

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --split-input-file --verify-diagnostics
+// RUN: %mlir_opt_zero %s --split-input-file --verify-diagnostics
 
 plan.program @main attributes {arena_bytes = 32 : i64, world_size = 1 : i64} {
   // expected-error@+1 {{bytes [16, 48) lie outside the arena of 32 bytes}}

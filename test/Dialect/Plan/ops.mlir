@@ -1,6 +1,6 @@
-// RUN: zero-opt %s | FileCheck %s
+// RUN: %mlir_opt_zero %s | FileCheck %s
 // Round trip: printing and parsing again gives the same IR.
-// RUN: zero-opt %s | zero-opt | FileCheck %s
+// RUN: %mlir_opt_zero %s | %mlir_opt_zero | FileCheck %s
 
 // Every buffer role, a kernel with attributes, named outputs.
 // CHECK-LABEL: plan.program @main

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --split-input-file --verify-diagnostics
+// RUN: %mlir_opt_zero %s --split-input-file --verify-diagnostics
 
 shard.grid @zero(shape = 4)
 

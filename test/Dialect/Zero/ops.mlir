@@ -1,5 +1,5 @@
-// RUN: zero-opt %s | FileCheck %s
-// RUN: zero-opt %s | zero-opt | FileCheck %s
+// RUN: %mlir_opt_zero %s | FileCheck %s
+// RUN: %mlir_opt_zero %s | %mlir_opt_zero | FileCheck %s
 
 shard.grid @zero(shape = 4)
 shard.grid @mesh(shape = 2x2)

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --zero-offload-nvme="optimizer=true" --verify-diagnostics
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-offload-nvme{optimizer=true})' --verify-diagnostics
 
 // Nothing in host memory to move: NVMe offload follows the host offload passes.
 // expected-error@+1 {{NVMe offload: the step holds no optimizer state in host memory to move (it follows --offload-param=cpu or --offload-optimizer=cpu)}}

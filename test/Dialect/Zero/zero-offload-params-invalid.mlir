@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --zero-offload-params --verify-diagnostics
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-offload-params)' --verify-diagnostics
 
 // Nothing to offload: a step that gathers no parameter slice (stages 0-2, or every
 // parameter under the persistence threshold).

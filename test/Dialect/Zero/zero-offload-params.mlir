@@ -1,5 +1,5 @@
-// RUN: zero-opt %s --zero-autocast="precision=bf16" --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=2 bucket-size-mb=0.0001" --canonicalize --zero-schedule --zero-offload-params | FileCheck %s --check-prefix=PARAM
-// RUN: zero-opt %s --zero-autocast="precision=bf16" --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=2 bucket-size-mb=0.0001" --canonicalize --zero-schedule --zero-offload-optimizer --zero-offload-params | FileCheck %s --check-prefix=BOTH
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-autocast{precision=bf16},zero-build-training-step,canonicalize,cse,zero-shard{stage=3 world-size=2 bucket-size-mb=0.0001},canonicalize,zero-schedule,zero-offload-params)' | FileCheck %s --check-prefix=PARAM
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-autocast{precision=bf16},zero-build-training-step,canonicalize,cse,zero-shard{stage=3 world-size=2 bucket-size-mb=0.0001},canonicalize,zero-schedule,zero-offload-optimizer,zero-offload-params)' | FileCheck %s --check-prefix=BOTH
 
 // ZeRO-3 parameter offload (mixed precision, two buckets whose gathers are fused
 // into one): the bf16 slices become host arguments; the f32 masters and the AdamW

@@ -1,4 +1,4 @@
-// RUN: zero-opt %s --zero-schedule | FileCheck %s
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-schedule)' | FileCheck %s
 
 // Splitting keeps each collective's contract (grid, axes, reduction kind), and
 // only ZeRO's own sums fuse: a max-reduction next to a sum stays apart, so the

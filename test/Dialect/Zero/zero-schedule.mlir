@@ -1,14 +1,14 @@
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="fuse-below-kb=0" | FileCheck %s --check-prefix=S2
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=1 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="fuse-below-kb=0" | FileCheck %s --check-prefix=S1
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="no-overlap=true fuse-below-kb=0" | FileCheck %s --check-prefix=SYNC
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=0 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="fuse-below-kb=0" | FileCheck %s --check-prefix=S0
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="prefetch-buckets=1 fuse-below-kb=0" | FileCheck %s --check-prefix=PREFETCH1
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="prefetch-buckets=4 fuse-below-kb=0" | FileCheck %s --check-prefix=PREFETCH4
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="prefetch-buckets=4 max-live-mb=0.0001 fuse-below-kb=0" | FileCheck %s --check-prefix=BUDGET
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule="max-live-mb=0.00005 fuse-below-kb=0" | FileCheck %s --check-prefix=TOOSMALL
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=2 world-size=4 bucket-size-mb=0.0001},canonicalize,cse,zero-schedule{fuse-below-kb=0})' | FileCheck %s --check-prefix=S2
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=1 world-size=4 bucket-size-mb=0.0001},canonicalize,cse,zero-schedule{fuse-below-kb=0})' | FileCheck %s --check-prefix=S1
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=2 world-size=4 bucket-size-mb=0.0001},canonicalize,cse,zero-schedule{no-overlap=true fuse-below-kb=0})' | FileCheck %s --check-prefix=SYNC
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=0 world-size=4 bucket-size-mb=0.0001},canonicalize,cse,zero-schedule{fuse-below-kb=0})' | FileCheck %s --check-prefix=S0
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=3 world-size=4 bucket-size-mb=0.0001},canonicalize,cse,zero-schedule{prefetch-buckets=1 fuse-below-kb=0})' | FileCheck %s --check-prefix=PREFETCH1
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=3 world-size=4 bucket-size-mb=0.0001},canonicalize,cse,zero-schedule{prefetch-buckets=4 fuse-below-kb=0})' | FileCheck %s --check-prefix=PREFETCH4
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=3 world-size=4 bucket-size-mb=0.0001},canonicalize,cse,zero-schedule{prefetch-buckets=4 max-live-mb=0.0001 fuse-below-kb=0})' | FileCheck %s --check-prefix=BUDGET
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=3 world-size=4 bucket-size-mb=0.0001},canonicalize,cse,zero-schedule{max-live-mb=0.00005 fuse-below-kb=0})' | FileCheck %s --check-prefix=TOOSMALL
 
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=2 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule | FileCheck %s --check-prefix=FUSE2
-// RUN: zero-opt %s --zero-build-training-step --canonicalize --cse --zero-shard="stage=3 world-size=4 bucket-size-mb=0.0001" --canonicalize --cse --zero-schedule | FileCheck %s --check-prefix=FUSE3
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=2 world-size=4 bucket-size-mb=0.0001},canonicalize,cse,zero-schedule)' | FileCheck %s --check-prefix=FUSE2
+// RUN: %mlir_opt_zero %s --pass-pipeline='builtin.module(zero-build-training-step,canonicalize,cse,zero-shard{stage=3 world-size=4 bucket-size-mb=0.0001},canonicalize,cse,zero-schedule)' | FileCheck %s --check-prefix=FUSE3
 
 // The step of a tied-embedding model in three buckets (emb 24, w1+b1 20, wo 16
 // elements on 4 ranks), as in test/Dialect/Compute/zero-shard.mlir.
