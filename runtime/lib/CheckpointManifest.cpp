@@ -6,7 +6,6 @@
 
 #include "zrt/CheckpointManifest.h"
 #include "zrt/CheckpointLayout.h"
-#include "zrt/CheckpointReader.h"
 #include "zrt/Error.h"
 #include "zrt/InputFile.h"
 #include "zrt/Tensor.h"
@@ -255,4 +254,13 @@ void zrt::checkManifest(const CheckpointManifest &m, const std::string &mp) {
       ZRT_CHECK(isHex64(c), mp << ": " << name << " has a chunk checksum '" << c
                                << "' that is not 16 hex digits");
   }
+}
+
+DType zrt::dtypeFromName(const std::string &name) {
+  for (DType t : {zero::zplan::F32, zero::zplan::F64, zero::zplan::I32, zero::zplan::I64,
+                  zero::zplan::I8, zero::zplan::U8, zero::zplan::BOOL, zero::zplan::BF16,
+                  zero::zplan::F16})
+    if (name == dtypeName(t))
+      return t;
+  return zero::zplan::DTYPE_INVALID;
 }

@@ -41,15 +41,6 @@ std::string checkpointFolder(const std::string &path) {
 
 } // namespace
 
-DType zrt::dtypeFromName(const std::string &name) {
-  for (DType t : {zero::zplan::F32, zero::zplan::F64, zero::zplan::I32, zero::zplan::I64,
-                  zero::zplan::I8, zero::zplan::U8, zero::zplan::BOOL, zero::zplan::BF16,
-                  zero::zplan::F16})
-    if (name == dtypeName(t))
-      return t;
-  return zero::zplan::DTYPE_INVALID;
-}
-
 CheckpointReader::CheckpointReader(const std::string &path) {
   folder_ = checkpointFolder(path);
   manifestPath_ = (fs::path(folder_) / "manifest.json").string();

@@ -6,8 +6,10 @@
 
 #include "zrt/Consolidate.h"
 #include "zrt/AtomicFile.h"
+#include "zrt/CheckpointManifest.h"
 #include "zrt/CheckpointReader.h"
 #include "zrt/Error.h"
+#include "zrt/ModelAsCompiled.h"
 #include "zrt/OnnxTensors.h"
 #include "zrt/Safetensors.h"
 #include "zrt/TorchNames.h"

@@ -5,10 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/OnnxTensors.h"
-#include "zrt/MergedParameters.h"
-#include "zrt/ParameterInputs.h"
 #include "zrt/Error.h"
-#include "zrt/FoldedTransposes.h"
 #include "zrt/InputFile.h"
 #include "zrt/ExternalData.h"
 
@@ -21,56 +18,6 @@
 
 using namespace zrt;
 using onnx::TensorProto;
-
-DType zrt::dtypeFromOnnx(int32_t t) {
-  switch (t) {
-  case TensorProto::FLOAT:
-    return zero::zplan::F32;
-  case TensorProto::DOUBLE:
-    return zero::zplan::F64;
-  case TensorProto::INT32:
-    return zero::zplan::I32;
-  case TensorProto::INT64:
-    return zero::zplan::I64;
-  case TensorProto::INT8:
-    return zero::zplan::I8;
-  case TensorProto::UINT8:
-    return zero::zplan::U8;
-  case TensorProto::BOOL:
-    return zero::zplan::BOOL;
-  case TensorProto::BFLOAT16:
-    return zero::zplan::BF16;
-  case TensorProto::FLOAT16:
-    return zero::zplan::F16;
-  default:
-    return zero::zplan::DTYPE_INVALID;
-  }
-}
-
-int32_t zrt::onnxFromDtype(DType t) {
-  switch (t) {
-  case zero::zplan::F32:
-    return TensorProto::FLOAT;
-  case zero::zplan::F64:
-    return TensorProto::DOUBLE;
-  case zero::zplan::I32:
-    return TensorProto::INT32;
-  case zero::zplan::I64:
-    return TensorProto::INT64;
-  case zero::zplan::I8:
-    return TensorProto::INT8;
-  case zero::zplan::U8:
-    return TensorProto::UINT8;
-  case zero::zplan::BOOL:
-    return TensorProto::BOOL;
-  case zero::zplan::BF16:
-    return TensorProto::BFLOAT16;
-  case zero::zplan::F16:
-    return TensorProto::FLOAT16;
-  default:
-    return TensorProto::UNDEFINED;
-  }
-}
 
 static std::string readFile(const std::string &path, const char *what) {
   return readInputFile(path, what, kMaxProtobufBytes);
@@ -89,15 +36,6 @@ static void parseLarge(Msg &msg, const std::string &bytes, const std::string &pa
 onnx::ModelProto zrt::readOnnxModel(const std::string &path) {
   onnx::ModelProto model;
   parseLarge(model, readFile(path, "ONNX model"), path, "ONNX model");
-  return model;
-}
-
-onnx::ModelProto zrt::readModelAsCompiled(const std::string &path) {
-  onnx::ModelProto model = readOnnxModel(path);
-  size_t slash = path.rfind('/');
-  unfoldTransposedCopies(model, slash == std::string::npos ? "." : path.substr(0, slash));
-  splitMergedParameters(model);
-  parametersFromInputs(model);
   return model;
 }
 

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/ParameterInputs.h"
-#include "zrt/OnnxTensors.h"
+#include "zrt/OnnxTypes.h"
 #include "zrt/TorchNames.h"
 
 #include <set>

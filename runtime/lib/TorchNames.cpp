@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/TorchNames.h"
-#include "zrt/OnnxTensors.h"
+#include "zrt/OnnxTypes.h"
 
 #include <cstring>
 

@@ -18,7 +18,6 @@
 
 #include "zrt/Error.h"
 #include "zrt/ExternalData.h"
-#include "zrt/OnnxTensors.h"
 #include "zrt/Tensor.h"
 
 #include <cmath>

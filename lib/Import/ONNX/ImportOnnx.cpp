@@ -17,7 +17,7 @@
 #include "zrt/FoldedTransposes.h"
 #include "zrt/MergedParameters.h"
 #include "zrt/ParameterInputs.h"
-#include "zrt/OnnxTensors.h"
+#include "zrt/OnnxTypes.h"
 #include "zrt/InputFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -16,7 +16,7 @@
 
 #include "OnnxImporter.h"
 #include "zrt/MergedParameters.h"
-#include "zrt/OnnxTensors.h"
+#include "zrt/OnnxTypes.h"
 #include "zrt/TorchNames.h"
 
 #include "llvm/ADT/StringExtras.h"

@@ -16,6 +16,8 @@
 #ifndef ZRT_CHECKPOINTMANIFEST_H
 #define ZRT_CHECKPOINTMANIFEST_H
 
+#include "zrt/Tensor.h"
+
 #include "checkpoint.pb.h"
 
 #include <cstdint>
@@ -50,6 +52,9 @@ zero::zplan::CheckpointManifest decodeManifest(const std::string &text,
 /// dtype; the model fingerprint of the tensors listed. Throws zrt::Error naming
 /// `path` and the value.
 void checkManifest(const zero::zplan::CheckpointManifest &m, const std::string &path);
+
+/// A dtype's name as the manifest writes it ("f32"), back; DTYPE_INVALID if none.
+DType dtypeFromName(const std::string &name);
 
 } // namespace zrt
 

@@ -80,9 +80,6 @@ private:
   int64_t bytesRead_ = 0;
 };
 
-/// A dtype's name as the manifest writes it ("f32"), back; DTYPE_INVALID if none.
-DType dtypeFromName(const std::string &name);
-
 } // namespace zrt
 
 #endif // ZRT_CHECKPOINTREADER_H

@@ -7,6 +7,7 @@
 #ifndef ZRT_ONNXTENSORS_H
 #define ZRT_ONNXTENSORS_H
 
+#include "zrt/OnnxTypes.h"
 #include "zrt/Tensor.h"
 
 #include <onnx/onnx_pb.h>
@@ -15,23 +16,8 @@
 
 namespace zrt {
 
-/// The plan dtype of an ONNX data type, or DTYPE_INVALID.
-DType dtypeFromOnnx(int32_t onnxType);
-int32_t onnxFromDtype(DType t);
-/// FLOAT, DOUBLE, BFLOAT16 or FLOAT16: a type parameters may have. (Inline: the
-/// compiler's importer shares it without linking the runtime.)
-inline bool isFloatOnnxType(int32_t t) {
-  return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::DOUBLE ||
-         t == onnx::TensorProto::BFLOAT16 || t == onnx::TensorProto::FLOAT16;
-}
-
 /// Reads an ONNX model file (no size limit below 2 GiB per message).
 onnx::ModelProto readOnnxModel(const std::string &path);
-/// An ONNX model whose weights a plan trains, read as the compiler reads it: the
-/// TorchScript exporter's transposed copies of named weights become Transpose
-/// nodes (FoldedTransposes.h), so that each weight is held once, trained and
-/// written back as one.
-onnx::ModelProto readModelAsCompiled(const std::string &path);
 /// Reads one TensorProto file (the backend-test `input_K.pb` layout).
 onnx::TensorProto readTensorFile(const std::string &path);
 

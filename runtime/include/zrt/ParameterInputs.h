@@ -10,8 +10,8 @@
 // and zero-run fills it from --init CHECKPOINT (or --random-init); reading its
 // value from the model says the model has none.
 //
-// The compiler reads a model so, and so does zero-run (zrt/OnnxTensors.h's
-// readModelAsCompiled).
+// The compiler reads a model so, and so does zero-run
+// (zrt/ModelAsCompiled.h's readModelAsCompiled).
 //
 //===----------------------------------------------------------------------===//
 

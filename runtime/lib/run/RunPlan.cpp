@@ -18,6 +18,7 @@
 #include "zrt/Executor.h"
 #include "zrt/Kernels.h"
 #include "zrt/Launch.h"
+#include "zrt/ModelAsCompiled.h"
 #include "zrt/OnnxTensors.h"
 #include "zrt/PlanFile.h"
 #include "zrt/PretrainedWeights.h"
