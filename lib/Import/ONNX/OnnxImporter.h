@@ -48,6 +48,13 @@ constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
 /// numel of `shape`, or -1 when a dimension is negative or the product exceeds
 /// kMaxFoldedElements (no overflow on the way).
 int64_t checkedNumel(const std::vector<int64_t> &shape);
+/// The element count of `shape`: 0 for any shape with a zero dimension, however
+/// large the others; INT64_MAX past it (the evaluator only builds shapes that
+/// checkedNumel accepts).
+int64_t elementCount(const std::vector<int64_t> &shape);
+/// The ONNX element types a ConstTensor holds (16-bit floats read widened to
+/// FLOAT: elementTypeOf).
+bool isSupportedType(int32_t onnxType);
 
 /// Reads a TensorProto's values (raw_data or typed fields; external data from
 /// `modelDir`, within it). Fails for data types the importer does not handle, for
