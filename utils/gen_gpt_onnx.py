@@ -14,7 +14,8 @@
 # causal mask (bool) is a constant, always inline; the model's zero.trainable
 # metadata names its float weights. --shape-operands initializers stores the int64
 # shape operands as initializers instead of Constant nodes.
-# Run with build/python-env/bin/python (the tests' environment).
+# Needs numpy and onnx only: the tests' environment (build/python-env/bin/python)
+# or Debian's python3-onnx (/usr/bin/python3; utils/demo.sh writes its model so).
 import argparse
 import json
 import math

@@ -3,20 +3,40 @@
 # all is there) and builds the compiler, the runtime and the reference docs into
 # build/. Safe to run again: the build is incremental.
 #
-#   utils/setup.sh [BUILD_DIR]
+#   utils/setup.sh [BUILD_DIR]         everything, for the tests (build/)
+#   utils/setup.sh --demo [BUILD_DIR]  what utils/demo.sh needs (build-demo/)
+#
+# --demo takes nothing from PyPI: Debian's packages only (its ONNX 1.12 C++ library
+# and python3-onnx), and builds zero-opt and zero-run alone, CPU-only, against that
+# ONNX (-DZERO_DEBIAN_ONNX=ON: opsets up to 17, IR version 8; the tools say so of a
+# newer model). The test build takes the tests' Python environment and ONNX's
+# newest release from PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build}
+demo=0
+if [ "${1:-}" = --demo ]; then
+  demo=1
+  shift
+fi
+if ((demo)); then
+  build=${1:-build-demo}
+else
+  build=${1:-build}
+fi
 
 packages=(
   cmake ninja-build ccache g++
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
-  libprotobuf-dev protobuf-compiler curl ca-certificates
+  libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin
-  libopenblas-dev libgtest-dev libaio-dev libssl-dev iproute2
-  clang-22 libfuzzer-22-dev libclang-rt-22-dev
-  python3-venv python3-dev
+  libopenblas-dev libgtest-dev libaio-dev libssl-dev
 )
+if ((demo)); then
+  packages+=(libonnx-dev python3-onnx python3-numpy)
+else
+  packages+=(curl ca-certificates iproute2 clang-22 libfuzzer-22-dev libclang-rt-22-dev
+             python3-venv python3-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
@@ -29,6 +49,16 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
+fi
+
+if ((demo)); then
+  if [ ! -f "$build/build.ninja" ]; then
+    cmake -G Ninja -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DZERO_DEBIAN_ONNX=ON \
+      -DZERO_ENABLE_CUDA=OFF -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >/dev/null
+  fi
+  echo "setup: building zero-opt and zero-run in $build/"
+  cmake --build "$build" --target zero-opt zero-run
+  exit 0
 fi
 
 # The tests' packages from PyPI (utils/requirements.txt, pinned) in a virtual

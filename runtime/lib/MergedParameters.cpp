@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zrt/MergedParameters.h"
+#include "zrt/OnnxTypes.h"
 #include "zrt/TorchNames.h"
 
 #include <cctype>
@@ -77,7 +78,7 @@ void restoreDroppedBiases(onnx::ModelProto &model,
     if (node.op_type() != "Gemm" || node.input_size() != 2)
       continue;
     const std::string *fx = nullptr;
-    for (const auto &kv : node.metadata_props())
+    for (const auto &kv : metadataOf(node))
       if (kv.key() == kFxNodeKey)
         fx = &kv.value();
     if (!fx || fx->find("target=torch.ops.aten.addmm.default") == std::string::npos)
@@ -120,7 +121,7 @@ void restoreDroppedBiases(onnx::ModelProto &model,
 
 bool zrt::fxGraphReads(const onnx::ModelProto &model, const std::string &placeholder) {
   for (const auto &node : model.graph().node())
-    for (const auto &kv : node.metadata_props())
+    for (const auto &kv : metadataOf(node))
       if (kv.key() == kFxNodeKey && readsPlaceholder(kv.value(), placeholder))
         return true;
   return false;
@@ -149,7 +150,7 @@ std::map<std::string, std::string> zrt::splitMergedParameters(onnx::ModelProto &
     std::set<std::string> readInstead;
     for (auto &node : *graph->mutable_node()) {
       const std::string *fx = nullptr;
-      for (const auto &kv : node.metadata_props())
+      for (const auto &kv : metadataOf(node))
         if (kv.key() == kFxNodeKey)
           fx = &kv.value();
       if (!fx || !readsPlaceholder(*fx, placeholder))

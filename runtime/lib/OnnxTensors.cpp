@@ -36,6 +36,14 @@ static void parseLarge(Msg &msg, const std::string &bytes, const std::string &pa
 onnx::ModelProto zrt::readOnnxModel(const std::string &path) {
   onnx::ModelProto model;
   parseLarge(model, readFile(path, "ONNX model"), path, "ONNX model");
+#ifdef ZERO_DEBIAN_ONNX
+  // Newer IR versions hold fields (metadata_props) that ONNX 1.12 drops unread.
+  ZRT_CHECK(model.ir_version() <= onnx::IR_VERSION,
+            "'" << path << "' has ONNX IR version " << model.ir_version()
+                << "; this build links Debian's ONNX 1.12, which reads IR version "
+                << onnx::IR_VERSION << " at most (utils/setup.sh builds the tools with "
+                << "the ONNX release that reads every version)");
+#endif
   return model;
 }
 

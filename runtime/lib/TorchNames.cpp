@@ -40,7 +40,7 @@ zrt::signatureParameters(const onnx::ModelProto &model, std::string &error) {
 std::optional<std::vector<std::pair<std::string, std::string>>>
 zrt::signaturePlaceholders(const onnx::ModelProto &model, std::string &error) {
   const std::string *text = nullptr;
-  for (const auto &kv : model.graph().metadata_props())
+  for (const auto &kv : metadataOf(model.graph()))
     if (kv.key() == kSignatureKey)
       text = &kv.value();
   for (const auto &kv : model.metadata_props())
@@ -77,12 +77,12 @@ zrt::signaturePlaceholders(const onnx::ModelProto &model, std::string &error) {
 std::vector<std::string> zrt::foldedFrom(const onnx::ModelProto &model,
                                          const onnx::TensorProto &t) {
   const std::string *text = nullptr;
-  for (const auto &kv : t.metadata_props())
+  for (const auto &kv : metadataOf(t))
     if (kv.key() == kFoldedFromKey)
       text = &kv.value();
   for (const auto &v : model.graph().value_info())
     if (v.name() == t.name())
-      for (const auto &kv : v.metadata_props())
+      for (const auto &kv : metadataOf(v))
         if (kv.key() == kFoldedFromKey)
           text = &kv.value();
   std::vector<std::string> names;
@@ -113,7 +113,7 @@ std::string zrt::readInstead(const onnx::ModelProto &model, const std::string &p
     return "";
   std::string module = "'" + param.substr(0, dot) + "'", own = param.substr(0, dot + 1);
   for (const auto &node : model.graph().node())
-    for (const auto &kv : node.metadata_props()) {
+    for (const auto &kv : metadataOf(node)) {
       if (kv.key() != "pkg.torch.onnx.name_scopes" ||
           kv.value().find(module) == std::string::npos)
         continue;

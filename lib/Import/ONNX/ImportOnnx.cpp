@@ -32,7 +32,9 @@
 #include <onnx/common/version.h>
 #include <onnx/defs/parser.h>
 #include <onnx/defs/schema.h>
+#ifndef ZERO_DEBIAN_ONNX // ONNX 1.16 and later
 #include <onnx/inliner/inliner.h>
+#endif
 #include <onnx/shape_inference/implementation.h>
 
 #include <set>
@@ -92,7 +94,7 @@ FailureOr<int64_t> defaultOpset(MLIRContext &ctx, StringRef path,
     return emitError(loc) << "the model's IR version " << model.ir_version()
                           << " is newer than this build's ONNX library reads (IR "
                              "version up to "
-                          << (int64_t)onnx::IR_VERSION << ", ONNX " << ONNX_VERSION_STRING
+                          << (int64_t)onnx::IR_VERSION << ", ONNX " << onnx::LAST_RELEASE_VERSION
                           << ")",
            failure();
   int64_t opset = -1;
@@ -116,6 +118,12 @@ LogicalResult inlineLocalFunctions(MLIRContext &ctx, StringRef path,
                                    onnx::ModelProto &model) {
   if (model.functions_size() == 0)
     return success();
+#ifdef ZERO_DEBIAN_ONNX
+  return emitError(FileLineColLoc::get(&ctx, path, 0, 0))
+         << "the model has local functions, and this zero-opt links Debian's ONNX "
+            "1.12, which cannot inline them (utils/setup.sh builds zero-opt with the "
+            "ONNX release that can)";
+#else
   try {
     onnx::inliner::InlineLocalFunctions(model, /*convert_version=*/false);
   } catch (const std::exception &e) {
@@ -123,6 +131,7 @@ LogicalResult inlineLocalFunctions(MLIRContext &ctx, StringRef path,
            << "cannot inline the model's local functions: " << e.what();
   }
   return success();
+#endif
 }
 
 /// Replaces symbolic input dimensions by `--input-shape` values; an unpinned

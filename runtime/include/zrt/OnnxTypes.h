@@ -29,6 +29,20 @@ inline bool isFloatOnnxType(int32_t t) {
          t == onnx::TensorProto::BFLOAT16 || t == onnx::TensorProto::FLOAT16;
 }
 
+/// The metadata_props of a graph, node, tensor or value (ONNX IR version 10).
+/// Debian's ONNX 1.12, which the demo's light build links (ZERO_DEBIAN_ONNX), has
+/// none; that build reads models of IR version 8 at most (readOnnxModel, the
+/// importer's checker), which cannot hold them.
+#ifdef ZERO_DEBIAN_ONNX
+template <typename M>
+const google::protobuf::RepeatedPtrField<onnx::StringStringEntryProto> &metadataOf(const M &) {
+  static const google::protobuf::RepeatedPtrField<onnx::StringStringEntryProto> none;
+  return none;
+}
+#else
+template <typename M> const auto &metadataOf(const M &m) { return m.metadata_props(); }
+#endif
+
 } // namespace zrt
 
 #endif // ZRT_ONNXTYPES_H
