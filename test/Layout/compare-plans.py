@@ -97,7 +97,6 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     compared = refused = 0
     for name, model in models(a.work, a.python):
-        same = 0
         for setting in SETTINGS:
             before = compile_with(a.before, model, setting, a.work, "before")
             after = compile_with(a.after, model, setting, a.work, "after")
@@ -114,8 +113,6 @@ def main():
                 print("  refused alike: %s %s: %s" % (
                     name, " ".join(setting),
                     before["plan text"][2].decode().strip().splitlines()[-1][:160]))
-            else:
-                same += 1
             compared += 1
         print("%s: %d settings, the same plans from both" % (name, len(SETTINGS)))
     print("compared %d compilations (%d refused alike by both, with the same message): "

@@ -26,6 +26,8 @@ namespace {
 struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
   using Base::Base;
 
+  /// The options as ZeroSharder reads them. The generated base has no getter for
+  /// them; an option added to Passes.td must be added here too.
   ShardZeroPassOptions options() const {
     ShardZeroPassOptions o;
     o.stage = stage;
