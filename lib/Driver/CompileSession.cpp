@@ -5,9 +5,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Driver/CompileSession.h"
-#include "zero/Driver/FlagSettings.h"
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
+#include "zero/Driver/OptionSettings.h"
 #include "zero/Driver/MemoryBudget.h"
-#include "zero/Driver/ZeroOptFlags.h"
 
 #include "zero/Dialect/Plan/Analysis/CostModel.h"
 #include "zero/Dialect/Plan/Analysis/ZeroReport.h"
@@ -22,11 +23,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/SourceMgr.h"
 #include <cmath>
@@ -35,7 +33,7 @@
 #include <type_traits>
 
 using namespace mlir;
-using namespace zero::flags;
+using namespace zero;
 
 namespace {
 
@@ -91,8 +89,8 @@ bool zero::isOnnxFile(StringRef path) {
 
 namespace {
 
-LogicalResult parseInputShapes(zero::OnnxImportOptions &options) {
-  for (const std::string &spec : inputShapes) {
+LogicalResult parseInputShapes(const CompileOptions &o, zero::OnnxImportOptions &options) {
+  for (const std::string &spec : o.inputShapes) {
     auto [name, dims] = StringRef(spec).rsplit('=');
     if (name.empty() || dims.empty()) {
       llvm::errs() << "zero-opt: error: --input-shape '" << spec
@@ -113,7 +111,7 @@ LogicalResult parseInputShapes(zero::OnnxImportOptions &options) {
     }
     options.inputShapes[name.str()] = shape;
   }
-  for (const std::string &spec : constantInputs) {
+  for (const std::string &spec : o.constantInputs) {
     auto [name, file] = StringRef(spec).split('=');
     if (name.empty() || file.empty()) {
       llvm::errs() << "zero-opt: error: --constant-input '" << spec
@@ -127,13 +125,13 @@ LogicalResult parseInputShapes(zero::OnnxImportOptions &options) {
 
 /// The passes from the imported graph (or the module's level) down to `level`, as
 /// zero-opt's flags choose them.
-void buildPipeline(PassManager &pm, bool isGraph, StringRef level,
+void buildPipeline(const CompileOptions &o, PassManager &pm, bool isGraph, StringRef level,
                    const zero::PlanSettings &s) {
   if (!isGraph)
     return; // a module already at the plan level is written as it is
-  zero::ZeroPipelineOptions o;
-  zero::pipelineOptionsFromFlags(o, level, s);
-  zero::buildZeroPipeline(pm, o);
+  zero::ZeroPipelineOptions p;
+  zero::pipelineOptionsFrom(o, p, level, s);
+  zero::buildZeroPipeline(pm, p);
 }
 
 /// What trains, counted on the imported graph (after --freeze), for --report.
@@ -141,37 +139,37 @@ struct TrainableSummary {
   int64_t tensors = 0, elements = 0;
   std::string source;
 };
-std::optional<TrainableSummary> trainableSummary;
 
 /// Counts the trainable set and where it came from (the importer's
 /// compute.trainable_source). A model whose set is every float initializer
 /// (buffers included: PyTorch's older exporter writes rotary tables and masks as
 /// initializers too) gets one line that says so, and how many.
-void noteTrainableSet(ModuleOp module, StringRef input) {
+std::optional<TrainableSummary> noteTrainableSet(const CompileOptions &o, ModuleOp module,
+                                                StringRef input) {
   auto func = module.lookupSymbol<func::FuncOp>("main");
   if (!func)
-    return;
-  llvm::Regex frozen(freeze);
+    return std::nullopt;
+  llvm::Regex frozen(o.freeze);
   TrainableSummary summary;
-  if (auto source = func->getAttrOfType<StringAttr>("compute.trainable_source"))
+  if (auto source = func->getAttrOfType<StringAttr>(compute::attr::kTrainableSource))
     summary.source = source.str();
   int64_t all = 0;
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     all += !zero::trainedParameterName(func, i, nullptr).empty();
-    if (zero::trainedParameterName(func, i, freeze.empty() ? nullptr : &frozen).empty())
+    if (zero::trainedParameterName(func, i, o.freeze.empty() ? nullptr : &frozen).empty())
       continue;
     ++summary.tensors;
     summary.elements +=
         cast<RankedTensorType>(func.getArgument(i).getType()).getNumElements();
   }
-  trainableSummary = summary;
-  if (func->hasAttr("compute.trainable_listed"))
-    return;
+  if (func->hasAttr(compute::attr::kTrainableListed))
+    return summary;
   llvm::errs() << input << ": note: no zero.trainable metadata and no torch.export "
                << "graph signature: training every float initializer ("
                << summary.tensors << " of " << all
-               << (freeze.empty() ? "" : " after --freeze")
+               << (o.freeze.empty() ? "" : " after --freeze")
                << "); utils/zero_export.py exports a model with the entry\n";
+  return summary;
 }
 
 /// The shard group sizes --auto-tune tries besides the flag's: around the
@@ -179,11 +177,11 @@ void noteTrainableSet(ModuleOp module, StringRef input) {
 /// reduce-scatters off the network), when the world spans nodes, the step shards
 /// (stages 1-3, no offload: what hybrid sharding supports) and
 /// --zero-shard-group-size was not given.
-SmallVector<int64_t> shardGroupCandidates(const zero::MachineModel &m) {
+SmallVector<int64_t> shardGroupCandidates(const CompileOptions &o, const zero::MachineModel &m) {
   SmallVector<int64_t> sizes;
-  int64_t n = worldSize, p = m.ranksPerNode;
-  if (shardGroupSize.getNumOccurrences() || mode != "train" || zeroStage == 0 ||
-      offloadOptimizer != "none" || offloadParam != "none" || p >= n)
+  int64_t n = o.worldSize, p = m.ranksPerNode;
+  if (o.shardGroupSize.given || o.mode != "train" || o.zeroStage == 0 ||
+      o.offloadOptimizer != "none" || o.offloadParam != "none" || p >= n)
     return sizes;
   for (int64_t g : {p / 2, p, 2 * p})
     if (g >= 1 && g < n && n % g == 0)
@@ -198,9 +196,9 @@ SmallVector<int64_t> shardGroupCandidates(const zero::MachineModel &m) {
 /// (the fastest of all when none does: the limit is soft).
 /// Estimating instead of compiling each group size keeps a model of GPT-3's size
 /// to one compilation per bucket candidate.
-LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
-                                zero::PlanSettings &settings) {
-  SmallVector<int64_t> groups = shardGroupCandidates(m);
+LogicalResult chooseByCostModel(const CompileOptions &o, ModuleOp module,
+                                const zero::MachineModel &m, zero::PlanSettings &settings) {
+  SmallVector<int64_t> groups = shardGroupCandidates(o, m);
   double best = -1, bestFlat = -1;
   std::optional<bool> bestOver;
   int tried = 0;
@@ -209,7 +207,7 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
   auto consider = [&](const zero::PlanSettings &s) {
     OwningOpRef<ModuleOp> clone = module.clone();
     PassManager pm(module.getContext());
-    buildPipeline(pm, true, "plan", s);
+    buildPipeline(o, pm, true, "plan", s);
     // A candidate that does not fit is skipped, silently: the others may.
     ScopedDiagnosticHandler quiet(module.getContext(),
                                   [](Diagnostic &) { return success(); });
@@ -222,9 +220,9 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
     // The live-parameter limit is soft (a larger bucket is gathered alone):
     // candidates whose buckets all fit it come first.
     bool over = false;
-    if (maxLiveMb > 0)
-      if (auto r = zero::computeZeroReport(*clone, zeroStage); succeeded(r)) {
-        r->liveLimitBytes = (int64_t)(maxLiveMb * 1024 * 1024);
+    if (o.maxLiveMb > 0)
+      if (auto r = zero::computeZeroReport(*clone, o.zeroStage); succeeded(r)) {
+        r->liveLimitBytes = (int64_t)(o.maxLiveMb * 1024 * 1024);
         over = r->stage == 3 && r->bucketsOverLiveLimit() > 0;
       }
     if (bestOver.has_value() && over && !*bestOver)
@@ -249,10 +247,10 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
   };
   SmallVector<double> bucketSizes = {1.0, 5.0, 25.0, 100.0};
   SmallVector<int64_t> depths = {1, 2, 4, 8};
-  if (bucketSizeMb.getNumOccurrences())
-    bucketSizes = {(double)bucketSizeMb};
-  if (prefetchBuckets.getNumOccurrences())
-    depths = {(int64_t)prefetchBuckets};
+  if (o.bucketSizeMb.given)
+    bucketSizes = {(double)o.bucketSizeMb};
+  if (o.prefetchBuckets.given)
+    depths = {(int64_t)o.prefetchBuckets};
   zero::PlanSettings base = settings;
   for (double b : bucketSizes)
     for (int64_t k : depths) {
@@ -269,7 +267,7 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
   if (bestOver.value_or(false))
     llvm::errs() << "zero-opt: note: --auto-tune: every candidate gathers a bucket over "
                     "--max-live-mb="
-                 << maxLiveMb << " (a soft limit: each such bucket is gathered alone)\n";
+                 << o.maxLiveMb << " (a soft limit: each such bucket is gathered alone)\n";
   if (!std::isfinite(best)) {
     llvm::errs() << "zero-opt: error: --auto-tune: the machine's figures predict no finite "
                     "step for any candidate; nothing to choose from\n";
@@ -293,56 +291,56 @@ LogicalResult chooseByCostModel(ModuleOp module, const zero::MachineModel &m,
 
 /// The settings zero-run needs (the loss scaler's, the learning-rate schedule's,
 /// how often to print), on the module for the plan writer.
-void recordRuntimeSettings(ModuleOp module) {
-  if (mode != "train")
+void recordRuntimeSettings(const CompileOptions &o, ModuleOp module) {
+  if (o.mode != "train")
     return;
   Builder b(module.getContext());
-  if (stepsPerPrint > 0)
-    module->setAttr("zero.print_every", b.getI64IntegerAttr(stepsPerPrint));
-  if (wallClockBreakdown)
-    module->setAttr("zero.profile", b.getUnitAttr());
-  if (lrSchedule != "constant")
+  if (o.stepsPerPrint > 0)
+    module->setAttr(zops::attr::kPrintEvery, b.getI64IntegerAttr(o.stepsPerPrint));
+  if (o.wallClockBreakdown)
+    module->setAttr(zops::attr::kProfile, b.getUnitAttr());
+  if (o.lrSchedule != "constant")
     module->setAttr(
-        "zero.lr_schedule",
+        zops::attr::kLrSchedule,
         b.getDictionaryAttr(
-            {b.getNamedAttr("kind", b.getStringAttr(lrSchedule)),
-             b.getNamedAttr("min_lr", b.getF64FloatAttr(warmupMinLr)),
+            {b.getNamedAttr("kind", b.getStringAttr(o.lrSchedule)),
+             b.getNamedAttr("min_lr", b.getF64FloatAttr(o.warmupMinLr)),
              b.getNamedAttr("max_lr",
-                            b.getF64FloatAttr(warmupMaxLr < 0 ? (double)lr : warmupMaxLr)),
-             b.getNamedAttr("warmup_steps", b.getF64FloatAttr((double)warmupSteps)),
-             b.getNamedAttr("warmup_type", b.getStringAttr(warmupType)),
-             b.getNamedAttr("total_steps", b.getF64FloatAttr((double)totalSteps)),
-             b.getNamedAttr("base_lr", b.getF64FloatAttr(lr)),
-             b.getNamedAttr("cos_min_ratio", b.getF64FloatAttr(cosMinRatio)),
-             b.getNamedAttr("warmup_min_ratio", b.getF64FloatAttr(warmupMinRatio))}));
-  if (precision == "fp32")
+                            b.getF64FloatAttr(o.warmupMaxLr < 0 ? (double)o.lr : o.warmupMaxLr)),
+             b.getNamedAttr("warmup_steps", b.getF64FloatAttr((double)o.warmupSteps)),
+             b.getNamedAttr("warmup_type", b.getStringAttr(o.warmupType)),
+             b.getNamedAttr("total_steps", b.getF64FloatAttr((double)o.totalSteps)),
+             b.getNamedAttr("base_lr", b.getF64FloatAttr(o.lr)),
+             b.getNamedAttr("cos_min_ratio", b.getF64FloatAttr(o.cosMinRatio)),
+             b.getNamedAttr("warmup_min_ratio", b.getF64FloatAttr(o.warmupMinRatio))}));
+  if (o.precision == "fp32")
     return;
-  module->setAttr("zero.precision", b.getStringAttr(precision));
-  if (precision != "fp16")
+  module->setAttr(zops::attr::kPrecision, b.getStringAttr(o.precision));
+  if (o.precision != "fp16")
     return;
-  module->setAttr("zero.loss_scaling",
+  module->setAttr(zops::attr::kLossScaling,
                   b.getDictionaryAttr(
-                      {b.getNamedAttr("scale", b.getF64FloatAttr(lossScale)),
+                      {b.getNamedAttr("scale", b.getF64FloatAttr(o.lossScale)),
                        b.getNamedAttr("initial_scale_power",
-                                      b.getF64FloatAttr(initialScalePower)),
-                       b.getNamedAttr("window", b.getF64FloatAttr(lossScaleWindow)),
-                       b.getNamedAttr("hysteresis", b.getF64FloatAttr(hysteresis)),
-                       b.getNamedAttr("min_scale", b.getF64FloatAttr(minLossScale))}));
+                                      b.getF64FloatAttr(o.initialScalePower)),
+                       b.getNamedAttr("window", b.getF64FloatAttr(o.lossScaleWindow)),
+                       b.getNamedAttr("hysteresis", b.getF64FloatAttr(o.hysteresis)),
+                       b.getNamedAttr("min_scale", b.getF64FloatAttr(o.minLossScale))}));
 }
 
 /// The config's micro-batch must be the model's batch: the first dimension of
 /// graph input 0.
-bool checkMicroBatch(ModuleOp module, int64_t micro) {
+bool checkMicroBatch(const CompileOptions &o, ModuleOp module, int64_t micro) {
   auto func = module.lookupSymbol<func::FuncOp>("main");
   if (!func)
     return true;
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-    auto index = func.getArgAttrOfType<IntegerAttr>(i, "compute.input");
+    auto index = func.getArgAttrOfType<IntegerAttr>(i, compute::attr::kInput);
     auto t = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
     if (!index || index.getInt() != 0 || !t || t.getRank() == 0)
       continue;
     if (t.getDimSize(0) != micro) {
-      llvm::errs() << "zero-opt: error: " << deepspeedConfig
+      llvm::errs() << "zero-opt: error: " << o.deepspeedConfig
                    << ": train_micro_batch_size_per_gpu is " << micro
                    << ", but the model's batch (graph input 0) is " << t.getDimSize(0)
                    << " (export it with batch " << micro << ")\n";
@@ -353,44 +351,46 @@ bool checkMicroBatch(ModuleOp module, int64_t micro) {
 }
 
 /// Compiles from the module's current level down to `level` and writes it.
-LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
-                             StringRef output) {
+LogicalResult compileAndEmit(const CompileOptions &o, ModuleOp module, StringRef level,
+                             StringRef input, StringRef output,
+                             const std::optional<TrainableSummary> &trainableSummary,
+                             const PassManagerSetup &setupPassManager) {
   bool isGraph = !module.getBody()->empty() &&
                  !isa<zero::plan::ProgramOp>(module.getBody()->front());
   std::optional<zero::MachineModel> m;
-  if (report.getNumOccurrences() || autoTune) {
+  if (o.report.given || o.autoTune) {
     std::string error;
-    auto loaded = zero::loadMachineModel(machine, error);
+    auto loaded = zero::loadMachineModel(o.machine, error);
     if (failed(loaded)) {
       llvm::errs() << "zero-opt: error: --machine: " << error << "\n";
       return failure();
     }
     m = *loaded;
   }
-  zero::PlanSettings settings{zero::recomputeLevelFromFlags(), bucketSizeMb, prefetchBuckets};
-  if (autoTune && isGraph && mode == "train" &&
-      failed(chooseByCostModel(module, *m, settings)))
+  zero::PlanSettings settings{zero::recomputeLevelOf(o), o.bucketSizeMb, o.prefetchBuckets};
+  if (o.autoTune && isGraph && o.mode == "train" &&
+      failed(chooseByCostModel(o, module, *m, settings)))
     return failure();
   // The memory budget: the cheapest settings whose plan fits.
   int64_t noRecomputePeak = -1;
   auto buildPlan = [&](PassManager &pm, const zero::PlanSettings &s) {
-    buildPipeline(pm, true, "plan", s);
+    buildPipeline(o, pm, true, "plan", s);
   };
-  if (maxMemoryGb > 0 && isGraph && mode == "train") {
+  if (o.maxMemoryGb > 0 && isGraph && o.mode == "train") {
     SmallVector<int64_t> levels = {settings.recomputeLevel};
-    if (recompute == "auto")
+    if (o.recompute == "auto")
       levels = {0, 1, 2, 3, 4, 5, 6};
     // With --recompute=auto the budget may also keep the saved activations in
     // host memory, unless --offload-activations says where they go.
-    bool mayOffload = recompute == "auto" && !offloadActivations.getNumOccurrences();
-    auto choice = zero::fitMemoryBudget(module, (int64_t)(maxMemoryGb * 1073741824.0),
-                                        settings, levels, mayOffload, zeroStage, buildPlan);
+    bool mayOffload = o.recompute == "auto" && !o.offloadActivations.given;
+    auto choice = zero::fitMemoryBudget(module, (int64_t)(o.maxMemoryGb * 1073741824.0),
+                                        settings, levels, mayOffload, o.zeroStage, buildPlan);
     if (failed(choice))
       return failure();
     settings = choice->settings;
     noRecomputePeak = choice->noRecomputePeak;
     llvm::errs() << llvm::format("zero-opt: --max-memory-gb=%g: peak %s per rank",
-                                 (double)maxMemoryGb, zero::formatBytes(choice->peak).c_str());
+                                 (double)o.maxMemoryGb, zero::formatBytes(choice->peak).c_str());
     if (noRecomputePeak >= 0 && settings.recomputeLevel)
       llvm::errs() << " (" << zero::formatBytes(noRecomputePeak) << " without recomputation)";
     llvm::errs() << " with recompute level " << settings.recomputeLevel
@@ -398,21 +398,21 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
                  << ", --prefetch-buckets=" << settings.prefetch
                  << (settings.offloadActivations ? ", --offload-activations=cpu" : "") << "\n";
   }
-  if (report.getNumOccurrences() && settings.recomputeLevel && noRecomputePeak < 0 &&
-      isGraph && mode == "train") {
+  if (o.report.given && settings.recomputeLevel && noRecomputePeak < 0 &&
+      isGraph && o.mode == "train") {
     zero::PlanSettings none = settings;
     none.recomputeLevel = 0;
     noRecomputePeak = zero::planPeak(module, none, buildPlan);
   }
   PassManager pm(module.getContext());
-  if (failed(applyPassManagerCLOptions(pm)))
+  if (setupPassManager && failed(setupPassManager(pm)))
     return failure();
-  buildPipeline(pm, isGraph, level, settings);
+  buildPipeline(o, pm, isGraph, level, settings);
   if (failed(pm.run(module)))
     return failure();
-  recordRuntimeSettings(module);
-  if (report.getNumOccurrences()) {
-    auto r = zero::computeZeroReport(module, zeroStage);
+  recordRuntimeSettings(o, module);
+  if (o.report.given) {
+    auto r = zero::computeZeroReport(module, o.zeroStage);
     if (failed(r))
       return failure();
     auto p = zero::predictStep(module, *m);
@@ -420,7 +420,7 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
       return failure();
     r->predicted = *p;
     r->machine = m->name;
-    r->liveLimitBytes = (int64_t)(maxLiveMb * 1024 * 1024);
+    r->liveLimitBytes = (int64_t)(o.maxLiveMb * 1024 * 1024);
     if (trainableSummary) {
       r->trainableTensors = trainableSummary->tensors;
       r->trainableElements = trainableSummary->elements;
@@ -428,7 +428,7 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
     }
     if (noRecomputePeak >= 0 && r->recomputeLevel)
       r->recomputeSavedBytes = noRecomputePeak - r->totalPeak;
-    if (report == "json") {
+    if (o.report == "json") {
       // Printed whole or not at all: a number JSON cannot hold is an error.
       std::string text;
       llvm::raw_string_ostream json(text);
@@ -466,20 +466,26 @@ LogicalResult compileAndEmit(ModuleOp module, StringRef level, StringRef input,
 
 } // namespace
 
-int zero::compileWithFlags(StringRef input, StringRef output, DialectRegistry &registry) {
+zero::CompileSession::CompileSession(CompileOptions options, DialectRegistry &registry,
+                                     PassManagerSetup setupPassManager)
+    : options(std::move(options)), registry(registry),
+      setupPassManager(std::move(setupPassManager)) {}
+
+int zero::CompileSession::run(StringRef input, StringRef output) {
+  CompileOptions &o = options;
   std::string inputFile = input.str(), outputFile = output.str();
-  std::string level = emitLevel;
+  std::string level = o.emitLevel;
   if (level.empty())
     level = StringRef(outputFile).ends_with(".zplan") ? "zplan"
-            : report.getNumOccurrences()              ? "plan"
+            : o.report.given              ? "plan"
                                                       : "graph";
-  if (report.getNumOccurrences() && report != "" && report != "table" &&
-      report != "json") {
-    llvm::errs() << "zero-opt: error: --report=" << report
+  if (o.report.given && o.report != "" && o.report != "table" &&
+      o.report != "json") {
+    llvm::errs() << "zero-opt: error: --report=" << o.report
                  << " is not one of table, json\n";
     return 1;
   }
-  if (report.getNumOccurrences() && level != "plan" && level != "zplan") {
+  if (o.report.given && level != "plan" && level != "zplan") {
     llvm::errs() << "zero-opt: error: --report needs the plan: it cannot go with "
                     "--emit="
                  << level << "\n";
@@ -491,12 +497,13 @@ int zero::compileWithFlags(StringRef input, StringRef output, DialectRegistry &r
     return 1;
   }
   std::optional<int64_t> configMicroBatch;
-  if (!deepspeedConfig.empty() && !zero::applyDeepSpeedConfig(configMicroBatch))
+  if (!o.deepspeedConfig.empty() && !zero::applyDeepSpeedConfig(o, configMicroBatch))
     return 1;
   {
     zero::ZeroPipelineOptions options;
-    zero::pipelineOptionsFromFlags(options, level, {zero::recomputeLevelFromFlags(), bucketSizeMb, prefetchBuckets});
-    if (!zero::validateSettings(options))
+    zero::pipelineOptionsFrom(o, options, level,
+                              {zero::recomputeLevelOf(o), o.bucketSizeMb, o.prefetchBuckets});
+    if (!zero::validateSettings(o, options))
       return 1;
   }
   if (level == "zplan" && outputFile == "-") {
@@ -515,28 +522,31 @@ int zero::compileWithFlags(StringRef input, StringRef output, DialectRegistry &r
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   OwningOpRef<ModuleOp> module;
+  std::optional<TrainableSummary> trainable;
   if (zero::isOnnxFile(inputFile)) {
     ScopedDiagnosticHandler handler(&context, printDiagnostic);
     zero::OnnxImportOptions options;
-    if (failed(parseInputShapes(options)))
+    if (failed(parseInputShapes(o, options)))
       return 1;
     options.batch = configMicroBatch; // pins a symbolic batch; a fixed one is checked
-    options.fuseAttention = !noAttentionFusion;
+    options.fuseAttention = !o.noAttentionFusion;
     module = zero::importOnnxModel(context, inputFile, options);
     if (!module)
       return 1;
-    if (mode != "inference" && level != "graph")
-      noteTrainableSet(*module, inputFile);
-    if (configMicroBatch && !checkMicroBatch(*module, *configMicroBatch))
+    if (o.mode != "inference" && level != "graph")
+      trainable = noteTrainableSet(o, *module, inputFile);
+    if (configMicroBatch && !checkMicroBatch(o, *module, *configMicroBatch))
       return 1;
-    if (failed(compileAndEmit(*module, level, inputFile, outputFile)))
+    if (failed(compileAndEmit(o, *module, level, inputFile, outputFile, trainable,
+                              setupPassManager)))
       return 1;
     return 0;
   }
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   module = parseSourceFile<ModuleOp>(inputFile, sourceMgr, &context);
-  if (!module || failed(compileAndEmit(*module, level, inputFile, outputFile)))
+  if (!module || failed(compileAndEmit(o, *module, level, inputFile, outputFile, trainable,
+                                       setupPassManager)))
     return 1;
   return 0;
 }

@@ -9,13 +9,16 @@
 //   zero-opt file.mlir --some-pass ...
 //       behaves as mlir-opt with the zero-opt dialects and passes (lit tests).
 //
-// The flags, the DeepSpeed config, the budget, auto-tune and the compilation
-// itself live in lib/Driver.
+// The flags live here (ZeroOptFlags.cpp), the only place they are read: the
+// second way in turns them into CompileOptions for a CompileSession, which with
+// the DeepSpeed config, the budget, auto-tune and the compilation itself lives
+// in lib/Driver.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ZeroOptFlags.h"
+
 #include "zero/Driver/CompileSession.h"
-#include "zero/Driver/ZeroOptFlags.h"
 #include "zero/Import/ONNX/ImportOnnx.h"
 #include "zero/InitAll.h"
 
@@ -54,5 +57,9 @@ int main(int argc, char **argv) {
   if (!zero::isOnnxFile(inputFile) && emitLevel.empty() && !report.getNumOccurrences())
     return asMainReturnCode(MlirOptMain(argc, argv, inputFile, outputFile, registry));
 
-  return zero::compileWithFlags(inputFile, outputFile, registry);
+  // MLIR's pass-manager flags (--mlir-timing, --mlir-print-ir-*) apply to the
+  // pass manager that compiles the step.
+  zero::CompileSession session(zero::flags::compileOptionsFromFlags(), registry,
+                               [](PassManager &pm) { return applyPassManagerCLOptions(pm); });
+  return session.run(inputFile, outputFile);
 }

@@ -2,29 +2,49 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-// What zero-opt does with a model once its flags are parsed: import it (ONNX) or
-// read it (MLIR), pick the settings (auto-tune, the memory budget), run the
-// pipeline down to the level asked for, print the report and write the plan or
-// IR, whole or not at all.
+// A compile session: an ONNX model (or MLIR at any level) compiled to the plan
+// file, or the IR of a level, as its CompileOptions ask. It reads only those
+// options (a tool fills them: zero-opt from its flags); a DeepSpeed config named
+// in them sets the options not given, then every value is checked once.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ZERO_DRIVER_COMPILESESSION_H
 #define ZERO_DRIVER_COMPILESESSION_H
 
+#include "zero/Driver/CompileOptions.h"
+
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringRef.h"
+
+#include <functional>
 
 namespace zero {
 
-/// Whether `path` names an ONNX model (by its suffix: .onnx, or .onnxtxt, the
-/// text form the lit tests use).
 bool isOnnxFile(llvm::StringRef path);
 
-/// Compiles `input` as zero-opt's flags ask and writes `output` ("-": stdout);
-/// the exit status (1 after printing what went wrong).
-int compileWithFlags(llvm::StringRef input, llvm::StringRef output,
-                     mlir::DialectRegistry &registry);
+/// What a tool adds to the pass manager that compiles the step (zero-opt: MLIR's
+/// own pass-manager flags, --mlir-timing, --mlir-print-ir-*).
+using PassManagerSetup = std::function<mlir::LogicalResult(mlir::PassManager &)>;
+
+class CompileSession {
+public:
+  CompileSession(CompileOptions options, mlir::DialectRegistry &registry,
+                 PassManagerSetup setupPassManager = {});
+
+  /// Compiles `input` to `output` ("-": stdout); messages go to stderr. Returns
+  /// the exit status: 0, or 1 after a message that names the problem.
+  int run(llvm::StringRef input, llvm::StringRef output);
+
+  /// The options as compiled: after the DeepSpeed config, once run.
+  const CompileOptions &compiledOptions() const { return options; }
+
+private:
+  CompileOptions options;
+  mlir::DialectRegistry &registry;
+  PassManagerSetup setupPassManager;
+};
 
 } // namespace zero
 

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanLowering.h"
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 
 using namespace mlir;
 using namespace zero;
@@ -87,15 +89,15 @@ static bool isInPlaceSafe(Operation &op) {
 
 bool PlanLowering::isHost(Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v))
-    return bool(func.getArgAttr(arg.getArgNumber(), "compute.host"));
+    return bool(func.getArgAttr(arg.getArgNumber(), compute::attr::kHost));
   Operation *def = v.getDefiningOp();
-  return def && (def->hasAttr("zero.host") ||
+  return def && (def->hasAttr(zops::attr::kHost) ||
                  isa<compute::ToHostOp, compute::NvmeReadOp>(def));
 }
 
 bool PlanLowering::isNvme(Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v))
-    return bool(func.getArgAttr(arg.getArgNumber(), "compute.nvme"));
+    return bool(func.getArgAttr(arg.getArgNumber(), compute::attr::kNvme));
   return isa_and_nonnull<compute::NvmeWriteOp>(v.getDefiningOp());
 }
 
@@ -105,7 +107,7 @@ PlanLowering::Space PlanLowering::spaceOf(Value v) {
   if (!isHost(v))
     return Space::Device;
   Operation *def = v.getDefiningOp();
-  return def && (def->hasAttr("zero.host") || isa<compute::NvmeReadOp>(def))
+  return def && (def->hasAttr(zops::attr::kHost) || isa<compute::NvmeReadOp>(def))
              ? Space::HostKernel
              : Space::Host;
 }
@@ -164,44 +166,44 @@ LogicalResult PlanLowering::emitArguments() {
              << arg.getArgNumber() << " is not a statically shaped tensor";
     NamedAttrList attrs;
     unsigned i = arg.getArgNumber();
-    if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.param")) {
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, compute::attr::kParam)) {
       attrs.append("name", name);
       makeBuffer(arg, plan::BufferRole::param, attrs);
     } else if (auto name =
-                   func.getArgAttrOfType<StringAttr>(i, "compute.param_bucket")) {
+                   func.getArgAttrOfType<StringAttr>(i, compute::attr::kParamBucket)) {
       // This rank's slice of a flat parameter bucket (ZeRO stage 3).
       attrs.append("name", name);
-      attrs.append("bucket_members", func.getArgAttr(i, "compute.bucket_members"));
-      attrs.append("bucket_elements", func.getArgAttr(i, "compute.bucket_elements"));
+      attrs.append("bucket_members", func.getArgAttr(i, compute::attr::kBucketMembers));
+      attrs.append("bucket_elements", func.getArgAttr(i, compute::attr::kBucketElements));
       makeBuffer(arg, plan::BufferRole::param, attrs);
-    } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.master")) {
+    } else if (auto name = func.getArgAttrOfType<StringAttr>(i, compute::attr::kMaster)) {
       // Mixed precision: the f32 master copy of a parameter, loaded from the
       // same initializer.
       attrs.append("name", name);
       makeBuffer(arg, plan::BufferRole::master, attrs);
     } else if (auto name =
-                   func.getArgAttrOfType<StringAttr>(i, "compute.master_bucket")) {
+                   func.getArgAttrOfType<StringAttr>(i, compute::attr::kMasterBucket)) {
       attrs.append("name", name);
-      attrs.append("bucket_members", func.getArgAttr(i, "compute.bucket_members"));
-      attrs.append("bucket_elements", func.getArgAttr(i, "compute.bucket_elements"));
+      attrs.append("bucket_members", func.getArgAttr(i, compute::attr::kBucketMembers));
+      attrs.append("bucket_elements", func.getArgAttr(i, compute::attr::kBucketElements));
       makeBuffer(arg, plan::BufferRole::master, attrs);
-    } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.runtime")) {
+    } else if (auto name = func.getArgAttrOfType<StringAttr>(i, compute::attr::kRuntime)) {
       attrs.append("name", name); // set by the runtime before each step
       makeBuffer(arg, plan::BufferRole::runtime, attrs);
-    } else if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.state")) {
+    } else if (auto name = func.getArgAttrOfType<StringAttr>(i, compute::attr::kState)) {
       attrs.append("name", name);
       // Above stage 0: this rank's slice of a bucket's state (BUCKET.SUFFIX).
-      if (auto members = func.getArgAttr(i, "compute.bucket_members")) {
+      if (auto members = func.getArgAttr(i, compute::attr::kBucketMembers)) {
         attrs.append("bucket_members", members);
-        attrs.append("bucket_elements", func.getArgAttr(i, "compute.bucket_elements"));
+        attrs.append("bucket_elements", func.getArgAttr(i, compute::attr::kBucketElements));
       }
       makeBuffer(arg, plan::BufferRole::state, attrs);
     } else if (auto index =
-                   func.getArgAttrOfType<IntegerAttr>(i, "compute.input")) {
+                   func.getArgAttrOfType<IntegerAttr>(i, compute::attr::kInput)) {
       attrs.append("index", index);
-      if (auto name = func.getArgAttrOfType<StringAttr>(i, "compute.name"))
+      if (auto name = func.getArgAttrOfType<StringAttr>(i, compute::attr::kName))
         attrs.append("name", name);
-      if (auto micro = func.getArgAttrOfType<IntegerAttr>(i, "compute.micro_step"))
+      if (auto micro = func.getArgAttrOfType<IntegerAttr>(i, compute::attr::kMicroStep))
         attrs.append("micro_step", micro);
       makeBuffer(arg, plan::BufferRole::input, attrs);
     } else {
@@ -342,15 +344,15 @@ LogicalResult PlanLowering::emitOp(Operation &op) {
   pendingGroup = false;
   // For the report (not the runtime): work done again by activation
   // checkpointing.
-  if (op.hasAttr("zero.recompute"))
-    k->setAttr("zero.recompute", b.getUnitAttr());
+  if (op.hasAttr(zops::attr::kRecompute))
+    k->setAttr(zops::attr::kRecompute, b.getUnitAttr());
   copyUpdatesEarly(op);
   releaseDead(op);
   return success();
 }
 
 bool PlanLowering::joinOptimizerGroup(Operation &op, ArrayRef<Value> ins, ArrayRef<Value> outs, DictionaryAttr attrs) {
-  if (!isa<compute::AdamWOp, compute::SgdOp>(op) || op.hasAttr("zero.host")) {
+  if (!isa<compute::AdamWOp, compute::SgdOp>(op) || op.hasAttr(zops::attr::kHost)) {
     openGroup = nullptr;
     return false;
   }
@@ -428,7 +430,7 @@ FailureOr<DictionaryAttr> PlanLowering::kernelAttrs(Operation &op, bool isCollec
         continue;
       attrs.append(a);
     }
-  if (auto block = op.getAttrOfType<IntegerAttr>(kQuantizeBlockAttr); block && isCollective)
+  if (auto block = op.getAttrOfType<IntegerAttr>(zops::attr::kQuantizeBlock); block && isCollective)
     attrs.append("quantize_block", block);
   if (isStart) {
     int64_t id = requestOf.size();
@@ -532,7 +534,7 @@ void PlanLowering::releaseDead(Operation &op) {
 void PlanLowering::emitReturn() {
   SmallVector<Value> results;
   SmallVector<Attribute> names;
-  auto allNames = func->getAttrOfType<ArrayAttr>("compute.output_names");
+  auto allNames = func->getAttrOfType<ArrayAttr>(compute::attr::kOutputNames);
   for (auto [i, v] : llvm::enumerate(terminator->getOperands())) {
     if (BlockArgument target = updateOf.lookup(v)) {
       if (!inPlace.contains(v) && !copiedEarly.contains(v))

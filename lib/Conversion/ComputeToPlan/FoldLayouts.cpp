@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanLowering.h"
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 
 using namespace mlir;
 using namespace zero;
@@ -112,7 +114,7 @@ LogicalResult PlanLowering::fold() {
   // Results marked compute.updates = N replace argument N (a parameter or
   // optimizer state) for the next step.
   for (auto [i, v] : llvm::enumerate(terminator->getOperands()))
-    if (auto arg = func.getResultAttrOfType<IntegerAttr>(i, "compute.updates")) {
+    if (auto arg = func.getResultAttrOfType<IntegerAttr>(i, compute::attr::kUpdates)) {
       if (arg.getInt() < 0 || arg.getInt() >= entry.getNumArguments())
         return func.emitError("result ") << i << " updates argument " << arg.getInt()
                                          << ", which does not exist";
@@ -160,7 +162,7 @@ void PlanLowering::foldParameterCopies() {
     for (Operation *user : adam.getNewParam().getUsers()) {
       auto c = dyn_cast<compute::CastOp>(user);
       if (!c || !isa<BFloat16Type, Float16Type>(getElementTypeOrSelf(c.getResult())) ||
-          c->hasAttr("zero.host") != op.hasAttr("zero.host") ||
+          c->hasAttr(zops::attr::kHost) != op.hasAttr(zops::attr::kHost) ||
           viewOf.count(c.getResult()) || resultView.count(c.getResult()))
         continue;
       copyOf[&op] = c.getResult();

@@ -15,7 +15,7 @@
 #include "zero/Conversion/ComputeToPlan/FusedProgram.h"
 #include "zplan/AttentionViews.h"
 #include "zplan/PlanFormat.h"
-#include "zero/Support/CollectiveQuantization.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"

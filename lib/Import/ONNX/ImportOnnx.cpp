@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OnnxImporter.h"
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
 
 #include "zero/Import/ONNX/ImportOnnx.h"
 #include "zrt/Error.h"
@@ -481,12 +482,12 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
     SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
     argTypes.push_back(RankedTensorType::get(shape, et));
     SmallVector<NamedAttribute> attrs = {
-        b.getNamedAttr("compute.param", b.getStringAttr(t.name()))};
+        b.getNamedAttr(compute::attr::kParam, b.getStringAttr(t.name()))};
     if (!trainable.names.count(t.name()))
-      attrs.push_back(b.getNamedAttr("compute.frozen", b.getUnitAttr()));
+      attrs.push_back(b.getNamedAttr(compute::attr::kFrozen, b.getUnitAttr()));
     auto source = trainable.derivedFrom.find(t.name());
     if (source != trainable.derivedFrom.end())
-      attrs.push_back(b.getNamedAttr("compute.folded_from",
+      attrs.push_back(b.getNamedAttr(compute::attr::kFoldedFrom,
                                      b.getStringAttr(source->second)));
     argAttrs.push_back(b.getDictionaryAttr(attrs));
     argNames.push_back(t.name());
@@ -502,9 +503,9 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
       return failure();
     argTypes.push_back(*type);
     argAttrs.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("compute.input",
+        {b.getNamedAttr(compute::attr::kInput,
                         b.getI64IntegerAttr(inputPositions.at(in.name()))),
-         b.getNamedAttr("compute.name", b.getStringAttr(in.name()))}));
+         b.getNamedAttr(compute::attr::kName, b.getStringAttr(in.name()))}));
     argNames.push_back(in.name());
   }
 
@@ -512,8 +513,8 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
   auto func = func::FuncOp::create(imp.builder, fileLoc, "main",
                                    b.getFunctionType(argTypes, {}));
   if (trainable.source != TrainableSet::kEveryFloat)
-    func->setAttr("compute.trainable_listed", b.getUnitAttr());
-  func->setAttr("compute.trainable_source", b.getStringAttr(trainable.source));
+    func->setAttr(compute::attr::kTrainableListed, b.getUnitAttr());
+  func->setAttr(compute::attr::kTrainableSource, b.getStringAttr(trainable.source));
   Block *entry = func.addEntryBlock();
   for (auto [i, attrs] : llvm::enumerate(argAttrs)) {
     func.setArgAttrs(i, attrs);
@@ -556,7 +557,7 @@ LogicalResult buildFunction(ModuleOp module, const onnx::ModelProto &model,
   }
   func::ReturnOp::create(imp.builder, fileLoc, results);
   func.setFunctionType(b.getFunctionType(argTypes, resultTypes));
-  func->setAttr("compute.output_names", b.getArrayAttr(outputNames));
+  func->setAttr(compute::attr::kOutputNames, b.getArrayAttr(outputNames));
   return success();
 }
 

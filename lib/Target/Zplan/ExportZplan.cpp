@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Target/Zplan/ExportZplan.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
 
@@ -137,9 +138,9 @@ FailureOr<zero::zplan::Plan> zero::buildZplan(ModuleOp module, StringRef source)
   out.set_source(source.str());
   // Mixed precision: what zero-opt recorded on the module (--precision and the
   // loss-scaling flags), for zero-run's loss scaler.
-  if (auto p = module->getAttrOfType<StringAttr>("zero.precision"))
+  if (auto p = module->getAttrOfType<StringAttr>(zops::attr::kPrecision))
     out.set_precision(p.str());
-  if (auto ls = module->getAttrOfType<DictionaryAttr>("zero.loss_scaling")) {
+  if (auto ls = module->getAttrOfType<DictionaryAttr>(zops::attr::kLossScaling)) {
     auto num = [&](StringRef key) {
       auto a = ls.getAs<FloatAttr>(key);
       return a ? a.getValueAsDouble() : 0.0;
@@ -151,13 +152,13 @@ FailureOr<zero::zplan::Plan> zero::buildZplan(ModuleOp module, StringRef source)
     l->set_hysteresis((int)num("hysteresis"));
     l->set_min_scale(num("min_scale"));
   }
-  if (auto stage = module->getAttrOfType<IntegerAttr>("zero.stage"))
+  if (auto stage = module->getAttrOfType<IntegerAttr>(zops::attr::kStage))
     out.set_zero_stage((int32_t)stage.getInt());
-  if (auto every = module->getAttrOfType<IntegerAttr>("zero.print_every"))
+  if (auto every = module->getAttrOfType<IntegerAttr>(zops::attr::kPrintEvery))
     out.set_print_every(every.getInt());
-  if (module->hasAttr("zero.profile"))
+  if (module->hasAttr(zops::attr::kProfile))
     out.set_profile(true);
-  if (auto ls = module->getAttrOfType<DictionaryAttr>("zero.lr_schedule")) {
+  if (auto ls = module->getAttrOfType<DictionaryAttr>(zops::attr::kLrSchedule)) {
     auto num = [&](StringRef key) {
       auto a = ls.getAs<FloatAttr>(key);
       return a ? a.getValueAsDouble() : 0.0;

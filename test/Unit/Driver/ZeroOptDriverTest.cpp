@@ -4,8 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zero/Driver/FlagSettings.h"
-#include "zero/Driver/ZeroOptFlags.h"
+#include "ZeroOptFlags.h" // tools/zero-opt: the only reader of the flags
+
+#include "zero/Driver/CompileOptions.h"
+#include "zero/Driver/OptionSettings.h"
 #include "zero/Pipeline/ZeroPipeline.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -60,55 +62,106 @@ TEST(ZeroOptFlags, LongFlagsAndWordsWrap) {
                       std::string(80, 'y') + "\n" + std::string(30, ' ') + "z\n");
 }
 
-TEST(FlagSettings, PipelineOptionsFollowTheFlags) {
-  ASSERT_TRUE(parseFlags({"--zero-stage=3", "--world-size=4", "--optimizer=sgd",
-                          "--recompute=blocks"}));
-  ZeroPipelineOptions o;
-  pipelineOptionsFromFlags(o, "plan", {recomputeLevelFromFlags(), 7.0, 3});
+TEST(ZeroOptFlags, TheFlagsBecomeOptionsMarkedGiven) {
+  ASSERT_TRUE(parseFlags({"--zero-stage=3", "--lr=0.01", "--report=json",
+                          "--input-shape", "tokens=2x8", "--warmup-steps=5"}));
+  CompileOptions o = flags::compileOptionsFromFlags();
   EXPECT_EQ(o.zeroStage, 3);
-  EXPECT_EQ(o.worldSize, 4);
-  EXPECT_EQ(o.optimizer, "sgd");
-  EXPECT_EQ(o.level, "plan");
-  EXPECT_EQ(o.recomputeLevel, 2); // blocks
-  EXPECT_EQ(o.bucketSizeMb, 7.0); // the budget's or auto-tune's choice wins
-  EXPECT_EQ(o.prefetchBuckets, 3);
-  EXPECT_FALSE(findDriverProblem(o.lr));
+  EXPECT_TRUE(o.zeroStage.given);
+  EXPECT_EQ(o.lr, 0.01);
+  EXPECT_EQ(o.warmupSteps, 5);
+  EXPECT_TRUE(o.warmupSteps.given);
+  EXPECT_EQ(o.worldSize, 1); // the default, not given
+  EXPECT_FALSE(o.worldSize.given);
+  EXPECT_TRUE(o.report.given);
+  EXPECT_EQ(o.report, "json");
+  ASSERT_EQ(o.inputShapes.size(), 1u);
+  EXPECT_EQ(o.inputShapes[0], "tokens=2x8");
+  ASSERT_TRUE(parseFlags({}));
+  EXPECT_FALSE(flags::compileOptionsFromFlags().report.given);
 }
 
-TEST(FlagSettings, ProblemsNameTheFlagAndTheRule) {
+// The session's options are values: set by name as a DeepSpeed config sets them,
+// parsed as LLVM's parsers parse the flags, no flag involved.
+TEST(CompileOptions, SetByNameParsesAsTheFlagWould) {
+  CompileOptions o;
+  EXPECT_TRUE(o.set("zero-stage", "0x3")); // LLVM's integer parser takes a radix prefix
+  EXPECT_EQ(o.zeroStage, 3);
+  EXPECT_TRUE(o.zeroStage.given);
+  EXPECT_TRUE(o.set("no-overlap", "True"));
+  EXPECT_TRUE(o.noOverlap);
+  EXPECT_TRUE(o.set("lr", "5e-4"));
+  EXPECT_EQ(o.lr, 5e-4);
+  EXPECT_TRUE(o.set("lr-schedule", "warmup"));
+  EXPECT_EQ(o.lrSchedule, "warmup");
+  EXPECT_FALSE(o.set("lr", "fast"));
+  EXPECT_EQ(o.lr, 5e-4); // unchanged
+  EXPECT_FALSE(o.set("no-overlap", "yes"));
+  EXPECT_FALSE(o.set("warmup-steps", "1.5"));
+  EXPECT_FALSE(o.set("no-such-option", "1"));
+  EXPECT_FALSE(o.has("no-such-option"));
+  EXPECT_TRUE(o.has("max-memory-gb"));
+  EXPECT_FALSE(o.isGiven("max-memory-gb"));
+}
+
+TEST(OptionSettings, PipelineOptionsFollowTheOptions) {
+  CompileOptions o;
+  o.zeroStage = 3;
+  o.worldSize = 4;
+  o.optimizer = "sgd";
+  o.recompute = "blocks";
+  ZeroPipelineOptions p;
+  pipelineOptionsFrom(o, p, "plan", {recomputeLevelOf(o), 7.0, 3});
+  EXPECT_EQ(p.zeroStage, 3);
+  EXPECT_EQ(p.worldSize, 4);
+  EXPECT_EQ(p.optimizer, "sgd");
+  EXPECT_EQ(p.level, "plan");
+  EXPECT_EQ(p.recomputeLevel, 2); // blocks
+  EXPECT_EQ(p.bucketSizeMb, 7.0); // the budget's or auto-tune's choice wins
+  EXPECT_EQ(p.prefetchBuckets, 3);
+  EXPECT_FALSE(findDriverProblem(o, p.lr));
+}
+
+TEST(OptionSettings, ProblemsNameTheFlagAndTheRule) {
   ASSERT_TRUE(parseFlags({"--lr-schedule=warmup", "--cos-min-ratio=0.5"}));
-  auto p = findDriverProblem(1e-3);
+  auto p = findDriverProblem(flags::compileOptionsFromFlags(), 1e-3);
   ASSERT_TRUE(p);
   EXPECT_EQ(p->option, "cos-min-ratio");
   EXPECT_NE(p->rule.find("is not a parameter of --lr-schedule=warmup (WarmupLR"),
             std::string::npos)
       << p->rule;
   ASSERT_TRUE(parseFlags({"--loss-scale=128"}));
-  p = findDriverProblem(1e-3);
+  p = findDriverProblem(flags::compileOptionsFromFlags(), 1e-3);
   ASSERT_TRUE(p);
   EXPECT_EQ(p->option, "loss-scale");
   EXPECT_NE(p->rule.find("goes with --precision=fp16"), std::string::npos);
-  ASSERT_TRUE(parseFlags({"--max-memory-gb=-1"}));
-  p = findDriverProblem(1e-3);
+  CompileOptions o;
+  o.maxMemoryGb = -1;
+  p = findDriverProblem(o, 1e-3);
   ASSERT_TRUE(p);
   EXPECT_EQ(p->option, "max-memory-gb");
 }
 
-TEST(FlagSettings, ADeepSpeedConfigSetsTheFlagsTheCommandLineLeft) {
+TEST(OptionSettings, ADeepSpeedConfigSetsTheOptionsNotGiven) {
   std::string path = ::testing::TempDir() + "zero-opt-driver-test-config.json";
   std::ofstream(path) << R"({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2,
     "gradient_accumulation_steps": 2, "zero_optimization": {"stage": 2},
     "optimizer": {"type": "AdamW", "params": {"lr": 0.0005}}})";
-  std::string deepspeed = "--deepspeed=" + path;
-  ASSERT_TRUE(parseFlags({deepspeed.c_str(), "--world-size=2", "--lr=0.001"}));
+  CompileOptions o;
+  o.deepspeedConfig = path;
+  o.worldSize = 2;
+  o.worldSize.given = true;
+  o.lr = 0.001;
+  o.lr.given = true;
   std::optional<int64_t> micro;
-  ASSERT_TRUE(applyDeepSpeedConfig(micro));
+  ASSERT_TRUE(applyDeepSpeedConfig(o, micro));
   EXPECT_EQ(micro, 2);
-  ZeroPipelineOptions o;
-  pipelineOptionsFromFlags(o, "plan", {0, 25.0, 2});
-  EXPECT_EQ(o.zeroStage, 2);
-  EXPECT_EQ(o.gradAccumSteps, 2);
-  EXPECT_EQ(o.lr, 0.001); // the command line wins
+  ZeroPipelineOptions p;
+  pipelineOptionsFrom(o, p, "plan", {0, 25.0, 2});
+  EXPECT_EQ(p.zeroStage, 2);
+  EXPECT_EQ(p.gradAccumSteps, 2);
+  EXPECT_EQ(p.lr, 0.001); // the given value wins
+  EXPECT_EQ(o.configOrigins.at("zero-stage").key, "zero_optimization.stage");
   std::remove(path.c_str());
 }
 

@@ -2,12 +2,13 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-// One table: each discardable attribute of the compute dialect, where it may
-// appear (on the function, an argument or a result of func.func) and what it holds.
-// The dialect's verifier checks every `compute.*` attribute against it.
+// The dialect's verifier checks every `compute.*` attribute against its record
+// in ComputeAttributes.def: where it may appear (on the function, an argument or
+// a result of func.func) and what it holds.
 //
 //===----------------------------------------------------------------------===//
 
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -37,33 +38,9 @@ struct AttrRule {
 
 const llvm::StringMap<AttrRule> &rules() {
   static const llvm::StringMap<AttrRule> table = {
-      // On @main's arguments.
-      {"compute.param", {Place::Argument, Holds::Name, "a parameter's initializer name"}},
-      {"compute.frozen", {Place::Argument, Holds::Unit, "a parameter that does not train"}},
-      {"compute.folded_from",
-       {Place::Argument, Holds::Name, "the PyTorch parameter the exporter folded it from"}},
-      {"compute.input", {Place::Argument, Holds::Count, "a graph input's position"}},
-      {"compute.name", {Place::Argument, Holds::Name, "a graph input's name"}},
-      {"compute.runtime", {Place::Argument, Holds::Name, "a value set per step (lr)"}},
-      {"compute.state", {Place::Argument, Holds::Name, "optimizer state"}},
-      {"compute.master", {Place::Argument, Holds::Name, "an f32 master copy"}},
-      {"compute.param_bucket", {Place::Argument, Holds::Name, "a bucket of parameters"}},
-      {"compute.master_bucket", {Place::Argument, Holds::Name, "a bucket of master copies"}},
-      {"compute.micro_step", {Place::Argument, Holds::Count, "an input's micro-batch"}},
-      {"compute.host", {Place::Argument, Holds::Unit, "held in host memory"}},
-      {"compute.nvme", {Place::Argument, Holds::Unit, "held in the NVMe file"}},
-      {"compute.bucket_members", {Place::Argument, Holds::Members, "a bucket's members"}},
-      {"compute.bucket_elements",
-       {Place::Argument, Holds::Count, "a bucket's padded element count"}},
-      // On @main's results.
-      {"compute.updates", {Place::Result, Holds::Count, "the argument a result updates"}},
-      // On @main itself.
-      {"compute.output_names", {Place::Function, Holds::Names, "the graph outputs' names"}},
-      {"compute.trainable_listed",
-       {Place::Function, Holds::Unit, "the model lists its trainable set"}},
-      {"compute.trainable_source",
-       {Place::Function, Holds::Name, "where the trainable set came from"}},
-      {"compute.precision", {Place::Function, Holds::Precision, "the 16-bit type"}},
+#define COMPUTE_ATTR(ID, NAME, PLACE, HOLDS, MEANING)                                      \
+  {attr::ID, {Place::PLACE, Holds::HOLDS, MEANING}},
+#include "zero/Dialect/Compute/IR/ComputeAttributes.def"
   };
   return table;
 }
@@ -141,9 +118,9 @@ LogicalResult ComputeDialect::verifyRegionResultAttribute(Operation *op, unsigne
     return failure();
   // compute.updates names an argument of the same function.
   auto func = cast<func::FuncOp>(op);
-  if (attr.getName() == "compute.updates" &&
+  if (attr.getName() == attr::kUpdates &&
       cast<IntegerAttr>(attr.getValue()).getInt() >= func.getNumArguments())
-    return op->emitError() << "result " << index << "'s 'compute.updates' names argument "
+    return op->emitError() << "result " << index << "'s '" << attr::kUpdates << "' names argument "
                            << cast<IntegerAttr>(attr.getValue()).getInt() << " of "
                            << func.getNumArguments();
   return success();

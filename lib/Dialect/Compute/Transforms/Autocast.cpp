@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Compute/Transforms/Passes.h"
 
@@ -130,7 +131,7 @@ struct AutocastPass : public zero::impl::AutocastPassBase<AutocastPass> {
       auto t = tensorType(arg);
       if (!t.getElementType().isF32())
         return func.emitError("parameter ")
-               << func.getArgAttr(arg.getArgNumber(), "compute.param") << " is "
+               << func.getArgAttr(arg.getArgNumber(), compute::attr::kParam) << " is "
                << t.getElementType() << "; mixed precision starts from f32 weights";
       arg.setType(t.clone(half));
     }
@@ -195,7 +196,7 @@ struct AutocastPass : public zero::impl::AutocastPassBase<AutocastPass> {
     Operation *ret = entry.getTerminator();
     func.setFunctionType(FunctionType::get(func.getContext(), entry.getArgumentTypes(),
                                            ret->getOperandTypes()));
-    func->setAttr("compute.precision", StringAttr::get(func.getContext(), precision));
+    func->setAttr(compute::attr::kPrecision, StringAttr::get(func.getContext(), precision));
     return success();
   }
 };

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "GradientRules.h"
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Compute/Transforms/Passes.h"
@@ -35,8 +37,8 @@ bool isFloatTensor(Value v) {
 
 StringRef zero::trainedParameterName(func::FuncOp func, unsigned i,
                                      const llvm::Regex *freeze) {
-  auto name = func.getArgAttrOfType<StringAttr>(i, "compute.param");
-  if (!name || !isFloatTensor(func.getArgument(i)) || func.getArgAttr(i, "compute.frozen") ||
+  auto name = func.getArgAttrOfType<StringAttr>(i, compute::attr::kParam);
+  if (!name || !isFloatTensor(func.getArgument(i)) || func.getArgAttr(i, compute::attr::kFrozen) ||
       (freeze && freeze->match(name.getValue())))
     return "";
   return name.getValue();
@@ -61,7 +63,7 @@ struct BuildTrainingStepPass
     unsigned index = func.getNumArguments();
     if (failed(func.insertArgument(
             index, RankedTensorType::get({}, elementType),
-            b.getDictionaryAttr(b.getNamedAttr("compute.runtime", b.getStringAttr(name))),
+            b.getDictionaryAttr(b.getNamedAttr(compute::attr::kRuntime, b.getStringAttr(name))),
             func.getLoc())))
       return BlockArgument();
     return func.getBody().front().getArgument(index);
@@ -119,7 +121,7 @@ struct BuildTrainingStepPass
     Block &entry = func.getBody().front();
     auto ret = cast<func::ReturnOp>(entry.getTerminator());
     SmallVector<StringRef> names;
-    if (auto a = func->getAttrOfType<ArrayAttr>("compute.output_names"))
+    if (auto a = func->getAttrOfType<ArrayAttr>(compute::attr::kOutputNames))
       for (Attribute n : a)
         names.push_back(cast<StringAttr>(n).getValue());
     names.resize(ret.getNumOperands(), "");
@@ -163,7 +165,7 @@ struct BuildTrainingStepPass
     // Mixed precision (after --zero-autocast): the loss gradient starts from the
     // loss scale the runtime sets before each step, so that small 16-bit gradients
     // do not flush to zero; the optimizer divides it out.
-    mixed = func->hasAttr("compute.precision") && !gradientsOnly;
+    mixed = func->hasAttr(compute::attr::kPrecision) && !gradientsOnly;
     Value seed;
     if (mixed) {
       auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
@@ -200,11 +202,11 @@ struct BuildTrainingStepPass
       } else {
         IRMapping map;
         for (BlockArgument arg : llvm::to_vector(entry.getArguments())) {
-          if (!func.getArgAttr(arg.getArgNumber(), "compute.input"))
+          if (!func.getArgAttr(arg.getArgNumber(), compute::attr::kInput))
             continue;
           unsigned index = func.getNumArguments();
           NamedAttrList attrs(func.getArgAttrDict(arg.getArgNumber()));
-          attrs.set("compute.micro_step", b.getI64IntegerAttr(m));
+          attrs.set(compute::attr::kMicroStep, b.getI64IntegerAttr(m));
           if (failed(func.insertArgument(index, arg.getType(),
                                          attrs.getDictionary(func.getContext()),
                                          arg.getLoc())))
@@ -218,11 +220,11 @@ struct BuildTrainingStepPass
       if (gradAccumSteps > 1) {
         if (m == 0) // the original inputs are micro-batch 0's
           for (BlockArgument arg : entry.getArguments())
-            if (func.getArgAttr(arg.getArgNumber(), "compute.input"))
-              func.setArgAttr(arg.getArgNumber(), "compute.micro_step",
+            if (func.getArgAttr(arg.getArgNumber(), compute::attr::kInput))
+              func.setArgAttr(arg.getArgNumber(), compute::attr::kMicroStep,
                               b.getI64IntegerAttr(0));
         for (Operation *op : ops)
-          op->setAttr("zero.micro_phase", b.getI64IntegerAttr(2 * m));
+          op->setAttr(zops::attr::kMicroPhase, b.getI64IntegerAttr(2 * m));
       }
 
       DenseMap<Value, Value> adjoint;
@@ -232,7 +234,7 @@ struct BuildTrainingStepPass
       b.setInsertionPoint(ret);
       if (gradAccumSteps > 1)
         for (Operation *op = lastForward->getNextNode(); op != ret; op = op->getNextNode())
-          op->setAttr("zero.micro_phase", b.getI64IntegerAttr(2 * m + 1));
+          op->setAttr(zops::attr::kMicroPhase, b.getI64IntegerAttr(2 * m + 1));
 
       // Accumulate (mixed precision: in f32). A parameter the loss does not reach
       // has no gradient (null), as in PyTorch.
@@ -243,14 +245,14 @@ struct BuildTrainingStepPass
         if (gradAccumSteps > 1 && mixed) {
           g = CastOp::create(b, loc, cast<RankedTensorType>(g.getType()).clone(b.getF32Type()),
                              g);
-          g.getDefiningOp()->setAttr("zero.accumulate", b.getUnitAttr());
+          g.getDefiningOp()->setAttr(zops::attr::kAccumulate, b.getUnitAttr());
         }
         if (!grads[i]) {
           grads[i] = g;
           continue;
         }
         auto add = AddOp::create(b, loc, g.getType(), grads[i], g);
-        add->setAttr("zero.accumulate", b.getUnitAttr());
+        add->setAttr(zops::attr::kAccumulate, b.getUnitAttr());
         grads[i] = add;
       }
       losses.push_back(microLoss);
@@ -334,9 +336,9 @@ struct BuildTrainingStepPass
       resultTypes.push_back(v.getType());
     func.setFunctionType(
         FunctionType::get(func.getContext(), entry.getArgumentTypes(), resultTypes));
-    func->setAttr("compute.output_names", b.getArrayAttr(resultNames));
+    func->setAttr(compute::attr::kOutputNames, b.getArrayAttr(resultNames));
     for (auto [res, arg] : updates)
-      func.setResultAttr(res, "compute.updates", b.getI64IntegerAttr(arg));
+      func.setResultAttr(res, compute::attr::kUpdates, b.getI64IntegerAttr(arg));
     return success();
   }
 
@@ -397,7 +399,7 @@ struct BuildTrainingStepPass
       unsigned index = func.getNumArguments();
       if (failed(func.insertArgument(index, type,
                                      b.getDictionaryAttr(b.getNamedAttr(
-                                         "compute.state", b.getStringAttr(name))),
+                                         compute::attr::kState, b.getStringAttr(name))),
                                      loc)))
         return BlockArgument();
       return entry.getArgument(index);
@@ -416,7 +418,7 @@ struct BuildTrainingStepPass
       unsigned index = func.getNumArguments();
       if (failed(func.insertArgument(
               index, t,
-              b.getDictionaryAttr(b.getNamedAttr("compute.master", b.getStringAttr(name))),
+              b.getDictionaryAttr(b.getNamedAttr(compute::attr::kMaster, b.getStringAttr(name))),
               loc)))
         return BlockArgument();
       return entry.getArgument(index);

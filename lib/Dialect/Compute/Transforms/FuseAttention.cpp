@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Compute/Transforms/Passes.h"
 
@@ -26,6 +27,7 @@ namespace zero {
 } // namespace zero
 
 using namespace mlir;
+using namespace zero;
 using namespace zero::compute;
 
 namespace {
@@ -83,8 +85,8 @@ bool readsTrainedParameter(Value v) {
     Value x = work.pop_back_val();
     if (auto arg = dyn_cast<BlockArgument>(x)) {
       auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-      if (func && func.getArgAttr(arg.getArgNumber(), "compute.param") &&
-          !func.getArgAttr(arg.getArgNumber(), "compute.frozen"))
+      if (func && func.getArgAttr(arg.getArgNumber(), compute::attr::kParam) &&
+          !func.getArgAttr(arg.getArgNumber(), compute::attr::kFrozen))
         return true;
       continue;
     }

@@ -11,6 +11,7 @@
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Compute/Transforms/Passes.h"
 #include "zero/Dialect/Compute/Transforms/StepPhases.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -48,7 +49,7 @@ struct OffloadActivationsPass
       forward.push_back(&op);
     for (Operation *op : forward) {
       int64_t p = phase.lookup(op);
-      if (!phases->isForward(op) || op->hasAttr("zero.host") ||
+      if (!phases->isForward(op) || op->hasAttr(zops::attr::kHost) ||
           isa<compute::ConstantOp, compute::ToHostOp, compute::ToDeviceOp>(op))
         continue;
       for (Value r : op->getResults()) {

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Compute/Transforms/Passes.h"
 
@@ -22,6 +24,7 @@ namespace zero {
 } // namespace zero
 
 using namespace mlir;
+using namespace zero;
 using namespace zero::compute;
 
 namespace {
@@ -87,7 +90,7 @@ struct OffloadOptimizerPass
         (host.contains(user) ? hostRead : deviceRead) = true;
       }
       if (hostRead && !deviceRead) {
-        func.setArgAttr(arg.getArgNumber(), "compute.host", UnitAttr::get(ctx));
+        func.setArgAttr(arg.getArgNumber(), compute::attr::kHost, UnitAttr::get(ctx));
         hostValues.insert(arg);
       }
     }
@@ -98,7 +101,7 @@ struct OffloadOptimizerPass
     // Results that replace a host argument stay on the host, whoever reads them.
     DenseMap<Value, bool> updatesHostArg;
     for (auto [i, v] : llvm::enumerate(terminator->getOperands()))
-      if (auto arg = func.getResultAttrOfType<IntegerAttr>(i, "compute.updates"))
+      if (auto arg = func.getResultAttrOfType<IntegerAttr>(i, compute::attr::kUpdates))
         updatesHostArg[v] |= hostValues.contains(entry.getArgument(arg.getInt()));
 
     OpBuilder b(ctx);
@@ -126,7 +129,7 @@ struct OffloadOptimizerPass
     }
     // Host results a device op reads cross back before the first such reader.
     for (Operation *op : host) {
-      op->setAttr("zero.host", UnitAttr::get(ctx));
+      op->setAttr(zops::attr::kHost, UnitAttr::get(ctx));
       for (Value r : op->getResults()) {
         SmallVector<OpOperand *> deviceUses;
         for (OpOperand &use : r.getUses()) {

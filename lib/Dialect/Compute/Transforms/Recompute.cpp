@@ -12,6 +12,7 @@
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Compute/Transforms/Passes.h"
 #include "zero/Dialect/Compute/Transforms/StepPhases.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -27,6 +28,7 @@ namespace zero {
 } // namespace zero
 
 using namespace mlir;
+using namespace zero;
 using namespace zero::compute;
 
 namespace {
@@ -50,7 +52,7 @@ struct RecomputePass : public zero::impl::RecomputePassBase<RecomputePass> {
       return signalPassFailure();
     rewrite(entry);
     // For the report.
-    getOperation()->setAttr("zero.recompute_level",
+    getOperation()->setAttr(zops::attr::kRecomputeLevel,
                             IntegerAttr::get(IntegerType::get(&getContext(), 64), level));
   }
 
@@ -195,9 +197,9 @@ struct RecomputePass : public zero::impl::RecomputePassBase<RecomputePass> {
           map.map(w, materialize(w, before));
       OpBuilder b(before);
       Operation *copy = b.clone(*def, map);
-      copy->setAttr("zero.recompute", b.getUnitAttr());
-      if (auto p = before->getAttrOfType<IntegerAttr>("zero.micro_phase"))
-        copy->setAttr("zero.micro_phase", p);
+      copy->setAttr(zops::attr::kRecompute, b.getUnitAttr());
+      if (auto p = before->getAttrOfType<IntegerAttr>(zops::attr::kMicroPhase))
+        copy->setAttr(zops::attr::kMicroPhase, p);
       for (auto [orig, now] : llvm::zip(def->getResults(), copy->getResults()))
         cloneOf[orig] = now;
       return cloneOf.lookup(v);

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "ZeroSharder.h"
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 
 using namespace mlir;
 using namespace zero;
@@ -23,15 +25,15 @@ LogicalResult ZeroSharder::rebuildSignature(StepRewrite &s, ArrayRef<Bucket> buc
   SmallVector<Attribute> newNames;
   // The step counter's update stays; everything else updates what we built.
   for (auto [k, v] : llvm::enumerate(ret.getOperands()))
-    if (auto a = func.getResultAttrOfType<IntegerAttr>(k, "compute.updates"))
+    if (auto a = func.getResultAttrOfType<IntegerAttr>(k, compute::attr::kUpdates))
       if (s.step && argName(func, a.getInt()) == "optimizer.step")
         updates.push_back({(unsigned)a.getInt(), v});
   // Results that update nothing (the loss, the overflow count, the gradient norm)
   // stay first, in order: read from the return now, after the rewiring above.
   for (auto [k, v] : llvm::enumerate(ret.getOperands()))
-    if (!func.getResultAttr(k, "compute.updates")) {
+    if (!func.getResultAttr(k, compute::attr::kUpdates)) {
       newResults.push_back(v);
-      newNames.push_back(cast<ArrayAttr>(func->getAttr("compute.output_names"))[k]);
+      newNames.push_back(cast<ArrayAttr>(func->getAttr(compute::attr::kOutputNames))[k]);
     }
   unsigned firstUpdate = newResults.size();
   for (auto [arg, v] : updates) {
@@ -50,7 +52,7 @@ LogicalResult ZeroSharder::rebuildSignature(StepRewrite &s, ArrayRef<Bucket> buc
   func->removeAttr(func.getResAttrsAttrName()); // set again below, per result
   func.setFunctionType(FunctionType::get(func.getContext(), entry.getArgumentTypes(),
                                          resultTypes));
-  func->setAttr("compute.output_names", ArrayAttr::get(func.getContext(), newNames));
+  func->setAttr(compute::attr::kOutputNames, ArrayAttr::get(func.getContext(), newNames));
   SmallVector<BlockArgument> updateArgs;
   for (auto [arg, v] : updates)
     updateArgs.push_back(entry.getArgument(arg));
@@ -58,7 +60,7 @@ LogicalResult ZeroSharder::rebuildSignature(StepRewrite &s, ArrayRef<Bucket> buc
   for (BlockArgument a : entry.getArguments())
     if ((a.getArgNumber() < s.deadArgs.size() && s.deadArgs.test(a.getArgNumber())) ||
         (stage == 3 && a.use_empty() &&
-         func.getArgAttr(a.getArgNumber(), "compute.param") &&
+         func.getArgAttr(a.getArgNumber(), compute::attr::kParam) &&
          isTrainedAway(buckets, a)))
       erase.set(a.getArgNumber());
   for (BlockArgument a : entry.getArguments())
@@ -68,7 +70,7 @@ LogicalResult ZeroSharder::rebuildSignature(StepRewrite &s, ArrayRef<Bucket> buc
   if (failed(func.eraseArguments(erase)))
     return failure();
   for (auto [k, a] : llvm::enumerate(updateArgs))
-    func.setResultAttr(firstUpdate + k, "compute.updates",
+    func.setResultAttr(firstUpdate + k, compute::attr::kUpdates,
                        IntegerAttr::get(IntegerType::get(func.getContext(), 64),
                                         a.getArgNumber()));
   return success();
@@ -84,8 +86,8 @@ bool ZeroSharder::isTrainedAway(ArrayRef<Bucket> buckets, BlockArgument a) {
 }
 
 std::string ZeroSharder::argName(func::FuncOp func, unsigned arg) {
-  for (StringRef key : {"compute.param", "compute.state", "compute.param_bucket",
-                        "compute.master", "compute.master_bucket"})
+  for (StringRef key : {compute::attr::kParam, compute::attr::kState, compute::attr::kParamBucket,
+                        compute::attr::kMaster, compute::attr::kMasterBucket})
     if (auto n = dyn_cast_or_null<StringAttr>(argAttr(func, arg, key)))
       return n.str();
   return "";
@@ -140,12 +142,12 @@ void ZeroSharder::setBucketLayout(func::FuncOp func, unsigned arg, const Bucket 
          b.getNamedAttr("shape", b.getDenseI64ArrayAttr(
                                      cast<RankedTensorType>(m.param.getType())
                                          .getShape()))}));
-  setArgAttr(func, arg, "compute.bucket_members", b.getArrayAttr(members));
-  setArgAttr(func, arg, "compute.bucket_elements", b.getI64IntegerAttr(bucket.padded));
+  setArgAttr(func, arg, compute::attr::kBucketMembers, b.getArrayAttr(members));
+  setArgAttr(func, arg, compute::attr::kBucketElements, b.getI64IntegerAttr(bucket.padded));
 }
 
 int64_t ZeroSharder::phaseOf(Operation *op) {
-  if (auto p = op->getAttrOfType<IntegerAttr>("zero.micro_phase"))
+  if (auto p = op->getAttrOfType<IntegerAttr>(zops::attr::kMicroPhase))
     return p.getInt();
   return position[op] > position[lossOp] ? 1 : 0;
 }
@@ -183,7 +185,7 @@ LogicalResult ZeroSharder::gatherForUse(func::FuncOp func, const Bucket &bucket,
     std::string name = phase % 2 ? "backward" : "forward";
     if (phase > 1)
       name += "-" + std::to_string(phase / 2);
-    full.getDefiningOp()->setAttr("zero.phase", b.getStringAttr(name));
+    full.getDefiningOp()->setAttr(zops::attr::kPhase, b.getStringAttr(name));
     DenseMap<Value, Value> copyOf;
     for (const Member &m : bucket.members)
       copyOf[m.param] = unflatten(b, loc, full, m);

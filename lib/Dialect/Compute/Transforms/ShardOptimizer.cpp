@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "ZeroSharder.h"
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 
 using namespace mlir;
 using namespace zero;
@@ -27,7 +29,7 @@ LogicalResult ZeroSharder::prepareScales(StepRewrite &s) {
   if (s.mixed) {
     BlockArgument lossScale;
     for (BlockArgument a : entry.getArguments())
-      if (auto n = func.getArgAttrOfType<StringAttr>(a.getArgNumber(), "compute.runtime");
+      if (auto n = func.getArgAttrOfType<StringAttr>(a.getArgNumber(), compute::attr::kRuntime);
           n && n.getValue() == "loss_scale")
         lossScale = a;
     if (!lossScale)
@@ -157,12 +159,12 @@ LogicalResult ZeroSharder::shardOptimizer(StepRewrite &s, size_t bi, Bucket &buc
   BlockArgument pArg, masterArg;
   bool sharded = stage == 3 && !bucket.replicated;
   if (sharded) {
-    pArg = addArg(func, shardType, "compute.param_bucket", bname);
+    pArg = addArg(func, shardType, compute::attr::kParamBucket, bname);
     setBucketLayout(func, pArg.getArgNumber(), bucket);
     pshard = pArg;
   }
   if (mixed) {
-    masterArg = addArg(func, masterShardType, "compute.master_bucket", bname);
+    masterArg = addArg(func, masterShardType, compute::attr::kMasterBucket, bname);
     setBucketLayout(func, masterArg.getArgNumber(), bucket);
     pshard = masterArg;
   } else if (!sharded) {
@@ -176,9 +178,9 @@ LogicalResult ZeroSharder::shardOptimizer(StepRewrite &s, size_t bi, Bucket &buc
   Value newShard;
   if (auto adam = dyn_cast<AdamWOp>(first)) {
     BlockArgument m =
-        addArg(func, masterShardType, "compute.state", bname + ".exp_avg");
+        addArg(func, masterShardType, compute::attr::kState, bname + ".exp_avg");
     BlockArgument v =
-        addArg(func, masterShardType, "compute.state", bname + ".exp_avg_sq");
+        addArg(func, masterShardType, compute::attr::kState, bname + ".exp_avg_sq");
     setBucketLayout(func, m.getArgNumber(), bucket);
     setBucketLayout(func, v.getArgNumber(), bucket);
     auto op = AdamWOp::create(b, loc, pshard, gavg, m, v, s.step, s.gradScale,
@@ -193,7 +195,7 @@ LogicalResult ZeroSharder::shardOptimizer(StepRewrite &s, size_t bi, Bucket &buc
   } else {
     auto sgd = cast<SgdOp>(first);
     BlockArgument buf =
-        addArg(func, masterShardType, "compute.state", bname + ".momentum_buffer");
+        addArg(func, masterShardType, compute::attr::kState, bname + ".momentum_buffer");
     setBucketLayout(func, buf.getArgNumber(), bucket);
     auto op = SgdOp::create(b, loc, pshard, gavg, buf, s.gradScale, s.oldOverflow,
                             s.lrValue, sgd.getLr().convertToDouble(),
@@ -225,7 +227,7 @@ LogicalResult ZeroSharder::shardOptimizer(StepRewrite &s, size_t bi, Bucket &buc
           s.deadOps.push_back(user);
       if (s.resultIndexOf.count(r))
         if (auto a = func.getResultAttrOfType<IntegerAttr>(s.resultIndexOf[r],
-                                                           "compute.updates"))
+                                                           compute::attr::kUpdates))
           if (a.getInt() != m.param.getArgNumber())
             s.deadArgs.set(a.getInt());
     }
@@ -297,10 +299,10 @@ SmallVector<Value> ZeroSharder::microContributions(Value g) {
   SmallVector<Value> parts;
   auto strip = [](Value v) {
     auto c = v.getDefiningOp<CastOp>();
-    return c && c->hasAttr("zero.accumulate") ? c.getInput() : v;
+    return c && c->hasAttr(zops::attr::kAccumulate) ? c.getInput() : v;
   };
   while (auto add = g.getDefiningOp<AddOp>()) {
-    if (!add->hasAttr("zero.accumulate"))
+    if (!add->hasAttr(zops::attr::kAccumulate))
       break;
     parts.push_back(strip(add.getRhs()));
     g = add.getLhs();

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "ZeroSharder.h"
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 
 namespace zero {
 #define GEN_PASS_DEF_SHARDZEROPASS
@@ -76,7 +78,7 @@ struct ShardZeroPass : public zero::impl::ShardZeroPassBase<ShardZeroPass> {
     if (failed(sharder.shard(module, func)))
       return signalPassFailure();
     // For the plan (checkpoint manifests name the stage that wrote them).
-    module->setAttr("zero.stage",
+    module->setAttr(zops::attr::kStage,
                     IntegerAttr::get(IntegerType::get(module.getContext(), 64), stage));
   }
 };
@@ -143,7 +145,7 @@ Value ZeroSharder::allSlice(OpBuilder &b, Location loc, Value full, int64_t part
 Value ZeroSharder::quantizedIf(bool on, Value v) {
   if (on)
     v.getDefiningOp()->setAttr(
-        kQuantizeBlockAttr, IntegerAttr::get(IntegerType::get(v.getContext(), 64),
+        zops::attr::kQuantizeBlock, IntegerAttr::get(IntegerType::get(v.getContext(), 64),
                                              quantizeBlock));
   return v;
 }
@@ -160,7 +162,7 @@ FailureOr<SmallVector<Bucket>> ZeroSharder::makeBuckets(func::FuncOp func, Array
   // out by the 16-bit parameter of the same name, which forward reads.
   DenseMap<StringRef, BlockArgument> paramNamed;
   for (BlockArgument a : func.getArguments())
-    if (auto n = func.getArgAttrOfType<StringAttr>(a.getArgNumber(), "compute.param"))
+    if (auto n = func.getArgAttrOfType<StringAttr>(a.getArgNumber(), compute::attr::kParam))
       paramNamed[n.getValue()] = a;
   DenseMap<BlockArgument, Operation *> optimizerOf;
   DenseMap<BlockArgument, BlockArgument> masterOf;
@@ -168,9 +170,9 @@ FailureOr<SmallVector<Bucket>> ZeroSharder::makeBuckets(func::FuncOp func, Array
     auto p = dyn_cast<BlockArgument>(op->getOperand(0));
     BlockArgument param = p;
     if (p) {
-      if (auto n = func.getArgAttrOfType<StringAttr>(p.getArgNumber(), "compute.master"))
+      if (auto n = func.getArgAttrOfType<StringAttr>(p.getArgNumber(), compute::attr::kMaster))
         param = paramNamed.lookup(n.getValue());
-      else if (!func.getArgAttrOfType<StringAttr>(p.getArgNumber(), "compute.param"))
+      else if (!func.getArgAttrOfType<StringAttr>(p.getArgNumber(), compute::attr::kParam))
         param = BlockArgument();
     }
     if (!param)
@@ -205,7 +207,7 @@ FailureOr<SmallVector<Bucket>> ZeroSharder::makeBuckets(func::FuncOp func, Array
       list.push_back(Bucket{{}, 0, 0, replicated, t.getElementType()});
     Bucket &bk = list.back();
     Member m{p, masterOf[p],
-             func.getArgAttrOfType<StringAttr>(p.getArgNumber(), "compute.param").str(),
+             func.getArgAttrOfType<StringAttr>(p.getArgNumber(), compute::attr::kParam).str(),
              optimizerOf[p], bk.elements, t.getNumElements()};
     bk.members.push_back(m);
     bk.elements += m.numel;

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Dialect/Compute/Transforms/StepPhases.h"
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 
 using namespace mlir;
 
@@ -18,9 +20,9 @@ zero::compute::analyzeStepPhases(func::FuncOp func, StringRef pass) {
     return func.emitError(pass) << ": @main returns no computed loss", failure();
   bool accumulating = false, afterLoss = false;
   for (Operation &op : entry)
-    accumulating |= op.hasAttr("zero.micro_phase");
+    accumulating |= op.hasAttr(zops::attr::kMicroPhase);
   for (Operation &op : entry) {
-    if (auto p = op.getAttrOfType<IntegerAttr>("zero.micro_phase"))
+    if (auto p = op.getAttrOfType<IntegerAttr>(zops::attr::kMicroPhase))
       s.phase[&op] = p.getInt();
     else
       s.phase[&op] = accumulating ? -1 : afterLoss ? 1 : 0;
@@ -28,7 +30,7 @@ zero::compute::analyzeStepPhases(func::FuncOp func, StringRef pass) {
   }
   s.phase[ret] = -1;
   for (BlockArgument a : entry.getArguments())
-    if (func.getArgAttr(a.getArgNumber(), "compute.input"))
+    if (func.getArgAttr(a.getArgNumber(), compute::attr::kInput))
       s.activations.insert(a);
   for (Operation &op : entry)
     if (llvm::any_of(op.getOperands(), [&](Value v) { return s.activations.contains(v); }))

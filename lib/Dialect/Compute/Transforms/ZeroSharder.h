@@ -13,7 +13,7 @@
 #define ZERO_DIALECT_COMPUTE_TRANSFORMS_ZEROSHARDER_H
 
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
-#include "zero/Support/CollectiveQuantization.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Compute/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Dialect/Plan/Analysis/CostModel.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
 #include "zplan/AttentionViews.h"
@@ -539,7 +540,7 @@ FailureOr<StepPrediction> zero::predictStep(ModuleOp module, const MachineModel 
     }
     p.computeS += t;
     p.flops += flops;
-    if (k->hasAttr("zero.recompute")) { // activation checkpointing's extra work
+    if (k->hasAttr(zops::attr::kRecompute)) { // activation checkpointing's extra work
       p.recomputeS += t;
       p.recomputeFlops += kernelFlops(k);
     }

@@ -6,6 +6,7 @@
 
 #include "zero/Dialect/Plan/Analysis/ZeroReport.h"
 #include "zero/Dialect/Plan/IR/PlanDialect.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseSet.h"
@@ -83,11 +84,11 @@ FailureOr<ZeroReport> zero::computeZeroReport(ModuleOp module, int64_t stage) {
     }
     return false;
   };
-  if (auto level = module->getAttrOfType<IntegerAttr>("zero.recompute_level"))
+  if (auto level = module->getAttrOfType<IntegerAttr>(zops::attr::kRecomputeLevel))
     r.recomputeLevel = level.getInt();
   for (Operation &op : program.getBody().front())
     if (auto k = dyn_cast<plan::KernelOp>(op)) {
-      r.recomputeKernels += k->hasAttr("zero.recompute");
+      r.recomputeKernels += k->hasAttr(zops::attr::kRecompute);
       for (Value v : k.getOutputs()) {
         written.insert(v);
         producer[v] = k;

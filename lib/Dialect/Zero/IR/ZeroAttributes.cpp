@@ -2,14 +2,14 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-// One table: each discardable attribute of the zero dialect, whether it belongs on
-// the module or on an op of the step, and what it holds. The dialect's verifier
-// checks every `zero.*` attribute against it.
+// The dialect's verifier checks every `zero.*` attribute against its record in
+// ZeroAttributes.def: whether it belongs on the module or on an op of the step,
+// and what it holds.
 //
 //===----------------------------------------------------------------------===//
 
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 #include "zero/Dialect/Zero/IR/ZeroDialect.h"
-#include "zero/Support/CollectiveQuantization.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -20,6 +20,7 @@ using namespace zero::zops;
 
 namespace {
 
+enum class Place { Module, Step };
 enum class Holds { Unit, Name, Count, Dictionary };
 
 struct AttrRule {
@@ -30,22 +31,9 @@ struct AttrRule {
 
 const llvm::StringMap<AttrRule> &rules() {
   static const llvm::StringMap<AttrRule> table = {
-      // On ops of the step.
-      {"zero.phase", {false, Holds::Name, "the bucket whose gather an op waits for"}},
-      {"zero.micro_phase", {false, Holds::Count, "a micro-batch's forward or backward"}},
-      {"zero.accumulate", {false, Holds::Unit, "a gradient accumulation"}},
-      {"zero.recompute", {false, Holds::Unit, "a recomputed copy of a forward op"}},
-      {"zero.host", {false, Holds::Unit, "runs on the host (optimizer offload)"}},
-      {zero::kQuantizeBlockAttr,
-       {false, Holds::Count, "values per int8 block of a quantized collective"}},
-      // On the module.
-      {"zero.stage", {true, Holds::Count, "the ZeRO stage"}},
-      {"zero.recompute_level", {true, Holds::Count, "the recomputation level chosen"}},
-      {"zero.print_every", {true, Holds::Count, "zero-run's default --print-every"}},
-      {"zero.profile", {true, Holds::Unit, "zero-run profiles by default"}},
-      {"zero.precision", {true, Holds::Name, "the 16-bit type"}},
-      {"zero.lr_schedule", {true, Holds::Dictionary, "the learning-rate schedule"}},
-      {"zero.loss_scaling", {true, Holds::Dictionary, "fp16 loss scaling"}},
+#define ZERO_ATTR(ID, NAME, PLACE, HOLDS, MEANING)                                         \
+  {attr::ID, {Place::PLACE == Place::Module, Holds::HOLDS, MEANING}},
+#include "zero/Dialect/Zero/IR/ZeroAttributes.def"
   };
   return table;
 }

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Zero/Transforms/Passes.h"
 
@@ -28,13 +29,13 @@ struct OffloadNvmePass : public zero::impl::OffloadNvmePassBase<OffloadNvmePass>
 
   /// Whether argument `i`, held in host memory, moves to NVMe.
   bool moves(func::FuncOp func, unsigned i) {
-    if (!func.getArgAttr(i, "compute.host"))
+    if (!func.getArgAttr(i, compute::attr::kHost))
       return false;
-    if (func.getArgAttr(i, "compute.param_bucket"))
+    if (func.getArgAttr(i, compute::attr::kParamBucket))
       return params;
-    return optimizer && (func.getArgAttr(i, "compute.master_bucket") ||
-                         func.getArgAttr(i, "compute.master") ||
-                         func.getArgAttr(i, "compute.state"));
+    return optimizer && (func.getArgAttr(i, compute::attr::kMasterBucket) ||
+                         func.getArgAttr(i, compute::attr::kMaster) ||
+                         func.getArgAttr(i, compute::attr::kState));
   }
 
   void runOnOperation() override {
@@ -54,8 +55,8 @@ struct OffloadNvmePass : public zero::impl::OffloadNvmePassBase<OffloadNvmePass>
       unsigned i = arg.getArgNumber();
       if (!moves(func, i))
         continue;
-      func.removeArgAttr(i, "compute.host");
-      func.setArgAttr(i, "compute.nvme", UnitAttr::get(ctx));
+      func.removeArgAttr(i, compute::attr::kHost);
+      func.setArgAttr(i, compute::attr::kNvme, UnitAttr::get(ctx));
       ++moved;
       DenseMap<Operation *, Value> readFor;
       for (OpOperand &use : llvm::make_early_inc_range(arg.getUses())) {
@@ -87,8 +88,8 @@ struct OffloadNvmePass : public zero::impl::OffloadNvmePassBase<OffloadNvmePass>
     // done, so that the write can go straight into the argument's bytes.
     for (OpOperand &operand : terminator->getOpOperands()) {
       auto updates = func.getResultAttrOfType<IntegerAttr>(operand.getOperandNumber(),
-                                                           "compute.updates");
-      if (!updates || !func.getArgAttr(updates.getInt(), "compute.nvme"))
+                                                           compute::attr::kUpdates);
+      if (!updates || !func.getArgAttr(updates.getInt(), compute::attr::kNvme))
         continue;
       Value v = operand.get();
       if (v == entry.getArgument(updates.getInt()))

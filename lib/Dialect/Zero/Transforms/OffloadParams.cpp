@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "zero/Dialect/Compute/IR/ComputeAttributes.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
 #include "zero/Dialect/Zero/Transforms/Passes.h"
 
@@ -28,7 +30,7 @@ namespace {
 /// Made on the host: by a host op (an offloaded optimizer) or a copy there.
 bool isHostValue(Value v) {
   Operation *def = v.getDefiningOp();
-  return def && (def->hasAttr("zero.host") || isa<compute::ToHostOp>(def));
+  return def && (def->hasAttr(zops::attr::kHost) || isa<compute::ToHostOp>(def));
 }
 
 struct OffloadParamsPass : public zero::impl::OffloadParamsPassBase<OffloadParamsPass> {
@@ -67,14 +69,14 @@ struct OffloadParamsPass : public zero::impl::OffloadParamsPassBase<OffloadParam
 
     OpBuilder b(ctx);
     for (BlockArgument arg : slices) {
-      func.setArgAttr(arg.getArgNumber(), "compute.host", UnitAttr::get(ctx));
+      func.setArgAttr(arg.getArgNumber(), compute::attr::kHost, UnitAttr::get(ctx));
       // Readers: a host op reads it in place; an earlier copy to the host (the
       // optimizer offload's) is not needed any more; a device op gets a copy of
       // its own right before it, so the device holds it only while it is used.
       DenseMap<Operation *, Value> copyFor;
       for (OpOperand &use : llvm::make_early_inc_range(arg.getUses())) {
         Operation *user = use.getOwner();
-        if (user == terminator || user->hasAttr("zero.host"))
+        if (user == terminator || user->hasAttr(zops::attr::kHost))
           continue;
         if (auto toHost = dyn_cast<compute::ToHostOp>(user)) {
           toHost.getResult().replaceAllUsesWith(arg);
@@ -94,8 +96,8 @@ struct OffloadParamsPass : public zero::impl::OffloadParamsPassBase<OffloadParam
     // copy to the device when nothing else reads it), a device one by a copy made
     // as soon as it exists (its device buffer then dies there).
     for (auto [i, operand] : llvm::enumerate(terminator->getOpOperands())) {
-      auto updates = func.getResultAttrOfType<IntegerAttr>(i, "compute.updates");
-      if (!updates || !func.getArgAttr(updates.getInt(), "compute.host"))
+      auto updates = func.getResultAttrOfType<IntegerAttr>(i, compute::attr::kUpdates);
+      if (!updates || !func.getArgAttr(updates.getInt(), compute::attr::kHost))
         continue;
       Value v = operand.get();
       if (auto toDevice = v.getDefiningOp<compute::ToDeviceOp>()) {

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zero/Dialect/Compute/IR/ComputeDialect.h"
-#include "zero/Support/CollectiveQuantization.h"
+#include "zero/Dialect/Zero/IR/ZeroAttributes.h"
 #include "zero/Support/ElementBytes.h"
 #include "zero/Dialect/Zero/Transforms/Passes.h"
 
@@ -117,7 +117,7 @@ struct ScheduleCollectivesPass
   /// A collective on grid @zero along axis 0, summing if it reduces, in full
   /// precision: what fusePair builds, so what it may fuse.
   static bool isZeroContract(Operation *op) {
-    if (op->hasAttr(kQuantizeBlockAttr))
+    if (op->hasAttr(zops::attr::kQuantizeBlock))
       return false;
     auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid");
     auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
@@ -169,8 +169,8 @@ struct ScheduleCollectivesPass
                                             bld.getI64IntegerAttr(0));
       auto g = mlir::shard::AllGatherOp::create(bld, loc, t1(n * (pa + pb)), "zero",
                                                 ArrayRef<int16_t>{0}, cat, APInt(64, 0));
-      if (Attribute phase = b->getAttr("zero.phase"))
-        g->setAttr("zero.phase", phase);
+      if (Attribute phase = b->getAttr(zops::attr::kPhase))
+        g->setAttr(zops::attr::kPhase, phase);
       Value m = compute::ReshapeOp::create(bld, loc, t2(n, pa + pb), g.getResult());
       ra = compute::ReshapeOp::create(bld, loc, t1(sa), slice2(m, 0, pa));
       rb = compute::ReshapeOp::create(bld, loc, t1(sb), slice2(m, pa, pb));
@@ -221,7 +221,7 @@ struct ScheduleCollectivesPass
         // contract); any other is split as it is, and the lowering judges it.
         if (!a || a->getName() != op.getName() || !isZeroContract(a) ||
             !isZeroContract(&op) ||
-            a->getAttr("zero.phase") != op.getAttr("zero.phase") ||
+            a->getAttr(zops::attr::kPhase) != op.getAttr(zops::attr::kPhase) ||
             bytesOf(fullTensor(a)) + bytesOf(fullTensor(&op)) > cap ||
             cast<RankedTensorType>(a->getOperand(0).getType()).getElementType() !=
                 cast<RankedTensorType>(op.getOperand(0).getType()).getElementType())
@@ -273,14 +273,14 @@ struct ScheduleCollectivesPass
         start = AllReduceStartOp::create(b, loc, type, token, in, a.getGridAttr(),
                                          a.getGridAxesAttr(), a.getReductionAttr());
       }
-      if (Attribute phase = op->getAttr("zero.phase"))
-        start->setAttr("zero.phase", phase);
-      if (Attribute block = op->getAttr(kQuantizeBlockAttr))
-        start->setAttr(kQuantizeBlockAttr, block);
+      if (Attribute phase = op->getAttr(zops::attr::kPhase))
+        start->setAttr(zops::attr::kPhase, phase);
+      if (Attribute block = op->getAttr(zops::attr::kQuantizeBlock))
+        start->setAttr(zops::attr::kQuantizeBlock, block);
       auto wait = WaitOp::create(b, loc, type, start->getResult(1), start->getResult(0));
       op->getResult(0).replaceAllUsesWith(wait.getResult());
       if (isa<mlir::shard::AllGatherOp>(op)) {
-        if (op->getAttr("zero.phase"))
+        if (op->getAttr(zops::attr::kPhase))
           gathers.push_back({start, wait});
       } else {
         gradientWaits.push_back(wait);

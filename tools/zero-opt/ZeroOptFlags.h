@@ -2,15 +2,17 @@
 //
 // Part of the zero-opt project, under the Apache License v2.0 with LLVM Exceptions.
 //
-// zero-opt's flags: LLVM command-line options in the groups its --help shows.
-// The zero pipeline's are declared once, in ZeroPipelineOptions.def; the
-// driver's own (DeepSpeed config, schedules, loss scaling, budget, report) here.
-// Defined in lib/Driver/ZeroOptFlags.cpp; a tool that links it has them.
+// zero-opt's flags: LLVM command-line options in the groups its --help shows,
+// one per option of a compile session (zero/Pipeline/ZeroPipelineOptions.def,
+// zero/Driver/CompileOptions.def). Only the tool reads them: main() turns them
+// into CompileOptions and hands those to a CompileSession.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ZERO_DRIVER_ZEROOPTFLAGS_H
-#define ZERO_DRIVER_ZEROOPTFLAGS_H
+#ifndef ZERO_TOOLS_ZEROOPT_ZEROOPTFLAGS_H
+#define ZERO_TOOLS_ZEROOPT_ZEROOPTFLAGS_H
+
+#include "zero/Driver/CompileOptions.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
@@ -34,37 +36,18 @@ extern cl::OptionCategory outputCategory;
 #define ZERO_PIPELINE_FLAG(TYPE, FIELD, NAME, DEFAULT, GROUP, VALUES, DESCRIPTION)    \
   extern cl::opt<TYPE> FIELD;
 #include "zero/Pipeline/ZeroPipelineOptions.def"
+#define ZERO_DRIVER_FLAG(TYPE, FIELD, NAME, DEFAULT, GROUP, VALUES, DESCRIPTION)      \
+  extern cl::opt<TYPE> FIELD;
+#include "zero/Driver/CompileOptions.def"
 
-extern cl::opt<std::string> emitLevel;
-extern cl::opt<std::string> deepspeedConfig;
-extern cl::opt<int64_t> stepsPerPrint;
-extern cl::opt<bool> wallClockBreakdown;
-extern cl::opt<std::string> lrSchedule;
-extern cl::opt<double> warmupMinLr;
-extern cl::opt<double> warmupMaxLr;
-extern cl::opt<int64_t> warmupSteps;
-extern cl::opt<std::string> warmupType;
-extern cl::opt<int64_t> totalSteps;
-extern cl::opt<double> cosMinRatio;
-extern cl::opt<double> warmupMinRatio;
-extern cl::opt<double> lossScale;
-extern cl::opt<int> initialScalePower;
-extern cl::opt<int64_t> lossScaleWindow;
-extern cl::opt<int> hysteresis;
-extern cl::opt<double> minLossScale;
 extern cl::list<std::string> inputShapes;
 extern cl::list<std::string> constantInputs;
+extern cl::opt<std::string> report;
 extern cl::opt<bool> listOnnxOps;
-extern cl::opt<std::string> report;
-extern cl::opt<std::string> machine;
-extern cl::opt<double> maxMemoryGb;
-extern cl::opt<std::string> recompute;
-extern cl::opt<bool> autoTune;
-extern cl::opt<std::string> emitLevel;
-extern cl::list<std::string> inputShapes;
-extern cl::opt<std::string> report;
-extern cl::opt<std::string> machine;
-extern cl::opt<bool> autoTune;
+
+/// The compile session's options as the parsed flags give them, each marked
+/// given when it was on the command line.
+CompileOptions compileOptionsFromFlags();
 
 /// `zero-opt --help`: zero-opt's own options by group, each line within 100
 /// columns. (`--help-hidden` is LLVM's full list: every LLVM and MLIR option.)
@@ -76,4 +59,4 @@ void printOptionHelp(llvm::raw_ostream &os, llvm::StringRef flag,
 
 } // namespace zero::flags
 
-#endif // ZERO_DRIVER_ZEROOPTFLAGS_H
+#endif // ZERO_TOOLS_ZEROOPT_ZEROOPTFLAGS_H

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zero/Driver/ZeroOptFlags.h"
+#include "ZeroOptFlags.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -49,77 +49,12 @@ template <typename T> const char *valueName() {
                              cl::init(DEFAULT), cl::cat(GROUP##Category));
 #include "zero/Pipeline/ZeroPipelineOptions.def"
 
-cl::opt<std::string>
-    emitLevel("emit",
-              cl::desc("What to produce: graph (the imported forward graph), step "
-                       "(the training step, compute IR), plan (plan IR) or zplan "
-                       "(the plan file). Default: zplan when -o ends in .zplan, "
-                       "graph for other ONNX input"),
-              cl::value_desc("graph|step|plan|zplan"), cl::init(""),
-              cl::cat(outputCategory));
-
-cl::opt<std::string> deepspeedConfig(
-    "deepspeed",
-    cl::desc("A DeepSpeed JSON config: its batch sizes, optimizer, scheduler, "
-             "zero_optimization, fp16/bf16 and clipping set the matching flags (flags "
-             "given here win)"),
-    cl::value_desc("ds_config.json"), cl::init(""), cl::cat(inputCategory));
-cl::opt<int64_t> stepsPerPrint(
-    "steps-per-print",
-    cl::desc("Recorded in the plan: zero-run prints every N steps (its --print-every "
-             "wins)"),
-    cl::init(0), cl::value_desc(valueName<int64_t>()), cl::cat(trainingCategory));
-cl::opt<bool> wallClockBreakdown(
-    "wall-clock-breakdown",
-    cl::desc("Recorded in the plan: zero-run times each kernel kind (--profile)"),
-    cl::init(false), cl::cat(trainingCategory));
-cl::opt<std::string> lrSchedule(
-    "lr-schedule",
-    cl::desc("DeepSpeed's schedules: WarmupLR, WarmupDecayLR, WarmupCosineLR; the "
-             "learning rate becomes a runtime value"),
-    cl::value_desc("constant|warmup|warmup-decay|warmup-cosine"), cl::init("constant"),
-    cl::cat(trainingCategory));
-cl::opt<double> warmupMinLr("warmup-min-lr",
-                                   cl::desc("Schedules: the first learning rate"),
-                                   cl::init(0.0), cl::value_desc(valueName<double>()), cl::cat(trainingCategory));
-cl::opt<double> warmupMaxLr("warmup-max-lr",
-                                   cl::desc("Schedules: the rate after warm-up (default: "
-                                            "--lr)"),
-                                   cl::init(-1.0), cl::value_desc(valueName<double>()), cl::cat(trainingCategory));
-cl::opt<int64_t> warmupSteps("warmup-steps",
-                                    cl::desc("Schedules: warm-up steps"), cl::init(1000),
-                                    cl::value_desc(valueName<int64_t>()), cl::cat(trainingCategory));
-cl::opt<std::string> warmupType("warmup-type",
-                                       cl::desc("Schedules: the warm-up's shape"),
-                                       cl::value_desc("log|linear"), cl::init("log"),
-                                       cl::cat(trainingCategory));
-cl::opt<int64_t> totalSteps(
-    "total-steps", cl::desc("warmup-decay, warmup-cosine: the steps of the whole run"),
-    cl::init(0), cl::value_desc(valueName<int64_t>()), cl::cat(trainingCategory));
-cl::opt<double> cosMinRatio("cos-min-ratio",
-                                   cl::desc("warmup-cosine: the final ratio of --lr"),
-                                   cl::init(0.0001), cl::value_desc(valueName<double>()), cl::cat(trainingCategory));
-cl::opt<double> warmupMinRatio(
-    "warmup-min-ratio", cl::desc("warmup-cosine: the first ratio of --lr"),
-    cl::init(0.0), cl::value_desc(valueName<double>()), cl::cat(trainingCategory));
-
-cl::opt<double> lossScale("loss-scale",
-                                 cl::desc("fp16: a fixed loss scale (0: dynamic)"),
-                                 cl::init(0.0), cl::value_desc(valueName<double>()), cl::cat(precisionCategory));
-cl::opt<int> initialScalePower(
-    "initial-scale-power", cl::desc("fp16: the first dynamic loss scale is 2^N"),
-    cl::init(16), cl::value_desc(valueName<int>()), cl::cat(precisionCategory));
-cl::opt<int64_t> lossScaleWindow(
-    "loss-scale-window",
-    cl::desc("fp16: good steps after which the dynamic scale doubles"), cl::init(1000),
-    cl::value_desc(valueName<int64_t>()), cl::cat(precisionCategory));
-cl::opt<int> hysteresis(
-    "hysteresis", cl::desc("fp16: overflows tolerated before the dynamic scale halves"),
-    cl::init(2), cl::value_desc(valueName<int>()), cl::cat(precisionCategory));
-cl::opt<double> minLossScale(
-    "min-loss-scale",
-    cl::desc("fp16: the smallest dynamic scale; an overflow there stops training"),
-    cl::value_desc("number"), cl::init(1.0), cl::cat(precisionCategory));
+// zero-opt's own options (CompileOptions.def), as flags of the same names.
+#define ZERO_DRIVER_FLAG(TYPE, FIELD, NAME, DEFAULT, GROUP, VALUES, DESCRIPTION)      \
+  cl::opt<TYPE> FIELD(NAME, cl::desc(DESCRIPTION),                                    \
+                      cl::value_desc(*VALUES ? VALUES : valueName<TYPE>()),            \
+                      cl::init(DEFAULT), cl::cat(GROUP##Category));
+#include "zero/Driver/CompileOptions.def"
 
 cl::list<std::string>
     inputShapes("input-shape",
@@ -147,31 +82,22 @@ cl::opt<std::string>
            cl::value_desc("table|json"), cl::ValueOptional, cl::init(""),
            cl::cat(reportCategory));
 
-cl::opt<std::string>
-    machine("machine",
-            cl::desc("Machine for the predicted step time in --report and for "
-                     "--auto-tune: h100-nvlink, cpu, or a JSON file (zero-run "
-                     "--calibrate writes one)"),
-            cl::value_desc("name|file.json"), cl::init("cpu"), cl::cat(reportCategory));
-cl::opt<double> maxMemoryGb(
-    "max-memory-gb",
-    cl::desc("Device memory per rank, GiB (0: no budget): the plan is made to fit by "
-             "recomputing activations, then fewer prefetched buckets, then smaller "
-             "buckets; an error if it cannot"),
-    cl::value_desc("GiB"), cl::init(0.0), cl::cat(scheduleCategory));
-cl::opt<std::string> recompute(
-    "recompute",
-    cl::desc("Activation checkpointing: auto (as much as --max-memory-gb needs; none "
-             "without it), none, cheap (recompute cheap ops from kept matrix "
-             "products), blocks (keep only the forward's cut points, such as the "
-             "residual stream between blocks)"),
-    cl::value_desc("auto|none|cheap|blocks"), cl::init("auto"), cl::cat(scheduleCategory));
-cl::opt<bool>
-    autoTune("auto-tune",
-             cl::desc("Choose --bucket-size-mb and --prefetch-buckets (those not given) "
-                      "by the predicted step time on --machine (within --max-live-mb), "
-                      "and, when the world spans nodes, --zero-shard-group-size"),
-             cl::init(false), cl::cat(scheduleCategory));
+CompileOptions compileOptionsFromFlags() {
+  CompileOptions o;
+#define ZERO_PIPELINE_FLAG(TYPE, FIELD, NAME, DEFAULT, GROUP, VALUES, DESCRIPTION)    \
+  o.FIELD = FIELD.getValue();                                                          \
+  o.FIELD.given = FIELD.getNumOccurrences() > 0;
+#include "zero/Pipeline/ZeroPipelineOptions.def"
+#define ZERO_DRIVER_FLAG(TYPE, FIELD, NAME, DEFAULT, GROUP, VALUES, DESCRIPTION)      \
+  o.FIELD = FIELD.getValue();                                                          \
+  o.FIELD.given = FIELD.getNumOccurrences() > 0;
+#include "zero/Driver/CompileOptions.def"
+  o.inputShapes.assign(inputShapes.begin(), inputShapes.end());
+  o.constantInputs.assign(constantInputs.begin(), constantInputs.end());
+  o.report = report.getValue();
+  o.report.given = report.getNumOccurrences() > 0;
+  return o;
+}
 
 } // namespace zero::flags
 
