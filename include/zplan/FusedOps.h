@@ -17,32 +17,29 @@
 
 namespace zrt::fused {
 
-/// Neg..Gelu in the order of kernels::UnaryOp, Add..Div in that of
-/// kernels::BinaryOp (the backends convert by offset).
+/// An instruction's opcode. The unary ops' come from their records
+/// (UnaryOps.def); the others are listed here. Plans store these values: an
+/// opcode never changes, a new op takes the next free one.
 enum class Op : int64_t {
-  Const,
-  Neg,
-  Sqrt,
-  Reciprocal,
-  Exp,
-  Log,
-  Relu,
-  Tanh,
-  Sigmoid,
-  Erf,
-  Gelu,
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Pow,      // a^b, computed in f64 as the pow kernel does
-  Cast,     // a, rounded to `type`
-  Where,    // a (an input of bool elements) ? b : c
-  ReluGrad, // a > 0 ? b : 0 (relu_grad's input, gradient)
-  GeluGrad, // b (Phi(a) + a phi(a)) (gelu_grad's input, gradient)
-  GeluTanh, // GELU's tanh approximation of a (appended: earlier opcodes keep their values)
-  GeluTanhGrad, // gelu_tanh_grad(a, b) (gelu_tanh_grad's input, gradient)
-  Count
+  Const = 0,
+#define ZERO_UNARY_OP(ID, NAME, KIND, OPCODE, ...) ID = OPCODE,
+#include "zplan/UnaryOps.def"
+  Add = 11,
+  Sub = 12,
+  Mul = 13,
+  Div = 14,
+  Pow = 15,          // a^b, computed in f64 as the pow kernel does
+  Cast = 16,         // a, rounded to `type`
+  Where = 17,        // a (an input of bool elements) ? b : c
+  ReluGrad = 18,     // a > 0 ? b : 0 (relu_grad's input, gradient)
+  GeluGrad = 19,     // b (Phi(a) + a phi(a)) (gelu_grad's input, gradient)
+  GeluTanhGrad = 21, // gelu_tanh_grad(a, b) (gelu_tanh_grad's input, gradient)
+  // How many ops there are: Const and the ten above, and the unary ops. The
+  // opcodes are 0 to Count - 1, each one op's (runtime/lib/FusedProgram.cpp checks
+  // it at build time), so it is also one past the largest.
+  Count = 11
+#define ZERO_UNARY_OP(...) +1
+#include "zplan/UnaryOps.def"
 };
 
 /// The type a value is rounded to.

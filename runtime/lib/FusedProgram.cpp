@@ -31,14 +31,62 @@ int zrt::fused::operandCount(Op op) {
 }
 
 const char *zrt::fused::opName(Op op) {
-  static const char *names[] = {"const", "neg", "sqrt", "reciprocal", "exp",
-                                "log",   "relu", "tanh", "sigmoid",   "erf",
-                                "gelu",  "add", "sub",  "mul",        "div",
-                                "pow",   "cast", "where", "relu_grad", "gelu_grad",
-                                "gelu_tanh", "gelu_tanh_grad"};
-  static_assert(sizeof(names) / sizeof(names[0]) == (size_t)Op::Count);
-  return (int64_t)op >= 0 && op < Op::Count ? names[(int64_t)op] : "?";
+  switch (op) {
+  case Op::Const:
+    return "const";
+#define ZERO_UNARY_OP(ID, NAME, ...)                                                      \
+  case Op::ID:                                                                          \
+    return NAME;
+#include "zplan/UnaryOps.def"
+  case Op::Add:
+    return "add";
+  case Op::Sub:
+    return "sub";
+  case Op::Mul:
+    return "mul";
+  case Op::Div:
+    return "div";
+  case Op::Pow:
+    return "pow";
+  case Op::Cast:
+    return "cast";
+  case Op::Where:
+    return "where";
+  case Op::ReluGrad:
+    return "relu_grad";
+  case Op::GeluGrad:
+    return "gelu_grad";
+  case Op::GeluTanhGrad:
+    return "gelu_tanh_grad";
+  default:
+    return "?";
+  }
 }
+
+namespace {
+
+/// How many ops have opcode `v` (decodeProgram accepts every value below Count,
+/// so each must name exactly one op: a unary record's opcode that repeats another
+/// or leaves a gap fails the build here).
+constexpr int opsWithOpcode(int64_t v) {
+  int n = 0;
+  for (Op op : {Op::Const, Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Pow, Op::Cast, Op::Where,
+                Op::ReluGrad, Op::GeluGrad, Op::GeluTanhGrad})
+    n += (int64_t)op == v;
+#define ZERO_UNARY_OP(ID, NAME, KIND, OPCODE, ...) n += OPCODE == v;
+#include "zplan/UnaryOps.def"
+  return n;
+}
+constexpr bool everyOpcodeNamesOneOp() {
+  for (int64_t v = 0; v < (int64_t)Op::Count; ++v)
+    if (opsWithOpcode(v) != 1)
+      return false;
+  return true;
+}
+static_assert(everyOpcodeNamesOneOp(),
+              "zplan/UnaryOps.def: each opcode below fused::Op::Count names one op");
+
+} // namespace
 
 std::string zrt::fused::decodeProgram(const std::vector<int64_t> &words, int inputs,
                                       std::vector<Instruction> &out) {

@@ -32,16 +32,8 @@ static std::optional<zrt::fused::Type> typeOf(Value v) {
 static FusedOpKind opOf(Operation *op) {
   return llvm::TypeSwitch<Operation *, FusedOpKind>(op)
       .Case([](compute::ConstantOp) { return FusedOpKind::Const; })
-      .Case([](compute::NegOp) { return FusedOpKind::Neg; })
-      .Case([](compute::SqrtOp) { return FusedOpKind::Sqrt; })
-      .Case([](compute::ReciprocalOp) { return FusedOpKind::Reciprocal; })
-      .Case([](compute::ExpOp) { return FusedOpKind::Exp; })
-      .Case([](compute::LogOp) { return FusedOpKind::Log; })
-      .Case([](compute::ReluOp) { return FusedOpKind::Relu; })
-      .Case([](compute::TanhOp) { return FusedOpKind::Tanh; })
-      .Case([](compute::SigmoidOp) { return FusedOpKind::Sigmoid; })
-      .Case([](compute::ErfOp) { return FusedOpKind::Erf; })
-      .Case([](compute::GeluOp) { return FusedOpKind::Gelu; })
+#define ZERO_UNARY_OP(ID, ...) .Case([](compute::ID##Op) { return FusedOpKind::ID; })
+#include "zplan/UnaryOps.def"
       .Case([](compute::AddOp) { return FusedOpKind::Add; })
       .Case([](compute::SubOp) { return FusedOpKind::Sub; })
       .Case([](compute::MulOp) { return FusedOpKind::Mul; })
@@ -51,7 +43,6 @@ static FusedOpKind opOf(Operation *op) {
       .Case([](compute::WhereOp) { return FusedOpKind::Where; })
       .Case([](compute::ReluGradOp) { return FusedOpKind::ReluGrad; })
       .Case([](compute::GeluGradOp) { return FusedOpKind::GeluGrad; })
-      .Case([](compute::GeluTanhOp) { return FusedOpKind::GeluTanh; })
       .Case([](compute::GeluTanhGradOp) { return FusedOpKind::GeluTanhGrad; })
       .Default([](Operation *) { return FusedOpKind::Count; });
 }

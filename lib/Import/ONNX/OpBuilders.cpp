@@ -483,7 +483,9 @@ LogicalResult buildDropout(OnnxImporter &imp, const NodeProto &node) {
 }
 
 const llvm::StringMap<Builder> &builderTable() {
-  static const llvm::StringMap<Builder> table = {
+  static const llvm::StringMap<Builder> table = [] {
+    // The unary ops ONNX has come from their records, below.
+    llvm::StringMap<Builder> t = {
       {"MatMul", buildSimple<MatMulOp>},
       {"Gemm", buildGemm},
       {"Add", buildSimple<AddOp>},
@@ -493,15 +495,6 @@ const llvm::StringMap<Builder> &builderTable() {
       {"Pow", buildSimple<PowOp>},
       {"Equal", buildSimple<EqualOp>},
       {"Where", buildSimple<WhereOp>},
-      {"Sqrt", buildUnary<SqrtOp>},
-      {"Neg", buildUnary<NegOp>},
-      {"Reciprocal", buildUnary<ReciprocalOp>},
-      {"Exp", buildUnary<ExpOp>},
-      {"Log", buildUnary<LogOp>},
-      {"Relu", buildUnary<ReluOp>},
-      {"Tanh", buildUnary<TanhOp>},
-      {"Sigmoid", buildUnary<SigmoidOp>},
-      {"Erf", buildUnary<ErfOp>},
       {"Softmax", buildAxisOp<SoftmaxOp>},
       {"LogSoftmax", buildAxisOp<LogSoftmaxOp>},
       {"LayerNormalization", buildLayerNorm},
@@ -534,7 +527,13 @@ const llvm::StringMap<Builder> &builderTable() {
       {"NegativeLogLikelihoodLoss", buildNllLoss},
       {"SplitToSequence", buildSplitToSequence},
       {"SequenceAt", buildSequenceAt},
-  };
+    };
+#define ZERO_UNARY_OP(ID, NAME, KIND, OPCODE, COST, FUSION, ONNX, ...)                    \
+  if (*ONNX)                                                                            \
+    t[ONNX] = buildUnary<ID##Op>;
+#include "zplan/UnaryOps.def"
+    return t;
+  }();
   return table;
 }
 

@@ -23,23 +23,17 @@ using namespace zero::onnx_import;
 
 namespace {
 
+#define ZERO_ONNX_OPSETS(...) __VA_ARGS__
+
 const llvm::StringMap<std::vector<int>> &supportedTable() {
-  static const llvm::StringMap<std::vector<int>> table = {
-      // Elementwise arithmetic and math.
+  static const llvm::StringMap<std::vector<int>> table = [] {
+    llvm::StringMap<std::vector<int>> t = {
+      // Elementwise arithmetic and math (the unary ops: their records, below).
       {"Add", {13, 14}},
       {"Sub", {13, 14}},
       {"Mul", {13, 14}},
       {"Div", {13, 14}},
       {"Pow", {13, 15}},
-      {"Sqrt", {13}},
-      {"Neg", {13}},
-      {"Reciprocal", {13}},
-      {"Exp", {13}},
-      {"Log", {13}},
-      {"Relu", {13, 14}},
-      {"Tanh", {13}},
-      {"Sigmoid", {13}},
-      {"Erf", {13}},
       {"Gelu", {20}},
       // Comparisons and logic (bool results).
       {"Equal", {13, 19}},
@@ -93,7 +87,14 @@ const llvm::StringMap<std::vector<int>> &supportedTable() {
       {"Min", {13}},
       {"Sin", {7, 22}},
       {"Cos", {7, 22}},
-  };
+    };
+    // The unary ops ONNX has, at the versions their records name.
+#define ZERO_UNARY_OP(ID, NAME, KIND, OPCODE, COST, FUSION, ONNX, OPSETS, ...)            \
+  if (*ONNX)                                                                            \
+    t[ONNX] = {ZERO_ONNX_OPSETS OPSETS};
+#include "zplan/UnaryOps.def"
+    return t;
+  }();
   return table;
 }
 

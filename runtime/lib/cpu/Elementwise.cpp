@@ -198,17 +198,8 @@ void zrt::addElementwiseKernels(KernelTable &t) {
   t[Kernel::DIV] = bindBinary<BinaryOp::Div>;
   t[Kernel::POW] = bindPow;
   t[Kernel::EQUAL] = bindBinary<BinaryOp::Equal>;
-  t[Kernel::NEG] = bindUnary<UnaryOp::Neg>;
-  t[Kernel::SQRT] = bindUnary<UnaryOp::Sqrt>;
-  t[Kernel::RECIPROCAL] = bindUnary<UnaryOp::Reciprocal>;
-  t[Kernel::EXP] = bindUnary<UnaryOp::Exp>;
-  t[Kernel::LOG] = bindUnary<UnaryOp::Log>;
-  t[Kernel::RELU] = bindUnary<UnaryOp::Relu>;
-  t[Kernel::TANH] = bindUnary<UnaryOp::Tanh>;
-  t[Kernel::SIGMOID] = bindUnary<UnaryOp::Sigmoid>;
-  t[Kernel::ERF] = bindUnary<UnaryOp::Erf>;
-  t[Kernel::GELU] = bindUnary<UnaryOp::Gelu>;
-  t[Kernel::GELU_TANH] = bindUnary<UnaryOp::GeluTanh>;
+#define ZERO_UNARY_OP(ID, NAME, KIND, ...) t[Kernel::KIND] = bindUnary<UnaryOp::ID>;
+#include "zplan/UnaryOps.def"
   t[Kernel::WHERE] = bindWhere;
   t[Kernel::CAST] = bindCast;
 }

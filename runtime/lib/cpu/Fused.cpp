@@ -94,13 +94,13 @@ template <typename T> ZRT_VECTORIZED void roundBlock(float *o, int64_t n) {
     o[j] = float(T(o[j]));
 }
 
-/// The loops by op, in the order of kernels::UnaryOp and kernels::BinaryOp.
+/// The loops by op, in the order of kernels::UnaryOp (the records of
+/// zplan/UnaryOps.def) and kernels::BinaryOp.
 using UnaryBlock = void (*)(const float *, float *, int64_t);
 const UnaryBlock unaryBlocks[] = {
-    unaryBlock<UnaryOp::Neg>,  unaryBlock<UnaryOp::Sqrt>, unaryBlock<UnaryOp::Reciprocal>,
-    unaryBlock<UnaryOp::Exp>,  unaryBlock<UnaryOp::Log>,  unaryBlock<UnaryOp::Relu>,
-    unaryBlock<UnaryOp::Tanh>, unaryBlock<UnaryOp::Sigmoid>, unaryBlock<UnaryOp::Erf>,
-    unaryBlock<UnaryOp::Gelu>, unaryBlock<UnaryOp::GeluTanh>};
+#define ZERO_UNARY_OP(ID, ...) unaryBlock<UnaryOp::ID>,
+#include "zplan/UnaryOps.def"
+};
 using BinaryBlock = void (*)(const float *, const float *, float *, int64_t);
 const BinaryBlock binaryBlocks[] = {binaryBlock<BinaryOp::Add>, binaryBlock<BinaryOp::Sub>,
                                         binaryBlock<BinaryOp::Mul>, binaryBlock<BinaryOp::Div>};
@@ -123,16 +123,8 @@ void execute(const fused::Instruction &ins, const float *const *val, float *o, i
   case Op::Const:
     fillBlock(constantOf(ins), o, n);
     break;
-  case Op::Neg:
-  case Op::Sqrt:
-  case Op::Reciprocal:
-  case Op::Exp:
-  case Op::Log:
-  case Op::Relu:
-  case Op::Tanh:
-  case Op::Sigmoid:
-  case Op::Erf:
-  case Op::Gelu:
+#define ZERO_UNARY_OP(ID, ...) case Op::ID:
+#include "zplan/UnaryOps.def"
     unaryBlocks[(int)kernels::unaryOf(ins.op)](a, o, n);
     break;
   case Op::Add:
@@ -156,13 +148,10 @@ void execute(const fused::Instruction &ins, const float *const *val, float *o, i
   case Op::GeluGrad:
     activationGradBlock<kernels::ActivationGrad::Gelu>(a, b, o, n);
     break;
-  case Op::GeluTanh:
-    unaryBlocks[(int)UnaryOp::GeluTanh](a, o, n);
-    break;
   case Op::GeluTanhGrad:
     activationGradBlock<kernels::ActivationGrad::GeluTanh>(a, b, o, n);
     break;
-  case Op::Count:
+  default:
     break; // decodeProgram refused it
   }
   if (ins.type == fused::Type::BF16)

@@ -508,17 +508,9 @@ const KernelTable &zrt::cuda::cudaKernels() {
     add(Kernel::DIV, [](const KernelCall &c) { return bindBinary(c, BinaryOp::Div); });
     add(Kernel::EQUAL, [](const KernelCall &c) { return bindBinary(c, BinaryOp::Equal); });
     add(Kernel::POW, bindPow);
-    add(Kernel::NEG, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Neg); });
-    add(Kernel::SQRT, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Sqrt); });
-    add(Kernel::RECIPROCAL, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Reciprocal); });
-    add(Kernel::EXP, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Exp); });
-    add(Kernel::LOG, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Log); });
-    add(Kernel::RELU, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Relu); });
-    add(Kernel::TANH, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Tanh); });
-    add(Kernel::SIGMOID, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Sigmoid); });
-    add(Kernel::ERF, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Erf); });
-    add(Kernel::GELU, [](const KernelCall &c) { return bindUnary(c, UnaryOp::Gelu); });
-    add(Kernel::GELU_TANH, [](const KernelCall &c) { return bindUnary(c, UnaryOp::GeluTanh); });
+#define ZERO_UNARY_OP(ID, NAME, KIND, ...)                                                \
+    add(Kernel::KIND, [](const KernelCall &c) { return bindUnary(c, UnaryOp::ID); });
+#include "zplan/UnaryOps.def"
     add(Kernel::WHERE, bindWhere);
     add(Kernel::CAST, bindCast);
     add(Kernel::FUSED, bindFused);

@@ -43,13 +43,37 @@ const char *typeName(fused::Type t) {
 
 /// The op's enumerator in fused::Op, by value (the program was validated).
 const char *opEnumerator(fused::Op op) {
-  static const char *names[] = {"Const", "Neg",     "Sqrt",     "Reciprocal", "Exp",
-                                "Log",   "Relu",    "Tanh",     "Sigmoid",    "Erf",
-                                "Gelu",  "Add",     "Sub",      "Mul",        "Div",
-                                "Pow",   "Cast",    "Where",    "ReluGrad",   "GeluGrad",
-                                "GeluTanh", "GeluTanhGrad"};
-  static_assert(sizeof names / sizeof *names == (size_t)fused::Op::Count);
-  return names[(int)op];
+  switch (op) {
+#define ZERO_UNARY_OP(ID, ...)                                                            \
+  case fused::Op::ID:                                                                   \
+    return #ID;
+#include "zplan/UnaryOps.def"
+  case fused::Op::Const:
+    return "Const";
+  case fused::Op::Add:
+    return "Add";
+  case fused::Op::Sub:
+    return "Sub";
+  case fused::Op::Mul:
+    return "Mul";
+  case fused::Op::Div:
+    return "Div";
+  case fused::Op::Pow:
+    return "Pow";
+  case fused::Op::Cast:
+    return "Cast";
+  case fused::Op::Where:
+    return "Where";
+  case fused::Op::ReluGrad:
+    return "ReluGrad";
+  case fused::Op::GeluGrad:
+    return "GeluGrad";
+  case fused::Op::GeluTanhGrad:
+    return "GeluTanhGrad";
+  default:
+    ZRT_CHECK(false, "a fused program names unknown op " << (int64_t)op);
+    return nullptr;
+  }
 }
 
 /// One run of dimensions of a view, innermost first: position (i / below) % size

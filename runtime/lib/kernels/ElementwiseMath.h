@@ -25,7 +25,11 @@
 
 namespace zrt::kernels {
 
-enum class UnaryOp { Neg, Sqrt, Reciprocal, Exp, Log, Relu, Tanh, Sigmoid, Erf, Gelu, GeluTanh };
+/// The unary ops, in the order of their records (zplan/UnaryOps.def).
+enum class UnaryOp {
+#define ZERO_UNARY_OP(ID, ...) ID,
+#include "zplan/UnaryOps.def"
+};
 enum class BinaryOp { Add, Sub, Mul, Div, Equal };
 
 /// The type an element's arithmetic happens in: 16-bit floats widen to f32.
@@ -140,59 +144,26 @@ template <typename C> ZRT_HOST_DEVICE inline C geluTanh(C x) {
   return half * x * (C(1) + t);
 }
 
-/// Op K on one element (C: a compute type). Neg applies to every type; the
-/// others to floats.
+/// Op K on one element (C: a compute type): its record's arithmetic
+/// (zplan/UnaryOps.def). Neg applies to every type; the others to floats.
 template <UnaryOp K, typename C> ZRT_HOST_DEVICE inline C unary(C v) {
-  if constexpr (K == UnaryOp::Neg)
-    return (C)-v;
-  else if constexpr (K == UnaryOp::Sqrt)
-    return std::sqrt(v);
-  else if constexpr (K == UnaryOp::Reciprocal)
-    return C(1) / v;
-  else if constexpr (K == UnaryOp::Exp)
-    return expOf(v);
-  else if constexpr (K == UnaryOp::Log)
-    return std::log(v);
-  else if constexpr (K == UnaryOp::Relu)
-    return v > C(0) ? v : C(0);
-  else if constexpr (K == UnaryOp::Tanh)
-    return std::tanh(v);
-  else if constexpr (K == UnaryOp::Sigmoid)
-    return C(1) / (C(1) + expOf(-v));
-  else if constexpr (K == UnaryOp::Erf)
-    return erfOf(v);
-  else if constexpr (K == UnaryOp::Gelu)
-    return gelu(v);
+#define ZERO_UNARY_OP(ID, NAME, KIND, OPCODE, COST, FUSION, ONNX, OPSETS, ARITHMETIC)      \
+  if constexpr (K == UnaryOp::ID)                                                        \
+    return ARITHMETIC;                                                                   \
   else
-    return geluTanh(v);
+#include "zplan/UnaryOps.def"
+    static_assert(K != K, "a unary op without a record");
 }
 
 /// The same, with the op chosen at run time (a GPU thread's switch).
 template <typename C> ZRT_HOST_DEVICE inline C unary(UnaryOp op, C v) {
   switch (op) {
-  case UnaryOp::Neg:
-    return unary<UnaryOp::Neg>(v);
-  case UnaryOp::Sqrt:
-    return unary<UnaryOp::Sqrt>(v);
-  case UnaryOp::Reciprocal:
-    return unary<UnaryOp::Reciprocal>(v);
-  case UnaryOp::Exp:
-    return unary<UnaryOp::Exp>(v);
-  case UnaryOp::Log:
-    return unary<UnaryOp::Log>(v);
-  case UnaryOp::Relu:
-    return unary<UnaryOp::Relu>(v);
-  case UnaryOp::Tanh:
-    return unary<UnaryOp::Tanh>(v);
-  case UnaryOp::Sigmoid:
-    return unary<UnaryOp::Sigmoid>(v);
-  case UnaryOp::Erf:
-    return unary<UnaryOp::Erf>(v);
-  case UnaryOp::Gelu:
-    return unary<UnaryOp::Gelu>(v);
-  default:
-    return unary<UnaryOp::GeluTanh>(v);
+#define ZERO_UNARY_OP(ID, ...)                                                            \
+  case UnaryOp::ID:                                                                     \
+    return unary<UnaryOp::ID>(v);
+#include "zplan/UnaryOps.def"
   }
+  return v; // not reached: every UnaryOp has its case
 }
 
 /// Add, Sub, Mul, Div (Equal compares elements of the storage type: the kernels

@@ -27,9 +27,27 @@ ZRT_HOST_DEVICE inline float roundTo(fused::Type t, float v) {
   return v;
 }
 
-/// The unary op an instruction names (Neg..Gelu).
+/// Whether an instruction is a unary op's (one of the records in
+/// zplan/UnaryOps.def), and which.
+ZRT_HOST_DEVICE inline bool isUnary(fused::Op op) {
+  switch (op) {
+#define ZERO_UNARY_OP(ID, ...)                                                            \
+  case fused::Op::ID:                                                                   \
+    return true;
+#include "zplan/UnaryOps.def"
+  default:
+    return false;
+  }
+}
 ZRT_HOST_DEVICE inline UnaryOp unaryOf(fused::Op op) {
-  return UnaryOp((int64_t)op - (int64_t)fused::Op::Neg);
+  switch (op) {
+#define ZERO_UNARY_OP(ID, ...)                                                            \
+  case fused::Op::ID:                                                                   \
+    return UnaryOp::ID;
+#include "zplan/UnaryOps.def"
+  default:
+    return UnaryOp::Neg; // not reached: the caller asked isUnary
+  }
 }
 /// The binary op an instruction names (Add..Div).
 ZRT_HOST_DEVICE inline BinaryOp binaryOf(fused::Op op) {
@@ -58,8 +76,6 @@ ZRT_HOST_DEVICE inline float fusedApply(fused::Op op, float a, float b, float c,
     return reluGrad(a, b);
   case fused::Op::GeluGrad:
     return geluGrad(a, b);
-  case fused::Op::GeluTanh:
-    return geluTanh(a);
   case fused::Op::GeluTanhGrad:
     return geluTanhGrad(a, b);
   default:

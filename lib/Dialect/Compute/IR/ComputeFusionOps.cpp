@@ -21,9 +21,13 @@ static bool isFusedFloat(Type t) {
 }
 
 bool zero::compute::isFusableElementwise(Operation *op) {
-  if (!isa<AddOp, SubOp, MulOp, DivOp, PowOp, NegOp, SqrtOp, ReciprocalOp, ExpOp, LogOp,
-           ReluOp, TanhOp, SigmoidOp, ErfOp, GeluOp, GeluTanhOp, CastOp, WhereOp, ReluGradOp,
-           GeluGradOp, GeluTanhGradOp>(op))
+  // The binary and other ops a fused program has an instruction for, and every
+  // unary op (zplan/UnaryOps.def).
+  if (!isa<AddOp, SubOp, MulOp, DivOp, PowOp, CastOp, WhereOp, ReluGradOp, GeluGradOp,
+           GeluTanhGradOp
+#define ZERO_UNARY_OP(ID, ...) , ID##Op
+#include "zplan/UnaryOps.def"
+           >(op))
     return false;
   if (!isFusedFloat(op->getResult(0).getType()))
     return false;

@@ -47,6 +47,18 @@ DictionaryAttr marksOf(Operation *op) {
 
 ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 
+/// Whether `op` is a unary op whose record (zplan/UnaryOps.def) says fusion stores
+/// it rather than computing it again in each chain that reads it.
+bool storedByFusion(Operation *op) {
+  constexpr bool Stored = true, Recomputed = false;
+  (void)Stored, (void)Recomputed;
+#define ZERO_UNARY_OP(ID, NAME, KIND, OPCODE, COST, FUSION, ...)                          \
+  if (isa<ID##Op>(op))                                                                  \
+    return FUSION;
+#include "zplan/UnaryOps.def"
+  return false;
+}
+
 /// Whether `v` reads a collective's result (a stage-3 parameter gathered for
 /// forward, or a view of one): reading it later would keep the gathered bucket
 /// alive past the point the collective schedule planned its memory for.
@@ -94,8 +106,7 @@ struct FuseElementwisePass
       ops.push_back(&op);
     for (Operation *p : llvm::reverse(ops)) {
       if (!isFusableElementwise(p) || p->use_empty() || p->getResult(0).hasOneUse() ||
-          isa<ExpOp, LogOp, TanhOp, SigmoidOp, PowOp, SqrtOp, GeluGradOp, GeluTanhOp,
-              GeluTanhGradOp>(p))
+          isa<PowOp, GeluGradOp, GeluTanhGradOp>(p) || storedByFusion(p))
         continue;
       Value v = p->getResult(0);
       ArrayRef<int64_t> shape = shapeOf(v);

@@ -356,11 +356,40 @@ int64_t zero::kernelBytes(plan::KernelOp k) {
 // Work per element of the ops that cost more than one operation: a transcendental
 // function; GELU (an erf or tanh and a few products); its gradient (an erf and an
 // exp as well, or the tanh and a few more products). The kernel kinds and the fused program's instructions weigh them alike.
-constexpr double kTranscendentalFlops = 10, kGeluFlops = 14, kGeluGradFlops = 28;
+constexpr double kCheapFlops = 1, kTranscendentalFlops = 10, kGeluFlops = 14,
+                 kGeluGradFlops = 28;
+
+namespace {
+
+/// A unary op's work per element, by its record's cost (zplan/UnaryOps.def): as a
+/// fused program's instruction, and as a kernel (the record's name is its
+/// kernel kind's).
+std::optional<double> unaryFlops(zrt::fused::Op op) {
+  switch (op) {
+#define ZERO_UNARY_OP(ID, NAME, KIND, OPCODE, COST, ...)                                  \
+  case zrt::fused::Op::ID:                                                              \
+    return k##COST##Flops;
+#include "zplan/UnaryOps.def"
+  default:
+    return std::nullopt;
+  }
+}
+std::optional<double> unaryFlops(plan::KernelKind kind) {
+  StringRef name = plan::stringifyKernelKind(kind);
+#define ZERO_UNARY_OP(ID, NAME, KIND, OPCODE, COST, ...)                                  \
+  if (name == NAME)                                                                     \
+    return k##COST##Flops;
+#include "zplan/UnaryOps.def"
+  return std::nullopt;
+}
+
+} // namespace
 
 double zero::kernelFlops(plan::KernelOp k) {
   using K = plan::KernelKind;
   double out = elementsOf(k.getOutputs()[0]);
+  if (std::optional<double> unary = unaryFlops(k.getKernel()))
+    return *unary * out;
   switch (k.getKernel()) {
   case K::matmul: {
     SmallVector<int64_t> shape = accessShape(k, 0);
@@ -393,27 +422,19 @@ double zero::kernelFlops(plan::KernelOp k) {
     for (size_t i = 0; program && i + zrt::fused::kWords <= (size_t)program.size();
          i += zrt::fused::kWords) {
       Op op = Op(program[i]);
-      bool transcendental = op == Op::Exp || op == Op::Log || op == Op::Tanh ||
-                            op == Op::Sigmoid || op == Op::Erf || op == Op::Pow;
-      perElement += op == Op::Const      ? 0
-                    : op == Op::Gelu || op == Op::GeluTanh         ? kGeluFlops
+      std::optional<double> unary = unaryFlops(op);
+      perElement += op == Op::Const                                ? 0
+                    : unary                                        ? *unary
                     : op == Op::GeluGrad || op == Op::GeluTanhGrad ? kGeluGradFlops
-                    : transcendental     ? kTranscendentalFlops
-                                         : 1;
+                    : op == Op::Pow                                ? kTranscendentalFlops
+                                                                   : 1;
     }
     return perElement * out;
   }
-  // Floating-point work per output element; data movement kernels have none.
-  case K::exp:
-  case K::log:
-  case K::tanh:
-  case K::sigmoid:
-  case K::erf:
+  // Floating-point work per output element (the unary ops' above); data
+  // movement kernels have none.
   case K::pow:
     return kTranscendentalFlops * out;
-  case K::gelu:
-  case K::gelu_tanh:
-    return kGeluFlops * out;
   case K::gelu_grad:
   case K::gelu_tanh_grad:
     return kGeluGradFlops * out;
