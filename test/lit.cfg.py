@@ -36,6 +36,8 @@ config.substitutions.append(("%mlir_tblgen_includes",
 llvm_config.with_environment("PATH", config.zero_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["zero-opt", "zero-run", "zero-run-cuda-emulated"], [config.zero_tools_dir])
+# %zero_bin: the folder of the tools, for scripts that run them.
+config.substitutions.append(("%zero_bin", config.zero_tools_dir))
 
 # A full disk is a small tmpfs mounted in a mount namespace of the test's own
 # (gone when the test's command ends): that needs the right to make one (root,

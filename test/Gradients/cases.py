@@ -26,6 +26,10 @@ CASES = [
     case("tanh", ["  Y = Tanh(A)"], {"A": [2, 3]}),
     case("sigmoid", ["  Y = Sigmoid(A)"], {"A": [2, 3]}),
     case("erf", ["  Y = Erf(A)"], {"A": [2, 3]}),
+    case("softplus", ["  Y = Softplus(A)"], {"A": [2, 3]}),
+    # Large inputs of both signs: the form that does not overflow.
+    case("softplus_scaled", ["  k = Constant<value = double[1] {30.0}>()", "  s = Mul(A, k)",
+                             "  Y = Softplus(s)"], {"A": [3, 4]}),
     # GELU as PyTorch exports it, x * (erf(x / sqrt 2) + 1) * 0.5: zero-opt makes
     # one compute.gelu of it, whose gradient is one compute.gelu_grad.
     case("gelu_erf_chain", ["  r = Constant<value = double[1] {1.4142135623730951}>()",

@@ -358,6 +358,16 @@ LogicalResult SigmoidOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
                            : Value());
 }
 
+LogicalResult SoftplusOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
+                                         ArrayRef<bool> need,
+                                         SmallVectorImpl<Value> &grads) {
+  GradBuilder gb{b, getLoc()};
+  Value g = rg.empty() ? Value() : rg[0];
+  // sigmoid(x)
+  Value s = SigmoidOp::create(b, gb.loc, getInput());
+  return firstOnly(need, grads, need[0] ? gb.mul(g, s) : Value());
+}
+
 LogicalResult ErfOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg, ArrayRef<bool> need,
                                     SmallVectorImpl<Value> &grads) {
   GradBuilder gb{b, getLoc()};

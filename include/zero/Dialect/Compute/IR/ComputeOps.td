@@ -124,6 +124,7 @@ def Compute_GeluOp : Compute_UnaryOp<"gelu", "GELU (exact form, with erf)",
 // cuBLASLt's GELU epilogues compute.
 def Compute_GeluTanhOp : Compute_UnaryOp<"gelu_tanh", "GELU (tanh approximation)",
                                          Compute_FloatTensor>;
+def Compute_SoftplusOp : Compute_UnaryOp<"softplus", "log(1 + exp(x))", Compute_FloatTensor>;
 
 def Compute_CastOp : Compute_Op<"cast", [Pure, Compute_Differentiable, SameOperandsAndResultShape]> {
   let summary = "Elementwise conversion to the result's element type.";
