@@ -42,7 +42,8 @@ template <typename T> const char *valueName() {
 }
 
 // The zero pipeline's options, as flags of the same names (declared once, in
-// ZeroPipelineOptions.def; pipelineOptions() copies them into the pipeline's).
+// ZeroPipelineOptions.def; compileOptionsFromFlags() copies them into the
+// session's options, OptionSettings.cpp from there into the pipeline's).
 #define ZERO_PIPELINE_FLAG(TYPE, FIELD, NAME, DEFAULT, GROUP, VALUES, DESCRIPTION)    \
   cl::opt<TYPE> FIELD(NAME, cl::desc(DESCRIPTION),                            \
                              cl::value_desc(*VALUES ? VALUES : valueName<TYPE>()),    \

@@ -5,7 +5,7 @@
 // Every option of a compile session, as values: the zero pipeline's
 // (ZeroPipelineOptions.def) and the driver's own (CompileOptions.def). A tool
 // fills it (zero-opt from its flags, tools/zero-opt/ZeroOptFlags.cpp); a
-// DeepSpeed config then sets the ones not given (FlagSettings.cpp); the session
+// DeepSpeed config then sets the ones not given (OptionSettings.cpp); the session
 // reads only this. Nothing below tools/ reads a command-line flag.
 //
 //===----------------------------------------------------------------------===//
