@@ -2,7 +2,8 @@
 # Times the same training step on two zero-run binaries, alternating, to show that
 # a refactoring of the runtime did not make it slower (compare-plans.py checks the
 # compiler's side). A benchmark, not a test: this machine's speed drifts by several
-# percent from minute to minute, so each binary runs ROUNDS times in turn.
+# percent from minute to minute, so each binary runs ROUNDS times in turn, the
+# first to run alternating.
 #
 #   compare-step-time.sh BEFORE_BIN AFTER_BIN [ROUNDS]
 #
@@ -21,7 +22,11 @@ trap 'rm -rf "$work"' EXIT
 "$after/zero-opt" "$work/gpt.onnx" --optimizer=adamw --lr=1e-3 -o "$work/step.zplan"
 declare -A times
 for ((r = 1; r <= rounds; r++)); do
-  for who in before after; do
+  # Each round swaps which runs first: on a machine that slows (or speeds up)
+  # over the run, a fixed order would favour one binary.
+  order="before after"
+  ((r % 2 == 0)) && order="after before"
+  for who in $order; do
     bin=$before
     [ "$who" = after ] && bin=$after
     ms=$("$bin/zero-run" "$work/step.zplan" --init "$work/gpt.onnx" \
